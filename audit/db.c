@@ -1,0 +1,128 @@
+/* audit/db.c: opening state.db and migrating its schema. */
+#include "audit/audit.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+/*
+ * migrations[i] takes the schema from user_version i to i + 1. Append only: a released
+ * migration is never edited, so every database reaches the same schema.
+ */
+static const char *const migrations[] = {
+    /* 0 -> 1: workspaces. */
+    "CREATE TABLE workspaces ("
+    "  id TEXT PRIMARY KEY,"
+    "  name TEXT NOT NULL UNIQUE,"
+    "  base_commit TEXT NOT NULL,"
+    "  branch TEXT NOT NULL,"
+    "  created_ns INTEGER NOT NULL,"
+    "  state TEXT NOT NULL DEFAULT 'ready'"
+    ");",
+};
+
+int audit_db_schema_version(void)
+{
+	return (int)ARB_ARRAY_LEN(migrations);
+}
+
+int audit_db_exec(sqlite3 *db, const char *sql)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		util_err(-EIO, "state database: %s", msg ? msg : sqlite3_errmsg(db));
+		sqlite3_free(msg);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int db_user_version(sqlite3 *db, int *out)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = -EIO;
+
+	if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+		goto out;
+	if (sqlite3_step(st) != SQLITE_ROW)
+		goto out;
+	*out = sqlite3_column_int(st, 0);
+	rc = 0;
+out:
+	if (rc < 0)
+		util_err(rc, "state database: %s", sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int db_migrate(sqlite3 *db)
+{
+	int version = 0;
+	int rc;
+
+	/* IMMEDIATE: two processes opening a fresh database migrate one after the other. */
+	rc = audit_db_exec(db, "BEGIN IMMEDIATE");
+	if (rc < 0)
+		return rc;
+	rc = db_user_version(db, &version);
+	if (rc < 0)
+		goto out;
+	if (version > audit_db_schema_version()) {
+		rc = util_err(-EPROTO,
+			      "state database has schema version %d, newer than this "
+			      "arborinth understands (%d)",
+			      version, audit_db_schema_version());
+		goto out;
+	}
+	for (; version < audit_db_schema_version(); version++) {
+		char pragma[64];
+
+		rc = audit_db_exec(db, migrations[version]);
+		if (rc < 0)
+			goto out;
+		snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", version + 1);
+		rc = audit_db_exec(db, pragma);
+		if (rc < 0)
+			goto out;
+	}
+	rc = audit_db_exec(db, "COMMIT");
+out:
+	if (rc < 0)
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
+int audit_db_open(sqlite3 **out, const char *path)
+{
+	sqlite3 *db = NULL;
+	int rc;
+
+	*out = NULL;
+	if (sqlite3_open_v2(path, &db,
+			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
+				SQLITE_OPEN_NOFOLLOW,
+			    NULL) != SQLITE_OK) {
+		rc = util_err(-EIO, "cannot open state database %s: %s", path,
+			      db ? sqlite3_errmsg(db) : "out of memory");
+		goto out;
+	}
+	sqlite3_busy_timeout(db, 30000);
+	rc = audit_db_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+			       "PRAGMA foreign_keys=ON;");
+	if (rc < 0)
+		goto out;
+	rc = db_migrate(db);
+	if (rc < 0)
+		goto out;
+	*out = db;
+	db = NULL;
+out:
+	sqlite3_close(db);
+	return rc;
+}
+
+void audit_db_close(sqlite3 *db)
+{
+	sqlite3_close(db);
+}

@@ -1,0 +1,66 @@
+/*
+ * cli: the arborinth executable. One file per command; each exports one entry point that
+ * takes the arguments after its name and returns an exit status.
+ */
+#ifndef ARB_CLI_H
+#define ARB_CLI_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "util/util.h"
+
+enum { CLI_OK = 0, CLI_ERR = 1, CLI_USAGE = 2 };
+
+/* Options every command understands; set before the command name or among its own options. */
+struct cli_global {
+	const char *workdir; /* --workdir DIR, default "." */
+};
+
+struct cli_cmd {
+	const char *name;
+	const char *path; /* "workspace create" for sub-commands; NULL: same as name */
+	int (*fn)(struct cli_global *g, int argc, char **argv);
+	const char *summary;
+	const char *usage;	    /* full help text, printed by `help NAME` and `NAME --help` */
+	const struct cli_cmd *subs; /* sub-command table, or NULL */
+};
+
+/* The top-level table; NULL-terminated. */
+extern const struct cli_cmd cli_commands[];
+
+const char *cli_cmd_path(const struct cli_cmd *cmd);
+const struct cli_cmd *cli_cmd_find(const struct cli_cmd *table, const char *name);
+/* Dispatches argv[0] to a sub-command table (`workspace create ...`). */
+int cli_dispatch_sub(struct cli_global *g, const struct cli_cmd *parent,
+		     const struct cli_cmd *table, int argc, char **argv);
+
+/* One line on stderr: "arborinth: <msg>". Returns status. */
+int cli_fail(int status, const char *fmt, ...) ARB_PRINTF(2, 3);
+/* The last library error (util_err_msg) on stderr; returns CLI_ERR. */
+int cli_fail_lib(void);
+/* Usage error for `cmd`: message plus a hint to --help; returns CLI_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) ARB_PRINTF(2, 3);
+void cli_print_help(const struct cli_cmd *cmd);
+
+/* Prints obj as JSON on stdout (one document, newline-terminated) and releases it. */
+int cli_json_print(json_t *obj);
+
+/*
+ * Shared option parsing: getopt_long over argv with the command's options plus --workdir and
+ * --help. Returns the option character, -1 at the end, or CLI_USAGE/handled markers through
+ * *status when parsing must stop (then returns -2).
+ */
+struct option;
+int cli_getopt(struct cli_global *g, const struct cli_cmd *cmd, int argc, char **argv,
+	       const char *shortopts, const struct option *longopts, int *status);
+
+/* Command entry points, their help texts and sub-command tables. */
+extern const char cmd_project_usage[], cmd_workspace_usage[], cmd_shell_usage[];
+extern const struct cli_cmd cmd_project_subs[], cmd_workspace_subs[];
+int cmd_help(struct cli_global *g, int argc, char **argv);
+int cmd_project(struct cli_global *g, int argc, char **argv);
+int cmd_workspace(struct cli_global *g, int argc, char **argv);
+int cmd_shell(struct cli_global *g, int argc, char **argv);
+
+#endif

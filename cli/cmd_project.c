@@ -1,0 +1,81 @@
+/* cli/cmd_project.c: `arborinth project info`. */
+#include "cli/cli.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/core.h"
+
+const char cmd_project_usage[] =
+    "usage: arborinth project info [--workdir DIR] [--json]\n"
+    "\n"
+    "Shows the repository arborinth works on: its root, git dir, HEAD\n"
+    "commit and branch (or detached), and the number of workspaces.\n";
+
+static int project_info(struct cli_global *g, int argc, char **argv);
+
+const struct cli_cmd cmd_project_subs[] = {
+    {"info", "project info", project_info, "show the repository", cmd_project_usage},
+    {0},
+};
+
+static json_t *info_json(struct core_project *p, const struct core_head *h, size_t n)
+{
+	json_t *head =
+	    json_pack("{s:s?,s:s?,s:b,s:b}", "commit", h->unborn ? NULL : h->commit, "branch",
+		      h->branch, "detached", !h->branch && !h->unborn, "unborn", h->unborn);
+
+	return json_pack("{s:s,s:s,s:s,s:o,s:I}", "root", core_project_root(p), "git_dir",
+			 core_project_gitdir(p), "state_dir", core_project_state_dir(p), "head",
+			 head, "workspaces", (json_int_t)n);
+}
+
+static int project_info(struct cli_global *g, int argc, char **argv)
+{
+	static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {0}};
+	struct core_project *p = NULL;
+	struct core_head head = {0};
+	bool json = false;
+	int status = CLI_ERR;
+	size_t n = 0;
+	int c;
+
+	optind = 0;
+	while ((c = cli_getopt(g, &cmd_project_subs[0], argc, argv, "", opts, &status)) != -1) {
+		if (c == -2)
+			return status;
+		json = true;
+	}
+	if (optind < argc)
+		return cli_usage_error("project info", "unexpected argument '%s'", argv[optind]);
+	if (core_project_open(&p, g->workdir) < 0 || core_project_head(p, &head) < 0 ||
+	    core_ws_count(p, &n) < 0) {
+		status = cli_fail_lib();
+		goto out;
+	}
+	if (json) {
+		status = cli_json_print(info_json(p, &head, n));
+		goto out;
+	}
+	printf("root:       %s\n", core_project_root(p));
+	printf("git dir:    %s\n", core_project_gitdir(p));
+	if (head.unborn)
+		printf("HEAD:       (no commits yet) on %s\n", head.branch ? head.branch : "?");
+	else if (head.branch)
+		printf("HEAD:       %s on %s\n", head.commit, head.branch);
+	else
+		printf("HEAD:       %s (detached)\n", head.commit);
+	printf("workspaces: %zu\n", n);
+	status = CLI_OK;
+out:
+	free(head.branch);
+	core_project_free(p);
+	return status;
+}
+
+int cmd_project(struct cli_global *g, int argc, char **argv)
+{
+	return cli_dispatch_sub(g, cli_cmd_find(cli_commands, "project"), cmd_project_subs, argc,
+				argv);
+}

@@ -1,0 +1,224 @@
+/* cli/cmd_workspace.c: `arborinth workspace create|list|info|delete`. */
+#include "cli/cli.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/core.h"
+
+const char cmd_workspace_usage[] =
+    "usage: arborinth workspace create NAME [--rev REV] [--json]\n"
+    "       arborinth workspace list [--json]\n"
+    "       arborinth workspace info NAME [--json]\n"
+    "       arborinth workspace delete NAME\n"
+    "\n"
+    "A workspace is a writable copy-on-write view of one commit of the repository, at\n"
+    ".arborinth/workspaces/NAME/workdir, with its own git branch arborinth/NAME. The origin\n"
+    "can fetch its work with 'git fetch arborinth/NAME'.\n"
+    "\n"
+    "  --rev REV   base the workspace on REV (default: HEAD)\n"
+    "  --json      machine-readable output\n"
+    "  --workdir DIR  the repository (default: the current directory)\n";
+
+static int ws_create(struct cli_global *g, int argc, char **argv);
+static int ws_list(struct cli_global *g, int argc, char **argv);
+static int ws_info(struct cli_global *g, int argc, char **argv);
+static int ws_delete(struct cli_global *g, int argc, char **argv);
+
+const struct cli_cmd cmd_workspace_subs[] = {
+    {"create", "workspace create", ws_create, "create a workspace", cmd_workspace_usage},
+    {"list", "workspace list", ws_list, "list workspaces", cmd_workspace_usage},
+    {"info", "workspace info", ws_info, "show one workspace", cmd_workspace_usage},
+    {"delete", "workspace delete", ws_delete, "delete a workspace", cmd_workspace_usage},
+    {0},
+};
+
+static json_t *ws_json(const struct core_ws *ws)
+{
+	char created[32];
+
+	util_time_format(created, sizeof(created), ws->created_ns, true);
+	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:b,s:I}", "name", ws->name,
+			 "root", ws->root, "workdir", ws->workdir, "tmp", ws->tmp, "cache",
+			 ws->cache, "home", ws->home, "base_commit", ws->base_commit, "branch",
+			 ws->branch, "remote", ws->remote, "created", created, "state", ws->state,
+			 "mounted", ws->mounted, "daemon_pid", (json_int_t)ws->daemon_pid);
+}
+
+static void ws_print(const struct core_ws *ws)
+{
+	char created[32];
+
+	util_time_format(created, sizeof(created), ws->created_ns, false);
+	printf("name:     %s\n", ws->name);
+	printf("root:     %s\n", ws->root);
+	printf("workdir:  %s\n", ws->workdir);
+	printf("tmp:      %s\n", ws->tmp);
+	printf("cache:    %s\n", ws->cache);
+	printf("home:     %s\n", ws->home);
+	printf("base:     %s\n", ws->base_commit);
+	printf("branch:   %s\n", ws->branch);
+	printf("remote:   %s\n", ws->remote);
+	printf("created:  %s\n", created);
+	if (ws->mounted)
+		printf("mounted:  yes (daemon pid %d)\n", (int)ws->daemon_pid);
+	else
+		printf("mounted:  no\n");
+}
+
+/* Parses [--json] plus `npos` positional arguments into pos[]. */
+static int parse(struct cli_global *g, const char *sub, int argc, char **argv, bool *json,
+		 const char **rev, const char **pos, int npos, int *status)
+{
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'}, {"rev", required_argument, NULL, 'r'}, {0}};
+	const struct cli_cmd *cmd = cli_cmd_find(cmd_workspace_subs, sub);
+	int c;
+
+	optind = 0;
+	while ((c = cli_getopt(g, cmd, argc, argv, "", opts, status)) != -1) {
+		if (c == -2)
+			return -1;
+		if (c == 'j') {
+			*json = true;
+		} else if (c == 'r' && rev) {
+			*rev = optarg;
+		} else {
+			*status =
+			    cli_usage_error(cmd->path, "unknown option '%s'", argv[optind - 1]);
+			return -1;
+		}
+	}
+	if (argc - optind < npos) {
+		*status = cli_usage_error(cmd->path, "missing workspace NAME");
+		return -1;
+	}
+	if (argc - optind > npos) {
+		*status =
+		    cli_usage_error(cmd->path, "unexpected argument '%s'", argv[optind + npos]);
+		return -1;
+	}
+	for (int i = 0; i < npos; i++)
+		pos[i] = argv[optind + i];
+	return 0;
+}
+
+static int ws_create(struct cli_global *g, int argc, char **argv)
+{
+	const char *name = NULL, *rev = NULL;
+	struct core_project *p = NULL;
+	struct core_ws *ws = NULL;
+	bool json = false;
+	int status;
+
+	if (parse(g, "create", argc, argv, &json, &rev, &name, 1, &status) < 0)
+		return status;
+	if (core_ws_name_check(name) < 0)
+		return cli_fail_lib();
+	if (core_project_open(&p, g->workdir) < 0 || core_ws_create(p, name, rev, &ws) < 0) {
+		status = cli_fail_lib();
+		goto out;
+	}
+	if (json)
+		status = cli_json_print(ws_json(ws));
+	else
+		status = printf("created workspace %s at %.12s\n  workdir: %s\n", ws->name,
+				ws->base_commit, ws->workdir) < 0;
+out:
+	core_ws_free(ws);
+	core_project_free(p);
+	return status;
+}
+
+static int ws_list(struct cli_global *g, int argc, char **argv)
+{
+	struct core_project *p = NULL;
+	struct core_ws **list = NULL;
+	json_t *arr = NULL;
+	bool json = false;
+	size_t n = 0;
+	int status;
+
+	if (parse(g, "list", argc, argv, &json, NULL, NULL, 0, &status) < 0)
+		return status;
+	if (core_project_open(&p, g->workdir) < 0 || core_ws_list(p, &list, &n) < 0) {
+		status = cli_fail_lib();
+		goto out;
+	}
+	if (json) {
+		arr = json_array();
+		for (size_t i = 0; arr && i < n; i++)
+			json_array_append_new(arr, ws_json(list[i]));
+		status = cli_json_print(arr);
+		goto out;
+	}
+	if (n > 0)
+		printf("%-24s %-12s %-8s %s\n", "NAME", "BASE", "MOUNTED", "CREATED");
+	for (size_t i = 0; i < n; i++) {
+		char created[32];
+
+		util_time_format(created, sizeof(created), list[i]->created_ns, false);
+		printf("%-24s %-12.12s %-8s %s\n", list[i]->name, list[i]->base_commit,
+		       list[i]->mounted ? "yes" : "no", created);
+	}
+	status = CLI_OK;
+out:
+	for (size_t i = 0; i < n; i++)
+		core_ws_free(list[i]);
+	free(list);
+	core_project_free(p);
+	return status;
+}
+
+static int ws_info(struct cli_global *g, int argc, char **argv)
+{
+	struct core_project *p = NULL;
+	struct core_ws *ws = NULL;
+	const char *name = NULL;
+	bool json = false;
+	int status;
+
+	if (parse(g, "info", argc, argv, &json, NULL, &name, 1, &status) < 0)
+		return status;
+	if (core_project_open(&p, g->workdir) < 0 || core_ws_get(p, name, &ws) < 0) {
+		status = cli_fail_lib();
+		goto out;
+	}
+	if (json) {
+		status = cli_json_print(ws_json(ws));
+	} else {
+		ws_print(ws);
+		status = CLI_OK;
+	}
+out:
+	core_ws_free(ws);
+	core_project_free(p);
+	return status;
+}
+
+static int ws_delete(struct cli_global *g, int argc, char **argv)
+{
+	struct core_project *p = NULL;
+	const char *name = NULL;
+	bool json = false;
+	int status;
+
+	if (parse(g, "delete", argc, argv, &json, NULL, &name, 1, &status) < 0)
+		return status;
+	if (core_project_open(&p, g->workdir) < 0 || core_ws_delete(p, name) < 0) {
+		status = cli_fail_lib();
+		goto out;
+	}
+	printf("deleted workspace %s\n", name);
+	status = CLI_OK;
+out:
+	core_project_free(p);
+	return status;
+}
+
+int cmd_workspace(struct cli_global *g, int argc, char **argv)
+{
+	return cli_dispatch_sub(g, cli_cmd_find(cli_commands, "workspace"), cmd_workspace_subs,
+				argc, argv);
+}

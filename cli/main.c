@@ -1,0 +1,116 @@
+/* cli/main.c: entry point, global options and the top-level command table. */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char main_usage[] =
+    "usage: arborinth [--workdir DIR] COMMAND [ARGS...]\n"
+    "\n"
+    "Run untrusted code against a git repository in copy-on-write workspaces.\n"
+    "\n"
+    "Commands:\n"
+    "%s"
+    "\n"
+    "Global options:\n"
+    "  --workdir DIR   the repository to work on (default: the current directory)\n"
+    "  -h, --help      this help; 'arborinth help COMMAND' for one command\n"
+    "  -V, --version   print the version\n";
+
+const struct cli_cmd cli_commands[] = {
+    {"help", NULL, cmd_help, "show help for a command",
+     "usage: arborinth help [COMMAND [SUB-COMMAND]]\n\nShows help for a command.\n"},
+    {"project", NULL, cmd_project, "inspect the repository", cmd_project_usage, cmd_project_subs},
+    {"workspace", NULL, cmd_workspace, "create, list, inspect and delete workspaces",
+     cmd_workspace_usage, cmd_workspace_subs},
+    {"shell", NULL, cmd_shell, "run a command or a shell in a workspace", cmd_shell_usage},
+    {0},
+};
+
+static void print_main_help(FILE *f)
+{
+	char list[2048] = "";
+	size_t off = 0;
+
+	for (const struct cli_cmd *c = cli_commands; c->name; c++)
+		off += (size_t)snprintf(list + off, sizeof(list) - off, "  %-12s %s\n", c->name,
+					c->summary);
+	fprintf(f, main_usage, list);
+}
+
+int cmd_help(struct cli_global *g, int argc, char **argv)
+{
+	const struct cli_cmd *c;
+
+	(void)g;
+	if (argc < 2) {
+		print_main_help(stdout);
+		return CLI_OK;
+	}
+	c = cli_cmd_find(cli_commands, argv[1]);
+	if (!c)
+		return cli_fail(CLI_USAGE, "unknown command '%s' (see 'arborinth --help')",
+				argv[1]);
+	if (argc >= 3 && c->subs) {
+		const struct cli_cmd *sub = cli_cmd_find(c->subs, argv[2]);
+
+		if (!sub)
+			return cli_fail(CLI_USAGE, "unknown sub-command '%s %s'", argv[1], argv[2]);
+		c = sub;
+	}
+	cli_print_help(c);
+	return CLI_OK;
+}
+
+static int run(int argc, char **argv)
+{
+	struct cli_global g = {.workdir = "."};
+	const struct cli_cmd *c;
+	int i = 1;
+
+	while (i < argc && argv[i][0] == '-') {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			print_main_help(stdout);
+			return CLI_OK;
+		} else if (!strcmp(a, "--version") || !strcmp(a, "-V")) {
+			printf("arborinth %s\n", ARB_VERSION);
+			return CLI_OK;
+		} else if (!strcmp(a, "--workdir") || !strcmp(a, "-C")) {
+			if (i + 1 >= argc)
+				return cli_fail(CLI_USAGE, "option '%s' needs a value", a);
+			g.workdir = argv[i + 1];
+			i += 2;
+		} else if (!strncmp(a, "--workdir=", 10)) {
+			g.workdir = a + 10;
+			i++;
+		} else {
+			return cli_fail(CLI_USAGE, "unknown option '%s' (see 'arborinth --help')",
+					a);
+		}
+	}
+	if (i >= argc) {
+		print_main_help(stderr);
+		return CLI_USAGE;
+	}
+	c = cli_cmd_find(cli_commands, argv[i]);
+	if (!c)
+		return cli_fail(CLI_USAGE, "unknown command '%s' (see 'arborinth --help')",
+				argv[i]);
+	return c->fn(&g, argc - i, argv + i);
+}
+
+int main(int argc, char **argv)
+{
+	int status = run(argc, argv);
+
+	/* A full disk or a closed pipe on stdout is an error, not a silent success. */
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		if (errno != EPIPE)
+			fprintf(stderr, "arborinth: cannot write output: %s\n", strerror(errno));
+		return status ? status : CLI_ERR;
+	}
+	return status;
+}

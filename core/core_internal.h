@@ -1,0 +1,30 @@
+/* core/core_internal.h: what the files of core/ share; not part of the public header. */
+#ifndef ARB_CORE_INTERNAL_H
+#define ARB_CORE_INTERNAL_H
+
+#include "core/core.h"
+
+struct core_project {
+	git_repository *repo;
+	char *root;
+	char *gitdir;
+	char *objects;
+	char *state_dir;
+	sqlite3 *db;
+};
+
+/*
+ * Writes the workspace gitdir at `gitdir` for workspace `name` based on `base`: HEAD on
+ * refs/heads/arborinth/NAME, alternates to the origin's objects, config, and an index whose
+ * stat data matches what the view reports. Reads no blob content (only object headers).
+ */
+int core_gitdir_write(struct core_project *p, const char *gitdir, const char *name,
+		      const git_oid *base) ARB_MUST_CHECK;
+
+/* Origin side: refs/arborinth/NAME and remote arborinth/NAME (url = workspace gitdir). */
+int core_origin_add(struct core_project *p, const char *name, const git_oid *base,
+		    const char *ws_gitdir) ARB_MUST_CHECK;
+/* Removes both; missing ones are fine. */
+int core_origin_remove(struct core_project *p, const char *name);
+
+#endif

@@ -1,0 +1,137 @@
+/* core/gitdir.c: the workspace's own gitdir (NAME/git) and its index. */
+#include "core/core_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char ws_config[] = "[core]\n"
+				"\trepositoryformatversion = 0\n"
+				"\tfilemode = true\n"
+				"\tbare = false\n"
+				"\tlogallrefupdates = true\n"
+				"\tcheckStat = minimal\n"
+				"\ttrustctime = false\n";
+
+static int write_text(const char *dir, const char *name, const char *text)
+{
+	char *path = util_path_join(dir, name);
+	int rc;
+
+	if (!path)
+		return -ENOMEM;
+	rc = util_write_file(path, text, strlen(text), 0644);
+	free(path);
+	return rc;
+}
+
+static int make_dirs(const char *gitdir)
+{
+	static const char *const dirs[] = {"objects/info", "objects/pack", "refs/heads/arborinth",
+					   "refs/tags", "info"};
+	int rc = 0;
+
+	for (size_t i = 0; i < ARB_ARRAY_LEN(dirs) && rc == 0; i++) {
+		char *d = util_path_join(gitdir, dirs[i]);
+
+		rc = d ? util_mkdir_p(d, 0755) : -ENOMEM;
+		free(d);
+	}
+	return rc;
+}
+
+/*
+ * Stat data for every entry: what the view reports for an unmodified lower file, so that
+ * `git status` with core.checkStat=minimal finds the tree clean without reading content.
+ */
+static int index_fill_stat(git_index *idx, git_odb *odb, int64_t when)
+{
+	size_t n = git_index_entrycount(idx);
+
+	for (size_t i = 0; i < n; i++) {
+		git_index_entry e = *git_index_get_byindex(idx, i);
+		git_object_t type;
+		size_t size = 0;
+
+		if (e.mode != GIT_FILEMODE_COMMIT &&
+		    git_odb_read_header(&size, &type, odb, &e.id) < 0)
+			return util_err(-EIO, "cannot read object header: %s",
+					git_error_last()->message);
+		e.ctime.seconds = e.mtime.seconds = (int32_t)when;
+		e.ctime.nanoseconds = e.mtime.nanoseconds = 0;
+		e.file_size = (uint32_t)size;
+		if (git_index_add(idx, &e) < 0)
+			return util_err(-EIO, "cannot build index: %s", git_error_last()->message);
+	}
+	return 0;
+}
+
+static int write_index(struct core_project *p, const char *gitdir, const git_oid *base)
+{
+	git_commit *commit = NULL;
+	git_tree *tree = NULL;
+	git_index *idx = NULL;
+	git_odb *odb = NULL;
+	char *path = util_path_join(gitdir, "index");
+	int rc = -EIO;
+
+	if (!path)
+		return -ENOMEM;
+	if (git_commit_lookup(&commit, p->repo, base) < 0 || git_commit_tree(&tree, commit) < 0 ||
+	    git_repository_odb(&odb, p->repo) < 0 || git_index_open(&idx, path) < 0 ||
+	    git_index_read_tree(idx, tree) < 0) {
+		rc = util_err(-EIO, "cannot build index: %s", git_error_last()->message);
+		goto out;
+	}
+	rc = index_fill_stat(idx, odb, git_commit_committer(commit)->when.time);
+	if (rc < 0)
+		goto out;
+	if (git_index_write(idx) < 0)
+		rc = util_err(-EIO, "cannot write index: %s", git_error_last()->message);
+out:
+	git_index_free(idx);
+	git_odb_free(odb);
+	git_tree_free(tree);
+	git_commit_free(commit);
+	free(path);
+	return rc;
+}
+
+int core_gitdir_write(struct core_project *p, const char *gitdir, const char *name,
+		      const git_oid *base)
+{
+	char hex[GIT_OID_HEXSZ + 1];
+	char *head = NULL, *ref = NULL, *alt = NULL, *branch = NULL;
+	int rc;
+
+	git_oid_tostr(hex, sizeof(hex), base);
+	rc = make_dirs(gitdir);
+	if (rc < 0)
+		return rc;
+	head = util_asprintf("ref: refs/heads/arborinth/%s\n", name);
+	branch = util_asprintf("refs/heads/arborinth/%s", name);
+	ref = util_asprintf("%s\n", hex);
+	alt = util_asprintf("%s\n", p->objects);
+	if (!head || !branch || !ref || !alt) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = write_text(gitdir, "HEAD", head);
+	if (rc == 0)
+		rc = write_text(gitdir, branch, ref);
+	if (rc == 0)
+		rc = write_text(gitdir, "config", ws_config);
+	if (rc == 0)
+		rc = write_text(gitdir, "objects/info/alternates", alt);
+	if (rc == 0)
+		rc = write_text(gitdir, "description", "arborinth workspace\n");
+	if (rc == 0)
+		rc = write_index(p, gitdir, base);
+out:
+	free(head);
+	free(branch);
+	free(ref);
+	free(alt);
+	return rc;
+}

@@ -1,0 +1,241 @@
+/* core/project.c: finding the origin repository and its state directory. */
+#include "core/core.h"
+#include "core/core_internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "audit/audit.h"
+
+static char *strip_slash(const char *path)
+{
+	char *s = strdup(path);
+	size_t n;
+
+	if (!s)
+		return NULL;
+	n = strlen(s);
+	while (n > 1 && s[n - 1] == '/')
+		s[--n] = '\0';
+	return s;
+}
+
+static int project_fill(struct core_project *p)
+{
+	char *objects = NULL;
+
+	p->root = strip_slash(git_repository_workdir(p->repo));
+	p->gitdir = strip_slash(git_repository_path(p->repo));
+	objects = util_path_join(git_repository_commondir(p->repo), "objects");
+	if (!p->root || !p->gitdir || !objects) {
+		free(objects);
+		return -ENOMEM;
+	}
+	p->objects = strip_slash(objects);
+	free(objects);
+	p->state_dir = util_path_join(p->root, ".arborinth");
+	if (!p->objects || !p->state_dir)
+		return -ENOMEM;
+	return 0;
+}
+
+int core_project_open(struct core_project **out, const char *workdir)
+{
+	struct core_project *p = NULL;
+	char real[PATH_MAX];
+	struct stat st;
+	int rc;
+
+	*out = NULL;
+	if (stat(workdir, &st) < 0)
+		return util_err(-errno, "%s: %s", workdir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return util_err(-ENOTDIR, "%s: not a directory", workdir);
+	if (!realpath(workdir, real))
+		return util_err(-errno, "%s: %s", workdir, strerror(errno));
+	git_libgit2_init();
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	rc = git_repository_open_ext(&p->repo, real, 0, NULL);
+	if (rc == GIT_ENOTFOUND) {
+		rc = util_err(-ENOENT, "%s: not inside a git repository", real);
+		goto out;
+	} else if (rc < 0) {
+		rc = util_err(-EIO, "%s: %s", workdir, git_error_last()->message);
+		goto out;
+	}
+	if (git_repository_is_bare(p->repo)) {
+		rc = util_err(-EINVAL, "%s: a bare repository (arborinth needs a working tree)",
+			      real);
+		goto out;
+	}
+	rc = project_fill(p);
+	if (rc < 0)
+		goto out;
+	*out = p;
+	p = NULL;
+out:
+	core_project_free(p);
+	return rc;
+}
+
+void core_project_free(struct core_project *p)
+{
+	if (!p)
+		return;
+	audit_db_close(p->db);
+	git_repository_free(p->repo);
+	free(p->root);
+	free(p->gitdir);
+	free(p->objects);
+	free(p->state_dir);
+	free(p);
+	git_libgit2_shutdown();
+}
+
+const char *core_project_root(const struct core_project *p)
+{
+	return p->root;
+}
+
+const char *core_project_gitdir(const struct core_project *p)
+{
+	return p->gitdir;
+}
+
+const char *core_project_objects_dir(const struct core_project *p)
+{
+	return p->objects;
+}
+
+const char *core_project_state_dir(const struct core_project *p)
+{
+	return p->state_dir;
+}
+
+git_repository *core_project_repo(const struct core_project *p)
+{
+	return p->repo;
+}
+
+int core_project_head(const struct core_project *p, struct core_head *out)
+{
+	git_reference *head = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = git_repository_head(&head, p->repo);
+	if (rc == GIT_EUNBORNBRANCH || rc == GIT_ENOTFOUND) {
+		git_reference *sym = NULL;
+
+		out->unborn = true;
+		if (git_reference_lookup(&sym, p->repo, "HEAD") == 0 &&
+		    git_reference_type(sym) == GIT_REFERENCE_SYMBOLIC) {
+			const char *t = git_reference_symbolic_target(sym);
+
+			out->branch = strdup(util_str_has_prefix(t, "refs/heads/") ? t + 11 : t);
+		}
+		git_reference_free(sym);
+		return 0;
+	}
+	if (rc < 0)
+		return util_err(-EIO, "cannot read HEAD: %s", git_error_last()->message);
+	git_oid_tostr(out->commit, sizeof(out->commit), git_reference_target(head));
+	if (git_reference_is_branch(head))
+		out->branch = strdup(git_reference_shorthand(head));
+	git_reference_free(head);
+	return 0;
+}
+
+static int state_dir_init(struct core_project *p)
+{
+	char *exclude = NULL;
+	char *info = NULL;
+	int rc;
+
+	rc = util_mkdir_p(p->state_dir, 0755);
+	if (rc < 0)
+		return rc;
+	info = util_path_join(git_repository_commondir(p->repo), "info");
+	exclude = info ? util_path_join(info, "exclude") : NULL;
+	if (!exclude) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = util_mkdir_p(info, 0755);
+	if (rc == 0)
+		rc = util_append_line_once(exclude, "/.arborinth/");
+	if (rc < 0)
+		util_err(rc, "cannot update %s: %s", exclude, strerror(-rc));
+out:
+	free(info);
+	free(exclude);
+	return rc;
+}
+
+int core_project_db(struct core_project *p, bool create, sqlite3 **out)
+{
+	char *path = NULL;
+	struct stat st;
+	int rc = 0;
+
+	*out = NULL;
+	if (p->db) {
+		*out = p->db;
+		return 0;
+	}
+	path = util_path_join(p->state_dir, "state.db");
+	if (!path)
+		return -ENOMEM;
+	if (!create && stat(path, &st) < 0) {
+		rc = -ENOENT;
+		goto out;
+	}
+	if (create) {
+		rc = state_dir_init(p);
+		if (rc < 0)
+			goto out;
+	}
+	rc = audit_db_open(&p->db, path);
+	if (rc == 0)
+		*out = p->db;
+out:
+	free(path);
+	return rc;
+}
+
+int core_rev_resolve(const struct core_project *p, const char *rev, git_oid *out)
+{
+	git_object *obj = NULL;
+	git_object *commit = NULL;
+	int rc;
+
+	rc = git_revparse_single(&obj, p->repo, rev);
+	if (rc < 0) {
+		rc = util_err(-ENOENT, "unknown revision '%s'", rev);
+		goto out;
+	}
+	if (git_object_peel(&commit, obj, GIT_OBJECT_COMMIT) < 0) {
+		rc = util_err(-EINVAL, "revision '%s' does not name a commit", rev);
+		goto out;
+	}
+	git_oid_cpy(out, git_object_id(commit));
+	rc = 0;
+out:
+	git_object_free(commit);
+	git_object_free(obj);
+	return rc;
+}
+
+int core_fault(const char *point)
+{
+	const char *want = getenv("ARBORINTH_FAULT");
+
+	if (want && !strcmp(want, point))
+		return util_err(-EIO, "injected failure at %s", point);
+	return 0;
+}

@@ -1,0 +1,245 @@
+/* core/ws_create.c: creating and deleting workspaces, all or nothing. */
+#include "core/core_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "audit/audit.h"
+
+static const char *const ws_subdirs[] = {"workdir", "tmp", "cache", "home", "layer", "git", "run"};
+
+static int random_hex(char *buf, size_t bytes)
+{
+	unsigned char raw[32];
+
+	if (bytes > sizeof(raw) || getrandom(raw, bytes, 0) != (ssize_t)bytes)
+		return -EIO;
+	for (size_t i = 0; i < bytes; i++)
+		sprintf(buf + 2 * i, "%02x", raw[i]);
+	return 0;
+}
+
+static int make_staging(struct core_project *p, const char *name, const git_oid *base, char **out)
+{
+	char *dir = util_asprintf("%s/workspaces/.new-%s.XXXXXX", p->state_dir, name);
+	int rc = 0;
+
+	*out = NULL;
+	if (!dir)
+		return -ENOMEM;
+	if (!mkdtemp(dir)) {
+		rc = util_err(-errno, "cannot create %s: %s", dir, strerror(errno));
+		free(dir);
+		return rc;
+	}
+	for (size_t i = 0; i < ARB_ARRAY_LEN(ws_subdirs) && rc == 0; i++) {
+		char *d = util_path_join(dir, ws_subdirs[i]);
+
+		rc = !d ? -ENOMEM : mkdir(d, 0755) < 0 ? -errno : 0;
+		free(d);
+	}
+	if (rc == 0) {
+		char *git = util_path_join(dir, "git");
+
+		rc = git ? core_gitdir_write(p, git, name, base) : -ENOMEM;
+		free(git);
+	}
+	if (rc == 0)
+		rc = core_fault("staging");
+	if (rc < 0) {
+		(void)util_rm_rf(dir);
+		free(dir);
+		return rc;
+	}
+	*out = dir;
+	return 0;
+}
+
+static int insert_row(sqlite3 *db, const char *name, const git_oid *base)
+{
+	char id[33], hex[GIT_OID_HEXSZ + 1];
+	char *branch = util_asprintf("arborinth/%s", name);
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (!branch)
+		return -ENOMEM;
+	rc = random_hex(id, 16);
+	if (rc < 0)
+		goto out;
+	git_oid_tostr(hex, sizeof(hex), base);
+	if (sqlite3_prepare_v2(db,
+			       "INSERT INTO workspaces (id, name, base_commit, branch, created_ns, "
+			       "state) VALUES (?, ?, ?, ?, ?, 'ready')",
+			       -1, &st, NULL) != SQLITE_OK) {
+		rc = util_err(-EIO, "state database: %s", sqlite3_errmsg(db));
+		goto out;
+	}
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, hex, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, branch, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, util_now_ns());
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_CONSTRAINT)
+		rc = util_err(-EEXIST, "workspace '%s' already exists", name);
+	else if (rc != SQLITE_DONE)
+		rc = util_err(-EIO, "state database: %s", sqlite3_errmsg(db));
+	else
+		rc = 0;
+out:
+	sqlite3_finalize(st);
+	free(branch);
+	return rc;
+}
+
+/* The part that must be serialised between processes: under the database's write lock. */
+static int create_commit(struct core_project *p, sqlite3 *db, const char *name, const git_oid *base,
+			 const char *staging, const char *root)
+{
+	char *gitdir = util_path_join(root, "git");
+	int rc;
+
+	if (!gitdir)
+		return -ENOMEM;
+	rc = audit_db_exec(db, "BEGIN IMMEDIATE");
+	if (rc < 0)
+		goto out;
+	rc = insert_row(db, name, base);
+	if (rc == 0)
+		rc = core_fault("row");
+	if (rc < 0)
+		goto rollback;
+	if (renameat2(AT_FDCWD, staging, AT_FDCWD, root, RENAME_NOREPLACE) < 0) {
+		rc = errno == EEXIST || errno == ENOTEMPTY
+			 ? util_err(-EEXIST, "workspace '%s' already exists (%s)", name, root)
+			 : util_err(-errno, "cannot create %s: %s", root, strerror(errno));
+		goto rollback;
+	}
+	rc = core_fault("rename");
+	if (rc == 0)
+		rc = core_origin_add(p, name, base, gitdir);
+	if (rc == 0)
+		rc = core_fault("origin");
+	if (rc == 0)
+		rc = audit_db_exec(db, "COMMIT");
+	if (rc == 0)
+		goto out;
+	(void)core_origin_remove(p, name);
+	if (rename(root, staging) < 0)
+		(void)util_rm_rf(root);
+rollback:
+	sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+out:
+	free(gitdir);
+	return rc;
+}
+
+int core_ws_create(struct core_project *p, const char *name, const char *rev, struct core_ws **out)
+{
+	char *wsdir = NULL, *staging = NULL, *root = NULL;
+	struct core_ws *existing = NULL;
+	sqlite3 *db = NULL;
+	git_oid base;
+	int rc;
+
+	if (out)
+		*out = NULL;
+	rc = core_ws_name_check(name);
+	if (rc == 0)
+		rc = core_rev_resolve(p, rev ? rev : "HEAD", &base);
+	if (rc == 0)
+		rc = core_project_db(p, true, &db);
+	if (rc < 0)
+		return rc;
+	if (core_ws_get(p, name, &existing) == 0) {
+		core_ws_free(existing);
+		return util_err(-EEXIST, "workspace '%s' already exists", name);
+	}
+	wsdir = util_path_join(p->state_dir, "workspaces");
+	root = util_asprintf("%s/%s", wsdir ? wsdir : "", name);
+	if (!wsdir || !root) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = util_mkdir_p(wsdir, 0755);
+	if (rc == 0)
+		rc = make_staging(p, name, &base, &staging);
+	if (rc == 0)
+		rc = create_commit(p, db, name, &base, staging, root);
+	if (staging)
+		(void)util_rm_rf(staging);
+	if (rc == 0 && out)
+		rc = core_ws_get(p, name, out);
+out:
+	free(wsdir);
+	free(staging);
+	free(root);
+	return rc;
+}
+
+static int delete_row(sqlite3 *db, const char *name)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (sqlite3_prepare_v2(db, "DELETE FROM workspaces WHERE name = ?", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return util_err(-EIO, "state database: %s", sqlite3_errmsg(db));
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st) == SQLITE_DONE
+		 ? 0
+		 : util_err(-EIO, "state database: %s", sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int core_ws_delete(struct core_project *p, const char *name)
+{
+	struct core_ws *ws = NULL;
+	char *trash = NULL;
+	sqlite3 *db = NULL;
+	int rc;
+
+	rc = core_ws_get(p, name, &ws);
+	if (rc == 0)
+		rc = core_project_db(p, false, &db);
+	if (rc < 0)
+		goto out;
+	trash = util_asprintf("%s/workspaces/.del-%s.%d", p->state_dir, name, (int)getpid());
+	if (!trash) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = audit_db_exec(db, "BEGIN IMMEDIATE");
+	if (rc < 0)
+		goto out;
+	/* Out of sight first, so a half-removed folder never looks like a workspace. */
+	if (rename(ws->root, trash) < 0 && errno != ENOENT) {
+		rc = util_err(-errno, "cannot remove %s: %s", ws->root, strerror(errno));
+		goto rollback;
+	}
+	rc = delete_row(db, name);
+	if (rc == 0)
+		rc = core_origin_remove(p, name);
+	if (rc == 0)
+		rc = audit_db_exec(db, "COMMIT");
+	if (rc == 0) {
+		(void)util_rm_rf(trash);
+		goto out;
+	}
+	(void)rename(trash, ws->root);
+rollback:
+	sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+out:
+	free(trash);
+	core_ws_free(ws);
+	return rc;
+}

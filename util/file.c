@@ -1,0 +1,229 @@
+/* util/file.c: file and directory helpers that never follow symlinks they did not expect. */
+#include "util/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int util_mkdir_p(const char *path, mode_t mode)
+{
+	char *buf = strdup(path);
+	int rc = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (char *p = buf + 1;; p++) {
+		char c = *p;
+
+		if (c != '/' && c != '\0')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, mode) < 0 && errno != EEXIST) {
+			rc = util_err(-errno, "cannot create directory %s: %s", buf,
+				      strerror(errno));
+			goto out;
+		}
+		*p = c;
+		if (c == '\0')
+			break;
+	}
+out:
+	free(buf);
+	return rc;
+}
+
+static int rm_children(int dfd)
+{
+	DIR *d = fdopendir(dfd);
+	struct dirent *de;
+	int rc = 0;
+
+	if (!d) {
+		close(dfd);
+		return -errno;
+	}
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		rc = util_rm_rf_at(dirfd(d), de->d_name);
+		if (rc < 0)
+			break;
+	}
+	closedir(d);
+	return rc;
+}
+
+int util_rm_rf_at(int dirfd, const char *name)
+{
+	struct stat st;
+	int fd;
+	int rc;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISDIR(st.st_mode)) {
+		if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
+			return -errno;
+		return 0;
+	}
+	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* A directory we cannot list (mode 0) is still ours to remove. */
+	(void)fchmod(fd, 0700);
+	rc = rm_children(fd);
+	if (rc < 0)
+		return rc;
+	if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int util_rm_rf(const char *path)
+{
+	return util_rm_rf_at(AT_FDCWD, path);
+}
+
+int util_read_file(const char *path, char **out, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t cap = 4096, n = 0;
+	char *buf = NULL;
+	int rc = 0;
+
+	*out = NULL;
+	if (fd < 0)
+		return -errno;
+	buf = malloc(cap);
+	if (!buf) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		ssize_t r;
+
+		if (n + 1 >= cap) {
+			char *nb = realloc(buf, cap * 2);
+
+			if (!nb) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		r = read(fd, buf + n, cap - n - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			rc = -errno;
+			goto out;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	buf[n] = '\0';
+	*out = buf;
+	buf = NULL;
+	if (len)
+		*len = n;
+out:
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+int util_write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+int util_write_file(const char *path, const void *data, size_t len, mode_t mode)
+{
+	char *tmp = util_asprintf("%s.tmp.%d", path, (int)getpid());
+	int fd = -1;
+	int rc;
+
+	if (!tmp)
+		return -ENOMEM;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+	if (fd < 0) {
+		rc = -errno;
+		goto out;
+	}
+	rc = util_write_all(fd, data, len);
+	if (rc == 0 && fsync(fd) < 0)
+		rc = -errno;
+	if (close(fd) < 0 && rc == 0)
+		rc = -errno;
+	fd = -1;
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = -errno;
+out:
+	if (rc < 0) {
+		int saved = errno;
+
+		unlink(tmp);
+		errno = saved;
+		util_err(rc, "cannot write %s: %s", path, strerror(-rc));
+	}
+	free(tmp);
+	return rc;
+}
+
+int util_append_line_once(const char *path, const char *line)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	size_t ll = strlen(line);
+	int fd = -1;
+	int rc = util_read_file(path, &buf, &len);
+
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
+	for (char *p = buf; p && *p;) {
+		char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+
+		if (n == ll && !memcmp(p, line, ll)) {
+			rc = 0;
+			goto out;
+		}
+		p = nl ? nl + 1 : p + n;
+	}
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0) {
+		rc = -errno;
+		goto out;
+	}
+	rc = 0;
+	if (len > 0 && buf[len - 1] != '\n')
+		rc = util_write_all(fd, "\n", 1);
+	if (rc == 0)
+		rc = util_write_all(fd, line, ll);
+	if (rc == 0)
+		rc = util_write_all(fd, "\n", 1);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return rc;
+}

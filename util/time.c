@@ -1,0 +1,37 @@
+/* util/time.c: clocks, time formatting and process exit statuses. */
+#include "util/util.h"
+
+#include <stdio.h>
+#include <sys/wait.h>
+#include <time.h>
+
+int64_t util_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void util_time_format(char *buf, size_t size, int64_t ns, bool iso)
+{
+	time_t t = (time_t)(ns / 1000000000LL);
+	struct tm tm;
+
+	if (iso) {
+		gmtime_r(&t, &tm);
+		strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	} else {
+		localtime_r(&t, &tm);
+		strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm);
+	}
+}
+
+int util_wait_status_to_exit(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 1;
+}

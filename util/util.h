@@ -1,0 +1,53 @@
+/*
+ * util: small helpers shared by every module: error messages, strings, files, time.
+ *
+ * Error style (CONVENTIONS.md): functions return 0 or a negative errno; the human message
+ * for the last failure on this thread is kept by util_err_set() and read by util_err_msg().
+ */
+#ifndef ARB_UTIL_H
+#define ARB_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define ARB_MUST_CHECK	 __attribute__((warn_unused_result))
+#define ARB_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define ARB_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Thread-local message for the last failure. Returns rc so callers can `return util_err(...)`. */
+int util_err(int rc, const char *fmt, ...) ARB_PRINTF(2, 3);
+/* Borrowed; valid until the next util_err() on this thread. Never NULL. */
+const char *util_err_msg(void);
+void util_err_clear(void);
+
+/* Formatted allocation; NULL on ENOMEM. Caller frees with free(). */
+char *util_asprintf(const char *fmt, ...) ARB_PRINTF(1, 2);
+char *util_path_join(const char *a, const char *b);
+bool util_utf8_valid(const char *s, size_t len);
+bool util_str_has_prefix(const char *s, const char *prefix);
+
+/* mkdir -p; existing directories are fine. */
+int util_mkdir_p(const char *path, mode_t mode) ARB_MUST_CHECK;
+/* rm -rf of dirfd/name without following symlinks anywhere below; missing is fine. */
+int util_rm_rf_at(int dirfd, const char *name);
+int util_rm_rf(const char *path);
+/* Whole file into a NUL-terminated buffer. Caller frees *out. */
+int util_read_file(const char *path, char **out, size_t *len) ARB_MUST_CHECK;
+/* Writes path atomically: a temporary file in the same directory, fsync, rename. */
+int util_write_file(const char *path, const void *data, size_t len, mode_t mode) ARB_MUST_CHECK;
+/* Appends `line` + '\n' to path unless a line equal to it is already there. */
+int util_append_line_once(const char *path, const char *line) ARB_MUST_CHECK;
+/* Writes all of buf, retrying on EINTR and short writes. */
+int util_write_all(int fd, const void *buf, size_t len) ARB_MUST_CHECK;
+
+int64_t util_now_ns(void);
+/* Formats ns since the epoch as local "YYYY-MM-DD HH:MM:SS" (or ISO 8601 UTC when iso). */
+void util_time_format(char *buf, size_t size, int64_t ns, bool iso);
+
+/* Exit status in shell convention: the code, or 128+N when killed by signal N. */
+int util_wait_status_to_exit(int status);
+
+#endif
