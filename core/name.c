@@ -47,9 +47,13 @@ int core_ws_name_check(const char *name)
 	/* The name also becomes refs/heads/arborinth/NAME and the remote arborinth/NAME. */
 	char ref[CORE_WS_NAME_MAX + 32];
 	int valid = 0;
+	int rc;
 
 	snprintf(ref, sizeof(ref), "refs/heads/arborinth/%s", name);
-	if (git_reference_name_is_valid(&valid, ref) < 0 || !valid)
+	git_libgit2_init();
+	rc = git_reference_name_is_valid(&valid, ref);
+	git_libgit2_shutdown();
+	if (rc < 0 || !valid)
 		return util_err(-EINVAL,
 				"invalid workspace name '%s': not usable in a git branch name "
 				"(refs/heads/arborinth/%s)",

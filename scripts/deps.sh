@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# scripts/deps.sh: installs the Debian 12 packages arborinth needs to build, test and run.
+# Does nothing when all are present; otherwise apt-get update + install (root or sudo).
+set -euo pipefail
+
+PKGS=(build-essential cmake ninja-build pkg-config git python3 clang-format
+      libfuse3-dev fuse3 libgit2-dev libsqlite3-dev sqlite3 libseccomp-dev check
+      libjansson-dev libcurl4-openssl-dev bubblewrap libcap2-bin iproute2 procps psmisc
+      util-linux)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	exit 0
+fi
+SUDO=
+if [ "$(id -u)" != 0 ]; then
+	SUDO=sudo
+fi
+echo "installing: ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# tests/run-all.sh: the whole test suite, from a fresh clone on Debian 12.
+# Installs what it needs, checks formatting, builds the normal and the sanitizer
+# (ASan+UBSan) builds, and runs every ctest in both. Exit status: 0 only if all pass.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+
+bash scripts/deps.sh
+# Non-root users need /dev/fuse (root does not).
+if [ "$(id -u)" = 0 ] && [ -e /dev/fuse ]; then
+	chmod 0666 /dev/fuse || true
+fi
+if [ "${CI:-}" = true ]; then
+	export ARBORINTH_TEST_MUST_RUN=1
+fi
+
+echo "== format check"
+find util core audit fs jail proxy cli tests -name '*.[ch]' -print0 2>/dev/null |
+	xargs -0 clang-format --dry-run --Werror
+
+jobs=$(nproc)
+echo "== build (RelWithDebInfo)"
+bash scripts/build.sh "$top/build"
+echo "== tests"
+(cd build && ctest --output-on-failure -j "$jobs" "$@")
+
+echo "== build (ASan+UBSan)"
+bash scripts/build.sh "$top/build-asan" -DARB_SANITIZE=ON
+echo "== tests under sanitizers"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+(cd build-asan && ctest --output-on-failure -j "$jobs" "$@")
+echo "== all tests passed"

@@ -1,0 +1,210 @@
+/* tests/unit/check_core.c: names, revisions, the state database, the gitdir and its index. */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "audit/audit.h"
+#include "core/core.h"
+
+static char repo[64];
+
+static void repo_setup(void)
+{
+	char cmd[512];
+
+	strcpy(repo, "/tmp/check_core.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(repo));
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && git init -q -b main && git config user.email t@e && "
+		 "git config user.name t && mkdir -p d/e && printf 'abc' > a && "
+		 "printf '#!/bin/sh\\n' > d/x && chmod +x d/x && printf 12345 > d/e/f && "
+		 "ln -s a l && git add -A && GIT_COMMITTER_DATE=@1700000000 git commit -qm one && "
+		 "git tag v1 && printf more >> a && git commit -qam two",
+		 repo);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static void repo_teardown(void)
+{
+	ck_assert_int_eq(util_rm_rf(repo), 0);
+}
+
+START_TEST(name_rules)
+{
+	static const char *const good[] = {"w1", "feature-x", "a_b.c", "caf\xc3\xa9", "x@y"};
+	static const struct {
+		const char *name;
+		const char *why;
+	} bad[] = {
+	    {"", "empty"},
+	    {".hidden", "starts with '.'"},
+	    {"a..b", "'..'"},
+	    {"a/b", "'/'"},
+	    {"a\\b", "'\\'"},
+	    {"a b", "whitespace"},
+	    {"a\tb", "whitespace"},
+	    {"a\xc2\xa0"
+	     "b",
+	     "whitespace"},
+	    {"a\x01", "control"},
+	    {"a<b", "'<'"},
+	    {"a>b", "'>'"},
+	    {"a:b", "':'"},
+	    {"a\"b", "'\"'"},
+	    {"a|b", "'|'"},
+	    {"a?b", "'?'"},
+	    {"a*b", "'*'"},
+	    {"\xff", "UTF-8"},
+	    {"a~b", "git branch name"},
+	    {"a.lock", "git branch name"},
+	    {"x0123456789012345678901234567890123456789012345678901234567890123", "64 bytes"},
+	};
+
+	for (size_t i = 0; i < ARB_ARRAY_LEN(good); i++)
+		ck_assert_msg(core_ws_name_check(good[i]) == 0, "%s: %s", good[i], util_err_msg());
+	for (size_t i = 0; i < ARB_ARRAY_LEN(bad); i++) {
+		ck_assert_int_eq(core_ws_name_check(bad[i].name), -EINVAL);
+		ck_assert_msg(strstr(util_err_msg(), bad[i].why), "%s: message '%s' lacks '%s'",
+			      bad[i].name, util_err_msg(), bad[i].why);
+	}
+	/* Exactly 64 bytes is allowed. */
+	ck_assert_int_eq(core_ws_name_check("0123456789012345678901234567890123456789012345678901"
+					    "234567890123"),
+			 0);
+}
+END_TEST
+
+START_TEST(rev_resolution)
+{
+	struct core_project *p = NULL;
+	git_oid a, b;
+
+	ck_assert_int_eq(core_project_open(&p, repo), 0);
+	ck_assert_int_eq(core_rev_resolve(p, "HEAD", &a), 0);
+	ck_assert_int_eq(core_rev_resolve(p, "main", &b), 0);
+	ck_assert(git_oid_equal(&a, &b));
+	ck_assert_int_eq(core_rev_resolve(p, "v1", &b), 0);
+	ck_assert(!git_oid_equal(&a, &b));
+	ck_assert_int_eq(core_rev_resolve(p, "HEAD~1", &a), 0);
+	ck_assert(git_oid_equal(&a, &b));
+	ck_assert_int_eq(core_rev_resolve(p, "nope", &a), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(util_err_msg(), "unknown revision 'nope'"));
+	ck_assert_int_eq(core_rev_resolve(p, "HEAD:a", &a), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(util_err_msg(), "does not name a commit"));
+	core_project_free(p);
+}
+END_TEST
+
+START_TEST(state_db_migrates_and_refuses_newer)
+{
+	char path[128];
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+
+	snprintf(path, sizeof(path), "%s/state.db", repo);
+	ck_assert_int_eq(audit_db_open(&db, path), 0);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+	ck_assert_int_eq(sqlite3_column_int(st, 0), audit_db_schema_version());
+	sqlite3_finalize(st);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+	ck_assert_str_eq((const char *)sqlite3_column_text(st, 0), "wal");
+	sqlite3_finalize(st);
+	/* Reopening an up-to-date database changes nothing. */
+	audit_db_close(db);
+	ck_assert_int_eq(audit_db_open(&db, path), 0);
+	ck_assert_int_eq(audit_db_exec(db, "PRAGMA user_version = 999"), 0);
+	audit_db_close(db);
+	ck_assert_int_eq(audit_db_open(&db, path), -EPROTO);
+	ck_assert_ptr_nonnull(strstr(util_err_msg(), "newer"));
+	ck_assert_ptr_null(db);
+}
+END_TEST
+
+START_TEST(create_writes_gitdir_and_index)
+{
+	struct core_project *p = NULL;
+	struct core_ws *ws = NULL;
+	git_repository *wr = NULL;
+	git_index *idx = NULL;
+	const git_index_entry *e;
+	char *head = NULL;
+
+	ck_assert_int_eq(core_project_open(&p, repo), 0);
+	ck_assert_msg(core_ws_create(p, "w", "v1", &ws) == 0, "%s", util_err_msg());
+	ck_assert_int_eq(util_read_file("/dev/null", &head, NULL), 0);
+	free(head);
+	{
+		char *hp = util_path_join(ws->gitdir, "HEAD");
+
+		ck_assert_int_eq(util_read_file(hp, &head, NULL), 0);
+		free(hp);
+	}
+	ck_assert_str_eq(head, "ref: refs/heads/arborinth/w\n");
+	ck_assert_int_eq(git_repository_open(&wr, ws->gitdir), 0);
+	ck_assert_int_eq(git_repository_index(&idx, wr), 0);
+	ck_assert_uint_eq(git_index_entrycount(idx), 4);
+	e = git_index_get_bypath(idx, "a", 0);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_int_eq(e->mtime.seconds, 1700000000);
+	ck_assert_int_eq(e->ctime.seconds, 1700000000);
+	ck_assert_uint_eq(e->file_size, 3);
+	ck_assert_uint_eq(e->mode, GIT_FILEMODE_BLOB);
+	e = git_index_get_bypath(idx, "d/x", 0);
+	ck_assert_uint_eq(e->mode, GIT_FILEMODE_BLOB_EXECUTABLE);
+	e = git_index_get_bypath(idx, "d/e/f", 0);
+	ck_assert_uint_eq(e->file_size, 5);
+	e = git_index_get_bypath(idx, "l", 0);
+	ck_assert_uint_eq(e->mode, GIT_FILEMODE_LINK);
+	ck_assert_uint_eq(e->file_size, 1);
+	/* The branch points at the base, and the origin's objects are reachable. */
+	{
+		git_reference *ref = NULL;
+		git_oid v1;
+
+		ck_assert_int_eq(git_reference_lookup(&ref, wr, "refs/heads/arborinth/w"), 0);
+		ck_assert_int_eq(core_rev_resolve(p, "v1", &v1), 0);
+		ck_assert(git_oid_equal(git_reference_target(ref), &v1));
+		ck_assert_str_eq(ws->base_commit, git_oid_tostr_s(&v1));
+		git_reference_free(ref);
+	}
+	git_index_free(idx);
+	git_repository_free(wr);
+	free(head);
+	core_ws_free(ws);
+	ck_assert_int_eq(core_ws_delete(p, "w"), 0);
+	ck_assert_int_eq(core_ws_get(p, "w", &ws), -ENOENT);
+	core_project_free(p);
+}
+END_TEST
+
+static Suite *core_suite(void)
+{
+	Suite *s = suite_create("core");
+	TCase *tc = tcase_create("names");
+
+	tcase_add_test(tc, name_rules);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("repository");
+	tcase_add_checked_fixture(tc, repo_setup, repo_teardown);
+	tcase_add_test(tc, rev_resolution);
+	tcase_add_test(tc, state_db_migrates_and_refuses_newer);
+	tcase_add_test(tc, create_writes_gitdir_and_index);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(core_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,147 @@
+/* tests/unit/check_util.c: util helpers. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/util.h"
+
+START_TEST(utf8_accepts_valid)
+{
+	ck_assert(util_utf8_valid("plain", 5));
+	ck_assert(util_utf8_valid("caf\xc3\xa9", 5));
+	ck_assert(util_utf8_valid("\xe2\x82\xac", 3));
+	ck_assert(util_utf8_valid("\xf0\x9f\x98\x80", 4));
+}
+END_TEST
+
+START_TEST(utf8_rejects_invalid)
+{
+	ck_assert(!util_utf8_valid("\xc3", 1));		    /* truncated */
+	ck_assert(!util_utf8_valid("\xc0\xaf", 2));	    /* overlong '/' */
+	ck_assert(!util_utf8_valid("\xed\xa0\x80", 3));	    /* surrogate */
+	ck_assert(!util_utf8_valid("\xf4\x90\x80\x80", 4)); /* > U+10FFFF */
+	ck_assert(!util_utf8_valid("\xff", 1));
+	ck_assert(!util_utf8_valid("a\x80", 2));
+}
+END_TEST
+
+START_TEST(path_join)
+{
+	char *a = util_path_join("/x", "y");
+	char *b = util_path_join("/x/", "y");
+
+	ck_assert_str_eq(a, "/x/y");
+	ck_assert_str_eq(b, "/x/y");
+	free(a);
+	free(b);
+}
+END_TEST
+
+static char tmpdir[64];
+
+static void mk_tmp(void)
+{
+	strcpy(tmpdir, "/tmp/check_util.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+START_TEST(files_roundtrip_and_rm_rf_no_follow)
+{
+	char *buf = NULL, *p, *outside, *link;
+	size_t len = 0;
+
+	mk_tmp();
+	p = util_asprintf("%s/a/b/c", tmpdir);
+	ck_assert_int_eq(util_mkdir_p(p, 0755), 0);
+	ck_assert_int_eq(util_mkdir_p(p, 0755), 0);
+	free(p);
+	p = util_asprintf("%s/a/b/c/f", tmpdir);
+	ck_assert_int_eq(util_write_file(p, "data", 4, 0600), 0);
+	ck_assert_int_eq(util_read_file(p, &buf, &len), 0);
+	ck_assert_uint_eq(len, 4);
+	ck_assert_str_eq(buf, "data");
+	free(buf);
+	/* rm -rf must not follow a symlink out of the tree. */
+	outside = util_asprintf("%s-outside", tmpdir);
+	ck_assert_int_eq(util_mkdir_p(outside, 0755), 0);
+	free(p);
+	p = util_asprintf("%s/keep", outside);
+	ck_assert_int_eq(util_write_file(p, "k", 1, 0644), 0);
+	link = util_asprintf("%s/a/escape", tmpdir);
+	ck_assert_int_eq(symlink(outside, link), 0);
+	ck_assert_int_eq(util_rm_rf(tmpdir), 0);
+	ck_assert_int_eq(access(tmpdir, F_OK), -1);
+	ck_assert_int_eq(access(p, F_OK), 0);
+	ck_assert_int_eq(util_rm_rf(outside), 0);
+	ck_assert_int_eq(util_read_file(p, &buf, &len), -ENOENT);
+	free(p);
+	free(outside);
+	free(link);
+}
+END_TEST
+
+START_TEST(append_line_once)
+{
+	char *p, *buf = NULL;
+
+	mk_tmp();
+	p = util_asprintf("%s/exclude", tmpdir);
+	ck_assert_int_eq(util_write_file(p, "# comment", 9, 0644), 0);
+	ck_assert_int_eq(util_append_line_once(p, "/.arborinth/"), 0);
+	ck_assert_int_eq(util_append_line_once(p, "/.arborinth/"), 0);
+	ck_assert_int_eq(util_read_file(p, &buf, NULL), 0);
+	ck_assert_str_eq(buf, "# comment\n/.arborinth/\n");
+	free(buf);
+	free(p);
+	ck_assert_int_eq(util_rm_rf(tmpdir), 0);
+}
+END_TEST
+
+START_TEST(exit_status)
+{
+	ck_assert_int_eq(util_wait_status_to_exit(3 << 8), 3);
+	ck_assert_int_eq(util_wait_status_to_exit(9), 137);
+}
+END_TEST
+
+START_TEST(err_message)
+{
+	ck_assert_int_eq(util_err(-EINVAL, "bad %s", "thing"), -EINVAL);
+	ck_assert_str_eq(util_err_msg(), "bad thing");
+}
+END_TEST
+
+static Suite *util_suite(void)
+{
+	Suite *s = suite_create("util");
+	TCase *tc = tcase_create("strings");
+
+	tcase_add_test(tc, utf8_accepts_valid);
+	tcase_add_test(tc, utf8_rejects_invalid);
+	tcase_add_test(tc, path_join);
+	tcase_add_test(tc, err_message);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("files");
+	tcase_add_test(tc, files_roundtrip_and_rm_rf_no_follow);
+	tcase_add_test(tc, append_line_once);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("process");
+	tcase_add_test(tc, exit_status);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(util_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
