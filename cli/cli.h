@@ -56,11 +56,13 @@ int cli_getopt(struct cli_global *g, const struct cli_cmd *cmd, int argc, char *
 	       const char *shortopts, const struct option *longopts, int *status);
 
 /* Command entry points, their help texts and sub-command tables. */
-extern const char cmd_project_usage[], cmd_workspace_usage[], cmd_shell_usage[];
+extern const char cmd_project_usage[], cmd_workspace_usage[], cmd_shell_usage[],
+    cmd_fs_daemon_usage[];
 extern const struct cli_cmd cmd_project_subs[], cmd_workspace_subs[];
 int cmd_help(struct cli_global *g, int argc, char **argv);
 int cmd_project(struct cli_global *g, int argc, char **argv);
 int cmd_workspace(struct cli_global *g, int argc, char **argv);
 int cmd_shell(struct cli_global *g, int argc, char **argv);
+int cmd_fs_daemon(struct cli_global *g, int argc, char **argv);
 
 #endif

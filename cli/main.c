@@ -25,6 +25,8 @@ const struct cli_cmd cli_commands[] = {
     {"workspace", NULL, cmd_workspace, "create, list, inspect and delete workspaces",
      cmd_workspace_usage, cmd_workspace_subs},
     {"shell", NULL, cmd_shell, "run a command or a shell in a workspace", cmd_shell_usage},
+    /* Internal, not listed (no summary). */
+    {"__fs-daemon", NULL, cmd_fs_daemon, NULL, cmd_fs_daemon_usage},
     {0},
 };
 
@@ -34,8 +36,9 @@ static void print_main_help(FILE *f)
 	size_t off = 0;
 
 	for (const struct cli_cmd *c = cli_commands; c->name; c++)
-		off += (size_t)snprintf(list + off, sizeof(list) - off, "  %-12s %s\n", c->name,
-					c->summary);
+		if (c->summary)
+			off += (size_t)snprintf(list + off, sizeof(list) - off, "  %-12s %s\n",
+						c->name, c->summary);
 	fprintf(f, main_usage, list);
 }
 

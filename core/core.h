@@ -85,6 +85,16 @@ int core_ws_count(struct core_project *p, size_t *n) ARB_MUST_CHECK;
 int core_ws_delete(struct core_project *p, const char *name) ARB_MUST_CHECK;
 
 /*
+ * Mounts the workspace view (starts its daemon, which detaches) and returns once it is live;
+ * a no-op when mounted. A dead mount left by a killed daemon is cleared first.
+ */
+int core_ws_mount(struct core_project *p, struct core_ws *ws) ARB_MUST_CHECK;
+/* Unmounts the view and waits for its daemon to finish; a no-op when not mounted. */
+int core_ws_unmount(struct core_project *p, struct core_ws *ws) ARB_MUST_CHECK;
+/* The live daemon's pid from run/daemon.pid, or 0. */
+pid_t core_ws_daemon_pid(const struct core_ws *ws);
+
+/*
  * Test hook for atomicity tests: returns -EIO (with a message) when the environment variable
  * ARBORINTH_FAULT equals `point`, else 0.
  */

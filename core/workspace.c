@@ -14,6 +14,8 @@
 
 #define FUSE_SUPER_MAGIC 0x65735546
 
+static pid_t read_pid(const char *run);
+
 void core_ws_free(struct core_ws *ws)
 {
 	if (!ws)
@@ -38,6 +40,11 @@ void core_ws_free(struct core_ws *ws)
 static char *ws_root_path(const struct core_project *p, const char *name)
 {
 	return util_asprintf("%s/workspaces/%s", p->state_dir, name);
+}
+
+pid_t core_ws_daemon_pid(const struct core_ws *ws)
+{
+	return read_pid(ws->run);
 }
 
 static pid_t read_pid(const char *run)

@@ -142,6 +142,33 @@ out:
 	return rc;
 }
 
+/* Mounts the new workspace; on failure removes it again, keeping the reason. */
+static int mount_new(struct core_project *p, const char *name, struct core_ws **out)
+{
+	struct core_ws *ws = NULL;
+	char reason[1024];
+	int rc = core_ws_get(p, name, &ws);
+
+	if (rc < 0)
+		return rc;
+	rc = core_fault("mount");
+	if (rc == 0)
+		rc = core_ws_mount(p, ws);
+	if (rc == 0) {
+		if (out)
+			*out = ws;
+		else
+			core_ws_free(ws);
+		return 0;
+	}
+	snprintf(reason, sizeof(reason), "%s", util_err_msg());
+	core_ws_free(ws);
+	if (core_ws_delete(p, name) < 0) {
+		/* Best effort: the reason the mount failed is what the caller needs. */
+	}
+	return util_err(rc, "%s", reason);
+}
+
 int core_ws_create(struct core_project *p, const char *name, const char *rev, struct core_ws **out)
 {
 	char *wsdir = NULL, *staging = NULL, *root = NULL;
@@ -176,8 +203,8 @@ int core_ws_create(struct core_project *p, const char *name, const char *rev, st
 		rc = create_commit(p, db, name, &base, staging, root);
 	if (staging)
 		(void)util_rm_rf(staging);
-	if (rc == 0 && out)
-		rc = core_ws_get(p, name, out);
+	if (rc == 0)
+		rc = mount_new(p, name, out);
 out:
 	free(wsdir);
 	free(staging);
@@ -211,6 +238,9 @@ int core_ws_delete(struct core_project *p, const char *name)
 	rc = core_ws_get(p, name, &ws);
 	if (rc == 0)
 		rc = core_project_db(p, false, &db);
+	if (rc < 0)
+		goto out;
+	rc = core_ws_unmount(p, ws);
 	if (rc < 0)
 		goto out;
 	trash = util_asprintf("%s/workspaces/.del-%s.%d", p->state_dir, name, (int)getpid());

@@ -1,0 +1,174 @@
+/* core/mount.c: starting and stopping a workspace's view daemon. */
+#include "core/core_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs/fs.h"
+
+#define READY_TIMEOUT_MS 30000
+
+/* The last line of the daemon's log: the reason it did not come up. */
+static void log_reason(const char *log, char *buf, size_t size)
+{
+	char *text = NULL, *line, *end;
+
+	snprintf(buf, size, "see %s", log);
+	if (util_read_file(log, &text, NULL) < 0)
+		return;
+	end = text + strlen(text);
+	while (end > text && end[-1] == '\n')
+		*--end = '\0';
+	line = strrchr(text, '\n');
+	line = line ? line + 1 : text;
+	if (*line)
+		snprintf(buf, size, "%s", line);
+	free(text);
+}
+
+static void daemon_child(char **argv, const char *log, int ready_fd)
+{
+	int fd;
+
+	setsid();
+	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+		dup2(fd, 0);
+	fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd >= 0) {
+		dup2(fd, 1);
+		dup2(fd, 2);
+	}
+	/* Only the ready pipe is inherited. */
+	for (int i = 3; i < 1024; i++)
+		if (i != ready_fd)
+			close(i);
+	execv("/proc/self/exe", argv);
+	fprintf(stderr, "cannot start the view daemon: %s\n", strerror(errno));
+	_exit(127);
+}
+
+static int wait_ready(int fd, const char *log)
+{
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+	char status = 1, reason[512];
+	int r = poll(&pfd, 1, READY_TIMEOUT_MS);
+
+	if (r > 0 && read(fd, &status, 1) == 1 && status == 0)
+		return 0;
+	log_reason(log, reason, sizeof(reason));
+	return util_err(r == 0 ? -ETIMEDOUT : -EIO, "the view did not come up: %s", reason);
+}
+
+/* argv must end with "--ready-fd", a slot for the number, NULL. */
+static int spawn(char **argv, int argc, const char *log)
+{
+	char fdbuf[16];
+	int pipefd[2];
+	pid_t pid;
+	int status = 0, rc;
+
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		rc = -errno;
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return rc;
+	}
+	if (pid == 0) {
+		/* Fork again so the daemon is nobody's child here and never a zombie. */
+		close(pipefd[0]);
+		fcntl(pipefd[1], F_SETFD, 0);
+		snprintf(fdbuf, sizeof(fdbuf), "%d", pipefd[1]);
+		argv[argc - 1] = fdbuf;
+		if (fork() == 0)
+			daemon_child(argv, log, pipefd[1]);
+		_exit(0);
+	}
+	close(pipefd[1]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	rc = wait_ready(pipefd[0], log);
+	close(pipefd[0]);
+	return rc;
+}
+
+/* A view whose daemon died leaves a dead mount ("transport endpoint is not connected"). */
+static void clear_stale_mount(const char *workdir)
+{
+	struct stat st;
+
+	if (stat(workdir, &st) < 0 && errno == ENOTCONN && fs_unmount(workdir) < 0) {
+		/* Left for the caller's mount attempt to report. */
+	}
+}
+
+int core_ws_mount(struct core_project *p, struct core_ws *ws)
+{
+	char *blobs = NULL, *pidfile = NULL, *log = NULL, *db = NULL, *commondir = NULL;
+	int rc = -ENOMEM;
+
+	clear_stale_mount(ws->workdir);
+	if (fs_is_mounted(ws->workdir)) {
+		ws->mounted = true;
+		return 0;
+	}
+	blobs = util_path_join(p->state_dir, "blobs");
+	pidfile = util_path_join(ws->run, "daemon.pid");
+	log = util_path_join(ws->run, "fs.log");
+	db = util_path_join(p->state_dir, "state.db");
+	commondir = strdup(git_repository_commondir(p->repo));
+	if (!blobs || !pidfile || !log || !db || !commondir)
+		goto out;
+	char *argv[] = {
+	    "arborinth", "__fs-daemon",	  "--mountpoint", ws->workdir, "--layer",    ws->layer,
+	    "--gitdir",	 ws->gitdir,	  "--repo",	  commondir,   "--blobs",    blobs,
+	    "--base",	 ws->base_commit, "--pidfile",	  pidfile,     "--db",	     db,
+	    "--ws-id",	 ws->id,	  "--ws-name",	  ws->name,    "--ready-fd", NULL,
+	    NULL};
+	rc = spawn(argv, (int)ARB_ARRAY_LEN(argv) - 1, log);
+	if (rc == 0) {
+		ws->mounted = true;
+		ws->daemon_pid = core_ws_daemon_pid(ws);
+	}
+out:
+	free(blobs);
+	free(pidfile);
+	free(log);
+	free(db);
+	free(commondir);
+	return rc;
+}
+
+int core_ws_unmount(struct core_project *p, struct core_ws *ws)
+{
+	struct timespec ts = {0, 10 * 1000 * 1000};
+	pid_t pid = core_ws_daemon_pid(ws);
+	int rc;
+
+	(void)p;
+	clear_stale_mount(ws->workdir);
+	if (!fs_is_mounted(ws->workdir))
+		return 0;
+	rc = fs_unmount(ws->workdir);
+	if (rc < 0)
+		return rc;
+	/* The daemon writes its last audit events as it exits: wait for it. */
+	for (int i = 0; pid > 0 && i < 3000 && kill(pid, 0) == 0; i++)
+		nanosleep(&ts, NULL);
+	ws->mounted = false;
+	ws->daemon_pid = 0;
+	return 0;
+}

@@ -1,0 +1,233 @@
+/* fs/daemon.c: the daemon: state set-up, the FUSE session, mount, serve, unmount. */
+#include "fs/fs_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "audit/audit.h"
+
+#define FUSE_SUPER_MAGIC 0x65735546
+
+static void fs_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	/* Reads of unmodified files are spliced from the blob cache file. */
+	conn->want |= conn->capable & (FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
+	conn->want |= conn->capable & (FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_PARALLEL_DIROPS);
+	conn->want |= conn->capable & FUSE_CAP_READDIRPLUS;
+	/*
+	 * No writeback cache: a write() must reach the upper file before it returns, so a killed
+	 * daemon loses nothing that completed.
+	 */
+	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	conn->max_write = 1 << 20;
+	conn->max_readahead = 1 << 20;
+}
+
+static const struct fuse_lowlevel_ops fs_ops = {
+    .init = fs_init,
+    .lookup = fs_op_lookup,
+    .forget = fs_op_forget,
+    .forget_multi = fs_op_forget_multi,
+    .getattr = fs_op_getattr,
+    .setattr = fs_op_setattr,
+    .readlink = fs_op_readlink,
+    .mknod = fs_op_mknod,
+    .mkdir = fs_op_mkdir,
+    .unlink = fs_op_unlink,
+    .rmdir = fs_op_rmdir,
+    .symlink = fs_op_symlink,
+    .rename = fs_op_rename,
+    .link = fs_op_link,
+    .open = fs_op_open,
+    .create = fs_op_create,
+    .read = fs_op_read,
+    .write_buf = fs_op_write_buf,
+    .flush = fs_op_flush,
+    .release = fs_op_release,
+    .fsync = fs_op_fsync,
+    .fallocate = fs_op_fallocate,
+    .lseek = fs_op_lseek,
+    .opendir = fs_op_opendir,
+    .readdir = fs_op_readdir,
+    .readdirplus = fs_op_readdirplus,
+    .releasedir = fs_op_releasedir,
+    .fsyncdir = fs_op_fsyncdir,
+    .statfs = fs_op_statfs,
+    .setxattr = fs_op_setxattr,
+    .getxattr = fs_op_getxattr,
+    .listxattr = fs_op_listxattr,
+    .removexattr = fs_op_removexattr,
+};
+
+static int open_dir(const char *path, int flags, int *out)
+{
+	int fd = open(path, flags | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return util_err(-errno, "cannot open %s: %s", path, strerror(errno));
+	*out = fd;
+	return 0;
+}
+
+/* Root = the upper layer's top directory over the base tree; /.git = the gitdir. */
+static int fs_setup(struct fs *fs, const struct fs_config *cfg)
+{
+	struct stat st;
+	int fd, rc;
+
+	fs->cfg = cfg;
+	fs->layer_fd = fs->gitdir_fd = fs->blobs_fd = -1;
+	fs->uid = getuid();
+	fs->gid = getgid();
+	pthread_mutex_init(&fs->lock, NULL);
+	rc = util_mkdir_p(cfg->blobs, 0755);
+	if (rc == 0)
+		rc = open_dir(cfg->layer, O_PATH, &fs->layer_fd);
+	if (rc == 0)
+		rc = open_dir(cfg->gitdir, O_PATH, &fs->gitdir_fd);
+	if (rc == 0)
+		rc = open_dir(cfg->blobs, O_RDONLY, &fs->blobs_fd);
+	if (rc == 0)
+		rc = fs_node_init_tables(fs);
+	if (rc < 0)
+		return rc;
+	fs->repo_path = strdup(cfg->repo);
+	fs->root = fs_node_new(fs, NULL, "", S_IFDIR);
+	if (!fs->repo_path || !fs->root)
+		return -ENOMEM;
+	fd = fcntl(fs->layer_fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return -errno;
+	fs_node_set_upper(fs, fs->root, fd, &st);
+	rc = fs_lower_init(fs);
+	if (rc < 0)
+		return rc;
+	fs->gitnode = fs_node_new(fs, fs->root, ".git", S_IFDIR);
+	if (!fs->gitnode)
+		return -ENOMEM;
+	fd = fcntl(fs->gitdir_fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return -errno;
+	fs_node_set_upper(fs, fs->gitnode, fd, &st);
+	if (cfg->db_path) {
+		rc = audit_log_open(&fs->audit, cfg->db_path, cfg->ws_id, cfg->ws_name);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static void fs_teardown(struct fs *fs)
+{
+	audit_log_close(fs->audit);
+	fs_node_free_all(fs);
+	git_repository_free(fs->repo);
+	free(fs->repo_path);
+	if (fs->layer_fd >= 0)
+		close(fs->layer_fd);
+	if (fs->gitdir_fd >= 0)
+		close(fs->gitdir_fd);
+	if (fs->blobs_fd >= 0)
+		close(fs->blobs_fd);
+	pthread_mutex_destroy(&fs->lock);
+}
+
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	/* Every upper node known to the kernel holds an O_PATH descriptor. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static void signal_ready(int *ready_fd, char status)
+{
+	if (*ready_fd < 0)
+		return;
+	(void)!write(*ready_fd, &status, 1);
+	close(*ready_fd);
+	*ready_fd = -1;
+}
+
+static int write_pidfile(const char *path)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+
+	return path ? util_write_file(path, buf, (size_t)n, 0644) : 0;
+}
+
+static int serve(struct fs *fs, const struct fs_config *cfg, int *ready_fd)
+{
+	char *argv[] = {"arborinth-fs", "-o",
+			"default_permissions,fsname=arborinth,subtype=arborinth", "-d", NULL};
+	struct fuse_args args = FUSE_ARGS_INIT(cfg->debug ? 4 : 3, argv);
+	struct fuse_loop_config *loop = NULL;
+	int rc = -EIO;
+
+	fs->se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), fs);
+	if (!fs->se)
+		return util_err(-EIO, "cannot start the FUSE session");
+	if (fuse_set_signal_handlers(fs->se) < 0)
+		goto out;
+	if (fuse_session_mount(fs->se, cfg->mountpoint) < 0) {
+		rc = util_err(-EIO, "cannot mount the view at %s", cfg->mountpoint);
+		goto out_signals;
+	}
+	rc = write_pidfile(cfg->pidfile);
+	if (rc < 0)
+		goto out_unmount;
+	signal_ready(ready_fd, 0);
+	loop = fuse_loop_cfg_create();
+	if (!loop) {
+		rc = -ENOMEM;
+		goto out_unmount;
+	}
+	fuse_loop_cfg_set_max_threads(loop, 16);
+	fuse_loop_cfg_set_idle_threads(loop, 4);
+	rc = fuse_session_loop_mt(fs->se, loop) < 0 ? -EIO : 0;
+	fuse_loop_cfg_destroy(loop);
+out_unmount:
+	fuse_session_unmount(fs->se);
+	if (cfg->pidfile)
+		unlink(cfg->pidfile);
+out_signals:
+	fuse_remove_signal_handlers(fs->se);
+out:
+	fuse_session_destroy(fs->se);
+	return rc;
+}
+
+int fs_daemon_run(const struct fs_config *cfg, int ready_fd)
+{
+	struct fs fs = {0};
+	int rc;
+
+	umask(0); /* the kernel already applied the caller's umask to every mode we get */
+	raise_nofile();
+	git_libgit2_init();
+	rc = fs_setup(&fs, cfg);
+	if (rc == 0)
+		rc = serve(&fs, cfg, &ready_fd);
+	signal_ready(&ready_fd, 1);
+	fs_teardown(&fs);
+	git_libgit2_shutdown();
+	return rc;
+}
+
+int fs_is_mounted(const char *path)
+{
+	struct statfs sf;
+
+	return statfs(path, &sf) == 0 && sf.f_type == FUSE_SUPER_MAGIC;
+}

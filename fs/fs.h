@@ -1,0 +1,43 @@
+/*
+ * fs: the workspace view, a copy-on-write FUSE filesystem. The lower layer is the tree of the
+ * pinned base commit, read lazily through libgit2 (file content materialised once into the
+ * shared blob cache); the upper layer is a real directory holding everything written. The
+ * view's `.git` is the workspace's own gitdir, passed through.
+ */
+#ifndef ARB_FS_H
+#define ARB_FS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "util/util.h"
+
+struct fs_config {
+	const char *mountpoint; /* NAME/workdir */
+	const char *layer;	/* NAME/layer: upper layer */
+	const char *gitdir;	/* NAME/git: shown as .git */
+	const char *repo;	/* origin gitdir (libgit2 reads objects from it) */
+	const char *blobs;	/* .arborinth/blobs: shared content cache */
+	const char *base;	/* base commit id (hex) */
+	const char *pidfile;	/* written once mounted; removed at exit */
+	const char *db_path;	/* state.db, for the audit; NULL: no audit */
+	const char *ws_id;	/* workspace id and name, for the audit */
+	const char *ws_name;
+	int debug; /* libfuse debug output to stderr */
+};
+
+/*
+ * Mounts the view and serves it until unmounted (fusermount3 -u, umount) or SIGTERM/SIGINT/
+ * SIGHUP. When ready_fd >= 0, writes one byte there once the mount is live (0 = ok) and
+ * closes it, so a parent can wait for readiness. Returns 0 after a clean unmount.
+ * Not thread-safe: one view per process.
+ */
+int fs_daemon_run(const struct fs_config *cfg, int ready_fd) ARB_MUST_CHECK;
+
+/* Unmounts the view at mountpoint (lazy when busy is false is not used: plain unmount). */
+int fs_unmount(const char *mountpoint) ARB_MUST_CHECK;
+
+/* True when path is the root of a FUSE mount. */
+int fs_is_mounted(const char *path);
+
+#endif

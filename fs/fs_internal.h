@@ -1,0 +1,230 @@
+/* fs/fs_internal.h: the daemon's state, nodes and handles, shared by the files of fs/. */
+#ifndef ARB_FS_INTERNAL_H
+#define ARB_FS_INTERNAL_H
+
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+#include <git2.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <sys/stat.h>
+
+#include "fs/fs.h"
+
+/* Upper-layer directory xattrs (hidden from and refused to the workload). */
+#define FS_XATTR_PREFIX "user.arborinth."
+#define FS_XATTR_OPAQUE "user.arborinth.opaque" /* lower entries of this path don't show */
+#define FS_XATTR_TREE	"user.arborinth.tree"	/* lower entries come from this tree id */
+
+#define FS_TIMEOUT 86400.0 /* all changes go through the kernel: cache long */
+
+/*
+ * A file object of the view. Identity: the node id is the FUSE inode number and st_ino.
+ * A node has a lower part (an entry of the base tree), an upper part (an O_PATH fd into the
+ * upper layer), or both (a lower directory that also exists in the upper layer). Files and
+ * symlinks are either lower or upper (copy-up moves them). All fields are guarded by fs->lock.
+ */
+struct fs_node {
+	fuse_ino_t ino;
+	uint64_t nlookup; /* kernel references */
+	uint32_t refs;	  /* open handles */
+	struct fs_node *parent;
+	char *name;
+	mode_t type; /* S_IFDIR, S_IFREG, S_IFLNK, ... */
+	bool unlinked;
+
+	/* lower */
+	bool has_lower;
+	git_oid lower_oid;     /* blob or tree id */
+	uint32_t lower_mode;   /* git filemode */
+	int64_t lower_size;    /* blob size; -1 until known */
+	git_tree *lower_tree;  /* directories: loaded on demand */
+	bool lower_from_xattr; /* directory's lower tree set by FS_XATTR_TREE (moved dir) */
+
+	/* upper */
+	int fd; /* O_PATH|O_NOFOLLOW, -1 when lower only */
+	dev_t upper_dev;
+	ino_t upper_ino;
+
+	struct fs_node *next_ino;   /* hash chain by ino */
+	struct fs_node *next_name;  /* hash chain by (parent, name) */
+	struct fs_node *next_upper; /* hash chain by upper inode */
+	bool in_name_table, in_upper_table;
+};
+
+struct fs_table {
+	struct fs_node **slots;
+	size_t size;
+};
+
+struct fs {
+	struct fuse_session *se;
+	pthread_mutex_t lock;
+	struct fs_table by_ino, by_name, by_upper;
+	fuse_ino_t next_ino;
+	size_t nnodes;
+	struct fs_node *root;
+	struct fs_node *gitnode; /* /.git */
+
+	int layer_fd;
+	int gitdir_fd;
+	int blobs_fd;
+	git_repository *repo; /* under lock */
+	char *repo_path;      /* for per-thread handles */
+	git_oid base;
+	int64_t base_time; /* committer time of the base commit */
+	uid_t uid;
+	gid_t gid;
+
+	struct audit_log *audit; /* NULL when off */
+	const struct fs_config *cfg;
+};
+
+/* A file or directory handle (fi->fh). */
+struct fs_handle {
+	struct fs_node *node;
+	int fd;	    /* data fd: blob cache (read-only) or upper file; -1 for dirs */
+	bool lower; /* fd is the blob cache file */
+	bool writable;
+	/* audit: writes coalesced until release, under wlock */
+	pthread_mutex_t wlock;
+	uint64_t nwrites;
+	int64_t wbytes, wlo, whi;
+	pid_t wpid;
+	/* directories: snapshot taken at offset 0 */
+	struct fs_dirent *ents;
+	size_t nents;
+};
+
+struct fs_dirent {
+	char *name;
+	mode_t type;
+};
+
+/* node.c: the node tables. All require fs->lock held. */
+int fs_node_init_tables(struct fs *fs) ARB_MUST_CHECK;
+void fs_node_free_all(struct fs *fs);
+struct fs_node *fs_node_get(struct fs *fs, fuse_ino_t ino);
+struct fs_node *fs_node_by_name(struct fs *fs, struct fs_node *parent, const char *name);
+struct fs_node *fs_node_by_upper(struct fs *fs, dev_t dev, ino_t ino);
+/* A new node (nlookup 0) linked under parent/name in the tables. */
+struct fs_node *fs_node_new(struct fs *fs, struct fs_node *parent, const char *name, mode_t type);
+void fs_node_set_upper(struct fs *fs, struct fs_node *n, int fd, const struct stat *st);
+/* Moves n to parent/name (rename), or detaches it from the namespace (name NULL). */
+int fs_node_move(struct fs *fs, struct fs_node *n, struct fs_node *parent, const char *name);
+/* Drops n if no one references it any more. */
+void fs_node_maybe_free(struct fs *fs, struct fs_node *n);
+/* "a/b/c" relative to the view root, for messages and the audit. Caller frees. */
+char *fs_node_path(struct fs *fs, struct fs_node *n, const char *child);
+
+/* lower.c: the base tree. Require fs->lock. */
+int fs_lower_init(struct fs *fs) ARB_MUST_CHECK;
+/* The directory's lower tree (NULL when it has none). */
+int fs_lower_tree(struct fs *fs, struct fs_node *dir, git_tree **out) ARB_MUST_CHECK;
+/* Looks name up in dir's lower tree; 0 and *entry (borrowed) or -ENOENT. */
+int fs_lower_child(struct fs *fs, struct fs_node *dir, const char *name,
+		   const git_tree_entry **entry) ARB_MUST_CHECK;
+int fs_lower_size(struct fs *fs, struct fs_node *n, int64_t *size) ARB_MUST_CHECK;
+/* Read-only fd of the blob cache file for a lower file; materialises it if needed. No lock. */
+int fs_lower_open_blob(struct fs *fs, const git_oid *oid, int *fd) ARB_MUST_CHECK;
+/* Symlink target of a lower symlink. Caller frees. */
+int fs_lower_readlink(struct fs *fs, const git_oid *oid, char **out) ARB_MUST_CHECK;
+mode_t fs_lower_type(uint32_t git_mode);
+
+/* upper.c: copy-up, whiteouts and markers. Require fs->lock. */
+int fs_upper_dir(struct fs *fs, struct fs_node *dir) ARB_MUST_CHECK; /* ensure dir exists */
+int fs_upper_copy_up(struct fs *fs, struct fs_node *n) ARB_MUST_CHECK;
+int fs_upper_whiteout(struct fs *fs, struct fs_node *dir, const char *name) ARB_MUST_CHECK;
+bool fs_upper_is_whiteout(const struct stat *st);
+int fs_upper_set_opaque(struct fs *fs, int dirfd) ARB_MUST_CHECK;
+/* Reopens an O_PATH fd with flags (through /proc/self/fd). */
+int fs_upper_reopen(int fd, int flags);
+
+/* lookup.c */
+/* Finds parent/name in the merged view; -ENOENT when absent. Requires fs->lock. */
+int fs_lookup_child(struct fs *fs, struct fs_node *parent, const char *name,
+		    struct fs_node **out) ARB_MUST_CHECK;
+/*
+ * Finds name in parent's upper directory: 0 with *out, -ENOENT for a whiteout, 1 when the
+ * upper layer has no such entry. Requires fs->lock and parent->fd >= 0.
+ */
+int fs_lookup_upper(struct fs *fs, struct fs_node *parent, const char *name,
+		    struct fs_node **out) ARB_MUST_CHECK;
+int fs_node_stat(struct fs *fs, struct fs_node *n, struct stat *st) ARB_MUST_CHECK;
+/* Checks a single name component: -EINVAL, -ENAMETOOLONG. */
+int fs_name_check(const char *name) ARB_MUST_CHECK;
+/* Fills e for n and counts one kernel lookup. Requires fs->lock. */
+int fs_entry_fill(struct fs *fs, struct fs_node *n, struct fuse_entry_param *e) ARB_MUST_CHECK;
+/* Lists the merged children of dir. Requires fs->lock. Caller frees with fs_dirents_free. */
+int fs_dir_list(struct fs *fs, struct fs_node *dir, struct fs_dirent **out,
+		size_t *n) ARB_MUST_CHECK;
+void fs_dirents_free(struct fs_dirent *ents, size_t n);
+
+/* ops_dir.c: shared with rename and create. Require fs->lock. */
+/*
+ * Gets parent ready for a new entry `name`: -EEXIST when the view has it; the parent gets an
+ * upper directory; a whiteout there is removed. *covered: the base has that name (a new
+ * directory there must be opaque).
+ */
+int fs_prepare_new(struct fs *fs, struct fs_node *parent, const char *name,
+		   bool *covered) ARB_MUST_CHECK;
+/* Removes p/name (looked up as n): upper entry and, where the base has it, a whiteout. */
+int fs_remove_entry(struct fs *fs, struct fs_node *p, const char *name,
+		    struct fs_node *n) ARB_MUST_CHECK;
+
+/* record.c: audit events (no-ops when the audit is off). rc is 0 or a negative errno. */
+void fs_record(struct fs *fs, fuse_req_t req, const char *op, struct fs_node *parent,
+	       const char *name, const char *path2, int rc);
+void fs_record_node(struct fs *fs, fuse_req_t req, const char *op, struct fs_node *n, int64_t size,
+		    uint32_t mode, int rc);
+/* The coalesced writes of handle h, at release. */
+void fs_record_writes(struct fs *fs, struct fs_handle *h);
+
+/* The operation tables' entries, one file per group. */
+void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+void fs_op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
+void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		   struct fuse_file_info *fi);
+void fs_op_readlink(fuse_req_t req, fuse_ino_t ino);
+void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
+void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
+void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);
+void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		  const char *newname, unsigned int flags);
+void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
+void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		  struct fuse_file_info *fi);
+void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+void fs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,
+		     struct fuse_file_info *fi);
+void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+		     struct fuse_file_info *fi);
+void fs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi);
+void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		   struct fuse_file_info *fi);
+void fs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi);
+void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void fs_op_statfs(fuse_req_t req, fuse_ino_t ino);
+void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+		    size_t size, int flags);
+void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
+void fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+
+static inline struct fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+#endif

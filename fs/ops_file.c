@@ -1,0 +1,300 @@
+/* fs/ops_file.c: open, create, read, write and the rest of a file handle's life. */
+#include "fs/fs_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct fs_handle *handle_of(struct fuse_file_info *fi)
+{
+	return (struct fs_handle *)(uintptr_t)fi->fh;
+}
+
+static bool wants_write(int flags)
+{
+	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+}
+
+/* Open flags passed to the real file: access mode, append, truncate, sync. */
+static int real_flags(int flags)
+{
+	return flags & (O_ACCMODE | O_APPEND | O_TRUNC | O_SYNC | O_DSYNC | O_NOATIME);
+}
+
+/* Opens the blob cache file for lower node data (no lock held). */
+static int open_lower(struct fs *fs, const git_oid *oid, int64_t size, int *out)
+{
+	struct stat st;
+	int rc, fd = -1;
+
+	for (int attempt = 0; attempt < 2; attempt++) {
+		rc = fs_lower_open_blob(fs, oid, &fd);
+		if (rc < 0)
+			return rc;
+		if (size < 0 || (fstat(fd, &st) == 0 && st.st_size == size)) {
+			*out = fd;
+			return 0;
+		}
+		/* A torn cache file (a crash mid-write): drop it and materialise again. */
+		close(fd);
+		char hex[GIT_OID_HEXSZ + 1], path[GIT_OID_HEXSZ + 2];
+
+		git_oid_tostr(hex, sizeof(hex), oid);
+		memcpy(path, hex, 2);
+		path[2] = '/';
+		strcpy(path + 3, hex + 2);
+		unlinkat(fs->blobs_fd, path, 0);
+	}
+	return -EIO;
+}
+
+static void handle_release(struct fs *fs, struct fs_handle *h);
+
+static struct fs_handle *handle_new(struct fs_node *n, int fd, bool lower, bool writable)
+{
+	struct fs_handle *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return NULL;
+	h->node = n;
+	h->fd = fd;
+	h->lower = lower;
+	h->writable = writable;
+	h->wlo = INT64_MAX;
+	pthread_mutex_init(&h->wlock, NULL);
+	return h;
+}
+
+/* Opens node n (fs->lock held on entry and on return; dropped while reading blobs). */
+static int open_node(struct fs *fs, struct fs_node *n, int flags, struct fs_handle **out)
+{
+	git_oid oid;
+	int64_t size = -1;
+	int fd, rc;
+
+	if (S_ISDIR(n->type))
+		return -EISDIR;
+	if (wants_write(flags)) {
+		rc = fs_upper_copy_up(fs, n);
+		if (rc < 0)
+			return rc;
+	}
+	if (n->fd >= 0) {
+		fd = fs_upper_reopen(n->fd, real_flags(flags));
+		if (fd < 0)
+			return fd;
+		*out = handle_new(n, fd, false, (flags & O_ACCMODE) != O_RDONLY);
+	} else {
+		git_oid_cpy(&oid, &n->lower_oid);
+		if (fs_lower_size(fs, n, &size) < 0)
+			size = -1; /* unknown: skip the torn-file check */
+		n->refs++;	   /* keep n while the lock is dropped */
+		pthread_mutex_unlock(&fs->lock);
+		rc = open_lower(fs, &oid, size, &fd);
+		pthread_mutex_lock(&fs->lock);
+		n->refs--;
+		if (rc < 0)
+			return rc;
+		*out = handle_new(n, fd, true, false);
+	}
+	if (!*out) {
+		close(fd);
+		return -ENOMEM;
+	}
+	n->refs++;
+	return 0;
+}
+
+void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct fs_handle *h = NULL;
+	struct fs_node *n;
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	n = fs_node_get(fs, ino);
+	rc = n ? open_node(fs, n, fi->flags, &h) : -ESTALE;
+	if (n && (fi->flags & O_TRUNC))
+		fs_record_node(fs, req, "truncate", n, 0, 0, rc);
+	pthread_mutex_unlock(&fs->lock);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	fi->fh = (uintptr_t)h;
+	/* The base never changes and every write comes through the kernel: keep its cache. */
+	fi->keep_cache = 1;
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		handle_release(fs, h); /* the caller was interrupted: no release will come */
+}
+
+static int do_create(struct fs *fs, struct fs_node *p, const char *name, mode_t mode,
+		     struct fuse_file_info *fi, struct fuse_entry_param *e, struct fs_handle **h)
+{
+	struct fs_node *n = NULL;
+	bool covered;
+	int fd, rc;
+
+	rc = fs_prepare_new(fs, p, name, &covered);
+	if (rc == -EEXIST && !(fi->flags & O_EXCL)) {
+		/* Lost a race with another creator: open what is there. */
+		rc = fs_lookup_child(fs, p, name, &n);
+		if (rc == 0)
+			rc = open_node(fs, n, fi->flags, h);
+		if (rc == 0)
+			rc = fs_entry_fill(fs, n, e);
+		return rc;
+	}
+	if (rc < 0)
+		return rc;
+	fd = openat(p->fd, name, real_flags(fi->flags) | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		    mode & 07777);
+	if (fd < 0)
+		return -errno;
+	rc = fs_lookup_upper(fs, p, name, &n);
+	if (rc > 0)
+		rc = -ENOENT;
+	if (rc == 0) {
+		*h = handle_new(n, fd, false, (fi->flags & O_ACCMODE) != O_RDONLY);
+		rc = *h ? 0 : -ENOMEM;
+	}
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
+	n->refs++;
+	return fs_entry_fill(fs, n, e);
+}
+
+void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		  struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct fuse_entry_param e;
+	struct fs_handle *h = NULL;
+	struct fs_node *p;
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	p = fs_node_get(fs, parent);
+	rc = p ? do_create(fs, p, name, mode, fi, &e, &h) : -ESTALE;
+	if (p)
+		fs_record(fs, req, "create", p, name, NULL, rc);
+	pthread_mutex_unlock(&fs->lock);
+	if (rc < 0) {
+		if (h)
+			handle_release(fs, h);
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	fi->fh = (uintptr_t)h;
+	fi->keep_cache = 1;
+	if (fuse_reply_create(req, &e, fi) == -ENOENT)
+		handle_release(fs, h);
+}
+
+void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct fs_handle *h = handle_of(fi);
+	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+
+	/* Zero-copy: libfuse splices straight from the file when the kernel allows it. */
+	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	buf.buf[0].fd = h->fd;
+	buf.buf[0].pos = off;
+	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+}
+
+void fs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,
+		     struct fuse_file_info *fi)
+{
+	struct fs_handle *h = handle_of(fi);
+	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(fuse_buf_size(bufv));
+	ssize_t n;
+
+	if (!h->writable) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
+	dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	dst.buf[0].fd = h->fd;
+	dst.buf[0].pos = off;
+	n = fuse_buf_copy(&dst, bufv, FUSE_BUF_SPLICE_NONBLOCK);
+	if (n < 0) {
+		fuse_reply_err(req, (int)-n);
+		return;
+	}
+	pthread_mutex_lock(&h->wlock);
+	if (h->nwrites++ == 0)
+		h->wpid = fuse_req_ctx(req)->pid;
+	h->wbytes += n;
+	if (off < h->wlo)
+		h->wlo = off;
+	if (off + n > h->whi)
+		h->whi = off + n;
+	pthread_mutex_unlock(&h->wlock);
+	fuse_reply_write(req, (size_t)n);
+}
+
+void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs_handle *h = handle_of(fi);
+	int fd = dup(h->fd);
+
+	/* Closing a duplicate releases the POSIX locks the caller held, as close(2) would. */
+	if (fd >= 0)
+		close(fd);
+	fuse_reply_err(req, 0);
+}
+
+static void handle_release(struct fs *fs, struct fs_handle *h)
+{
+	if (h->nwrites)
+		fs_record_writes(fs, h);
+	close(h->fd);
+	pthread_mutex_lock(&fs->lock);
+	h->node->refs--;
+	fs_node_maybe_free(fs, h->node);
+	pthread_mutex_unlock(&fs->lock);
+	pthread_mutex_destroy(&h->wlock);
+	free(h);
+}
+
+void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	handle_release(fs_of(req), handle_of(fi));
+	fuse_reply_err(req, 0);
+}
+
+void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct fs_handle *h = handle_of(fi);
+	int rc = datasync ? fdatasync(h->fd) : fsync(h->fd);
+
+	fuse_reply_err(req, rc < 0 ? errno : 0);
+}
+
+void fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+		     struct fuse_file_info *fi)
+{
+	struct fs_handle *h = handle_of(fi);
+
+	if (!h->writable) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
+	fuse_reply_err(req, fallocate(h->fd, mode, offset, length) < 0 ? errno : 0);
+}
+
+void fs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
+{
+	off_t r = lseek(handle_of(fi)->fd, off, whence);
+
+	if (r < 0)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_lseek(req, r);
+}

@@ -1,0 +1,195 @@
+/* fs/upper.c: the upper layer: copy-up, whiteouts and directory markers. */
+#include "fs/fs_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+static void proc_path(char *buf, size_t size, int fd)
+{
+	snprintf(buf, size, "/proc/self/fd/%d", fd);
+}
+
+int fs_upper_reopen(int fd, int flags)
+{
+	char p[64];
+	int nfd;
+
+	proc_path(p, sizeof(p), fd);
+	/* The magic link names the file itself: following it cannot leave the layer. */
+	nfd = open(p, flags | O_CLOEXEC);
+	return nfd < 0 ? -errno : nfd;
+}
+
+bool fs_upper_is_whiteout(const struct stat *st)
+{
+	return S_ISCHR(st->st_mode) && st->st_rdev == makedev(0, 0);
+}
+
+/* Opens parent/name as O_PATH without following a symlink and records it on n. */
+static int attach(struct fs *fs, struct fs_node *n, int parent_fd, const char *name)
+{
+	struct stat st;
+	int fd = openat(parent_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
+		int rc = -errno;
+
+		close(fd);
+		return rc;
+	}
+	fs_node_set_upper(fs, n, fd, &st);
+	return 0;
+}
+
+int fs_upper_dir(struct fs *fs, struct fs_node *dir)
+{
+	struct timespec times[2] = {{fs->base_time, 0}, {fs->base_time, 0}};
+	int rc;
+
+	if (dir->fd >= 0)
+		return 0;
+	if (!dir->parent || dir->unlinked)
+		return -ENOENT;
+	rc = fs_upper_dir(fs, dir->parent);
+	if (rc < 0)
+		return rc;
+	if (mkdirat(dir->parent->fd, dir->name, 0755) < 0)
+		return -errno;
+	/* The directory did not change in the view: keep the times it reported. */
+	(void)utimensat(dir->parent->fd, dir->name, times, AT_SYMLINK_NOFOLLOW);
+	return attach(fs, dir, dir->parent->fd, dir->name);
+}
+
+static int copy_data(int dst, int src)
+{
+	char buf[65536];
+	ssize_t r;
+
+	if (ioctl(dst, FICLONE, src) == 0)
+		return 0;
+	for (;;) {
+		r = copy_file_range(src, NULL, dst, NULL, 1 << 30, 0);
+		if (r == 0)
+			return 0;
+		if (r < 0)
+			break;
+	}
+	if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+		return -errno;
+	if (lseek(src, 0, SEEK_SET) < 0 || lseek(dst, 0, SEEK_SET) < 0)
+		return -errno;
+	while ((r = read(src, buf, sizeof(buf))) > 0) {
+		int rc = util_write_all(dst, buf, (size_t)r);
+
+		if (rc < 0)
+			return rc;
+	}
+	return r < 0 ? -errno : 0;
+}
+
+static int copy_up_file(struct fs *fs, struct fs_node *n)
+{
+	struct timespec times[2] = {{fs->base_time, 0}, {fs->base_time, 0}};
+	mode_t mode = n->lower_mode == GIT_FILEMODE_BLOB_EXECUTABLE ? 0755 : 0644;
+	char p[64];
+	int src = -1, tmp = -1;
+	int rc;
+
+	rc = fs_lower_open_blob(fs, &n->lower_oid, &src);
+	if (rc < 0)
+		return rc;
+	/* An unnamed file, linked into place only once complete: a crash leaves nothing. */
+	tmp = openat(n->parent->fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
+	if (tmp < 0) {
+		rc = -errno;
+		goto out;
+	}
+	rc = copy_data(tmp, src);
+	if (rc == 0 && fchmod(tmp, mode) < 0)
+		rc = -errno;
+	if (rc == 0 && futimens(tmp, times) < 0)
+		rc = -errno;
+	if (rc < 0)
+		goto out;
+	proc_path(p, sizeof(p), tmp);
+	if (linkat(AT_FDCWD, p, n->parent->fd, n->name, AT_SYMLINK_FOLLOW) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	rc = attach(fs, n, n->parent->fd, n->name);
+out:
+	if (src >= 0)
+		close(src);
+	if (tmp >= 0)
+		close(tmp);
+	return rc;
+}
+
+static int copy_up_symlink(struct fs *fs, struct fs_node *n)
+{
+	struct timespec times[2] = {{fs->base_time, 0}, {fs->base_time, 0}};
+	char *target = NULL;
+	int rc = fs_lower_readlink(fs, &n->lower_oid, &target);
+
+	if (rc < 0)
+		return rc;
+	if (symlinkat(target, n->parent->fd, n->name) < 0)
+		rc = -errno;
+	free(target);
+	if (rc < 0)
+		return rc;
+	(void)utimensat(n->parent->fd, n->name, times, AT_SYMLINK_NOFOLLOW);
+	return attach(fs, n, n->parent->fd, n->name);
+}
+
+int fs_upper_copy_up(struct fs *fs, struct fs_node *n)
+{
+	int rc;
+
+	if (n->fd >= 0)
+		return 0;
+	if (S_ISDIR(n->type))
+		return fs_upper_dir(fs, n);
+	if (n->unlinked || !n->parent)
+		return -ENOENT;
+	rc = fs_upper_dir(fs, n->parent);
+	if (rc < 0)
+		return rc;
+	rc = S_ISLNK(n->type) ? copy_up_symlink(fs, n) : copy_up_file(fs, n);
+	if (rc == 0)
+		n->has_lower = false;
+	return rc;
+}
+
+int fs_upper_whiteout(struct fs *fs, struct fs_node *dir, const char *name)
+{
+	int rc = fs_upper_dir(fs, dir);
+
+	if (rc < 0)
+		return rc;
+	if (mknodat(dir->fd, name, S_IFCHR | 0000, makedev(0, 0)) < 0)
+		return -errno;
+	return 0;
+}
+
+int fs_upper_set_opaque(struct fs *fs, int dirfd)
+{
+	char p[64];
+
+	(void)fs;
+	proc_path(p, sizeof(p), dirfd);
+	if (setxattr(p, FS_XATTR_OPAQUE, "y", 1, 0) < 0)
+		return -errno;
+	(void)removexattr(p, FS_XATTR_TREE);
+	return 0;
+}
