@@ -1,0 +1,127 @@
+/*
+ * proxy: the credential proxy. Model calls leave the box, the credential never enters it.
+ *
+ * Host side: struct proxy listens on one Unix socket (bound read-only into the box), checks
+ * every HTTP/1.1 request against its backend's policy (fail closed: refusals are HTTP errors
+ * with a JSON body stating the reason), swaps the box's random placeholder for the real
+ * credential (read on the host only), and streams the request and response bodies through
+ * libcurl to the upstream over TLS with verification, without buffering whole bodies.
+ *
+ * In the box: struct proxy_relay listens on 127.0.0.1:PORT per backend and relays each TCP
+ * connection to the proxy's Unix socket. The Host header names the backend by its port.
+ *
+ * Libraries: http-parser (Debian libhttp-parser) parses requests from the box; libcurl
+ * (OpenSSL) speaks to the upstream. No hand-written HTTP parser, no hand-written TLS.
+ */
+#ifndef ARB_PROXY_H
+#define ARB_PROXY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/util.h"
+
+/* ---- backends ------------------------------------------------------------------------ */
+
+struct proxy_backend;
+
+/*
+ * Parses a backend specification:
+ *   NAME                     a built-in backend (anthropic, openai) with its defaults
+ *   NAME=URL                 a built-in backend pointed at another upstream
+ *   NAME=URL,KEY=VALUE,...   options; a name that is not built in defines a new backend,
+ *                            which needs a URL, port= and at least one allow=
+ * Options: port=N (in-box port), allow=METHOD:PATH (exact) or METHOD:PATH* (prefix at a
+ * segment boundary; repeatable; replaces a built-in's list), auth=x-api-key|bearer|
+ * header:NAME (how the upstream gets the credential), key-env=VAR, key-file=FILE,
+ * env=PREFIX (box gets PREFIX_BASE_URL, PREFIX_API_KEY), base-path=/v1 (appended to the
+ * box's base URL), ca-file=FILE (trust these CAs for the upstream instead of the system's),
+ * connect-timeout=SECONDS, idle-timeout=SECONDS (no upstream byte for that long: 504).
+ * -EINVAL with a message naming the problem. Caller frees with proxy_backend_free().
+ */
+int proxy_backend_parse(struct proxy_backend **out, const char *spec) ARB_MUST_CHECK;
+void proxy_backend_free(struct proxy_backend *b);
+/* Sets one option (as in the specification) on a parsed backend: key-file, ca-file, ... */
+int proxy_backend_set(struct proxy_backend *b, const char *key, const char *value) ARB_MUST_CHECK;
+/* Borrowed, valid while b lives. */
+const char *proxy_backend_name(const struct proxy_backend *b);
+uint16_t proxy_backend_port(const struct proxy_backend *b);
+
+/* ---- audit records ------------------------------------------------------------------- */
+
+/* One finished request, refused or forwarded. Never a body, never a credential. */
+struct proxy_record {
+	int64_t time_ns;     /* CLOCK_REALTIME when the request head was complete */
+	const char *backend; /* NULL when no backend matched */
+	const char *method;  /* "" when the request line was unreadable */
+	const char *path;    /* the target's path, without the query; "" when unreadable */
+	int status;	     /* status sent to the box; 0 when the connection broke first */
+	int64_t bytes_up;    /* request body bytes forwarded */
+	int64_t bytes_down;  /* response body bytes sent to the box */
+	int64_t duration_ns;
+	bool allowed;	    /* passed the policy and was forwarded */
+	const char *reason; /* "allowed", a policy reason, or what went wrong upstream */
+};
+
+/* Called once per request from connection threads; must be thread-safe. Strings borrowed. */
+typedef void (*proxy_observer_fn)(void *ctx, const struct proxy_record *rec);
+
+/* ---- host-side proxy ----------------------------------------------------------------- */
+
+struct proxy;
+
+struct proxy_config {
+	const char *socket_path;	 /* created (mode 0600); NULL: no listener */
+	struct proxy_backend **backends; /* ownership moves to the proxy on success */
+	size_t n_backends;		 /* >= 1; names and ports distinct */
+	proxy_observer_fn observer;	 /* optional */
+	void *observer_ctx;
+	unsigned max_conns; /* 0: 256 */
+};
+
+/*
+ * Reads each backend's credential (key-file, else its environment variable) on the host,
+ * makes a random placeholder per backend, binds the socket and starts the accept thread.
+ * -ENOKEY when a credential is missing or empty, -EADDRINUSE, -EINVAL (message says which).
+ * On failure the backends still belong to the caller. Caller frees with proxy_free().
+ */
+int proxy_new(struct proxy **out, const struct proxy_config *cfg) ARB_MUST_CHECK;
+/* Stops listening, aborts open connections and their upstream transfers, waits, frees. */
+void proxy_free(struct proxy *p);
+
+/*
+ * The box's environment for the backends: for each, PREFIX_BASE_URL=http://127.0.0.1:PORT
+ * (plus its base path) and PREFIX_API_KEY=<placeholder>. NULL-terminated "K=V" strings;
+ * caller frees each and the array. Never contains a credential.
+ */
+int proxy_box_env(const struct proxy *p, char ***out) ARB_MUST_CHECK;
+/* The placeholder of backend `name`; borrowed, NULL when there is no such backend. */
+const char *proxy_placeholder(const struct proxy *p, const char *name);
+/* The in-box ports, in backend order; *n receives the count. Borrowed. */
+const uint16_t *proxy_ports(const struct proxy *p, size_t *n);
+/* Number of connections being served right now (for tests). Thread-safe. */
+unsigned proxy_active_conns(struct proxy *p);
+
+/* ---- in-box relay -------------------------------------------------------------------- */
+
+struct proxy_relay;
+
+/*
+ * Listens on 127.0.0.1:ports[i] for each i (bound before returning, so a command started
+ * afterwards can connect at once) and relays each accepted connection, in both directions,
+ * to the Unix socket at socket_path, from threads of this process. Caller stops it with
+ * proxy_relay_free().
+ */
+int proxy_relay_start(struct proxy_relay **out, const char *socket_path, const uint16_t *ports,
+		      size_t n) ARB_MUST_CHECK;
+void proxy_relay_free(struct proxy_relay *r);
+
+/*
+ * Parses a relay argument "PORT[,PORT...]=SOCKET" (the form box-init receives) into ports
+ * (caller frees) and a socket path (caller frees).
+ */
+int proxy_relay_arg_parse(const char *arg, uint16_t **ports, size_t *n,
+			  char **socket_path) ARB_MUST_CHECK;
+
+#endif

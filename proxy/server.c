@@ -1,0 +1,352 @@
+/*
+ * proxy/server.c: the proxy's lifecycle: credentials and placeholders, the Unix socket, the
+ * accept thread, one thread per connection, and shutdown that aborts what is in flight.
+ */
+#include "proxy/proxy_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct proxy_client {
+	struct proxy *p;
+	int fd;
+	pthread_t thread;
+	struct proxy_client *next, *prev;
+};
+
+static void client_unlink(struct proxy *p, struct proxy_client *cl)
+{
+	if (cl->prev)
+		cl->prev->next = cl->next;
+	else
+		p->clients = cl->next;
+	if (cl->next)
+		cl->next->prev = cl->prev;
+}
+
+static void *client_main(void *arg)
+{
+	struct proxy_client *cl = arg;
+	struct proxy *p = cl->p;
+
+	proxy_conn_serve(p, cl->fd);
+	pthread_mutex_lock(&p->lock);
+	client_unlink(p, cl);
+	close(cl->fd); /* under the lock: proxy_free never shuts down a reused fd number */
+	p->n_conns--;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	free(cl);
+	return NULL;
+}
+
+static void client_start(struct proxy *p, int fd)
+{
+	struct proxy_client *cl = calloc(1, sizeof(*cl));
+	pthread_attr_t attr;
+	int rc;
+
+	pthread_mutex_lock(&p->lock);
+	if (!cl || p->n_conns >= p->max_conns) {
+		pthread_mutex_unlock(&p->lock);
+		free(cl);
+		(void)proxy_send_error(fd, 503, "too many connections");
+		close(fd);
+		return;
+	}
+	cl->p = p;
+	cl->fd = fd;
+	cl->next = p->clients;
+	if (p->clients)
+		p->clients->prev = cl;
+	p->clients = cl;
+	p->n_conns++;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 512 * 1024);
+	rc = pthread_create(&cl->thread, &attr, client_main, cl);
+	pthread_attr_destroy(&attr);
+	if (rc != 0) {
+		client_unlink(p, cl);
+		p->n_conns--;
+		pthread_mutex_unlock(&p->lock);
+		(void)proxy_send_error(fd, 503, "too many connections");
+		close(fd);
+		free(cl);
+		return;
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+static void *accept_main(void *arg)
+{
+	struct proxy *p = arg;
+	struct pollfd pfd[2] = {{.fd = p->listen_fd, .events = POLLIN},
+				{.fd = p->wake[0], .events = POLLIN}};
+
+	while (!atomic_load(&p->stopping)) {
+		int fd;
+
+		if (poll(pfd, 2, -1) < 0 || pfd[1].revents)
+			continue;
+		fd = accept4(p->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE)
+				usleep(10000);
+			continue;
+		}
+		client_start(p, fd);
+	}
+	return NULL;
+}
+
+int proxy_sockaddr(const char *path, struct sockaddr_un *sa, socklen_t *len, int *dirfd)
+{
+	const char *slash;
+	char *dir;
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	*dirfd = -1;
+	if (strlen(path) < sizeof(sa->sun_path)) {
+		strcpy(sa->sun_path, path);
+	} else {
+		/* Too long for sun_path: reach it through our fd of its directory. */
+		slash = strrchr(path, '/');
+		if (!slash || strlen(slash) > 64)
+			return util_err(-ENAMETOOLONG, "socket path too long: %s", path);
+		dir = strndup(path, (size_t)(slash - path) + 1);
+		*dirfd = dir ? open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+		free(dir);
+		if (*dirfd < 0)
+			return util_err(-errno, "cannot open the directory of %s: %s", path,
+					strerror(errno));
+		snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d%s", *dirfd, slash);
+	}
+	*len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(sa->sun_path) + 1);
+	return 0;
+}
+
+static int listen_on(struct proxy *p, const char *path)
+{
+	struct sockaddr_un sa;
+	socklen_t len;
+	int dirfd = -1, fd = -1, rc;
+
+	rc = proxy_sockaddr(path, &sa, &len, &dirfd);
+	if (rc < 0)
+		return rc;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		rc = util_err(-errno, "socket: %s", strerror(errno));
+		goto out;
+	}
+	/* A live socket means another proxy serves this box; a stale one is replaced. */
+	if (connect(fd, (struct sockaddr *)&sa, len) == 0) {
+		rc = util_err(-EADDRINUSE, "a proxy already listens on %s", path);
+		goto out;
+	}
+	close(fd);
+	unlink(sa.sun_path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, len) < 0) {
+		rc = util_err(-errno, "cannot bind %s: %s", path, strerror(errno));
+		goto out;
+	}
+	/* Owner only, before listen: until then nobody can connect. */
+	if (chmod(sa.sun_path, 0600) < 0 || listen(fd, 128) < 0) {
+		rc = util_err(-errno, "cannot listen on %s: %s", path, strerror(errno));
+		unlink(sa.sun_path);
+		goto out;
+	}
+	p->listen_fd = fd;
+	fd = -1;
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (dirfd >= 0)
+		close(dirfd);
+	return rc;
+}
+
+static int check_config(const struct proxy_config *cfg)
+{
+	if (cfg->n_backends == 0 || !cfg->backends)
+		return util_err(-EINVAL, "no backend configured");
+	for (size_t i = 0; i < cfg->n_backends; i++)
+		for (size_t j = 0; j < i; j++) {
+			if (!strcmp(cfg->backends[i]->name, cfg->backends[j]->name))
+				return util_err(-EINVAL, "backend %s given twice",
+						cfg->backends[i]->name);
+			if (cfg->backends[i]->port == cfg->backends[j]->port)
+				return util_err(-EINVAL, "backends %s and %s share port %u",
+						cfg->backends[j]->name, cfg->backends[i]->name,
+						cfg->backends[i]->port);
+		}
+	return 0;
+}
+
+int proxy_new(struct proxy **out, const struct proxy_config *cfg)
+{
+	struct proxy *p = NULL;
+	int rc;
+
+	*out = NULL;
+	rc = check_config(cfg);
+	rc = rc ?: proxy_upstream_global_init();
+	if (rc < 0)
+		return rc;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return util_err(-ENOMEM, "out of memory");
+	p->listen_fd = p->wake[0] = p->wake[1] = -1;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	p->observer = cfg->observer;
+	p->observer_ctx = cfg->observer_ctx;
+	p->max_conns = cfg->max_conns ? cfg->max_conns : 256;
+	p->ports = calloc(cfg->n_backends, sizeof(*p->ports));
+	if (!p->ports) {
+		rc = util_err(-ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (size_t i = 0; i < cfg->n_backends; i++) {
+		struct proxy_backend *b = cfg->backends[i];
+
+		rc = proxy_backend_load_credential(b);
+		rc = rc ?: proxy_placeholder_make(b->placeholder, sizeof(b->placeholder), b->name);
+		if (rc < 0)
+			goto fail;
+		p->ports[i] = b->port;
+	}
+	if (cfg->socket_path) {
+		p->socket_path = strdup(cfg->socket_path);
+		if (!p->socket_path || pipe2(p->wake, O_CLOEXEC) < 0) {
+			rc = util_err(-ENOMEM, "out of resources");
+			goto fail;
+		}
+		rc = listen_on(p, cfg->socket_path);
+		if (rc < 0)
+			goto fail;
+		rc = -pthread_create(&p->accept_thread, NULL, accept_main, p);
+		if (rc < 0) {
+			util_err(rc, "cannot start the proxy thread: %s", strerror(-rc));
+			goto fail;
+		}
+		p->accept_started = true;
+	}
+	p->backends = cfg->backends;
+	p->n_backends = cfg->n_backends;
+	*out = p;
+	return 0;
+fail:
+	/* The backends stay with the caller, without what this call loaded into them. */
+	for (size_t i = 0; i < cfg->n_backends; i++) {
+		struct proxy_backend *b = cfg->backends[i];
+
+		if (b->credential) {
+			explicit_bzero(b->credential, strlen(b->credential));
+			free(b->credential);
+			b->credential = NULL;
+		}
+	}
+	proxy_free(p);
+	return rc;
+}
+
+void proxy_free(struct proxy *p)
+{
+	if (!p)
+		return;
+	atomic_store(&p->stopping, true);
+	if (p->accept_started) {
+		if (write(p->wake[1], "x", 1) < 0) {
+			/* the pipe cannot be full: one byte, written once */
+		}
+		pthread_join(p->accept_thread, NULL);
+	}
+	pthread_mutex_lock(&p->lock);
+	for (struct proxy_client *cl = p->clients; cl; cl = cl->next)
+		shutdown(cl->fd, SHUT_RDWR);
+	while (p->n_conns > 0)
+		pthread_cond_wait(&p->cond, &p->lock);
+	pthread_mutex_unlock(&p->lock);
+	if (p->listen_fd >= 0) {
+		struct sockaddr_un sa;
+		socklen_t len;
+		int dirfd = -1;
+
+		if (proxy_sockaddr(p->socket_path, &sa, &len, &dirfd) == 0)
+			unlink(sa.sun_path);
+		if (dirfd >= 0)
+			close(dirfd);
+		close(p->listen_fd);
+	}
+	if (p->wake[0] >= 0)
+		close(p->wake[0]);
+	if (p->wake[1] >= 0)
+		close(p->wake[1]);
+	for (size_t i = 0; i < p->n_backends; i++)
+		proxy_backend_free(p->backends[i]);
+	free(p->backends);
+	free(p->ports);
+	free(p->socket_path);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->cond);
+	free(p);
+}
+
+int proxy_box_env(const struct proxy *p, char ***out)
+{
+	char **env = calloc(2 * p->n_backends + 1, sizeof(*env));
+	size_t k = 0;
+
+	if (!env)
+		return util_err(-ENOMEM, "out of memory");
+	for (size_t i = 0; i < p->n_backends; i++) {
+		const struct proxy_backend *b = p->backends[i];
+
+		env[k++] = util_asprintf("%s_BASE_URL=http://127.0.0.1:%u%s", b->env_prefix,
+					 b->port, b->base_path ? b->base_path : "");
+		env[k++] = util_asprintf("%s_API_KEY=%s", b->env_prefix, b->placeholder);
+		if (!env[k - 1] || !env[k - 2]) {
+			for (size_t j = 0; j < k; j++)
+				free(env[j]);
+			free(env);
+			return util_err(-ENOMEM, "out of memory");
+		}
+	}
+	*out = env;
+	return 0;
+}
+
+const char *proxy_placeholder(const struct proxy *p, const char *name)
+{
+	for (size_t i = 0; i < p->n_backends; i++)
+		if (!strcmp(p->backends[i]->name, name))
+			return p->backends[i]->placeholder;
+	return NULL;
+}
+
+const uint16_t *proxy_ports(const struct proxy *p, size_t *n)
+{
+	*n = p->n_backends;
+	return p->ports;
+}
+
+unsigned proxy_active_conns(struct proxy *p)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&p->lock);
+	n = p->n_conns;
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
