@@ -63,6 +63,8 @@ int cmd_help(struct cli_global *g, int argc, char **argv);
 int cmd_project(struct cli_global *g, int argc, char **argv);
 int cmd_workspace(struct cli_global *g, int argc, char **argv);
 int cmd_shell(struct cli_global *g, int argc, char **argv);
+extern const char cmd_audit_usage[];
+int cmd_audit(struct cli_global *g, int argc, char **argv);
 int cmd_fs_daemon(struct cli_global *g, int argc, char **argv);
 
 #endif

@@ -11,7 +11,7 @@ const char cmd_workspace_usage[] =
     "usage: arborinth workspace create NAME [--rev REV] [--json]\n"
     "       arborinth workspace list [--json]\n"
     "       arborinth workspace info NAME [--json]\n"
-    "       arborinth workspace delete NAME\n"
+    "       arborinth workspace delete NAME [--purge]\n"
     "\n"
     "A workspace is a writable copy-on-write view of one commit of the repository, at\n"
     ".arborinth/workspaces/NAME/workdir, with its own git branch arborinth/NAME. The origin\n"
@@ -19,6 +19,8 @@ const char cmd_workspace_usage[] =
     "\n"
     "  --rev REV   base the workspace on REV (default: HEAD)\n"
     "  --json      machine-readable output\n"
+    "  --purge     (delete) also remove the workspace's audit history, and that of every\n"
+    "              earlier workspace of that name; works on an already deleted one too\n"
     "  --workdir DIR  the repository (default: the current directory)\n";
 
 static int ws_create(struct cli_global *g, int argc, char **argv);
@@ -67,12 +69,14 @@ static void ws_print(const struct core_ws *ws)
 		printf("mounted:  no\n");
 }
 
-/* Parses [--json] plus `npos` positional arguments into pos[]. */
+/* Parses [--json] (and --rev, --purge where rev, purge are given) plus `npos` positionals. */
 static int parse(struct cli_global *g, const char *sub, int argc, char **argv, bool *json,
-		 const char **rev, const char **pos, int npos, int *status)
+		 const char **rev, bool *purge, const char **pos, int npos, int *status)
 {
-	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'}, {"rev", required_argument, NULL, 'r'}, {0}};
+	static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+					     {"rev", required_argument, NULL, 'r'},
+					     {"purge", no_argument, NULL, 'P'},
+					     {0}};
 	const struct cli_cmd *cmd = cli_cmd_find(cmd_workspace_subs, sub);
 	int c;
 
@@ -84,6 +88,8 @@ static int parse(struct cli_global *g, const char *sub, int argc, char **argv, b
 			*json = true;
 		} else if (c == 'r' && rev) {
 			*rev = optarg;
+		} else if (c == 'P' && purge) {
+			*purge = true;
 		} else {
 			*status =
 			    cli_usage_error(cmd->path, "unknown option '%s'", argv[optind - 1]);
@@ -112,7 +118,7 @@ static int ws_create(struct cli_global *g, int argc, char **argv)
 	bool json = false;
 	int status;
 
-	if (parse(g, "create", argc, argv, &json, &rev, &name, 1, &status) < 0)
+	if (parse(g, "create", argc, argv, &json, &rev, NULL, &name, 1, &status) < 0)
 		return status;
 	if (core_ws_name_check(name) < 0)
 		return cli_fail_lib();
@@ -140,7 +146,7 @@ static int ws_list(struct cli_global *g, int argc, char **argv)
 	size_t n = 0;
 	int status;
 
-	if (parse(g, "list", argc, argv, &json, NULL, NULL, 0, &status) < 0)
+	if (parse(g, "list", argc, argv, &json, NULL, NULL, NULL, 0, &status) < 0)
 		return status;
 	if (core_project_open(&p, g->workdir) < 0 || core_ws_list(p, &list, &n) < 0) {
 		status = cli_fail_lib();
@@ -179,7 +185,7 @@ static int ws_info(struct cli_global *g, int argc, char **argv)
 	bool json = false;
 	int status;
 
-	if (parse(g, "info", argc, argv, &json, NULL, &name, 1, &status) < 0)
+	if (parse(g, "info", argc, argv, &json, NULL, NULL, &name, 1, &status) < 0)
 		return status;
 	if (core_project_open(&p, g->workdir) < 0 || core_ws_get(p, name, &ws) < 0) {
 		status = cli_fail_lib();
@@ -201,16 +207,17 @@ static int ws_delete(struct cli_global *g, int argc, char **argv)
 {
 	struct core_project *p = NULL;
 	const char *name = NULL;
-	bool json = false;
+	bool json = false, purge = false;
 	int status;
 
-	if (parse(g, "delete", argc, argv, &json, NULL, &name, 1, &status) < 0)
+	if (parse(g, "delete", argc, argv, &json, NULL, &purge, &name, 1, &status) < 0)
 		return status;
-	if (core_project_open(&p, g->workdir) < 0 || core_ws_delete(p, name) < 0) {
+	if (core_project_open(&p, g->workdir) < 0 ||
+	    (purge ? core_ws_purge(p, name) : core_ws_delete(p, name)) < 0) {
 		status = cli_fail_lib();
 		goto out;
 	}
-	printf("deleted workspace %s\n", name);
+	printf("deleted workspace %s%s\n", name, purge ? " and its history" : "");
 	status = CLI_OK;
 out:
 	core_project_free(p);

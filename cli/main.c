@@ -25,6 +25,7 @@ const struct cli_cmd cli_commands[] = {
     {"workspace", NULL, cmd_workspace, "create, list, inspect and delete workspaces",
      cmd_workspace_usage, cmd_workspace_subs},
     {"shell", NULL, cmd_shell, "run a command or a shell in a workspace", cmd_shell_usage},
+    {"audit", NULL, cmd_audit, "show what happened in a workspace", cmd_audit_usage},
     /* Internal, not listed (no summary). */
     {"__fs-daemon", NULL, cmd_fs_daemon, NULL, cmd_fs_daemon_usage},
     {0},

@@ -81,8 +81,17 @@ int core_ws_get(struct core_project *p, const char *name, struct core_ws **out) 
 /* All workspaces by name. Caller frees each and the array. */
 int core_ws_list(struct core_project *p, struct core_ws ***out, size_t *n) ARB_MUST_CHECK;
 int core_ws_count(struct core_project *p, size_t *n) ARB_MUST_CHECK;
-/* Removes folder, origin ref, remote and row. */
+/*
+ * Removes folder, origin ref, remote and row. The workspace's audit history (audit/audit.h)
+ * stays readable with `arborinth audit NAME` until purged.
+ */
 int core_ws_delete(struct core_project *p, const char *name) ARB_MUST_CHECK;
+/*
+ * `workspace delete --purge`: deletes the workspace if it exists, then removes the audit
+ * history of every workspace ever called name (two transactions: a failed purge leaves the
+ * history, and running it again finishes). -ENOENT when there is neither.
+ */
+int core_ws_purge(struct core_project *p, const char *name) ARB_MUST_CHECK;
 
 /*
  * Mounts the workspace view (starts its daemon, which detaches) and returns once it is live;

@@ -273,3 +273,32 @@ out:
 	core_ws_free(ws);
 	return rc;
 }
+
+int core_ws_purge(struct core_project *p, const char *name)
+{
+	struct core_ws *ws = NULL;
+	sqlite3 *db = NULL;
+	int rc;
+
+	if (core_ws_get(p, name, &ws) == 0) {
+		core_ws_free(ws);
+		rc = core_ws_delete(p, name);
+		if (rc < 0)
+			return rc;
+	}
+	rc = core_project_db(p, false, &db);
+	if (rc == -ENOENT)
+		return util_err(-ENOENT, "no workspace named '%s'", name);
+	if (rc == 0)
+		rc = audit_db_exec(db, "BEGIN IMMEDIATE");
+	if (rc < 0)
+		return rc;
+	rc = audit_ws_purge(db, name, NULL);
+	if (rc == -ENOENT)
+		rc = util_err(-ENOENT, "no workspace named '%s'", name);
+	if (rc == 0)
+		rc = audit_db_exec(db, "COMMIT");
+	if (rc < 0)
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}

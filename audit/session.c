@@ -1,0 +1,321 @@
+/*
+ * audit/session.c: `arborinth shell` sessions, and workspace history rows (key, lookup by
+ * name, purge).
+ */
+#include "audit/audit_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct audit_session {
+	sqlite3 *db;
+	int64_t id, ws_key;
+	pid_t leader;
+};
+
+static int db_fail(sqlite3 *db)
+{
+	return util_err(-EIO, "state database: %s", sqlite3_errmsg(db));
+}
+
+static int buf_add(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
+{
+	if (*len + n + 1 > *cap) {
+		size_t ncap = (*cap ? *cap * 2 : 64) + n;
+		char *nb = realloc(*buf, ncap);
+
+		if (!nb)
+			return -ENOMEM;
+		*buf = nb;
+		*cap = ncap;
+	}
+	memcpy(*buf + *len, s, n);
+	*len += n;
+	(*buf)[*len] = '\0';
+	return 0;
+}
+
+int audit_json_str(char **buf, size_t *len, size_t *cap, const char *s)
+{
+	int rc = buf_add(buf, len, cap, "\"", 1);
+
+	for (const unsigned char *c = (const unsigned char *)s; rc == 0 && *c; c++) {
+		char esc[8];
+
+		if (*c == '"' || *c == '\\')
+			snprintf(esc, sizeof(esc), "\\%c", *c);
+		else if (*c < 0x20)
+			snprintf(esc, sizeof(esc), "\\u%04x", *c);
+		else
+			snprintf(esc, sizeof(esc), "%c", *c);
+		rc = buf_add(buf, len, cap, esc, strlen(esc));
+	}
+	return rc == 0 ? buf_add(buf, len, cap, "\"", 1) : rc;
+}
+
+/* argv as a JSON array of strings. Caller frees. */
+static int argv_json(char *const argv[], char **out)
+{
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int rc = buf_add(&buf, &len, &cap, "[", 1);
+
+	for (size_t i = 0; rc == 0 && argv && argv[i]; i++) {
+		if (i > 0)
+			rc = buf_add(&buf, &len, &cap, ",", 1);
+		if (rc == 0)
+			rc = audit_json_str(&buf, &len, &cap, argv[i]);
+	}
+	if (rc == 0)
+		rc = buf_add(&buf, &len, &cap, "]", 1);
+	if (rc < 0) {
+		free(buf);
+		return rc;
+	}
+	*out = buf;
+	return 0;
+}
+
+int audit_ws_key(sqlite3 *db, const char *ws_id, const char *ws_name, int64_t *key)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = -EIO;
+
+	if (sqlite3_prepare_v2(db,
+			       "INSERT OR IGNORE INTO audit_workspaces (id, name, created_ns) "
+			       "VALUES (?1, ?2, ?3)",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_fail(db);
+	sqlite3_bind_text(st, 1, ws_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, ws_name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, util_now_ns());
+	if (sqlite3_step(st) != SQLITE_DONE)
+		goto out;
+	sqlite3_finalize(st);
+	if (sqlite3_prepare_v2(db, "SELECT key FROM audit_workspaces WHERE id = ?", -1, &st,
+			       NULL) != SQLITE_OK)
+		goto out;
+	sqlite3_bind_text(st, 1, ws_id, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_ROW)
+		goto out;
+	*key = sqlite3_column_int64(st, 0);
+	rc = 0;
+out:
+	if (rc < 0)
+		db_fail(db);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int audit_ws_resolve(sqlite3 *db, const char *name, int64_t *key, int64_t *deleted_ns)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	/* The live workspace first, then the most recently deleted one. */
+	if (sqlite3_prepare_v2(db,
+			       "SELECT key, ifnull(deleted_ns, 0) FROM audit_workspaces "
+			       "WHERE name = ? ORDER BY deleted_ns IS NOT NULL, deleted_ns DESC, "
+			       "key DESC LIMIT 1",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_fail(db);
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*key = sqlite3_column_int64(st, 0);
+		*deleted_ns = sqlite3_column_int64(st, 1);
+		rc = 0;
+	} else if (rc == SQLITE_DONE) {
+		rc = util_err(-ENOENT, "no workspace named '%s'", name);
+	} else {
+		rc = db_fail(db);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int exec_bound(sqlite3 *db, const char *sql, const char *name, int64_t *changes)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = 0;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return db_fail(db);
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		rc = db_fail(db);
+	else if (changes)
+		*changes = sqlite3_changes64(db);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int audit_ws_purge(sqlite3 *db, const char *name, int64_t *removed)
+{
+	int64_t n = 0, rows = 0;
+	int rc;
+
+	rc = exec_bound(db,
+			"DELETE FROM audit_events WHERE ws IN "
+			"(SELECT key FROM audit_workspaces WHERE name = ?)",
+			name, &n);
+	if (rc == 0)
+		rc = exec_bound(db,
+				"DELETE FROM audit_sessions WHERE ws IN "
+				"(SELECT key FROM audit_workspaces WHERE name = ?)",
+				name, NULL);
+	if (rc == 0)
+		rc = exec_bound(db, "DELETE FROM audit_workspaces WHERE name = ?", name, &rows);
+	if (rc == 0 && rows == 0)
+		rc = util_err(-ENOENT, "no history of a workspace named '%s'", name);
+	if (rc == 0 && removed)
+		*removed = n;
+	return rc;
+}
+
+/* One row of the timeline for a session's start or end. */
+static int session_row(struct audit_session *s, const char *op, int64_t time_ns, int result)
+{
+	char comm[17] = "";
+	pid_t ppid = 0;
+	uint64_t start = 0;
+	sqlite3_stmt *st = NULL;
+	int rc = 0;
+
+	if (audit_proc_stat(0, comm, &ppid, &start) < 0)
+		comm[0] = '\0';
+	if (sqlite3_prepare_v2(
+		s->db,
+		"INSERT INTO audit_events (ws, time_ns, kind, op, result, pid, comm, "
+		"session) VALUES (?, ?, 'exec', ?, ?, ?, ?, ?)",
+		-1, &st, NULL) != SQLITE_OK)
+		return db_fail(s->db);
+	sqlite3_bind_int64(st, 1, s->ws_key);
+	sqlite3_bind_int64(st, 2, time_ns);
+	sqlite3_bind_text(st, 3, op, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 4, result);
+	sqlite3_bind_int64(st, 5, s->leader);
+	sqlite3_bind_text(st, 6, comm, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 7, s->id);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		rc = db_fail(s->db);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int session_insert(struct audit_session *s, const char *jail, const char *argv,
+			  int64_t start_ns)
+{
+	char comm[17];
+	pid_t ppid;
+	uint64_t start = 0;
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = audit_proc_stat(0, comm, &ppid, &start);
+	if (rc < 0)
+		return util_err(rc, "cannot read /proc/self/stat: %s", strerror(-rc));
+	if (sqlite3_prepare_v2(s->db,
+			       "INSERT INTO audit_sessions (ws, argv, jail, leader_pid, "
+			       "leader_start, leader_pidns, start_ns) VALUES (?,?,?,?,?,?,?)",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_fail(s->db);
+	sqlite3_bind_int64(st, 1, s->ws_key);
+	sqlite3_bind_text(st, 2, argv, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, jail, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, s->leader);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)start);
+	sqlite3_bind_int64(st, 6, (sqlite3_int64)audit_proc_pidns(0));
+	sqlite3_bind_int64(st, 7, start_ns);
+	rc = sqlite3_step(st) == SQLITE_DONE ? 0 : db_fail(s->db);
+	sqlite3_finalize(st);
+	if (rc == 0)
+		s->id = sqlite3_last_insert_rowid(s->db);
+	return rc;
+}
+
+int audit_session_begin(struct audit_session **out, const char *db_path, const char *ws_id,
+			const char *ws_name, const char *jail, char *const argv[])
+{
+	struct audit_session *s = calloc(1, sizeof(*s));
+	int64_t start_ns = util_now_ns();
+	char *json = NULL;
+	int rc;
+
+	*out = NULL;
+	if (!s)
+		return -ENOMEM;
+	s->leader = getpid();
+	rc = argv_json(argv, &json);
+	if (rc == 0)
+		rc = audit_db_open(&s->db, db_path);
+	if (rc == 0)
+		rc = audit_db_exec(s->db, "BEGIN IMMEDIATE");
+	if (rc < 0)
+		goto out;
+	rc = audit_ws_key(s->db, ws_id, ws_name, &s->ws_key);
+	if (rc == 0)
+		rc = session_insert(s, jail, json, start_ns);
+	if (rc == 0)
+		rc = session_row(s, "exec", start_ns, 0);
+	if (rc == 0)
+		rc = audit_db_exec(s->db, "COMMIT");
+	if (rc < 0)
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+out:
+	free(json);
+	if (rc < 0) {
+		audit_session_free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+int64_t audit_session_id(const struct audit_session *s)
+{
+	return s->id;
+}
+
+int audit_session_end(struct audit_session *s, int exit_status)
+{
+	int64_t end_ns = util_now_ns();
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = audit_db_exec(s->db, "BEGIN IMMEDIATE");
+	if (rc < 0)
+		goto out;
+	if (sqlite3_prepare_v2(s->db,
+			       "UPDATE audit_sessions SET end_ns = ?, exit_status = ? WHERE id = ?",
+			       -1, &st, NULL) != SQLITE_OK) {
+		rc = db_fail(s->db);
+		goto rollback;
+	}
+	sqlite3_bind_int64(st, 1, end_ns);
+	sqlite3_bind_int(st, 2, exit_status);
+	sqlite3_bind_int64(st, 3, s->id);
+	rc = sqlite3_step(st) == SQLITE_DONE ? 0 : db_fail(s->db);
+	if (rc == 0)
+		rc = session_row(s, "exit", end_ns, exit_status);
+	if (rc == 0)
+		rc = audit_db_exec(s->db, "COMMIT");
+rollback:
+	if (rc < 0)
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+out:
+	sqlite3_finalize(st);
+	audit_session_free(s);
+	return rc;
+}
+
+void audit_session_free(struct audit_session *s)
+{
+	if (!s)
+		return;
+	audit_db_close(s->db);
+	free(s);
+}

@@ -1,0 +1,546 @@
+/* cli/cmd_audit.c: `arborinth audit NAME`: a workspace's change history. */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "audit/audit.h"
+#include "core/core.h"
+
+const char cmd_audit_usage[] =
+    "usage: arborinth audit NAME [options]\n"
+    "\n"
+    "Shows what happened in workspace NAME, oldest first: time, process, operation, path(s),\n"
+    "size and result of every file system change, and the commands run with 'shell'.\n"
+    "Works whether or not the workspace is mounted, and after 'workspace delete' (until\n"
+    "'workspace delete --purge').\n"
+    "\n"
+    "  --since TIME     only from TIME: 10m, 2h, 3d, 1w ago, 2024-05-01, '2024-05-01 12:00'\n"
+    "                   (local), 2024-05-01T12:00:00Z, @EPOCH_SECONDS\n"
+    "  --until TIME     only up to TIME\n"
+    "  --path GLOB      only paths matching GLOB ('*' also matches '/': 'src/*')\n"
+    "  --op OP[,OP]     only these operations (create write truncate unlink mkdir rmdir\n"
+    "                   rename link symlink chmod chown utimens setxattr removexattr mknod\n"
+    "                   gap exec exit)\n"
+    "  --kind KIND      fs (file system), exec (shell sessions) or net; may be repeated\n"
+    "  --session ID     only what session ID did\n"
+    "  --failed         only failed operations and non-zero exits\n"
+    "  --all            include .git/ internals (hidden by default)\n"
+    "  --summary        one line per path: added/modified/deleted/renamed, operations,\n"
+    "                   bytes written, first and last change\n"
+    "  --json           one JSON object per line (fields in README.md)\n"
+    "  --follow         keep printing new events as they arrive (Ctrl-C stops)\n"
+    "  --workdir DIR    the repository (default: the current directory)\n";
+
+static const struct cli_cmd audit_cmd = {"audit", NULL, cmd_audit, NULL, cmd_audit_usage};
+
+#define MAX_OPS 32
+
+struct audit_opts {
+	struct audit_filter f;
+	const char *ops[MAX_OPS + 1];
+	size_t nops;
+	const char *name;
+	bool summary, json, follow, color;
+};
+
+/* --- output --- */
+
+#define C_RESET	  "\033[0m"
+#define C_DIM	  "\033[2m"
+#define C_RED	  "\033[31m"
+#define C_GREEN	  "\033[32m"
+#define C_YELLOW  "\033[33m"
+#define C_BLUE	  "\033[34m"
+#define C_MAGENTA "\033[35m"
+#define C_CYAN	  "\033[36m"
+#define C_BOLD	  "\033[1m"
+
+static const char *op_color(const char *op)
+{
+	static const struct {
+		const char *op, *color;
+	} map[] = {
+	    {"create", C_GREEN},   {"mkdir", C_GREEN},	    {"symlink", C_GREEN},
+	    {"link", C_GREEN},	   {"mknod", C_GREEN},	    {"unlink", C_RED},
+	    {"rmdir", C_RED},	   {"write", C_YELLOW},	    {"truncate", C_YELLOW},
+	    {"rename", C_MAGENTA}, {"exec", C_BLUE C_BOLD}, {"exit", C_BLUE},
+	    {"gap", C_RED C_BOLD},
+	};
+
+	for (size_t i = 0; i < ARB_ARRAY_LEN(map); i++)
+		if (!strcmp(map[i].op, op))
+			return map[i].color;
+	return "";
+}
+
+static const char *errno_name(int e)
+{
+	const char *n = e > 0 ? strerrorname_np(e) : NULL;
+
+	return n ? n : "error";
+}
+
+static void format_time(char *buf, size_t size, int64_t ns, bool iso)
+{
+	char base[32];
+
+	util_time_format(base, sizeof(base), ns, iso);
+	if (iso) {
+		/* "YYYY-MM-DDTHH:MM:SSZ" -> with nanoseconds before the Z */
+		base[strlen(base) - 1] = '\0';
+		snprintf(buf, size, "%s.%09lldZ", base, (long long)(ns % 1000000000LL));
+	} else {
+		snprintf(buf, size, "%s.%03lld", base, (long long)(ns % 1000000000LL / 1000000));
+	}
+}
+
+static void format_size(char *buf, size_t size, int64_t bytes)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)bytes;
+	size_t u = 0;
+
+	while (v >= 1024 && u + 1 < ARB_ARRAY_LEN(units)) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, size, "%lld B", (long long)bytes);
+	else
+		snprintf(buf, size, "%.1f %s", v, units[u]);
+}
+
+/* argv (a JSON array) as one shell-like line. */
+static void print_argv(const char *argv_json)
+{
+	json_t *arr = argv_json ? json_loads(argv_json, 0, NULL) : NULL;
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(arr, i, v)
+	{
+		const char *s = json_string_value(v);
+
+		if (!s)
+			continue;
+		if (*s && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				    "0123456789-_./=:,+@%") == strlen(s)) {
+			printf("%s%s", i ? " " : "", s);
+			continue;
+		}
+		printf("%s'", i ? " " : "");
+		for (; *s; s++)
+			if (*s == '\'')
+				fputs("'\\''", stdout);
+			else
+				putchar(*s);
+		putchar('\'');
+	}
+	json_decref(arr);
+}
+
+static void print_detail(const struct audit_row *r)
+{
+	char sz[32];
+
+	if (!strcmp(r->op, "write") && r->size >= 0) {
+		format_size(sz, sizeof(sz), r->size);
+		printf("  %s", sz);
+		if (r->count > 1)
+			printf(" in %lld writes", (long long)r->count);
+	} else if (!strcmp(r->op, "truncate") && r->size >= 0) {
+		format_size(sz, sizeof(sz), r->size);
+		printf("  to %s", sz);
+	} else if (r->mode >= 0) {
+		printf("  mode %04llo", (long long)(r->mode & 07777));
+	}
+}
+
+static void print_row_text(const struct audit_opts *o, const struct audit_row *r)
+{
+	bool c = o->color;
+	bool failed = r->result != 0;
+	char when[48], who[64];
+
+	format_time(when, sizeof(when), r->time_ns, false);
+	if (r->pid)
+		snprintf(who, sizeof(who), "%s[%lld]", r->comm ? r->comm : "?", (long long)r->pid);
+	else
+		snprintf(who, sizeof(who), "%s", r->comm ? r->comm : "-");
+	printf("%s%s%s  %s%-22s%s %s%-11s%s ", c ? C_DIM : "", when, c ? C_RESET : "",
+	       c ? C_CYAN : "", who, c ? C_RESET : "", c ? op_color(r->op) : "", r->op,
+	       c ? C_RESET : "");
+	if (!strcmp(r->op, "gap")) {
+		printf("%s%lld events could not be recorded%s\n", c ? C_RED : "",
+		       (long long)r->count, c ? C_RESET : "");
+		return;
+	}
+	if (!strcmp(r->kind, "exec")) {
+		if (!strcmp(r->op, "exec")) {
+			printf("session %lld (jail %s): ", (long long)r->session,
+			       r->jail ? r->jail : "?");
+			print_argv(r->argv_json);
+			putchar('\n');
+		} else {
+			printf("session %lld  %sstatus %d%s\n", (long long)r->session,
+			       c && failed ? C_RED : "", r->result, c && failed ? C_RESET : "");
+		}
+		return;
+	}
+	fputs(r->path ? r->path : "-", stdout);
+	if (r->path2)
+		printf(" -> %s", r->path2);
+	print_detail(r);
+	if (failed)
+		printf("  %s%s%s\n", c ? C_RED : "", errno_name(r->result), c ? C_RESET : "");
+	else
+		printf("  %sok%s\n", c ? C_GREEN : "", c ? C_RESET : "");
+}
+
+static json_t *opt_int(int64_t v, bool present)
+{
+	return present ? json_integer(v) : json_null();
+}
+
+static json_t *opt_str(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+static void print_row_json(const struct audit_opts *o, const struct audit_row *r)
+{
+	bool exec = !strcmp(r->kind, "exec"), exit_row = exec && !strcmp(r->op, "exit");
+	json_t *obj = json_object(), *argv = NULL;
+	char when[48];
+	char *line;
+
+	format_time(when, sizeof(when), r->time_ns, true);
+	if (exec && r->argv_json)
+		argv = json_loads(r->argv_json, 0, NULL);
+	json_object_set_new(obj, "seq", json_integer(r->seq));
+	json_object_set_new(obj, "time", json_string(when));
+	json_object_set_new(obj, "time_ns", json_integer(r->time_ns));
+	json_object_set_new(obj, "workspace", json_string(o->name));
+	json_object_set_new(obj, "kind", json_string(r->kind));
+	json_object_set_new(obj, "op", json_string(r->op));
+	json_object_set_new(obj, "path", opt_str(r->path));
+	json_object_set_new(obj, "path2", opt_str(r->path2));
+	json_object_set_new(obj, "result",
+			    json_string(r->result == 0 ? "ok"
+					: exit_row     ? "failed"
+						       : errno_name(r->result)));
+	json_object_set_new(obj, "errno", opt_int(r->result, !exec));
+	json_object_set_new(obj, "exit_status", opt_int(r->result, exit_row));
+	json_object_set_new(obj, "pid", opt_int(r->pid, r->pid > 0));
+	json_object_set_new(obj, "comm", opt_str(r->comm));
+	json_object_set_new(obj, "exe", opt_str(r->exe));
+	json_object_set_new(obj, "session", opt_int(r->session, r->session > 0));
+	json_object_set_new(obj, "size", opt_int(r->size, r->size >= 0));
+	json_object_set_new(obj, "count",
+			    opt_int(r->count, !strcmp(r->op, "write") || !strcmp(r->op, "gap")));
+	json_object_set_new(obj, "off_lo", opt_int(r->off_lo, r->off_lo >= 0));
+	json_object_set_new(obj, "off_hi", opt_int(r->off_hi, r->off_hi >= 0));
+	json_object_set_new(obj, "mode", opt_int(r->mode, r->mode >= 0));
+	json_object_set_new(obj, "argv", argv ? argv : json_null());
+	json_object_set_new(obj, "jail", opt_str(exec ? r->jail : NULL));
+	line = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	if (line)
+		puts(line);
+	free(line);
+	json_decref(obj);
+}
+
+static void print_summary(const struct audit_opts *o, struct audit_summary *s)
+{
+	const struct audit_summary_entry *e;
+	size_t n = audit_summary_entries(s, &e);
+	bool c = o->color;
+
+	if (!o->json && n > 0)
+		printf("%-9s %6s %10s  %-23s  %-23s  %s\n", "STATUS", "OPS", "BYTES", "FIRST",
+		       "LAST", "PATH");
+	for (size_t i = 0; i < n; i++) {
+		char first[48], last[48], sz[32];
+
+		format_time(first, sizeof(first), e[i].first_ns, o->json);
+		format_time(last, sizeof(last), e[i].last_ns, o->json);
+		if (o->json) {
+			json_t *obj = json_pack(
+			    "{s:s,s:s,s:o,s:I,s:I,s:s,s:s,s:I,s:I}", "path", e[i].path, "status",
+			    e[i].status, "renamed_to", opt_str(e[i].renamed_to), "ops",
+			    (json_int_t)e[i].ops, "bytes", (json_int_t)e[i].bytes, "first", first,
+			    "last", last, "first_ns", (json_int_t)e[i].first_ns, "last_ns",
+			    (json_int_t)e[i].last_ns);
+			char *line =
+			    obj ? json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+
+			if (line)
+				puts(line);
+			free(line);
+			json_decref(obj);
+			continue;
+		}
+		format_size(sz, sizeof(sz), e[i].bytes);
+		printf("%s%-9s%s %6lld %10s  %s  %s  %s", c ? op_color(e[i].status) : "",
+		       e[i].status, c ? C_RESET : "", (long long)e[i].ops, sz, first, last,
+		       e[i].path);
+		if (e[i].renamed_to)
+			printf(" -> %s", e[i].renamed_to);
+		putchar('\n');
+	}
+}
+
+/* --- running --- */
+
+/* Prints (or, with sum, summarises) every row of one query. */
+static int run_query(sqlite3 *db, const struct audit_opts *o, const struct audit_filter *f,
+		     bool by_seq, struct audit_summary *sum)
+{
+	struct audit_query *q = NULL;
+	struct audit_row r;
+	int rc;
+
+	rc = audit_query_new(&q, db, f, by_seq);
+	while (rc == 0 && (rc = audit_query_next(q, &r)) == 1) {
+		rc = 0;
+		if (sum)
+			rc = audit_summary_add(sum, &r);
+		else if (o->json)
+			print_row_json(o, &r);
+		else
+			print_row_text(o, &r);
+	}
+	audit_query_free(q);
+	return rc < 0 ? rc : 0;
+}
+
+static int follow(sqlite3 *db, const struct audit_opts *o, int64_t seen)
+{
+	struct audit_filter f = o->f;
+	struct timespec pause = {0, 200 * 1000000L};
+
+	for (;;) {
+		int64_t top;
+		int rc;
+
+		if (fflush(stdout) != 0 || ferror(stdout))
+			return 0; /* the reader went away; main() reports real errors */
+		nanosleep(&pause, NULL);
+		rc = audit_seq_max(db, &top);
+		if (rc < 0)
+			return rc;
+		if (top <= seen)
+			continue;
+		f.after_seq = seen;
+		f.upto_seq = top;
+		rc = run_query(db, o, &f, true, NULL);
+		if (rc < 0)
+			return rc;
+		seen = top;
+	}
+}
+
+static void note_deleted(const struct audit_opts *o, int64_t deleted_ns)
+{
+	char when[48];
+
+	if (!deleted_ns || o->json)
+		return;
+	util_time_format(when, sizeof(when), deleted_ns, false);
+	fprintf(stderr, "arborinth: workspace '%s' was deleted at %s; showing its history\n",
+		o->name, when);
+}
+
+static int audit_show(struct cli_global *g, struct audit_opts *o)
+{
+	struct core_project *p = NULL;
+	struct audit_summary *sum = NULL;
+	sqlite3 *db = NULL;
+	int64_t deleted_ns = 0, top = 0;
+	int rc;
+
+	rc = core_project_open(&p, g->workdir);
+	if (rc == 0) {
+		rc = core_project_db(p, false, &db);
+		if (rc == -ENOENT)
+			rc = util_err(-ENOENT, "no workspace named '%s'", o->name);
+	}
+	if (rc == 0)
+		rc = audit_ws_resolve(db, o->name, &o->f.ws_key, &deleted_ns);
+	if (rc == 0 && o->summary)
+		rc = audit_summary_new(&sum);
+	if (rc == 0)
+		rc = audit_seq_max(db, &top);
+	if (rc < 0)
+		goto out;
+	note_deleted(o, deleted_ns);
+	o->f.upto_seq = top;
+	rc = run_query(db, o, &o->f, false, sum);
+	if (rc == 0 && sum)
+		print_summary(o, sum);
+	if (rc == 0 && o->follow)
+		rc = follow(db, o, top);
+out:
+	audit_summary_free(sum);
+	core_project_free(p);
+	return rc < 0 ? cli_fail_lib() : CLI_OK;
+}
+
+/* --- options --- */
+
+static int add_list(struct audit_opts *o, const char *arg, bool kinds)
+{
+	char *copy = strdup(arg);
+	int rc = 0;
+
+	if (!copy)
+		return cli_fail(CLI_ERR, "out of memory");
+	for (char *save = NULL, *t = strtok_r(copy, ",", &save); t && rc == 0;
+	     t = strtok_r(NULL, ",", &save)) {
+		if (kinds) {
+			if (!strcmp(t, "fs"))
+				o->f.kinds |= AUDIT_KIND_FS;
+			else if (!strcmp(t, "exec"))
+				o->f.kinds |= AUDIT_KIND_EXEC;
+			else if (!strcmp(t, "net"))
+				o->f.kinds |= AUDIT_KIND_NET;
+			else
+				rc = cli_usage_error("audit", "unknown kind '%s' (fs, exec, net)",
+						     t);
+			continue;
+		}
+		if (!audit_op_known(t))
+			rc = cli_usage_error("audit", "unknown operation '%s'", t);
+		else if (o->nops >= MAX_OPS)
+			rc = cli_usage_error("audit", "too many operations");
+		else if (!(o->ops[o->nops] = strdup(t)))
+			rc = cli_fail(CLI_ERR, "out of memory");
+		else
+			o->nops++;
+	}
+	free(copy);
+	return rc;
+}
+
+static int parse_time(const char *opt, const char *arg, int64_t *out)
+{
+	if (audit_time_parse(arg, util_now_ns(), out) < 0)
+		return cli_usage_error("audit", "--%s: %s", opt, util_err_msg());
+	return 0;
+}
+
+static int parse_session(const char *arg, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(arg, &end, 10);
+	if (errno || end == arg || *end || v <= 0)
+		return cli_usage_error("audit", "--session: invalid session id '%s'", arg);
+	*out = v;
+	return 0;
+}
+
+static int parse_opt(struct audit_opts *o, int c, const char *arg)
+{
+	switch (c) {
+	case 'S':
+		return parse_time("since", arg, &o->f.since_ns);
+	case 'U':
+		return parse_time("until", arg, &o->f.until_ns);
+	case 'p':
+		if (!*arg)
+			return cli_usage_error("audit", "--path: empty pattern");
+		o->f.path_glob = arg;
+		return 0;
+	case 'o':
+		return add_list(o, arg, false);
+	case 'k':
+		return add_list(o, arg, true);
+	case 's':
+		return parse_session(arg, &o->f.session);
+	case 'F':
+		o->f.failed = true;
+		return 0;
+	case 'a':
+		o->f.all = true;
+		return 0;
+	case 'm':
+		o->summary = true;
+		return 0;
+	case 'j':
+		o->json = true;
+		return 0;
+	case 'f':
+		o->follow = true;
+		return 0;
+	default:
+		return CLI_USAGE;
+	}
+}
+
+static bool want_color(void)
+{
+	const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
+
+	return isatty(STDOUT_FILENO) && !(nc && *nc) && !(term && !strcmp(term, "dumb"));
+}
+
+int cmd_audit(struct cli_global *g, int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"since", required_argument, NULL, 'S'}, {"until", required_argument, NULL, 'U'},
+	    {"path", required_argument, NULL, 'p'},  {"op", required_argument, NULL, 'o'},
+	    {"kind", required_argument, NULL, 'k'},  {"session", required_argument, NULL, 's'},
+	    {"failed", no_argument, NULL, 'F'},	     {"all", no_argument, NULL, 'a'},
+	    {"summary", no_argument, NULL, 'm'},     {"json", no_argument, NULL, 'j'},
+	    {"follow", no_argument, NULL, 'f'},	     {0},
+	};
+	struct audit_opts o = {0};
+	int status = CLI_OK, c;
+
+	optind = 0;
+	while ((c = cli_getopt(g, &audit_cmd, argc, argv, "", opts, &status)) != -1) {
+		if (c == -2)
+			goto out;
+		status = parse_opt(&o, c, optarg);
+		if (status != 0)
+			goto out;
+	}
+	if (optind >= argc) {
+		status = cli_usage_error("audit", "missing workspace NAME");
+		goto out;
+	}
+	if (argc - optind > 1) {
+		status = cli_usage_error("audit", "unexpected argument '%s'", argv[optind + 1]);
+		goto out;
+	}
+	if (o.summary && o.follow) {
+		status = cli_usage_error("audit", "--summary and --follow cannot be combined");
+		goto out;
+	}
+	if (o.f.since_ns && o.f.until_ns && o.f.since_ns > o.f.until_ns) {
+		status = cli_usage_error("audit", "--since is later than --until");
+		goto out;
+	}
+	o.name = argv[optind];
+	if (o.nops)
+		o.f.ops = o.ops;
+	o.color = !o.json && want_color();
+	/* --follow ends when the reader goes away, not with a signal. */
+	if (o.follow)
+		signal(SIGPIPE, SIG_IGN);
+	status = audit_show(g, &o);
+out:
+	for (size_t i = 0; i < o.nops; i++)
+		free((char *)o.ops[i]);
+	return status;
+}
