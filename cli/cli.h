@@ -65,6 +65,17 @@ int cmd_workspace(struct cli_global *g, int argc, char **argv);
 int cmd_shell(struct cli_global *g, int argc, char **argv);
 extern const char cmd_audit_usage[];
 int cmd_audit(struct cli_global *g, int argc, char **argv);
+/*
+ * `shell` sessions in the audit log: begin records argv, jail and this process as the leader
+ * (call it right before starting the command); end records the exit status and frees s
+ * (NULL is fine; a failure to record is a warning on stderr).
+ */
+struct audit_session;
+struct core_project;
+struct core_ws;
+int cli_audit_session_begin(struct audit_session **out, struct core_project *p,
+			    const struct core_ws *ws, const char *jail, char *const cmd[]);
+void cli_audit_session_end(struct audit_session *s, int exit_status);
 int cmd_fs_daemon(struct cli_global *g, int argc, char **argv);
 
 #endif

@@ -55,6 +55,7 @@ int cmd_shell(struct cli_global *g, int argc, char **argv)
 	char *shell_argv[2] = {NULL, NULL};
 	char **cmd;
 	int status = CLI_ERR, exit_status = 0;
+	struct audit_session *session = NULL;
 	int c;
 
 	optind = 0;
@@ -77,12 +78,17 @@ int cmd_shell(struct cli_global *g, int argc, char **argv)
 		cmd = shell_argv;
 	}
 	fflush(stdout);
+	if (cli_audit_session_begin(&session, p, ws, jail, cmd) < 0) {
+		status = cli_fail_lib();
+		goto out;
+	}
 	if (jail_none_run(ws->workdir, cmd, &exit_status) < 0) {
 		status = cli_fail_lib();
 		goto out;
 	}
 	status = exit_status;
 out:
+	cli_audit_session_end(session, status);
 	core_ws_free(ws);
 	core_project_free(p);
 	return status;
