@@ -27,12 +27,16 @@ static int ws_create(struct cli_global *g, int argc, char **argv);
 static int ws_list(struct cli_global *g, int argc, char **argv);
 static int ws_info(struct cli_global *g, int argc, char **argv);
 static int ws_delete(struct cli_global *g, int argc, char **argv);
+static int ws_mount(struct cli_global *g, int argc, char **argv);
+static int ws_unmount(struct cli_global *g, int argc, char **argv);
 
 const struct cli_cmd cmd_workspace_subs[] = {
     {"create", "workspace create", ws_create, "create a workspace", cmd_workspace_usage},
     {"list", "workspace list", ws_list, "list workspaces", cmd_workspace_usage},
     {"info", "workspace info", ws_info, "show one workspace", cmd_workspace_usage},
     {"delete", "workspace delete", ws_delete, "delete a workspace", cmd_workspace_usage},
+    {"mount", "workspace mount", ws_mount, "mount a workspace's view", cmd_workspace_usage},
+    {"unmount", "workspace unmount", ws_unmount, "unmount a workspace's view", cmd_workspace_usage},
     {0},
 };
 
@@ -222,6 +226,44 @@ static int ws_delete(struct cli_global *g, int argc, char **argv)
 out:
 	core_project_free(p);
 	return status;
+}
+
+/* mount and unmount: the same shape, one verb apart. */
+static int ws_mount_common(struct cli_global *g, int argc, char **argv, bool mount)
+{
+	struct core_project *p = NULL;
+	struct core_ws *ws = NULL;
+	const char *name = NULL;
+	bool json = false;
+	int status;
+
+	if (parse(g, mount ? "mount" : "unmount", argc, argv, &json, NULL, NULL, &name, 1,
+		  &status) < 0)
+		return status;
+	if (core_project_open(&p, g->workdir) < 0 || core_ws_get(p, name, &ws) < 0 ||
+	    (mount ? core_ws_mount(p, ws) : core_ws_unmount(p, ws)) < 0) {
+		status = cli_fail_lib();
+		goto out;
+	}
+	if (json)
+		status = cli_json_print(ws_json(ws));
+	else
+		status = printf("%s %s\n", mount ? "mounted" : "unmounted",
+				mount ? ws->workdir : ws->name) < 0;
+out:
+	core_ws_free(ws);
+	core_project_free(p);
+	return status;
+}
+
+static int ws_mount(struct cli_global *g, int argc, char **argv)
+{
+	return ws_mount_common(g, argc, argv, true);
+}
+
+static int ws_unmount(struct cli_global *g, int argc, char **argv)
+{
+	return ws_mount_common(g, argc, argv, false);
 }
 
 int cmd_workspace(struct cli_global *g, int argc, char **argv)
