@@ -26,7 +26,10 @@ struct fwd {
 	bool head_req, client_keep, client_11;
 	/* Request body. */
 	int64_t bytes_up;
-	bool body_bad, client_gone;
+	bool body_bad, client_gone, idle;
+	/* Idle timeout: when bytes last moved either way. */
+	curl_off_t last_dn, last_up;
+	int64_t last_move_ns;
 	/* Response. */
 	int status;
 	char head[PROXY_HEAD_MAX];
@@ -232,17 +235,29 @@ static size_t write_cb(char *data, size_t size, size_t nitems, void *ud)
 	return len;
 }
 
-/* Aborts when the proxy stops, or when the box has hung up after sending its request. */
+/*
+ * Aborts when the proxy stops, when the box has hung up after sending its request, or when no
+ * byte has moved either way for idle_timeout_s (libcurl calls this at least once a second).
+ */
 static int progress_cb(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
 	struct fwd *f = ud;
 	struct pollfd pfd = {.fd = f->c->fd, .events = POLLRDHUP};
+	int64_t now = util_now_ns();
 
 	if (atomic_load(&f->c->p->stopping))
 		return 1;
 	if (f->r->message_done && poll(&pfd, 1, 0) == 1 &&
 	    (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
 		f->client_gone = true;
+		return 1;
+	}
+	if (dn != f->last_dn || un != f->last_up || f->last_move_ns == 0) {
+		f->last_dn = dn;
+		f->last_up = un;
+		f->last_move_ns = now;
+	} else if (now - f->last_move_ns >= f->b->idle_timeout_s * 1000000000LL) {
+		f->idle = true;
 		return 1;
 	}
 	return 0;
@@ -371,7 +386,8 @@ static void finish(struct fwd *f, CURLcode cc, struct proxy_fwd_result *res)
 		res->reason = "allowed";
 		if (cc != CURLE_OK) {
 			/* Mid-stream failure: end without the terminator so the box sees it. */
-			res->reason = "upstream transfer failed mid-response";
+			res->reason = f->idle ? "upstream timed out mid-response"
+					      : "upstream transfer failed mid-response";
 		} else if (proxy_redact_feed(&f->rd, NULL, 0, true, emit_body, f) != 0 ||
 			   (f->chunked && proxy_send_all(fd, "0\r\n\r\n", 5) != 0)) {
 			res->reason = "box closed the connection";
@@ -383,7 +399,10 @@ static void finish(struct fwd *f, CURLcode cc, struct proxy_fwd_result *res)
 		res->status = proxy_send_error(fd, 400, "malformed request body") == 0 ? 400 : 0;
 		res->reason = "malformed request body";
 	} else {
-		fail_reason(cc == CURLE_OK ? CURLE_WRITE_ERROR : cc, res);
+		fail_reason(f->idle	     ? CURLE_OPERATION_TIMEDOUT
+			    : cc == CURLE_OK ? CURLE_WRITE_ERROR
+					     : cc,
+			    res);
 		if (proxy_send_error(fd, res->status, res->reason) != 0)
 			res->status = 0;
 	}
@@ -430,8 +449,6 @@ void proxy_upstream_forward(struct proxy_conn *c, struct proxy_req *r,
 		curl_easy_setopt(e, CURLOPT_CAPATH, NULL);
 	}
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, f->b->connect_timeout_s);
-	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, f->b->idle_timeout_s);
 	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 128L * 1024);
 	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
