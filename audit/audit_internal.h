@@ -23,6 +23,7 @@ struct audit_proc {
 	char comm[17];	/* may be empty */
 	char *exe;	/* NULL when unreadable */
 	int depth;	/* 0 for a process whose parent is unknown */
+	bool truncated; /* the parent chain stops before a process without parent */
 	struct audit_proc *parent;
 	atomic_llong checked_ns; /* last time /proc agreed with this identity */
 	int64_t session;	 /* writer only: -1 not resolved yet, 0 none, else the id */

@@ -342,10 +342,14 @@ static struct sess *sess_by_leader(struct audit_log *log, const struct audit_pro
 	return NULL;
 }
 
-/* The session of the process behind an event at time_ns; memoised on the identity. */
+/*
+ * The session of the process behind an event at time_ns; memoised on the identities: on the
+ * chain below a matched leader, on a complete chain (back to a process without parent) that
+ * matched nothing, and on the process alone when it matched by pid namespace.
+ */
 static int64_t sess_resolve(struct audit_log *log, struct audit_proc *p, int64_t time_ns)
 {
-	struct audit_proc *a;
+	struct audit_proc *a, *decided = NULL;
 	struct sess *s = NULL;
 	int64_t id = 0;
 
@@ -353,16 +357,15 @@ static int64_t sess_resolve(struct audit_log *log, struct audit_proc *p, int64_t
 		return 0;
 	if (p->session >= 0)
 		return p->session;
-	for (a = p; a; a = a->parent) {
+	for (a = p; a && !decided; a = a->parent) {
 		if (a->session >= 0) {
 			id = a->session;
-			break;
-		}
-		s = sess_by_leader(log, a);
-		if (s) {
+			decided = a;
+		} else if ((s = sess_by_leader(log, a)) != NULL) {
 			id = s->id;
+			decided = a;
+			a->session = id;
 			sess_learn_box(log, s, p->pidns);
-			break;
 		}
 	}
 	if (id == 0 && p->pidns && p->pidns != log->self_pidns) {
@@ -372,15 +375,15 @@ static int64_t sess_resolve(struct audit_log *log, struct audit_proc *p, int64_t
 			    (s->end_ns == 0 || time_ns <= s->end_ns))
 				id = s->id;
 		}
-		/* Not memoised: the box's namespace may be learnt from a later event. */
-		if (id == 0)
-			return 0;
+		/* The box's namespace may still be learnt from a later event: no "none" memo. */
+		if (id != 0)
+			p->session = id;
+		return id;
 	}
-	for (a = p; a && a->session < 0; a = a->parent) {
+	if (!decided && p->truncated)
+		return id;
+	for (a = p; a && a != decided; a = a->parent)
 		a->session = id;
-		if (id && sess_by_leader(log, a))
-			break;
-	}
 	return id;
 }
 

@@ -173,6 +173,8 @@ static struct audit_proc *proc_build(struct audit_proc_cache *c, pid_t pid, cons
 		}
 	}
 	p->depth = p->parent ? p->parent->depth + 1 : 0;
+	/* Cut by the depth limit, or the parent could not be read. */
+	p->truncated = p->parent ? p->parent->truncated : ppid > 0;
 	pthread_mutex_lock(lock);
 	old = c->slots[slot];
 	c->slots[slot] = p;
