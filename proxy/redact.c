@@ -66,6 +66,8 @@ int proxy_redact_feed(struct proxy_redact *rd, const char *in, size_t n, bool fi
 
 	if (rd->len == 0)
 		return n ? emit(ctx, in, n) : 0;
+	if (total == 0)
+		return 0;
 	if (total > rd->cap) {
 		char *s = realloc(rd->scratch, total);
 

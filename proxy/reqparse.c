@@ -3,6 +3,10 @@
  * mode). Header names and values are collected into a fixed arena; anything that does not fit
  * is refused (431), never truncated. The parser pauses when the head and when the message is
  * complete, so body bytes and a pipelined next request stay in the connection's buffer.
+ *
+ * Debian builds http-parser with HTTP_PARSER_STRICT=0, which lets "Name :" and spaces in names
+ * through; header names are therefore checked here to be RFC 9110 tokens and values to hold
+ * no control characters but HTAB, so "Transfer-Encoding :" can never reach the upstream.
  */
 #include "proxy/proxy_internal.h"
 
@@ -52,9 +56,19 @@ static int on_url(http_parser *hp, const char *at, size_t len)
 	return 0;
 }
 
+static bool is_tchar(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
 static int on_header_field(http_parser *hp, const char *at, size_t len)
 {
 	struct proxy_req *r = req_of(hp);
+
+	for (size_t i = 0; i < len; i++)
+		if (!is_tchar((unsigned char)at[i]))
+			return req_bad(r, 400, "malformed request: invalid header name");
 
 	if (r->last_cb != 2) {
 		if (r->last_cb != 0)
@@ -74,6 +88,10 @@ static int on_header_field(http_parser *hp, const char *at, size_t len)
 static int on_header_value(http_parser *hp, const char *at, size_t len)
 {
 	struct proxy_req *r = req_of(hp);
+
+	for (size_t i = 0; i < len; i++)
+		if (((unsigned char)at[i] < 0x20 && at[i] != '\t') || at[i] == 0x7f)
+			return req_bad(r, 400, "malformed request: invalid header value");
 
 	if (r->last_cb != 3) {
 		if (r->last_cb != 2)

@@ -1,0 +1,675 @@
+/* tests/unit/check_proxy.c: the proxy's parts: backends, request parsing, policy, redaction,
+ * relay arguments, and whole connections served over socketpairs (hostile corpus, fuzz). */
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "proxy/proxy_internal.h"
+
+/* ---- backends ---- */
+
+START_TEST(backend_builtins)
+{
+	struct proxy_backend *b = NULL;
+
+	ck_assert_int_eq(proxy_backend_parse(&b, "anthropic"), 0);
+	ck_assert_str_eq(proxy_backend_name(b), "anthropic");
+	ck_assert_int_eq(proxy_backend_port(b), 8713);
+	ck_assert_str_eq(b->url, "https://api.anthropic.com");
+	ck_assert_str_eq(b->key_env, "ANTHROPIC_API_KEY");
+	ck_assert_int_eq(b->n_rules, 3);
+	proxy_backend_free(b);
+	ck_assert_int_eq(proxy_backend_parse(&b, "anthropic=http://127.0.0.1:8080/"), 0);
+	ck_assert_str_eq(b->url, "http://127.0.0.1:8080");
+	proxy_backend_free(b);
+	ck_assert_int_eq(proxy_backend_parse(&b, "openai"), 0);
+	ck_assert_str_eq(b->base_path, "/v1");
+	ck_assert_int_eq(b->auth, PROXY_AUTH_BEARER);
+	proxy_backend_free(b);
+	ck_assert_int_eq(proxy_backend_parse(&b, "anthropic,port=9000,allow=GET:/x"), 0);
+	ck_assert_int_eq(b->port, 9000);
+	ck_assert_int_eq(b->n_rules, 1);
+	proxy_backend_free(b);
+	proxy_backend_free(NULL);
+}
+END_TEST
+
+START_TEST(backend_custom)
+{
+	struct proxy_backend *b = NULL;
+
+	ck_assert_int_eq(proxy_backend_parse(&b, "my-llm=https://llm.example/api,port=9100,"
+						 "allow=POST:/v1/chat*,auth=header:api-key"),
+			 0);
+	ck_assert_str_eq(b->env_prefix, "MY_LLM");
+	ck_assert_str_eq(b->key_env, "MY_LLM_API_KEY");
+	ck_assert_str_eq(b->auth_header, "api-key");
+	ck_assert(b->rules[0].prefix);
+	ck_assert_str_eq(b->rules[0].path, "/v1/chat");
+	proxy_backend_free(b);
+}
+END_TEST
+
+START_TEST(backend_errors)
+{
+	static const char *const bad[] = {
+	    "",
+	    "Anthropic",
+	    "x y",
+	    "custom",
+	    "custom=http://h",
+	    "custom=http://h,port=1",
+	    "custom=ftp://h,port=1,allow=GET:/x",
+	    "anthropic=http://u:p@h",
+	    "anthropic=http://h/?q=1",
+	    "anthropic=http://h/#f",
+	    "anthropic=not a url",
+	    "anthropic,port=0",
+	    "anthropic,port=65536",
+	    "anthropic,port=12x",
+	    "anthropic,frob=1",
+	    "anthropic,url=http://h",
+	    "anthropic,allow=get:/x",
+	    "anthropic,allow=GET:x",
+	    "anthropic,allow=GET:/a/../b",
+	    "anthropic,allow=GET:/a*b",
+	    "anthropic,allow=GET",
+	    "anthropic,auth=basic",
+	    "anthropic,auth=header:",
+	    "anthropic,auth=header:a b",
+	    "anthropic,key-env=1X",
+	    "anthropic,key-env=A-B",
+	    "anthropic,idle-timeout=0",
+	    "anthropic,base-path=v1",
+	    "anthropic,noequals",
+	};
+
+	for (size_t i = 0; i < ARB_ARRAY_LEN(bad); i++) {
+		struct proxy_backend *b = (void *)1;
+
+		ck_assert_msg(proxy_backend_parse(&b, bad[i]) == -EINVAL, "accepted '%s'", bad[i]);
+		ck_assert_ptr_null(b);
+		ck_assert(strlen(util_err_msg()) > 0);
+	}
+}
+END_TEST
+
+START_TEST(rule_matching)
+{
+	struct proxy_rule exact = {"POST", "/v1/messages", false};
+	struct proxy_rule pre = {"GET", "/v1/models", true};
+	struct proxy_rule below = {"GET", "/v1/responses/", true};
+
+	ck_assert(proxy_path_matches(&exact, "POST", "/v1/messages"));
+	ck_assert(!proxy_path_matches(&exact, "GET", "/v1/messages"));
+	ck_assert(!proxy_path_matches(&exact, "POST", "/v1/messages/x"));
+	ck_assert(proxy_path_matches(&exact, NULL, "/v1/messages"));
+	ck_assert(proxy_path_matches(&pre, "GET", "/v1/models"));
+	ck_assert(proxy_path_matches(&pre, "GET", "/v1/models/abc"));
+	ck_assert(!proxy_path_matches(&pre, "GET", "/v1/modelsx"));
+	ck_assert(!proxy_path_matches(&pre, "GET", "/v1/mode"));
+	ck_assert(proxy_path_matches(&below, "GET", "/v1/responses/r1"));
+	ck_assert(!proxy_path_matches(&below, "GET", "/v1/responses"));
+}
+END_TEST
+
+/* ---- request parsing ---- */
+
+static const char req_simple[] = "POST /v1/messages?beta=true HTTP/1.1\r\n"
+				 "Host: 127.0.0.1:8713\r\n"
+				 "x-api-key: PH\r\n"
+				 "Empty:\r\n"
+				 "Content-Length: 5\r\n"
+				 "\r\n"
+				 "hello"
+				 "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n";
+
+/* Feeds raw in steps of `step` bytes; returns bytes consumed for the head. */
+static size_t feed_head(struct proxy_req *r, const char *raw, size_t len, size_t step)
+{
+	size_t off = 0;
+
+	while (!r->headers_done && off < len) {
+		size_t n = len - off < step ? len - off : step;
+		ssize_t used = proxy_req_feed(r, raw + off, n);
+
+		ck_assert_int_ge(used, 0);
+		off += (size_t)used;
+		if ((size_t)used < n && !r->headers_done)
+			ck_abort_msg("parser stopped early");
+	}
+	return off;
+}
+
+START_TEST(parse_any_split)
+{
+	static struct proxy_req r;
+	size_t len = strlen(req_simple);
+
+	for (size_t step = 1; step <= len; step++) {
+		char body[16];
+		size_t off, got = 0;
+
+		proxy_req_init(&r);
+		off = feed_head(&r, req_simple, len, step);
+		ck_assert(r.headers_done);
+		ck_assert_str_eq(r.target, "/v1/messages?beta=true");
+		ck_assert_int_eq(r.n_hdrs, 4);
+		ck_assert_str_eq(proxy_req_header(&r, "HOST", NULL), "127.0.0.1:8713");
+		ck_assert_str_eq(proxy_req_header(&r, "x-api-key", NULL), "PH");
+		ck_assert_str_eq(proxy_req_header(&r, "empty", NULL), "");
+		ck_assert(r.has_cl && r.content_length == 5 && r.keep_alive);
+		/* Body in pieces no larger than the caller's buffer; the pipelined request stays.
+		 */
+		while (!r.message_done) {
+			size_t cap = 2, n = len - off < step ? len - off : step;
+			ssize_t used;
+
+			r.body_dst = body + got;
+			r.body_cap = cap;
+			r.body_len = 0;
+			used = proxy_req_feed(&r, req_simple + off, n < cap ? n : cap);
+			ck_assert_int_ge(used, 0);
+			off += (size_t)used;
+			got += r.body_len;
+		}
+		ck_assert_int_eq(got, 5);
+		ck_assert(memcmp(body, "hello", 5) == 0);
+		ck_assert(util_str_has_prefix(req_simple + off, "GET /v1/models"));
+	}
+}
+END_TEST
+
+static void parse_all(struct proxy_req *r, const char *raw)
+{
+	proxy_req_init(r);
+	(void)proxy_req_feed(r, raw, strlen(raw));
+}
+
+struct expect {
+	const char *raw;
+	int status;
+	const char *reason;
+};
+
+START_TEST(parse_refusals)
+{
+	static struct proxy_req r;
+	static const struct expect cases[] = {
+	    {"POST / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", 400,
+	     "conflicting Content-Length and Transfer-Encoding"},
+	    {"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 1\r\n\r\n", 400,
+	     "conflicting Content-Length and Transfer-Encoding"},
+	    {"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400,
+	     "more than one Content-Length"},
+	    {"POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n", 400, "invalid Content-Length"},
+	    {"FROB / HTTP/1.1\r\n\r\n", 405, "method not allowed"},
+	    {"GET / HTTP/1.1\r\nBad Name: x\r\n\r\n", 400,
+	     "malformed request: invalid header name"},
+	    {"GET / HTTP/1.1\r\nTransfer-Encoding : chunked\r\n\r\n", 400,
+	     "malformed request: invalid header name"},
+	    {"GET / HTTP/1.1\r\nX: a\x7f\r\n\r\n", 400, "malformed request"},
+	    {"GET / HTTP/1.1\r\nX: a\x01b\r\n\r\n", 400, "malformed request"},
+	};
+
+	for (size_t i = 0; i < ARB_ARRAY_LEN(cases); i++) {
+		parse_all(&r, cases[i].raw);
+		ck_assert_msg(r.bad, "case %zu parsed", i);
+		ck_assert_int_eq(r.bad_status, cases[i].status);
+		ck_assert_msg(util_str_has_prefix(r.bad, cases[i].reason), "case %zu: %s", i,
+			      r.bad);
+	}
+}
+END_TEST
+
+START_TEST(parse_limits)
+{
+	static struct proxy_req r;
+	char *big = malloc(PROXY_HEAD_MAX + 1000);
+	int n = snprintf(big, 100, "GET / HTTP/1.1\r\nX: ");
+
+	memset(big + n, 'a', PROXY_HEAD_MAX);
+	strcpy(big + n + PROXY_HEAD_MAX, "\r\n\r\n");
+	parse_all(&r, big);
+	ck_assert_int_eq(r.bad_status, 431);
+	free(big);
+	big = malloc(PROXY_HEADERS_MAX * 10 + 100);
+	n = sprintf(big, "GET / HTTP/1.1\r\n");
+	for (int i = 0; i <= PROXY_HEADERS_MAX; i++)
+		n += sprintf(big + n, "X%d: v\r\n", i);
+	strcpy(big + n, "\r\n");
+	parse_all(&r, big);
+	ck_assert_int_eq(r.bad_status, 431);
+	ck_assert_str_eq(r.bad, "too many request headers");
+	free(big);
+}
+END_TEST
+
+/* ---- policy ---- */
+
+static struct proxy_backend *test_backend(void)
+{
+	struct proxy_backend *b = NULL;
+
+	ck_assert_int_eq(proxy_backend_parse(&b, "anthropic=http://127.0.0.1:1,port=8713"), 0);
+	b->credential = strdup("sk-ant-api03-REAL");
+	strcpy(b->placeholder, "arb-anthropic-placeholder-00");
+	return b;
+}
+
+START_TEST(policy_verdicts)
+{
+	static struct proxy_req r;
+	static struct proxy_verdict v;
+	struct proxy_backend *b = test_backend();
+	static const struct expect cases[] = {
+	    {"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:8713\r\n"
+	     "x-api-key: arb-anthropic-placeholder-00\r\n\r\n",
+	     0, "allowed"},
+	    {"POST /v1/messages HTTP/1.1\r\nHost: localhost:8713\r\n"
+	     "authorization: bearer arb-anthropic-placeholder-00\r\n\r\n",
+	     0, "allowed"},
+	    {"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:8713\r\n"
+	     "x-api-key: sk-ant-api03-REAL\r\n\r\n",
+	     401, "credential header does not hold this box's placeholder"},
+	    {"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:8713\r\n\r\n", 401,
+	     "missing credential header"},
+	    {"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:8714\r\nx-api-key: x\r\n\r\n", 404,
+	     "unknown backend"},
+	    {"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:8713x\r\n\r\n", 421,
+	     "Host does not match the box's relay address"},
+	    {"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:\r\n\r\n", 421,
+	     "Host does not match the box's relay address"},
+	    {"GET /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:8713\r\n\r\n", 405,
+	     "method not allowed for this path"},
+	    {"POST /v2/x HTTP/1.1\r\nHost: 127.0.0.1:8713\r\n\r\n", 403,
+	     "path not allowed for this backend"},
+	    {"POST /v1/models/%2E%2E/messages HTTP/1.1\r\nHost: 127.0.0.1:8713\r\n\r\n", 400,
+	     "request path is not canonical"},
+	    {"POST /v1/models/.. HTTP/1.1\r\nHost: 127.0.0.1:8713\r\n\r\n", 400,
+	     "request path is not canonical"},
+	    {"CONNECT h:443 HTTP/1.1\r\nHost: h:443\r\n\r\n", 405, "CONNECT is not allowed"},
+	    {"POST http://127.0.0.1:8713/v1/messages HTTP/1.1\r\nHost: 127.0.0.1:8713\r\n\r\n", 400,
+	     "absolute-form request targets are not allowed"},
+	    {"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:8713\r\nExpect: x\r\n\r\n", 417,
+	     "unsupported Expect"},
+	    {"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:8713\r\nUpgrade: h2c\r\n\r\n", 400,
+	     "protocol upgrades are not allowed"},
+	    {"POST /v1/messages HTTP/1.0\r\nHost: 127.0.0.1:8713\r\nTransfer-Encoding: chunked\r\n"
+	     "\r\n",
+	     400, "Transfer-Encoding in an HTTP/1.0 request"},
+	};
+
+	for (size_t i = 0; i < ARB_ARRAY_LEN(cases); i++) {
+		parse_all(&r, cases[i].raw);
+		proxy_policy_check(&r, &b, 1, &v);
+		ck_assert_msg(v.status == cases[i].status, "case %zu: status %d", i, v.status);
+		ck_assert_str_eq(v.reason, cases[i].reason);
+		ck_assert(!strstr(v.reason, "REAL"));
+	}
+	/* Nothing parsed yet: denied, not allowed. */
+	proxy_req_init(&r);
+	proxy_policy_check(&r, &b, 1, &v);
+	ck_assert_int_eq(v.status, 500);
+	proxy_backend_free(b);
+}
+END_TEST
+
+START_TEST(hop_by_hop)
+{
+	static struct proxy_req r;
+
+	parse_all(&r, "GET / HTTP/1.1\r\nConnection: close, X-Secret-Hop\r\nX-Secret-Hop: 1\r\n"
+		      "X-Keep: 1\r\nProxy-Authorization: x\r\nX-Forwarded-For: y\r\n\r\n");
+	ck_assert(proxy_header_is_dropped(&r, "x-secret-hop"));
+	ck_assert(proxy_header_is_dropped(&r, "Connection"));
+	ck_assert(proxy_header_is_dropped(&r, "Proxy-Authorization"));
+	ck_assert(proxy_header_is_dropped(&r, "x-forwarded-for"));
+	ck_assert(proxy_header_is_dropped(&r, "Host"));
+	ck_assert(proxy_header_is_dropped(&r, "x-api-key"));
+	ck_assert(!proxy_header_is_dropped(&r, "X-Keep"));
+	ck_assert(!proxy_header_is_dropped(&r, "anthropic-version"));
+}
+END_TEST
+
+/* ---- redaction ---- */
+
+struct sink {
+	char buf[4096];
+	size_t len;
+};
+
+static int sink_emit(void *ctx, const char *d, size_t n)
+{
+	struct sink *s = ctx;
+
+	memcpy(s->buf + s->len, d, n);
+	s->len += n;
+	return 0;
+}
+
+START_TEST(redact_every_split)
+{
+	const char *secret = "sk-SECRET-123";
+	const char *in = "a sk-SECRET-123 b sk-SEC sk-sk-SECRET-123sk-SECRET-12";
+	const char *want = "a ************* b sk-SEC sk-*************sk-SECRET-12";
+	size_t n = strlen(in);
+
+	for (size_t cut1 = 0; cut1 <= n; cut1++)
+		for (size_t cut2 = cut1; cut2 <= n; cut2++) {
+			struct proxy_redact rd;
+			struct sink s = {.len = 0};
+
+			proxy_redact_init(&rd, secret);
+			ck_assert_int_eq(proxy_redact_feed(&rd, in, cut1, false, sink_emit, &s), 0);
+			ck_assert_int_eq(
+			    proxy_redact_feed(&rd, in + cut1, cut2 - cut1, false, sink_emit, &s),
+			    0);
+			ck_assert_int_eq(
+			    proxy_redact_feed(&rd, in + cut2, n - cut2, false, sink_emit, &s), 0);
+			ck_assert_int_eq(proxy_redact_feed(&rd, NULL, 0, true, sink_emit, &s), 0);
+			ck_assert_int_eq(s.len, n);
+			ck_assert(memcmp(s.buf, want, n) == 0);
+			proxy_redact_free(&rd);
+		}
+}
+END_TEST
+
+START_TEST(redact_does_not_delay_events)
+{
+	struct proxy_redact rd;
+	struct sink s = {.len = 0};
+	const char *ev = "event: x\ndata: {\"a\":1}\n\n";
+	char hdr[] = "x-echo: bad key sk-SECRET-123!";
+
+	proxy_redact_init(&rd, "sk-SECRET-123");
+	ck_assert_int_eq(proxy_redact_feed(&rd, ev, strlen(ev), false, sink_emit, &s), 0);
+	ck_assert_int_eq(s.len, strlen(ev)); /* all of it, at once */
+	/* Only a possible start of the secret is held back. */
+	ck_assert_int_eq(proxy_redact_feed(&rd, "data: sk-SE", 11, false, sink_emit, &s), 0);
+	ck_assert_int_eq(s.len, strlen(ev) + 6);
+	proxy_redact_free(&rd);
+	proxy_redact_buf("sk-SECRET-123", hdr, strlen(hdr));
+	ck_assert_str_eq(hdr, "x-echo: bad key *************!");
+}
+END_TEST
+
+/* ---- relay argument ---- */
+
+START_TEST(relay_args)
+{
+	uint16_t *ports = NULL;
+	size_t n = 0;
+	char *path = NULL;
+	static const char *const bad[] = {"",	  "=/s",      "8713",	"8713=",   "8713=rel",
+					  "0=/s", "70000=/s", "87a=/s", "1,,2=/s", "-1=/s"};
+
+	ck_assert_int_eq(proxy_relay_arg_parse("8713,8714=/run/p.sock", &ports, &n, &path), 0);
+	ck_assert_int_eq(n, 2);
+	ck_assert_int_eq(ports[0], 8713);
+	ck_assert_int_eq(ports[1], 8714);
+	ck_assert_str_eq(path, "/run/p.sock");
+	free(ports);
+	free(path);
+	for (size_t i = 0; i < ARB_ARRAY_LEN(bad); i++)
+		ck_assert_msg(proxy_relay_arg_parse(bad[i], &ports, &n, &path) == -EINVAL,
+			      "accepted '%s'", bad[i]);
+}
+END_TEST
+
+/* ---- whole connections over socketpairs ---- */
+
+static struct proxy *test_proxy(void)
+{
+	struct proxy_config cfg = {0};
+	struct proxy *p = NULL;
+
+	cfg.backends = calloc(1, sizeof(*cfg.backends));
+	/* Upstream port 1 on loopback: nothing listens, so allowed requests end in 502. */
+	ck_assert_int_eq(
+	    proxy_backend_parse(&cfg.backends[0],
+				"anthropic=http://127.0.0.1:1,port=8713,connect-timeout=2"),
+	    0);
+	cfg.n_backends = 1;
+	setenv("ANTHROPIC_API_KEY", "sk-ant-api03-UNITKEY", 1);
+	ck_assert_int_eq(proxy_new(&p, &cfg), 0);
+	return p;
+}
+
+struct writer {
+	int fd;
+	const char *data;
+	size_t len;
+};
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+
+	(void)proxy_send_all(w->fd, w->data, w->len);
+	shutdown(w->fd, SHUT_WR);
+	return NULL;
+}
+
+/* Serves one connection carrying `in`; returns what the proxy answered (caller frees). */
+static char *serve(struct proxy *p, const char *in, size_t len, size_t *out_len)
+{
+	int sv[2];
+	struct writer w;
+	pthread_t t;
+	char *out = NULL;
+	size_t n = 0, cap = 0;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	w = (struct writer){sv[1], in, len};
+	ck_assert_int_eq(pthread_create(&t, NULL, writer_main, &w), 0);
+	proxy_conn_serve(p, sv[0]);
+	close(sv[0]);
+	pthread_join(t, NULL);
+	for (;;) {
+		ssize_t k;
+
+		if (n + 4096 > cap) {
+			cap = cap * 2 + 8192;
+			out = realloc(out, cap);
+		}
+		k = read(sv[1], out + n, cap - n - 1);
+		if (k <= 0)
+			break;
+		n += (size_t)k;
+	}
+	out[n] = '\0';
+	close(sv[1]);
+	*out_len = n;
+	return out;
+}
+
+START_TEST(serve_refusal_and_upstream_down)
+{
+	struct proxy *p = test_proxy();
+	const char *ph = proxy_placeholder(p, "anthropic");
+	char *req = util_asprintf("POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:8713\r\n"
+				  "x-api-key: %s\r\nContent-Length: 2\r\n\r\n{}",
+				  ph);
+	size_t n;
+	char *out = serve(p, "GET /x HTTP/1.1\r\nHost: 127.0.0.1:8713\r\n\r\n", 41, &n);
+
+	ck_assert(util_str_has_prefix(out, "HTTP/1.1 403 Forbidden\r\n"));
+	ck_assert(
+	    strstr(out, "\"message\":\"arborinth proxy: path not allowed for this backend\""));
+	ck_assert(strstr(out, "Connection: close"));
+	free(out);
+	out = serve(p, req, strlen(req), &n);
+	ck_assert_msg(util_str_has_prefix(out, "HTTP/1.1 502 "), "%s", out);
+	ck_assert(strstr(out, "upstream refused the connection"));
+	ck_assert(!strstr(out, "UNITKEY"));
+	free(out);
+	free(req);
+	proxy_free(p);
+}
+END_TEST
+
+static const char *const corpus[] = {
+    "POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:8713\r\nx-api-key: PH\r\n"
+    "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    "POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:8713\r\nx-api-key: PH\r\n"
+    "Content-Length: 5\r\n\r\nhello",
+    "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:8713\r\nAuthorization: Bearer PH\r\n\r\n"
+    "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:8713\r\n\r\n",
+    "POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:8713\r\nContent-Length: 3\r\n"
+    "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    "CONNECT 127.0.0.1:8713 HTTP/1.1\r\nHost: 127.0.0.1:8713\r\n\r\n",
+    "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",
+    "GET / HTTP/1.1\r\n\r\n",
+};
+
+START_TEST(serve_hostile_corpus)
+{
+	struct proxy *p = test_proxy();
+
+	for (size_t i = 0; i < ARB_ARRAY_LEN(corpus); i++) {
+		size_t n;
+		char *out = serve(p, corpus[i], strlen(corpus[i]), &n);
+
+		ck_assert_msg(n == 0 || util_str_has_prefix(out, "HTTP/1.1 4") ||
+				  util_str_has_prefix(out, "HTTP/1.1 5"),
+			      "corpus %zu: %s", i, out);
+		ck_assert(!strstr(out, "UNITKEY"));
+		free(out);
+	}
+	proxy_free(p);
+}
+END_TEST
+
+/* Deterministic mutation fuzzing of the request path: bit flips, cuts, splices, repeats. */
+START_TEST(serve_fuzz)
+{
+	struct proxy *p = test_proxy();
+	unsigned seed = 12345;
+	char buf[8192];
+
+	for (int it = 0; it < 1500; it++) {
+		const char *base = corpus[rand_r(&seed) % ARB_ARRAY_LEN(corpus)];
+		size_t len = strlen(base), n;
+		char *out;
+
+		memcpy(buf, base, len);
+		for (int m = rand_r(&seed) % 6; m >= 0; m--) {
+			size_t pos = len ? (size_t)rand_r(&seed) % len : 0;
+
+			switch (rand_r(&seed) % 5) {
+			case 0:
+				buf[pos] ^= (char)(1 << (rand_r(&seed) % 8));
+				break;
+			case 1:
+				len = pos;
+				break;
+			case 2:
+				buf[pos] = "\r\n:; \t\0\x7f"
+					   "0f-"[rand_r(&seed) % 12];
+				break;
+			case 3:
+				if (len + 64 < sizeof(buf)) {
+					memmove(buf + pos + 32, buf + pos, len - pos);
+					memset(buf + pos, 'A' + rand_r(&seed) % 26, 32);
+					len += 32;
+				}
+				break;
+			default:
+				if (2 * len < sizeof(buf)) {
+					memcpy(buf + len, buf, len);
+					len *= 2;
+				}
+				break;
+			}
+		}
+		out = serve(p, buf, len, &n);
+		ck_assert(n == 0 || util_str_has_prefix(out, "HTTP/1.1 "));
+		ck_assert(!strstr(out, "UNITKEY"));
+		free(out);
+	}
+	proxy_free(p);
+}
+END_TEST
+
+START_TEST(proxy_config_errors)
+{
+	struct proxy_config cfg = {0};
+	struct proxy_backend *b[2] = {NULL, NULL};
+	struct proxy *p = NULL;
+
+	cfg.backends = b;
+	ck_assert_int_eq(proxy_new(&p, &cfg), -EINVAL);
+	ck_assert_int_eq(proxy_backend_parse(&b[0], "anthropic"), 0);
+	ck_assert_int_eq(proxy_backend_parse(&b[1], "openai,port=8713"), 0);
+	cfg.n_backends = 2;
+	ck_assert_int_eq(proxy_new(&p, &cfg), -EINVAL);
+	ck_assert(strstr(util_err_msg(), "share port"));
+	cfg.n_backends = 1;
+	unsetenv("ANTHROPIC_API_KEY");
+	ck_assert_int_eq(proxy_new(&p, &cfg), -ENOKEY);
+	ck_assert(strstr(util_err_msg(), "ANTHROPIC_API_KEY"));
+	setenv("ANTHROPIC_API_KEY", "has space", 1);
+	ck_assert_int_eq(proxy_new(&p, &cfg), -ENOKEY);
+	ck_assert(!strstr(util_err_msg(), "has space"));
+	ck_assert_int_eq(proxy_backend_set(b[0], "key-file", "/nonexistent/key"), 0);
+	ck_assert_int_eq(proxy_new(&p, &cfg), -ENOKEY);
+	ck_assert_ptr_null(b[0]->credential);
+	proxy_backend_free(b[0]);
+	proxy_backend_free(b[1]);
+}
+END_TEST
+
+static Suite *proxy_suite(void)
+{
+	Suite *s = suite_create("proxy");
+	TCase *tc;
+
+	tc = tcase_create("backends");
+	tcase_add_test(tc, backend_builtins);
+	tcase_add_test(tc, backend_custom);
+	tcase_add_test(tc, backend_errors);
+	tcase_add_test(tc, rule_matching);
+	tcase_add_test(tc, relay_args);
+	tcase_add_test(tc, proxy_config_errors);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("parse");
+	tcase_add_test(tc, parse_any_split);
+	tcase_add_test(tc, parse_refusals);
+	tcase_add_test(tc, parse_limits);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("policy");
+	tcase_add_test(tc, policy_verdicts);
+	tcase_add_test(tc, hop_by_hop);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("redact");
+	tcase_add_test(tc, redact_every_split);
+	tcase_add_test(tc, redact_does_not_delay_events);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("serve");
+	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, serve_refusal_and_upstream_down);
+	tcase_add_test(tc, serve_hostile_corpus);
+	tcase_add_test(tc, serve_fuzz);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(proxy_suite());
+	int failed;
+
+	signal(SIGPIPE, SIG_IGN);
+	srunner_set_fork_status(sr, CK_FORK);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
