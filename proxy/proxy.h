@@ -124,4 +124,11 @@ void proxy_relay_free(struct proxy_relay *r);
 int proxy_relay_arg_parse(const char *arg, uint16_t **ports, size_t *n,
 			  char **socket_path) ARB_MUST_CHECK;
 
+/*
+ * The same as a box-init hook (struct jail_init_hook's start/stop): start parses arg
+ * ("PORT[,PORT...]=SOCKET") and starts the relay into *state; stop frees it.
+ */
+int proxy_relay_hook_start(const char *arg, void **state) ARB_MUST_CHECK;
+void proxy_relay_hook_stop(void *state);
+
 #endif

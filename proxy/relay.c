@@ -301,3 +301,25 @@ int proxy_relay_arg_parse(const char *arg, uint16_t **ports, size_t *n, char **s
 	*n = k;
 	return 0;
 }
+
+int proxy_relay_hook_start(const char *arg, void **state)
+{
+	struct proxy_relay *r = NULL;
+	uint16_t *ports = NULL;
+	char *path = NULL;
+	size_t n = 0;
+	int rc;
+
+	rc = proxy_relay_arg_parse(arg, &ports, &n, &path);
+	if (rc == 0)
+		rc = proxy_relay_start(&r, path, ports, n);
+	free(ports);
+	free(path);
+	*state = r;
+	return rc;
+}
+
+void proxy_relay_hook_stop(void *state)
+{
+	proxy_relay_free(state);
+}
