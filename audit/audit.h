@@ -74,20 +74,22 @@ int audit_db_exec(sqlite3 *db, const char *sql) ARB_MUST_CHECK;
 struct audit_log;
 
 struct audit_event {
-	int64_t time_ns;   /* CLOCK_REALTIME when the operation happened */
-	const char *op;	   /* "create", "write", "truncate", "unlink", "mkdir", "rmdir", "rename",
-			    * "link", "symlink", "chmod", "chown", "utimens", "setxattr",
-			    * "removexattr", "mknod" */
-	const char *path;  /* workspace-relative, no leading '/' */
-	const char *path2; /* rename/link destination, symlink target, xattr name; else NULL */
-	int result;	   /* 0 or a positive errno */
-	pid_t pid;	   /* the caller (fuse_req_ctx()->pid); 0 when unknown */
-	int64_t size;	   /* bytes written / new size (truncate) / -1 when not applicable */
-	int64_t count;	   /* writes coalesced into this event (write), else 0 */
-	int64_t off_lo;	   /* lowest offset written (write) */
-	int64_t off_hi;	   /* highest end offset written (write) */
-	uint32_t mode;	   /* chmod/create/mkdir/mknod mode, else 0 */
-	const char *kind;  /* NULL: "fs" (later "net" for proxy requests) */
+	int64_t time_ns;  /* CLOCK_REALTIME when the operation happened */
+	const char *op;	  /* "create", "write", "truncate", "unlink", "mkdir", "rmdir", "rename",
+			   * "link", "symlink", "chmod", "chown", "utimens", "setxattr",
+			   * "removexattr", "mknod" */
+	const char *path; /* workspace-relative, no leading '/' */
+	const char
+	    *path2;	  /* rename: the destination (path is the source); link: the existing
+			   * file that the new name path links to; symlink: the target; else NULL */
+	int result;	  /* 0 or a positive errno */
+	pid_t pid;	  /* the caller (fuse_req_ctx()->pid); 0 when unknown */
+	int64_t size;	  /* bytes written / new size (truncate) / -1 when not applicable */
+	int64_t count;	  /* writes coalesced into this event (write), else 0 */
+	int64_t off_lo;	  /* lowest offset written (write) */
+	int64_t off_hi;	  /* highest end offset written (write) */
+	uint32_t mode;	  /* chmod/create/mkdir/mknod mode, else 0 */
+	const char *kind; /* NULL: "fs" (later "net" for proxy requests) */
 };
 
 /* Limits; a zero field takes its default. */

@@ -121,7 +121,7 @@ static void apply(struct path_state *p, const struct audit_row *r, enum effect e
 
 int audit_summary_add(struct audit_summary *s, const struct audit_row *r)
 {
-	static const char *const creating[] = {"create", "mkdir", "symlink", "mknod", NULL};
+	static const char *const creating[] = {"create", "mkdir", "symlink", "mknod", "link", NULL};
 	enum effect eff = KEEP;
 	struct path_state *p, *p2 = NULL;
 
@@ -135,12 +135,13 @@ int audit_summary_add(struct audit_summary *s, const struct audit_row *r)
 	p = lookup(s, r->path);
 	if (!p)
 		return -ENOMEM;
+	/* rename: path2 is the new name; link: path2 is the existing file, path the new name. */
 	if ((!strcmp(r->op, "rename") || !strcmp(r->op, "link")) && r->path2) {
 		p2 = lookup(s, r->path2);
 		if (!p2)
 			return -ENOMEM;
 		/* lookup may have moved the array, not the items: p stays valid. */
-		apply(p2, r, CREATE, NULL);
+		apply(p2, r, !strcmp(r->op, "rename") ? CREATE : KEEP, NULL);
 	}
 	apply(p, r, eff, !strcmp(r->op, "rename") ? r->path2 : NULL);
 	return 0;

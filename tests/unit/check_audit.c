@@ -839,6 +839,7 @@ static void emit_story(void)
 	emit(log, T0 + 9 * S, "unlink", "tmp.o", NULL, 0, -1);
 	emit(log, T0 + 10 * S, "rename", ".git/x.lock", ".git/x", 0, -1);
 	emit(log, T0 + 11 * S, "symlink", "lnk", ".git/hooks", 0, -1);
+	emit(log, T0 + 12 * S, "link", "hard", "README", 0, -1);
 	audit_log_close(log);
 }
 
@@ -876,11 +877,11 @@ START_TEST(query_filters)
 	ck_assert_int_eq(audit_ws_resolve(db, "w1", &f.ws_key, &deleted), 0);
 	audit_db_close(db);
 
-	ck_assert_int_eq(count_rows(&f, paths, sizeof(paths)), 9);
+	ck_assert_int_eq(count_rows(&f, paths, sizeof(paths)), 10);
 	ck_assert_str_eq(paths, "src/new.c src/new.c README old.txt a.txt missing tmp.o tmp.o "
-				"lnk");
+				"lnk hard");
 	f.all = true;
-	ck_assert_int_eq(count_rows(&f, paths, sizeof(paths)), 11);
+	ck_assert_int_eq(count_rows(&f, paths, sizeof(paths)), 12);
 	f.all = false;
 	f.since_ns = T0 + 3 * S;
 	f.until_ns = T0 + 5 * S;
@@ -903,14 +904,14 @@ START_TEST(query_filters)
 	f.kinds = AUDIT_KIND_EXEC;
 	ck_assert_int_eq(count_rows(&f, paths, sizeof(paths)), 0);
 	f.kinds = AUDIT_KIND_FS;
-	ck_assert_int_eq(count_rows(&f, paths, sizeof(paths)), 9);
+	ck_assert_int_eq(count_rows(&f, paths, sizeof(paths)), 10);
 	f.kinds = 0;
 	f.session = 5;
 	ck_assert_int_eq(count_rows(&f, paths, sizeof(paths)), 0);
 	f.session = 0;
 	f.after_seq = 9;
 	f.all = true;
-	ck_assert_int_eq(count_rows(&f, paths, sizeof(paths)), 2);
+	ck_assert_int_eq(count_rows(&f, paths, sizeof(paths)), 3);
 	f.after_seq = 0;
 	f.upto_seq = 2;
 	ck_assert_int_eq(count_rows(&f, paths, sizeof(paths)), 2);
@@ -944,32 +945,35 @@ START_TEST(summary_statuses)
 		ck_assert_int_eq(audit_summary_add(s, &r), 0);
 	ck_assert_int_eq(rc, 0);
 	n = audit_summary_entries(s, &e);
-	/* README, a.txt, b.txt, lnk, missing, old.txt, src/new.c, tmp.o; .git hidden */
-	ck_assert_uint_eq(n, 8);
+	/* README, a.txt, b.txt, hard, lnk, missing, old.txt, src/new.c, tmp.o; .git hidden */
+	ck_assert_uint_eq(n, 9);
 	ck_assert_str_eq(e[0].path, "README");
 	ck_assert_str_eq(e[0].status, "modified");
 	ck_assert_int_eq(e[0].bytes, 5);
+	ck_assert_int_eq(e[0].ops, 2); /* the write, and the link to it */
 	ck_assert_str_eq(e[1].path, "a.txt");
 	ck_assert_str_eq(e[1].status, "renamed");
 	ck_assert_str_eq(e[1].renamed_to, "b.txt");
 	ck_assert_str_eq(e[2].path, "b.txt");
 	ck_assert_str_eq(e[2].status, "added");
 	ck_assert_ptr_null(e[2].renamed_to);
-	/* A symlink's target is not a path of the workspace. */
-	ck_assert_str_eq(e[3].path, "lnk");
+	ck_assert_str_eq(e[3].path, "hard");
 	ck_assert_str_eq(e[3].status, "added");
-	ck_assert_str_eq(e[4].path, "missing");
-	ck_assert_str_eq(e[4].status, "unchanged");
-	ck_assert_str_eq(e[5].path, "old.txt");
-	ck_assert_str_eq(e[5].status, "deleted");
-	ck_assert_str_eq(e[6].path, "src/new.c");
-	ck_assert_str_eq(e[6].status, "added");
-	ck_assert_int_eq(e[6].ops, 2);
-	ck_assert_int_eq(e[6].bytes, 100);
-	ck_assert_int_eq(e[6].first_ns, T0 + 1 * S);
-	ck_assert_int_eq(e[6].last_ns, T0 + 2 * S);
-	ck_assert_str_eq(e[7].path, "tmp.o");
-	ck_assert_str_eq(e[7].status, "deleted");
+	/* A symlink's target is not a path of the workspace. */
+	ck_assert_str_eq(e[4].path, "lnk");
+	ck_assert_str_eq(e[4].status, "added");
+	ck_assert_str_eq(e[5].path, "missing");
+	ck_assert_str_eq(e[5].status, "unchanged");
+	ck_assert_str_eq(e[6].path, "old.txt");
+	ck_assert_str_eq(e[6].status, "deleted");
+	ck_assert_str_eq(e[7].path, "src/new.c");
+	ck_assert_str_eq(e[7].status, "added");
+	ck_assert_int_eq(e[7].ops, 2);
+	ck_assert_int_eq(e[7].bytes, 100);
+	ck_assert_int_eq(e[7].first_ns, T0 + 1 * S);
+	ck_assert_int_eq(e[7].last_ns, T0 + 2 * S);
+	ck_assert_str_eq(e[8].path, "tmp.o");
+	ck_assert_str_eq(e[8].status, "deleted");
 	audit_query_free(q);
 	audit_summary_free(s);
 	audit_db_close(db);
@@ -991,7 +995,7 @@ START_TEST(purge_removes_all_history_of_a_name)
 	}
 	ck_assert_int_eq(audit_db_open(&db, db_path), 0);
 	ck_assert_int_eq(audit_ws_purge(db, "w1", &removed), 0);
-	ck_assert_int_eq(removed, 11);
+	ck_assert_int_eq(removed, 12);
 	ck_assert_int_eq(audit_ws_resolve(db, "w1", &key, &deleted), -ENOENT);
 	ck_assert_int_eq(audit_ws_purge(db, "w1", NULL), -ENOENT);
 	ck_assert_int_eq(audit_ws_resolve(db, "w2", &key, &deleted), 0);
