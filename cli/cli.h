@@ -77,5 +77,7 @@ int cli_audit_session_begin(struct audit_session **out, struct core_project *p,
 			    const struct core_ws *ws, const char *jail, char *const cmd[]);
 void cli_audit_session_end(struct audit_session *s, int exit_status);
 int cmd_fs_daemon(struct cli_global *g, int argc, char **argv);
+extern const char cmd_box_init_usage[];
+int cmd_box_init(struct cli_global *g, int argc, char **argv);
 
 #endif

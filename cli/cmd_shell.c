@@ -1,4 +1,7 @@
-/* cli/cmd_shell.c: `arborinth shell NAME [--jail none] [-- CMD ARGS...]`. */
+/*
+ * cli/cmd_shell.c: `arborinth shell NAME [OPTIONS] [--] [CMD ARGS...]`: a command or a shell
+ * in a workspace, in a bubblewrap box (default) or on the host (--jail none).
+ */
 #include "cli/cli.h"
 
 #include <getopt.h>
@@ -11,14 +14,79 @@
 #include "jail/jail.h"
 
 const char cmd_shell_usage[] =
-    "usage: arborinth shell NAME [--jail none] [-- CMD ARGS...]\n"
+    "usage: arborinth shell NAME [OPTIONS] [--] [CMD ARGS...]\n"
     "\n"
-    "Runs CMD (default: $SHELL, else bash, else sh) in the workspace's workdir with\n"
-    "stdio inherited, and exits with its status (128+N when killed by signal N).\n"
+    "Runs CMD (default: $SHELL, else bash, else sh) in the workspace, starting in its\n"
+    "workdir, with stdio inherited. Exits with CMD's status (128+N when killed by signal N;\n"
+    "125 when the box could not be started). Options go before CMD; CMD starts at the first\n"
+    "word after NAME that is not an option, or after --.\n"
     "\n"
-    "  --jail none   run on the host without isolation\n";
+    "  --jail bubblewrap|none  bubblewrap (default): a box with every namespace unshared, no\n"
+    "                          capabilities, a seccomp filter, the host read-only, the\n"
+    "                          workdir read-write, the workspace's tmp, cache and home in\n"
+    "                          place of the host's, $HOME, /run and the origin hidden, and an\n"
+    "                          environment rebuilt from an allowlist.\n"
+    "                          none: on the host, with no isolation at all\n"
+    "  --mount SPEC            add a mount in the box (repeatable, applied after the\n"
+    "                          defaults): TYPE:dest or TYPE:source:dest with TYPE one of\n"
+    "                          ro, rw, tmpfs, dev, proc; ro/rw without a source bind dest\n"
+    "                          itself; paths absolute. It may replace a convenience default\n"
+    "                          at the same destination (tmpfs:/tmp: an ephemeral /tmp), never\n"
+    "                          a guard ($HOME, /run, the origin and its .arborinth/)\n"
+    "  --env NAME[=VALUE]      pass a variable into the box (NAME alone: its host value)\n"
+    "  --net                   share the host's network (default: none, only loopback);\n"
+    "                          host abstract unix sockets become reachable too\n"
+    "  --explain               print the resolved box (inputs, mounts, environment,\n"
+    "                          seccomp rules, the exact bwrap argv) and run nothing\n";
 
 static const struct cli_cmd shell_cmd = {"shell", NULL, cmd_shell, NULL, cmd_shell_usage};
+
+static const struct option shell_opts[] = {
+    {"jail", required_argument, NULL, 'J'}, {"mount", required_argument, NULL, 'm'},
+    {"env", required_argument, NULL, 'e'},  {"net", no_argument, NULL, 'n'},
+    {"explain", no_argument, NULL, 'x'},    {0},
+};
+
+struct shell_opts {
+	const char *jail;
+	bool net, explain;
+	const char **mounts, **envs; /* borrowed from argv */
+	size_t n_mounts, n_envs;
+};
+
+static bool option_takes_value(const char *arg)
+{
+	if (strchr(arg, '='))
+		return false;
+	if (!strcmp(arg, "--workdir"))
+		return true;
+	for (const struct option *o = shell_opts; o->name; o++)
+		if (o->has_arg == required_argument && !strcmp(arg + 2, o->name))
+			return true;
+	return false;
+}
+
+/* Where CMD starts: after NAME, the first word that is not an option, or "--"; else argc. */
+static int command_index(int argc, char **argv)
+{
+	bool have_name = false;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--"))
+			return i;
+		if (a[0] == '-' && a[1]) {
+			if (util_str_has_prefix(a, "--") && option_takes_value(a))
+				i++;
+			continue;
+		}
+		if (have_name)
+			return i;
+		have_name = true;
+	}
+	return argc;
+}
 
 static bool executable_on_path(const char *name)
 {
@@ -26,7 +94,7 @@ static bool executable_on_path(const char *name)
 	char *dirs = strdup(path ? path : "/usr/bin:/bin");
 	bool found = false;
 
-	for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d && !found;
+	for (char *save = NULL, *d = dirs ? strtok_r(dirs, ":", &save) : NULL; d && !found;
 	     d = strtok_r(NULL, ":", &save)) {
 		char *full = util_path_join(d, name);
 
@@ -46,50 +114,174 @@ static const char *default_shell(void)
 	return executable_on_path("bash") ? "bash" : "sh";
 }
 
-int cmd_shell(struct cli_global *g, int argc, char **argv)
+/* Parses options in argv[0..argc); *name_at: index of NAME. */
+static int parse_options(struct cli_global *g, int argc, char **argv, struct shell_opts *o,
+			 int *name_at)
 {
-	static const struct option opts[] = {{"jail", required_argument, NULL, 'J'}, {0}};
-	struct core_project *p = NULL;
-	struct core_ws *ws = NULL;
-	const char *jail = "none";
-	char *shell_argv[2] = {NULL, NULL};
-	char **cmd;
-	int status = CLI_ERR, exit_status = 0;
-	struct audit_session *session = NULL;
-	int c;
+	int status = CLI_ERR, c;
 
 	optind = 0;
-	while ((c = cli_getopt(g, &shell_cmd, argc, argv, "", opts, &status)) != -1) {
-		if (c == -2)
+	while ((c = cli_getopt(g, &shell_cmd, argc, argv, "", shell_opts, &status)) != -1) {
+		switch (c) {
+		case -2:
 			return status;
-		jail = optarg;
+		case 'J':
+			o->jail = optarg;
+			break;
+		case 'm':
+			o->mounts[o->n_mounts++] = optarg;
+			break;
+		case 'e':
+			o->envs[o->n_envs++] = optarg;
+			break;
+		case 'n':
+			o->net = true;
+			break;
+		case 'x':
+			o->explain = true;
+			break;
+		}
 	}
-	if (strcmp(jail, "none") != 0)
-		return cli_usage_error("shell", "unknown jail '%s' (available: none)", jail);
+	if (strcmp(o->jail, "bubblewrap") && strcmp(o->jail, "none"))
+		return cli_usage_error("shell", "unknown jail '%s' (available: bubblewrap, none)",
+				       o->jail);
+	if (!strcmp(o->jail, "none") && (o->n_mounts || o->n_envs || o->net))
+		return cli_usage_error("shell", "--mount, --env and --net need --jail bubblewrap "
+						"(--jail none runs on the host as it is)");
 	if (optind >= argc)
 		return cli_usage_error("shell", "missing workspace NAME");
-	if (core_project_open(&p, g->workdir) < 0 || core_ws_get(p, argv[optind], &ws) < 0) {
+	*name_at = optind;
+	return -1;
+}
+
+/* Builds the box for ws from the options; *out: jail_box_free(). */
+static int make_box(struct core_project *p, const struct core_ws *ws, const struct shell_opts *o,
+		    char **cmd, struct jail_box **out)
+{
+	struct jail_box_config cfg = {
+	    .ws_name = ws->name,
+	    .ws_root = ws->root,
+	    .workdir = ws->workdir,
+	    .tmp = ws->tmp,
+	    .cache = ws->cache,
+	    .home = ws->home,
+	    .origin_root = core_project_root(p),
+	    .origin_objects = core_project_objects_dir(p),
+	    .state_dir = core_project_state_dir(p),
+	    .net = o->net,
+	};
+	struct jail_box *b = NULL;
+	int status = CLI_OK;
+
+	if (jail_box_new(&b, &cfg) < 0)
+		return cli_fail_lib();
+	for (size_t i = 0; i < o->n_mounts && status == CLI_OK; i++)
+		if (jail_box_add_mount(b, o->mounts[i]) < 0)
+			status = cli_usage_error("shell", "%s", util_err_msg());
+	for (size_t i = 0; i < o->n_envs && status == CLI_OK; i++)
+		if (jail_box_add_env(b, o->envs[i]) < 0)
+			status = cli_usage_error("shell", "%s", util_err_msg());
+	if (status == CLI_OK && (jail_box_set_command(b, cmd) < 0 || jail_box_finish(b) < 0))
+		status = cli_fail_lib();
+	if (status != CLI_OK) {
+		jail_box_free(b);
+		return status;
+	}
+	*out = b;
+	return CLI_OK;
+}
+
+static int run_box(struct core_project *p, const struct core_ws *ws, const struct shell_opts *o,
+		   char **cmd)
+{
+	struct audit_session *session = NULL;
+	struct jail_box *b = NULL;
+	char *text = NULL;
+	int status = make_box(p, ws, o, cmd, &b), exit_status = 0;
+
+	if (status != CLI_OK)
+		return status;
+	if (o->explain) {
+		if (jail_box_explain(b, &text) < 0)
+			status = cli_fail_lib();
+		else
+			fputs(text, stdout);
+		free(text);
+		jail_box_free(b);
+		return status;
+	}
+	fflush(stdout);
+	if (cli_audit_session_begin(&session, p, ws, "bubblewrap", cmd) < 0)
+		status = cli_fail_lib();
+	else if (jail_box_run(b, &exit_status) < 0)
+		status = cli_fail(JAIL_EXIT_SETUP, "%s", util_err_msg());
+	else
+		status = exit_status;
+	cli_audit_session_end(session, status);
+	jail_box_free(b);
+	return status;
+}
+
+static int run_none(struct core_project *p, const struct core_ws *ws, const struct shell_opts *o,
+		    char **cmd)
+{
+	struct audit_session *session = NULL;
+	int exit_status = 0, status;
+
+	if (o->explain) {
+		printf("== inputs ==\n  workspace  %s (%s)\n  jail       none: runs on the host "
+		       "with no isolation; the host's files, network and environment are all "
+		       "visible\n  directory  %s\n",
+		       ws->name, ws->root, ws->workdir);
+		return CLI_OK;
+	}
+	fflush(stdout);
+	if (cli_audit_session_begin(&session, p, ws, "none", cmd) < 0)
+		status = cli_fail_lib();
+	else if (jail_none_run(ws->workdir, cmd, &exit_status) < 0)
+		status = cli_fail_lib();
+	else
+		status = exit_status;
+	cli_audit_session_end(session, status);
+	return status;
+}
+
+int cmd_shell(struct cli_global *g, int argc, char **argv)
+{
+	struct shell_opts o = {.jail = "bubblewrap"};
+	struct core_project *p = NULL;
+	struct core_ws *ws = NULL;
+	char *shell_argv[2] = {NULL, NULL};
+	int cmd_at = command_index(argc, argv), name_at = 0;
+	int status;
+	char **cmd;
+
+	o.mounts = calloc((size_t)argc + 1, sizeof(*o.mounts));
+	o.envs = calloc((size_t)argc + 1, sizeof(*o.envs));
+	if (!o.mounts || !o.envs) {
+		status = cli_fail(CLI_ERR, "out of memory");
+		goto out;
+	}
+	cmd = argv + cmd_at + (cmd_at < argc && !strcmp(argv[cmd_at], "--"));
+	status = parse_options(g, cmd_at, argv, &o, &name_at);
+	if (status != -1)
+		goto out;
+	if (core_project_open(&p, g->workdir) < 0 || core_ws_get(p, argv[name_at], &ws) < 0) {
 		status = cli_fail_lib();
 		goto out;
 	}
-	cmd = argv + optind + 1;
 	if (!*cmd) {
 		shell_argv[0] = (char *)default_shell();
 		cmd = shell_argv;
 	}
-	fflush(stdout);
-	if (cli_audit_session_begin(&session, p, ws, jail, cmd) < 0) {
-		status = cli_fail_lib();
-		goto out;
-	}
-	if (jail_none_run(ws->workdir, cmd, &exit_status) < 0) {
-		status = cli_fail_lib();
-		goto out;
-	}
-	status = exit_status;
+	if (!strcmp(o.jail, "none"))
+		status = run_none(p, ws, &o, cmd);
+	else
+		status = run_box(p, ws, &o, cmd);
 out:
-	cli_audit_session_end(session, status);
 	core_ws_free(ws);
 	core_project_free(p);
+	free(o.mounts);
+	free(o.envs);
 	return status;
 }

@@ -28,6 +28,7 @@ const struct cli_cmd cli_commands[] = {
     {"audit", NULL, cmd_audit, "show what happened in a workspace", cmd_audit_usage},
     /* Internal, not listed (no summary). */
     {"__fs-daemon", NULL, cmd_fs_daemon, NULL, cmd_fs_daemon_usage},
+    {"__box-init", NULL, cmd_box_init, NULL, cmd_box_init_usage},
     {0},
 };
 

@@ -1,9 +1,23 @@
 /*
- * jail: running a command for a workspace, with the `none` backend (no isolation) and, as the
- * jail issue lands, the bubblewrap box.
+ * jail: running a command for a workspace.
+ *
+ * Backends: `none` runs the command on the host with no isolation; `bubblewrap` runs it in a
+ * box. A box is one object, struct jail_box: built from the workspace's paths and the host's
+ * environment (the default profile), extended with user mounts and variables, then
+ * finished. --explain (jail_box_explain) and the launch (jail_box_run) read that same
+ * finished object, so what is printed is what runs.
+ *
+ * The default box: every namespace unshared (network too unless `net`), all capabilities
+ * dropped, no new privileges, a seccomp filter (libseccomp, exported as BPF to bwrap), the
+ * host read-only, the workdir read-write at its own path, tmp/cache/home from the workspace,
+ * guards over $HOME, /run, the origin checkout and its .arborinth/, and an environment
+ * rebuilt from an allowlist. Inside, `arborinth __box-init` is pid 1: it starts the relay
+ * hooks, runs the command, forwards signals, reaps zombies and passes the exit status out.
  */
 #ifndef ARB_JAIL_H
 #define ARB_JAIL_H
+
+#include <stdbool.h>
 
 #include "util/util.h"
 
@@ -15,5 +29,115 @@
  * here (the terminal delivers them to the child itself).
  */
 int jail_none_run(const char *cwd, char *const argv[], int *exit_status) ARB_MUST_CHECK;
+
+/* ---- the bubblewrap box ----------------------------------------------------------------- */
+
+enum jail_mount_type {
+	JAIL_MOUNT_RO,	  /* read-only bind */
+	JAIL_MOUNT_RW,	  /* read-write bind */
+	JAIL_MOUNT_TMPFS, /* fresh tmpfs */
+	JAIL_MOUNT_DEV,	  /* private /dev */
+	JAIL_MOUNT_PROC,  /* procfs of the box's pid namespace */
+	JAIL_MOUNT_DIR,	  /* a directory created in whatever is mounted above it */
+};
+
+/* What the box is built from. Strings are copied; paths absolute. */
+struct jail_box_config {
+	const char *ws_name;	    /* workspace name */
+	const char *ws_root;	    /* .arborinth/workspaces/NAME */
+	const char *workdir;	    /* bound read-write at its own path; the command starts here */
+	const char *tmp;	    /* bound at /tmp */
+	const char *cache;	    /* bound at $XDG_CACHE_HOME (default $HOME/.cache) */
+	const char *home;	    /* bound at $HOME in place of the real home */
+	const char *origin_root;    /* the origin checkout (hidden) */
+	const char *origin_objects; /* its object store (bound read-only) */
+	const char *state_dir;	    /* the origin's .arborinth/ (hidden) */
+	bool net;		    /* share the host network namespace */
+	char *const *host_env;	    /* the host environment; NULL: environ */
+	const char *bwrap;	    /* the bwrap program; NULL: "bwrap" on the host PATH */
+	const char *self_exe;	    /* the arborinth binary for box-init; NULL: /proc/self/exe */
+};
+
+struct jail_box;
+
+/*
+ * Makes the default box for cfg. Fails with a message when bwrap or the arborinth binary
+ * cannot be found, or $HOME cannot be masked. Caller frees with jail_box_free().
+ */
+int jail_box_new(struct jail_box **out, const struct jail_box_config *cfg) ARB_MUST_CHECK;
+void jail_box_free(struct jail_box *b);
+
+/* --mount SPEC: -EINVAL with a message quoting the spec (syntax, missing source, guard). */
+int jail_box_add_mount(struct jail_box *b, const char *spec) ARB_MUST_CHECK;
+/*
+ * A mount that is part of the box's policy rather than the user's (for other modules, e.g.
+ * the proxy's socket directory): allowed below guards, listed as "default" with `why`.
+ */
+int jail_box_add_default_mount(struct jail_box *b, enum jail_mount_type type, const char *src,
+			       const char *dest, const char *why) ARB_MUST_CHECK;
+/* --env NAME=VALUE, or NAME alone for the host's value. -EINVAL with a message. */
+int jail_box_add_env(struct jail_box *b, const char *arg) ARB_MUST_CHECK;
+/*
+ * Asks box-init to run hook `name` with `arg` before the command (`__box-init --NAME ARG`);
+ * the hook must exist in the box-init hook table (cli/cmd_box_init.c).
+ */
+int jail_box_add_init_hook(struct jail_box *b, const char *name, const char *arg) ARB_MUST_CHECK;
+/* The command to run (argv[0] searched on the box's PATH). Required before finishing. */
+int jail_box_set_command(struct jail_box *b, char *const argv[]) ARB_MUST_CHECK;
+
+/*
+ * Resolves the box into its launch profile: mount order, link checks, the environment and
+ * the exact bwrap argv. After this the box is read-only. -errno with a message.
+ */
+int jail_box_finish(struct jail_box *b) ARB_MUST_CHECK;
+/*
+ * The resolved profile as text: inputs, mounts by destination with their origin, the
+ * complete environment, the seccomp rules and the exact bwrap argv. *out: caller frees.
+ */
+int jail_box_explain(const struct jail_box *b, char **out) ARB_MUST_CHECK;
+
+/* Exit status when the box itself could not be started (bwrap or box-init failed). */
+#define JAIL_EXIT_SETUP 125
+
+/*
+ * Runs the finished box and waits: creates missing workspace tmp/cache/home folders,
+ * exports the seccomp BPF, starts bwrap (which dies with us), forwards SIGTERM, SIGHUP,
+ * SIGUSR1, SIGUSR2 (and SIGINT/SIGQUIT sent by a process rather than the terminal) to
+ * box-init. *exit_status: the command's status (128+N when killed by signal N). When the box
+ * could not be started returns -ECHILD with a message (bwrap's own is on stderr).
+ */
+int jail_box_run(const struct jail_box *b, int *exit_status) ARB_MUST_CHECK;
+
+/* ---- box-init: pid 1 inside the box ------------------------------------------------------ */
+
+/*
+ * A hook box-init runs before the command (the credential proxy's relays plug in here).
+ * box-init accepts `--NAME ARG` (repeatable) for each hook in its table and calls start()
+ * once per occurrence, in order, before the command starts; stop() after the command
+ * exited, in reverse order. Hooks may start threads (signals are blocked in all of them).
+ */
+struct jail_init_hook {
+	const char *name;
+	/* 0, or -errno with util_err(): box-init then exits 125 without running the command. */
+	int (*start)(const char *arg, void **state);
+	void (*stop)(void *state); /* may be NULL */
+};
+
+struct jail_init_opts {
+	int ready_fd; /* gets one byte once the command is started; -1: none */
+	const struct jail_init_hook *hooks; /* the table; NULL-name terminated */
+	const char *const *hook_names;	    /* requested hooks, NULL-terminated ... */
+	const char *const *hook_args;	    /* ... and their arguments */
+	char *const *argv;		    /* the command */
+};
+
+/*
+ * Runs box-init: blocks and handles signals, starts the hooks, forks the command (signals
+ * reset, descriptors above 2 closed on exec), then reaps every child until the command
+ * exits, forwarding SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 and non-terminal SIGINT/SIGQUIT to it.
+ * *exit_status: the command's status (128+N for signal N; 127/126 when it cannot be run).
+ * -errno with a message when a hook fails or the command cannot be forked.
+ */
+int jail_init_run(const struct jail_init_opts *o, int *exit_status) ARB_MUST_CHECK;
 
 #endif

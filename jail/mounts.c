@@ -1,0 +1,357 @@
+/*
+ * jail/mounts.c: the mount tree. One mount per destination; sorted so that an ancestor
+ * precedes its descendants (the deeper mount wins); guards refuse user mounts at or below
+ * them; compiled into bwrap options.
+ */
+#include "jail/jail_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static void mount_free(struct jail_mount *x)
+{
+	free(x->src);
+	free(x->dest);
+	free(x->protects);
+	free(x->why);
+	*x = (struct jail_mount){0};
+}
+
+void jail_mounts_clear(struct jail_mounts *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		mount_free(&m->v[i]);
+	free(m->v);
+	*m = (struct jail_mounts){0};
+}
+
+static char *dup_or_null(const char *s, bool *oom)
+{
+	char *d;
+
+	if (!s)
+		return NULL;
+	d = strdup(s);
+	if (!d)
+		*oom = true;
+	return d;
+}
+
+static int mount_copy(struct jail_mount *dst, const struct jail_mount *src)
+{
+	bool oom = false;
+
+	*dst = *src;
+	dst->src = dup_or_null(src->src, &oom);
+	dst->dest = dup_or_null(src->dest, &oom);
+	dst->protects = dup_or_null(src->protects, &oom);
+	dst->why = dup_or_null(src->why, &oom);
+	if (oom) {
+		mount_free(dst);
+		return util_err(-ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+static int push(struct jail_mounts *m, const struct jail_mount *x)
+{
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? 2 * m->cap : 32;
+		struct jail_mount *v = realloc(m->v, cap * sizeof(*v));
+
+		if (!v)
+			return util_err(-ENOMEM, "out of memory");
+		m->v = v;
+		m->cap = cap;
+	}
+	return mount_copy(&m->v[m->n++], x) < 0 ? (m->n--, -ENOMEM) : 0;
+}
+
+static struct jail_mount *find(const struct jail_mounts *m, const char *dest)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (!strcmp(m->v[i].dest, dest))
+			return &m->v[i];
+	return NULL;
+}
+
+const struct jail_mount *jail_mounts_find(const struct jail_mounts *m, const char *dest)
+{
+	return find(m, dest);
+}
+
+static bool same_mount(const struct jail_mount *a, const struct jail_mount *b)
+{
+	return a->type == b->type && a->perms == b->perms &&
+	       ((!a->src && !b->src) || (a->src && b->src && !strcmp(a->src, b->src)));
+}
+
+int jail_mounts_add(struct jail_mounts *m, const struct jail_mount *mnt)
+{
+	struct jail_mount *old = find(m, mnt->dest);
+
+	if (old && same_mount(old, mnt))
+		return 0;
+	if (old)
+		return util_err(-EEXIST, "two mounts at %s: %s, and %s", mnt->dest, old->why,
+				mnt->why);
+	return push(m, mnt);
+}
+
+const struct jail_mount *jail_mounts_guard_for(const struct jail_mounts *m, const char *path)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		const struct jail_mount *g = &m->v[i];
+
+		if (g->origin == JAIL_FROM_GUARD &&
+		    (jail_path_under(path, g->dest) ||
+		     (g->protects && jail_path_under(path, g->protects))))
+			return g;
+	}
+	return NULL;
+}
+
+/* The mount whose hidden host path lies at or below `src` (binding src would reopen it). */
+static const struct jail_mount *hidden_below(const struct jail_mounts *m, const char *src)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (m->v[i].protects && jail_path_under(m->v[i].protects, src))
+			return &m->v[i];
+	return NULL;
+}
+
+static const struct jail_mount *hidden_above(const struct jail_mounts *m, const char *src)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (m->v[i].protects && jail_path_under(src, m->v[i].protects))
+			return &m->v[i];
+	return NULL;
+}
+
+/* Guards, and sources that would reopen what a mount hides. */
+static int user_checks(const struct jail_mounts *m, const char *text, const struct jail_spec *s)
+{
+	const struct jail_mount *g;
+	char *real = jail_path_real(s->dest);
+	int rc = 0;
+
+	if (!real)
+		return util_err(-ENOMEM, "out of memory");
+	g = jail_mounts_guard_for(m, s->dest);
+	if (!g)
+		g = jail_mounts_guard_for(m, real);
+	if (g)
+		rc = util_err(-EINVAL,
+			      "--mount '%s': destination %s is at or below the guard at %s (%s); a "
+			      "user mount cannot open a guard, mount it somewhere else",
+			      text, strcmp(real, s->dest) ? real : s->dest, g->dest, g->why);
+	free(real);
+	if (rc < 0 || !s->src)
+		return rc;
+	real = jail_path_real(s->src);
+	if (!real)
+		return util_err(-ENOMEM, "out of memory");
+	if ((g = hidden_below(m, real)))
+		rc = util_err(-EINVAL,
+			      "--mount '%s': source %s contains %s, which the box hides (%s: %s)",
+			      text, real, g->protects, g->dest, g->why);
+	else if (strcmp(real, s->src) && (g = hidden_above(m, real)) && !hidden_above(m, s->src))
+		rc =
+		    util_err(-EINVAL,
+			     "--mount '%s': source %s resolves through a symlink to %s, inside %s, "
+			     "which the box hides (%s); name the real path if you mean it",
+			     text, s->src, real, g->protects, g->why);
+	free(real);
+	return rc;
+}
+
+int jail_mounts_add_user(struct jail_mounts *m, const char *text)
+{
+	struct jail_spec s;
+	struct jail_mount x = {.origin = JAIL_FROM_USER}, *old;
+	int rc = jail_spec_parse(text, &s);
+
+	if (rc < 0)
+		return rc;
+	rc = user_checks(m, text, &s);
+	if (rc < 0)
+		goto out;
+	x.type = s.type;
+	x.dest = s.dest;
+	x.src = s.src ? jail_path_real(s.src) : NULL;
+	if (s.src && !x.src) {
+		rc = util_err(-ENOMEM, "out of memory");
+		goto out;
+	}
+	if (x.type == JAIL_MOUNT_RW || x.type == JAIL_MOUNT_TMPFS)
+		x.flags |= JAIL_MOUNT_BOX_WRITABLE;
+	old = find(m, s.dest);
+	if (old && old->origin != JAIL_FROM_USER && !(old->flags & JAIL_MOUNT_REPLACEABLE)) {
+		if (same_mount(old, &x))
+			goto out; /* says again what the default already does */
+		rc = util_err(
+		    -EINVAL,
+		    "--mount '%s': %s already has a default mount (%s %s) that a user mount "
+		    "cannot replace",
+		    text, s.dest, jail_mount_type_name(old->type), old->why);
+		goto out;
+	}
+	if (old && old->origin != JAIL_FROM_USER)
+		x.why = util_asprintf("--mount '%s', replacing the default (%s)", text, old->why);
+	else
+		x.why = util_asprintf("--mount '%s'", text);
+	if (!x.why) {
+		rc = util_err(-ENOMEM, "out of memory");
+		goto out;
+	}
+	if (old) {
+		struct jail_mount copy;
+
+		rc = mount_copy(&copy, &x);
+		if (rc == 0) {
+			mount_free(old);
+			*old = copy;
+		}
+	} else {
+		rc = push(m, &x);
+	}
+out:
+	free(x.src);
+	free(x.why);
+	jail_spec_clear(&s);
+	return rc;
+}
+
+static int cmp_mount(const void *a, const void *b)
+{
+	return jail_path_cmp(((const struct jail_mount *)a)->dest,
+			     ((const struct jail_mount *)b)->dest);
+}
+
+void jail_mounts_sort(struct jail_mounts *m)
+{
+	if (m->n)
+		qsort(m->v, m->n, sizeof(*m->v), cmp_mount);
+}
+
+/* Index of the nearest mounted ancestor of v[i] (sorted), or -1. */
+static ssize_t parent_of(const struct jail_mounts *m, size_t i)
+{
+	for (size_t j = i; j-- > 0;)
+		if (jail_path_under(m->v[i].dest, m->v[j].dest))
+			return (ssize_t)j;
+	return -1;
+}
+
+size_t jail_mounts_depth(const struct jail_mounts *m, size_t i)
+{
+	size_t d = 0;
+
+	for (ssize_t p = parent_of(m, i); p >= 0; p = parent_of(m, (size_t)p))
+		d++;
+	return d;
+}
+
+/* lstat()s each component of base/rel; -ELOOP at the first symlink. */
+static int check_path_links(const char *base, const char *rel, const char *dest)
+{
+	char *path = util_asprintf("%s%s", base, rel);
+	size_t blen = strlen(base);
+	int rc = 0;
+
+	if (!path)
+		return util_err(-ENOMEM, "out of memory");
+	for (char *p = path + blen; p && *p && rc == 0;) {
+		struct stat st;
+		char *next = strchr(p + 1, '/');
+
+		if (next)
+			*next = '\0';
+		if (lstat(path, &st) < 0)
+			break; /* missing: bwrap creates it as a directory */
+		if (S_ISLNK(st.st_mode))
+			rc =
+			    util_err(-ELOOP,
+				     "refusing to mount at %s: %s is a symlink inside a folder the "
+				     "box can write (remove it, or replace it with a directory)",
+				     dest, path);
+		if (next)
+			*next = '/';
+		p = next;
+	}
+	free(path);
+	return rc;
+}
+
+int jail_mounts_check_links(const struct jail_mounts *m)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		ssize_t p = parent_of(m, i);
+		const struct jail_mount *a = p >= 0 ? &m->v[p] : NULL;
+		int rc;
+
+		if (!a || !a->src || !(a->flags & JAIL_MOUNT_BOX_WRITABLE))
+			continue;
+		rc = check_path_links(a->src,
+				      m->v[i].dest + (strcmp(a->dest, "/") ? strlen(a->dest) : 0),
+				      m->v[i].dest);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static void mount_args(const struct jail_mount *x, struct jail_strv *a)
+{
+	if (x->perms && (x->type == JAIL_MOUNT_TMPFS || x->type == JAIL_MOUNT_DIR)) {
+		jail_strv_push(a, "--perms");
+		jail_strv_pushf(a, "%04o", x->perms);
+	}
+	switch (x->type) {
+	case JAIL_MOUNT_RO:
+	case JAIL_MOUNT_RW:
+		jail_strv_push(a, x->type == JAIL_MOUNT_RO ? "--ro-bind" : "--bind");
+		jail_strv_push(a, x->src);
+		break;
+	case JAIL_MOUNT_TMPFS:
+		jail_strv_push(a, "--tmpfs");
+		break;
+	case JAIL_MOUNT_DEV:
+		jail_strv_push(a, "--dev");
+		break;
+	case JAIL_MOUNT_PROC:
+		jail_strv_push(a, "--proc");
+		break;
+	case JAIL_MOUNT_DIR:
+		jail_strv_push(a, "--dir");
+		break;
+	}
+	jail_strv_push(a, x->dest);
+}
+
+void jail_mounts_args(const struct jail_mounts *m, struct jail_strv *a)
+{
+	/* Sealed tmpfs mounts still open above the current one, innermost last. */
+	const struct jail_mount **open = calloc(m->n + 1, sizeof(*open));
+	size_t depth = 0;
+
+	if (!open) {
+		a->oom = true;
+		return;
+	}
+	for (size_t i = 0; i <= m->n; i++) {
+		while (depth > 0 &&
+		       (i == m->n || !jail_path_under(m->v[i].dest, open[depth - 1]->dest))) {
+			jail_strv_push(a, "--remount-ro");
+			jail_strv_push(a, open[--depth]->dest);
+		}
+		if (i == m->n)
+			break;
+		mount_args(&m->v[i], a);
+		if (m->v[i].type == JAIL_MOUNT_TMPFS && (m->v[i].flags & JAIL_MOUNT_SEAL))
+			open[depth++] = &m->v[i];
+	}
+	free(open);
+}

@@ -1,0 +1,188 @@
+/*
+ * jail/run.c: launching a finished box. bwrap gets the seccomp BPF, an info pipe (box-init's
+ * host pid, for signal forwarding) and a ready pipe (box-init's word that the command
+ * started) on fixed descriptors, and nothing else of ours; it dies with us.
+ */
+#include "jail/box_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+/* Signal handler state: the handler can reach nothing else. */
+static volatile sig_atomic_t bwrap_pid, init_pid;
+
+static const int forwarded[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGINT, SIGQUIT};
+
+static void forward(int sig, siginfo_t *si, void *uctx)
+{
+	(void)uctx;
+	/* The terminal sends SIGINT/SIGQUIT to the box's processes itself. */
+	if ((sig == SIGINT || sig == SIGQUIT) && si->si_code != SI_USER && si->si_code != SI_QUEUE)
+		return;
+	if (init_pid > 0)
+		kill(init_pid, sig);
+	else if (bwrap_pid > 0)
+		kill(bwrap_pid, SIGKILL); /* nothing runs yet: stop the setup */
+}
+
+static int ensure_dirs(const struct jail_box *b)
+{
+	const char *dirs[] = {b->tmp, b->cache_src, b->home_src};
+
+	for (size_t i = 0; i < ARB_ARRAY_LEN(dirs); i++) {
+		int rc = util_mkdir_p(dirs[i], 0755);
+
+		if (rc < 0)
+			return util_err(rc, "cannot create %s: %s", dirs[i], strerror(-rc));
+	}
+	return 0;
+}
+
+/* In the child: fds to their fixed numbers, everything else closed, then exec bwrap. */
+static void child_exec(const struct jail_box *b, pid_t parent, int seccomp_fd, int info_fd,
+		       int ready_fd)
+{
+	int want[] = {JAIL_FD_SECCOMP, JAIL_FD_INFO, JAIL_FD_READY};
+	int have[] = {seccomp_fd, info_fd, ready_fd};
+	struct sigaction dfl = {.sa_handler = SIG_DFL}, ign = {.sa_handler = SIG_IGN};
+	sigset_t none;
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		_exit(JAIL_EXIT_SETUP);
+	/* Above the fixed numbers first, so that no dup2() overwrites a source. */
+	for (size_t i = 0; i < ARB_ARRAY_LEN(have); i++) {
+		have[i] = fcntl(have[i], F_DUPFD, 10);
+		if (have[i] < 0)
+			_exit(JAIL_EXIT_SETUP);
+	}
+	for (size_t i = 0; i < ARB_ARRAY_LEN(have); i++)
+		if (dup2(have[i], want[i]) < 0)
+			_exit(JAIL_EXIT_SETUP);
+	if (syscall(SYS_close_range, JAIL_FD_READY + 1, ~0U, 0) < 0)
+		for (int fd = JAIL_FD_READY + 1; fd < 1024; fd++)
+			close(fd);
+	/*
+	 * bwrap itself ignores what we forward to box-init: SIGINT from the terminal or SIGHUP
+	 * sent to our process group must not kill it (and with it, abruptly, the box).
+	 */
+	for (size_t i = 0; i < ARB_ARRAY_LEN(forwarded); i++)
+		sigaction(forwarded[i], &ign, NULL);
+	sigaction(SIGPIPE, &dfl, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execve(b->argv.v[0], b->argv.v, b->env.v);
+	fprintf(stderr, "arborinth: cannot run %s: %s\n", b->argv.v[0], strerror(errno));
+	_exit(JAIL_EXIT_SETUP);
+}
+
+/* Reads bwrap's --info-fd JSON until EOF; returns the sandbox's pid 1 on the host, or 0. */
+static pid_t read_child_pid(int fd)
+{
+	char buf[1024];
+	size_t len = 0;
+	const char *p;
+	ssize_t n;
+
+	for (;;) {
+		n = read(fd, buf + len, sizeof(buf) - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		if (len == sizeof(buf) - 1)
+			break;
+	}
+	buf[len] = '\0';
+	p = strstr(buf, "\"child-pid\"");
+	if (!p || !(p = strchr(p, ':')))
+		return 0;
+	return (pid_t)strtol(p + 1, NULL, 10);
+}
+
+static void restore(struct sigaction *old)
+{
+	for (size_t i = 0; i < ARB_ARRAY_LEN(forwarded); i++)
+		sigaction(forwarded[i], &old[i], NULL);
+}
+
+int jail_box_run(const struct jail_box *b, int *exit_status)
+{
+	struct sigaction sa = {.sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART};
+	struct sigaction old[ARB_ARRAY_LEN(forwarded)];
+	sigset_t mask;
+	int seccomp_fd = -1, info[2] = {-1, -1}, ready[2] = {-1, -1};
+	pid_t parent = getpid(), pid;
+	int rc, status = 0;
+	char byte = 0;
+
+	if (!b->finished)
+		return util_err(-EINVAL, "jail: run needs a finished box");
+	rc = ensure_dirs(b);
+	if (rc == 0)
+		rc = jail_seccomp_export(&seccomp_fd);
+	if (rc < 0)
+		return rc;
+	if (pipe2(info, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0) {
+		rc = util_err(-errno, "cannot create a pipe: %s", strerror(errno));
+		goto out;
+	}
+	fcntl(ready[0], F_SETFL, O_NONBLOCK);
+	/* Blocked until bwrap_pid is set, so that no signal falls between fork and that. */
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < ARB_ARRAY_LEN(forwarded); i++)
+		sigaddset(&sa.sa_mask, forwarded[i]);
+	sigprocmask(SIG_BLOCK, &sa.sa_mask, &mask);
+	for (size_t i = 0; i < ARB_ARRAY_LEN(forwarded); i++)
+		sigaction(forwarded[i], &sa, &old[i]);
+	init_pid = 0;
+	pid = fork();
+	if (pid == 0)
+		child_exec(b, parent, seccomp_fd, info[1], ready[1]);
+	if (pid < 0) {
+		rc = util_err(-errno, "cannot fork: %s", strerror(errno));
+		restore(old);
+		sigprocmask(SIG_SETMASK, &mask, NULL);
+		goto out;
+	}
+	bwrap_pid = pid;
+	sigprocmask(SIG_SETMASK, &mask, NULL);
+	close(info[1]);
+	close(ready[1]);
+	info[1] = ready[1] = -1;
+	init_pid = read_child_pid(info[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	bwrap_pid = init_pid = 0;
+	restore(old);
+	/* box-init writes its byte once the command runs; none means the box never started. */
+	if (read(ready[0], &byte, 1) != 1)
+		rc = util_err(-ECHILD, "the box could not be started (bwrap %s %d)",
+			      WIFSIGNALED(status) ? "killed by signal" : "exited with status",
+			      WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+	else
+		*exit_status = util_wait_status_to_exit(status);
+out:
+	if (seccomp_fd >= 0)
+		close(seccomp_fd);
+	for (int i = 0; i < 2; i++) {
+		if (info[i] >= 0)
+			close(info[i]);
+		if (ready[i] >= 0)
+			close(ready[i]);
+	}
+	return rc;
+}
