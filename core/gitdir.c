@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
 
 static const char ws_config[] = "[core]\n"
 				"\trepositoryformatversion = 0\n"
@@ -67,6 +70,25 @@ static int index_fill_stat(git_index *idx, git_odb *odb, int64_t when)
 	return 0;
 }
 
+/*
+ * git re-reads the content of every entry whose mtime is not older than the index file
+ * ("racily clean"). A base committed this very second would make every file racy, so the
+ * index is dated at least one second after the base.
+ */
+static int index_not_racy(const char *path, int64_t base_time)
+{
+	struct timespec t[2];
+
+	clock_gettime(CLOCK_REALTIME, &t[0]);
+	if (t[0].tv_sec <= base_time)
+		t[0].tv_sec = (time_t)base_time + 1;
+	t[0].tv_nsec = 0;
+	t[1] = t[0];
+	if (utimensat(AT_FDCWD, path, t, 0) < 0)
+		return util_err(-errno, "cannot date %s: %s", path, strerror(errno));
+	return 0;
+}
+
 static int write_index(struct core_project *p, const char *gitdir, const git_oid *base)
 {
 	git_commit *commit = NULL;
@@ -87,8 +109,11 @@ static int write_index(struct core_project *p, const char *gitdir, const git_oid
 	rc = index_fill_stat(idx, odb, git_commit_committer(commit)->when.time);
 	if (rc < 0)
 		goto out;
-	if (git_index_write(idx) < 0)
+	if (git_index_write(idx) < 0) {
 		rc = util_err(-EIO, "cannot write index: %s", git_error_last()->message);
+		goto out;
+	}
+	rc = index_not_racy(path, git_commit_committer(commit)->when.time);
 out:
 	git_index_free(idx);
 	git_odb_free(odb);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -105,12 +106,15 @@ static int spawn(char **argv, int argc, const char *log)
 	return rc;
 }
 
-/* A view whose daemon died leaves a dead mount ("transport endpoint is not connected"). */
+/*
+ * A view whose daemon died leaves a dead mount ("transport endpoint is not connected").
+ * statfs always asks the daemon, where stat may be answered from the kernel's cache.
+ */
 static void clear_stale_mount(const char *workdir)
 {
-	struct stat st;
+	struct statfs sf;
 
-	if (stat(workdir, &st) < 0 && errno == ENOTCONN && fs_unmount(workdir) < 0) {
+	if (statfs(workdir, &sf) < 0 && errno == ENOTCONN && fs_unmount(workdir, true) < 0) {
 		/* Left for the caller's mount attempt to report. */
 	}
 }
@@ -162,11 +166,11 @@ int core_ws_unmount(struct core_project *p, struct core_ws *ws)
 	clear_stale_mount(ws->workdir);
 	if (!fs_is_mounted(ws->workdir))
 		return 0;
-	rc = fs_unmount(ws->workdir);
+	rc = fs_unmount(ws->workdir, false);
 	if (rc < 0)
 		return rc;
 	/* The daemon writes its last audit events as it exits: wait for it. */
-	for (int i = 0; pid > 0 && i < 3000 && kill(pid, 0) == 0; i++)
+	for (int i = 0; i < 3000 && util_pid_alive(pid); i++)
 		nanosleep(&ts, NULL);
 	ws->mounted = false;
 	ws->daemon_pid = 0;

@@ -55,7 +55,7 @@ static pid_t read_pid(const char *run)
 
 	if (path && util_read_file(path, &buf, NULL) == 0) {
 		pid = (pid_t)atoi(buf);
-		if (pid > 0 && kill(pid, 0) < 0)
+		if (!util_pid_alive(pid))
 			pid = 0;
 	}
 	free(buf);

@@ -7,6 +7,7 @@
 #ifndef ARB_FS_H
 #define ARB_FS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -34,8 +35,11 @@ struct fs_config {
  */
 int fs_daemon_run(const struct fs_config *cfg, int ready_fd) ARB_MUST_CHECK;
 
-/* Unmounts the view at mountpoint (lazy when busy is false is not used: plain unmount). */
-int fs_unmount(const char *mountpoint) ARB_MUST_CHECK;
+/*
+ * Unmounts the view at mountpoint (root: umount2; others: fusermount3). lazy detaches it even
+ * while busy: for the dead mount a killed daemon leaves behind.
+ */
+int fs_unmount(const char *mountpoint, bool lazy) ARB_MUST_CHECK;
 
 /* True when path is the root of a FUSE mount. */
 int fs_is_mounted(const char *path);

@@ -7,13 +7,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-int fs_unmount(const char *mountpoint)
+int fs_unmount(const char *mountpoint, bool lazy)
 {
 	pid_t pid;
 	int status = 0;
 
 	/* Root can unmount directly; anyone else goes through the setuid fusermount3. */
-	if (umount2(mountpoint, UMOUNT_NOFOLLOW) == 0)
+	if (umount2(mountpoint, UMOUNT_NOFOLLOW | (lazy ? MNT_DETACH : 0)) == 0)
 		return 0;
 	if (errno == EINVAL)
 		return util_err(-EINVAL, "%s is not mounted", mountpoint);
@@ -21,7 +21,12 @@ int fs_unmount(const char *mountpoint)
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
-		execlp("fusermount3", "fusermount3", "-u", "-q", "--", mountpoint, (char *)NULL);
+		if (lazy)
+			execlp("fusermount3", "fusermount3", "-u", "-q", "-z", "--", mountpoint,
+			       (char *)NULL);
+		else
+			execlp("fusermount3", "fusermount3", "-u", "-q", "--", mountpoint,
+			       (char *)NULL);
 		_exit(127);
 	}
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)

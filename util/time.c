@@ -1,7 +1,8 @@
-/* util/time.c: clocks, time formatting and process exit statuses. */
+/* util/time.c: clocks, time formatting and processes (liveness, exit statuses). */
 #include "util/util.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -25,6 +26,27 @@ void util_time_format(char *buf, size_t size, int64_t ns, bool iso)
 		localtime_r(&t, &tm);
 		strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm);
 	}
+}
+
+bool util_pid_alive(pid_t pid)
+{
+	char path[64], buf[512];
+	char *state;
+	FILE *f;
+	size_t n;
+
+	if (pid <= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* "pid (comm) S ...": comm may hold anything, so look after the last ')'. */
+	state = strrchr(buf, ')');
+	return state && state[1] == ' ' && state[2] != 'Z' && state[2] != 'X';
 }
 
 int util_wait_status_to_exit(int status)

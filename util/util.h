@@ -47,6 +47,9 @@ int64_t util_now_ns(void);
 /* Formats ns since the epoch as local "YYYY-MM-DD HH:MM:SS" (or ISO 8601 UTC when iso). */
 void util_time_format(char *buf, size_t size, int64_t ns, bool iso);
 
+/* True when pid exists and is not a zombie (an exited child nobody reaped yet). */
+bool util_pid_alive(pid_t pid);
+
 /* Exit status in shell convention: the code, or 128+N when killed by signal N. */
 int util_wait_status_to_exit(int status);
 

@@ -99,6 +99,19 @@ tree_hash() {
 		LC_ALL=C sort -z | xargs -0 sha256sum) | sha256sum | cut -d' ' -f1
 }
 
+# alive PID: running and not a zombie (this machine's pid 1 may not reap orphans).
+alive() {
+	local st
+	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1) || return 1
+	[ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}
+
+# wait_dead PID: up to 10 s for it to end.
+wait_dead() {
+	for _ in $(seq 100); do alive "$1" || return 0; sleep 0.1; done
+	return 1
+}
+
 finish() {
 	if [ "$FAILS" -gt 0 ]; then
 		echo "$FAILS of $CHECKS checks failed" >&2

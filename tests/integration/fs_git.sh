@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# git inside the view: clean status without reading content, the everyday commands, fetching
+# the result from the origin, and the origin (worktree and .git) untouched throughout.
+. "$(dirname "$0")/lib.sh"
+[ -e /dev/fuse ] || skip "no /dev/fuse"
+
+mkrepo "$T/repo"
+git -C "$T/repo" checkout -q -b feature
+printf 'feature\n' >"$T/repo/feature.txt"
+git -C "$T/repo" add feature.txt
+git -C "$T/repo" commit -q -m feature
+git -C "$T/repo" checkout -q main
+# Prime the state dir so the hash below covers the origin only.
+"$ARB" --workdir "$T/repo" project info >/dev/null
+origin_before=$(cd "$T/repo" && git status --porcelain; tree_hash "$T/repo/.git"; find "$T/repo" -path "$T/repo/.git" -prune -o -path "$T/repo/.arborinth" -prune -o -type f -print0 | sort -z | xargs -0 sha256sum)
+
+expect_status 0 "create" -- "$ARB" --workdir "$T/repo" workspace create w
+V="$T/repo/.arborinth/workspaces/w/workdir"
+BLOBS="$T/repo/.arborinth/blobs"
+
+expect_eq "" "$(git -C "$V" status --porcelain)" "status clean right after create"
+nblobs=$(find "$BLOBS" -type f 2>/dev/null | wc -l)
+expect_eq 0 "$nblobs" "git status read no file content (blob cache empty)"
+expect_eq "arborinth/w" "$(git -C "$V" rev-parse --abbrev-ref HEAD)" "branch"
+expect_eq "$(git -C "$T/repo" rev-parse main)" "$(git -C "$V" rev-parse HEAD)" "HEAD at the base"
+
+# Edit, add, commit, branch, log, diff.
+printf 'edited\n' >>"$V/README"
+printf 'new\n' >"$V/new.txt"
+expect_match "M README" "$(git -C "$V" status --porcelain)" "edit shows"
+expect_match "\+edited" "$(git -C "$V" diff)" "diff shows the edit"
+git -C "$V" add -A
+git -C "$V" -c user.email=a@b -c user.name=agent commit -q -m "agent work"
+expect_eq "" "$(git -C "$V" status --porcelain)" "clean after commit"
+expect_eq "agent work" "$(git -C "$V" log -1 --format=%s)" "log shows the commit"
+git -C "$V" branch side
+expect_match "side" "$(git -C "$V" branch)" "branch created"
+
+# stash
+printf 'stash me\n' >>"$V/src/main.c"
+git -C "$V" stash -q
+expect_eq "" "$(git -C "$V" status --porcelain)" "clean after stash"
+git -C "$V" stash pop -q
+expect_match "M src/main.c" "$(git -C "$V" status --porcelain)" "stash pop restores"
+git -C "$V" checkout -q -- src/main.c
+
+# checkout of another branch (from the origin's objects)
+git -C "$V" checkout -q feature 2>/dev/null || git -C "$V" checkout -q -b feature "$(git -C "$T/repo" rev-parse feature)"
+expect_eq "feature" "$(cat "$V/feature.txt")" "checkout of another branch"
+expect_eq "" "$(git -C "$V" status --porcelain)" "clean after checkout"
+git -C "$V" checkout -q arborinth/w
+[ ! -e "$V/feature.txt" ] && pass || fail "feature.txt gone after checkout back"
+git -C "$V" mv src source
+expect_match "R  src/main.c -> source/main.c" "$(git -C "$V" status --porcelain)" "git mv of a directory"
+git -C "$V" -c user.email=a@b -c user.name=agent commit -q -m "move src"
+expect_eq "" "$(git -C "$V" status --porcelain)" "clean after git mv commit"
+
+# The origin fetches the work.
+git -C "$T/repo" fetch -q arborinth/w
+expect_eq "move src" "$(git -C "$T/repo" log -1 --format=%s refs/remotes/arborinth/w/arborinth/w)" "origin fetched the workspace branch"
+# ... also while the workspace is not mounted.
+expect_status 0 "unmount" -- "$ARB" --workdir "$T/repo" workspace unmount w
+git -C "$T/repo" fetch -q arborinth/w && pass || fail "fetch while unmounted"
+
+origin_after=$(cd "$T/repo" && git status --porcelain; tree_hash "$T/repo/.git"; find "$T/repo" -path "$T/repo/.git" -prune -o -path "$T/repo/.arborinth" -prune -o -type f -print0 | sort -z | xargs -0 sha256sum)
+# fetch adds remote-tracking refs and objects to the origin's .git; compare the worktree part.
+expect_eq "$(printf '%s\n' "$origin_before" | tail -n +3)" "$(printf '%s\n' "$origin_after" | tail -n +3)" "origin worktree byte-identical"
+
+# Before the fetch, the origin's .git is untouched by everything the workspace did.
+mkrepo "$T/repo2"
+"$ARB" --workdir "$T/repo2" project info >/dev/null
+"$ARB" --workdir "$T/repo2" workspace create x >/dev/null
+h1=$(tree_hash "$T/repo2/.git"; cd "$T/repo2" && git ls-files -s | sha256sum)
+V2="$T/repo2/.arborinth/workspaces/x/workdir"
+printf 'z\n' >"$V2/README"
+git -C "$V2" add -A && git -C "$V2" -c user.email=a@b -c user.name=agent commit -q -m z
+git -C "$V2" gc -q 2>/dev/null || true
+rm -rf "$V2/src"
+h2=$(tree_hash "$T/repo2/.git"; cd "$T/repo2" && git ls-files -s | sha256sum)
+expect_eq "$h1" "$h2" "origin .git byte-identical while the workspace works"
+
+# Two workspaces are independent; a later origin commit does not show through.
+"$ARB" --workdir "$T/repo2" workspace create y >/dev/null
+V3="$T/repo2/.arborinth/workspaces/y/workdir"
+expect_eq "hello" "$(head -1 "$V3/README")" "second workspace sees the base, not the first's edit"
+[ -d "$V3/src" ] && pass || fail "second workspace keeps src"
+printf 'origin change\n' >"$T/repo2/README"
+git -C "$T/repo2" commit -q -am "origin moves on"
+expect_eq "hello" "$(head -1 "$V3/README")" "origin commit does not show through"
+expect_eq "" "$(git -C "$V3" status --porcelain)" "second workspace still clean"
+
+finish
