@@ -270,6 +270,11 @@ int cmd_shell(struct cli_global *g, int argc, char **argv)
 		status = cli_fail_lib();
 		goto out;
 	}
+	/* The view may be down (after a reboot, say): bring it up; --explain changes nothing. */
+	if (!o.explain && core_ws_mount(p, ws) < 0) {
+		status = cli_fail_lib();
+		goto out;
+	}
 	if (!*cmd) {
 		shell_argv[0] = (char *)default_shell();
 		cmd = shell_argv;
