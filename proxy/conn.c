@@ -206,9 +206,17 @@ void proxy_conn_serve(struct proxy *p, int fd)
 			record(p, r, v, t0, sent == 0 ? v->status : 0, NULL, v->reason);
 			break;
 		}
-		if (proxy_req_header(r, "expect", NULL) && !r->message_done &&
-		    proxy_send_all(fd, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
+		/* A request without a body is complete now: the parser consumes its last LF,
+		 * so a pipelined or keep-alive next request starts clean. */
+		if (!r->chunked && r->content_length == 0) {
+			char none[1];
+
+			if (proxy_conn_read_body(c, r, none, sizeof(none)) != 0)
+				break;
+		} else if (proxy_req_header(r, "expect", NULL) &&
+			   proxy_send_all(fd, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0) {
 			break;
+		}
 		proxy_upstream_forward(c, r, v, &res);
 		record(p, r, v, t0, res.status, &res, res.reason);
 		if (!res.keep_alive)

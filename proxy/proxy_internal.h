@@ -150,7 +150,9 @@ struct proxy {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	unsigned n_conns;
-	int wake[2];		      /* self-pipe that stops the accept thread */
+	int wake[2]; /* self-pipe that stops the accept thread */
+	void *share; /* libcurl share: upstream connections, DNS, TLS sessions */
+	pthread_mutex_t share_locks[8];
 	struct proxy_client *clients; /* connections being served, for shutdown */
 	atomic_bool stopping;
 };
@@ -186,6 +188,9 @@ struct proxy_fwd_result {
 void proxy_upstream_forward(struct proxy_conn *c, struct proxy_req *r,
 			    const struct proxy_verdict *v, struct proxy_fwd_result *res);
 int proxy_upstream_global_init(void) ARB_MUST_CHECK;
+/* The upstream connection cache shared by all of p's connections (thread-safe share). */
+int proxy_upstream_share_new(struct proxy *p) ARB_MUST_CHECK;
+void proxy_upstream_share_free(struct proxy *p);
 /* Releases the connection's upstream handle (and its kept-alive upstream connection). */
 void proxy_upstream_conn_done(struct proxy_conn *c);
 

@@ -217,6 +217,9 @@ int proxy_new(struct proxy **out, const struct proxy_config *cfg)
 		rc = util_err(-ENOMEM, "out of memory");
 		goto fail;
 	}
+	rc = proxy_upstream_share_new(p);
+	if (rc < 0)
+		goto fail;
 	for (size_t i = 0; i < cfg->n_backends; i++) {
 		struct proxy_backend *b = cfg->backends[i];
 
@@ -293,6 +296,7 @@ void proxy_free(struct proxy *p)
 		close(p->wake[0]);
 	if (p->wake[1] >= 0)
 		close(p->wake[1]);
+	proxy_upstream_share_free(p);
 	for (size_t i = 0; i < p->n_backends; i++)
 		proxy_backend_free(p->backends[i]);
 	free(p->backends);

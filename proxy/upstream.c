@@ -54,6 +54,48 @@ int proxy_upstream_global_init(void)
 	return init_rc ? util_err(init_rc, "cannot initialise libcurl") : 0;
 }
 
+static void share_lock(CURL *e, curl_lock_data data, curl_lock_access access, void *ud)
+{
+	struct proxy *p = ud;
+
+	pthread_mutex_lock(&p->share_locks[(unsigned)data % ARB_ARRAY_LEN(p->share_locks)]);
+}
+
+static void share_unlock(CURL *e, curl_lock_data data, void *ud)
+{
+	struct proxy *p = ud;
+
+	pthread_mutex_unlock(&p->share_locks[(unsigned)data % ARB_ARRAY_LEN(p->share_locks)]);
+}
+
+int proxy_upstream_share_new(struct proxy *p)
+{
+	CURLSH *sh = curl_share_init();
+
+	if (!sh)
+		return util_err(-ENOMEM, "out of memory");
+	for (size_t i = 0; i < ARB_ARRAY_LEN(p->share_locks); i++)
+		pthread_mutex_init(&p->share_locks[i], NULL);
+	curl_share_setopt(sh, CURLSHOPT_LOCKFUNC, share_lock);
+	curl_share_setopt(sh, CURLSHOPT_UNLOCKFUNC, share_unlock);
+	curl_share_setopt(sh, CURLSHOPT_USERDATA, p);
+	curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+	curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+	curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+	p->share = sh;
+	return 0;
+}
+
+void proxy_upstream_share_free(struct proxy *p)
+{
+	if (!p->share)
+		return;
+	curl_share_cleanup(p->share);
+	p->share = NULL;
+	for (size_t i = 0; i < ARB_ARRAY_LEN(p->share_locks); i++)
+		pthread_mutex_destroy(&p->share_locks[i]);
+}
+
 void proxy_upstream_conn_done(struct proxy_conn *c)
 {
 	if (c && c->easy) {
@@ -438,6 +480,8 @@ void proxy_upstream_forward(struct proxy_conn *c, struct proxy_req *r,
 	if (!url || build_headers(f, &hdrs) < 0)
 		goto out;
 	curl_easy_setopt(e, CURLOPT_URL, url);
+	if (c->p->share)
+		curl_easy_setopt(e, CURLOPT_SHARE, c->p->share);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);

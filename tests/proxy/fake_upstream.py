@@ -41,6 +41,7 @@ def log(entry):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # head and body are separate writes
 
     def log_message(self, fmt, *args):
         pass
