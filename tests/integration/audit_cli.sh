@@ -141,7 +141,7 @@ fi
 expect_status 3 "shell" -- "$ARB" shell w -- sh -c 'echo hi > from-shell.txt; mkdir shell-dir; exit 3'
 expect_status 0 "--kind exec" -- "$ARB" audit w --kind exec
 expect_eq 2 "$(printf '%s\n' "$OUT" | wc -l)" "exec and exit rows"
-expect_match "exec +session ([0-9]+) \(jail none\): sh -c 'echo hi > from-shell.txt; mkdir shell-dir; exit 3'" \
+expect_match "exec +session ([0-9]+) \(jail [a-z]+\): sh -c 'echo hi > from-shell.txt; mkdir shell-dir; exit 3'" \
 	"$OUT" "exec row with argv"
 expect_match "exit +session [0-9]+ +status 3" "$OUT" "exit row with status"
 SID=$(printf '%s\n' "$OUT" | sed -nE 's/.*exec +session ([0-9]+).*/\1/p')
