@@ -76,6 +76,18 @@ struct core_ws;
 int cli_audit_session_begin(struct audit_session **out, struct core_project *p,
 			    const struct core_ws *ws, const char *jail, char *const cmd[]);
 void cli_audit_session_end(struct audit_session *s, int exit_status);
+/*
+ * `shell --backend` (cli/shell_proxy.c). cli_proxy_start: the proxy for ws's box from backend
+ * specs (none: *out stays NULL); with listen, on NAME/run/proxy/proxy.sock, else only
+ * credentials and placeholders (for --explain). cli_proxy_box_setup: the socket directory
+ * (read-only), the relay hook and the base URL/placeholder variables on the box.
+ */
+struct proxy;
+struct jail_box;
+int cli_proxy_start(struct proxy **out, const struct core_ws *ws, const char *const *specs,
+		    size_t n, const char *key_file, bool listen) ARB_MUST_CHECK;
+int cli_proxy_box_setup(struct proxy *px, struct jail_box *b,
+			const struct core_ws *ws) ARB_MUST_CHECK;
 int cmd_fs_daemon(struct cli_global *g, int argc, char **argv);
 extern const char cmd_box_init_usage[];
 int cmd_box_init(struct cli_global *g, int argc, char **argv);

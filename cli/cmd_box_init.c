@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "jail/jail.h"
+#include "proxy/proxy.h"
 
 const char cmd_box_init_usage[] =
     "usage: arborinth __box-init [--ready-fd FD] [--HOOK ARG]... -- CMD [ARGS...]\n"
@@ -25,6 +26,7 @@ const char cmd_box_init_usage[] =
  *   {"relay", relay_start, relay_stop},   (ARG: "PORT[,PORT...]=SOCKET")
  */
 static const struct jail_init_hook box_init_hooks[] = {
+    {"relay", proxy_relay_hook_start, proxy_relay_hook_stop},
     {0},
 };
 

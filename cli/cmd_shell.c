@@ -12,6 +12,7 @@
 
 #include "core/core.h"
 #include "jail/jail.h"
+#include "proxy/proxy.h"
 
 const char cmd_shell_usage[] =
     "usage: arborinth shell NAME [OPTIONS] [--] [CMD ARGS...]\n"
@@ -36,22 +37,36 @@ const char cmd_shell_usage[] =
     "  --env NAME[=VALUE]      pass a variable into the box (NAME alone: its host value)\n"
     "  --net                   share the host's network (default: none, only loopback);\n"
     "                          host abstract unix sockets become reachable too\n"
+    "  --backend NAME[=URL][,OPT=VALUE...]\n"
+    "                          let the box call model API NAME (anthropic, openai, or one\n"
+    "                          defined with options) through the credential proxy: the box\n"
+    "                          gets NAME_BASE_URL (a relay on 127.0.0.1) and NAME_API_KEY=a\n"
+    "                          random placeholder; the real key ($ANTHROPIC_API_KEY,\n"
+    "                          $OPENAI_API_KEY, key-env= or key-file=) stays on the host\n"
+    "                          (repeatable; see README \"Credential proxy\")\n"
+    "  --api-key-file FILE     the credential of the one --backend, read from FILE\n"
     "  --explain               print the resolved box (inputs, mounts, environment,\n"
     "                          seccomp rules, the exact bwrap argv) and run nothing\n";
 
 static const struct cli_cmd shell_cmd = {"shell", NULL, cmd_shell, NULL, cmd_shell_usage};
 
 static const struct option shell_opts[] = {
-    {"jail", required_argument, NULL, 'J'}, {"mount", required_argument, NULL, 'm'},
-    {"env", required_argument, NULL, 'e'},  {"net", no_argument, NULL, 'n'},
-    {"explain", no_argument, NULL, 'x'},    {0},
+    {"jail", required_argument, NULL, 'J'},
+    {"mount", required_argument, NULL, 'm'},
+    {"env", required_argument, NULL, 'e'},
+    {"net", no_argument, NULL, 'n'},
+    {"explain", no_argument, NULL, 'x'},
+    {"backend", required_argument, NULL, 'b'},
+    {"api-key-file", required_argument, NULL, 'k'},
+    {0},
 };
 
 struct shell_opts {
 	const char *jail;
 	bool net, explain;
-	const char **mounts, **envs; /* borrowed from argv */
-	size_t n_mounts, n_envs;
+	const char **mounts, **envs, **backends; /* borrowed from argv */
+	size_t n_mounts, n_envs, n_backends;
+	const char *key_file;
 };
 
 static bool option_takes_value(const char *arg)
@@ -140,14 +155,23 @@ static int parse_options(struct cli_global *g, int argc, char **argv, struct she
 		case 'x':
 			o->explain = true;
 			break;
+		case 'b':
+			o->backends[o->n_backends++] = optarg;
+			break;
+		case 'k':
+			o->key_file = optarg;
+			break;
 		}
 	}
 	if (strcmp(o->jail, "bubblewrap") && strcmp(o->jail, "none"))
 		return cli_usage_error("shell", "unknown jail '%s' (available: bubblewrap, none)",
 				       o->jail);
-	if (!strcmp(o->jail, "none") && (o->n_mounts || o->n_envs || o->net))
-		return cli_usage_error("shell", "--mount, --env and --net need --jail bubblewrap "
-						"(--jail none runs on the host as it is)");
+	if (!strcmp(o->jail, "none") && (o->n_mounts || o->n_envs || o->net || o->n_backends))
+		return cli_usage_error("shell",
+				       "--mount, --env, --net and --backend need --jail "
+				       "bubblewrap (--jail none runs on the host as it is)");
+	if (o->key_file && o->n_backends != 1)
+		return cli_usage_error("shell", "--api-key-file needs exactly one --backend");
 	if (optind >= argc)
 		return cli_usage_error("shell", "missing workspace NAME");
 	*name_at = optind;
@@ -156,7 +180,7 @@ static int parse_options(struct cli_global *g, int argc, char **argv, struct she
 
 /* Builds the box for ws from the options; *out: jail_box_free(). */
 static int make_box(struct core_project *p, const struct core_ws *ws, const struct shell_opts *o,
-		    char **cmd, struct jail_box **out)
+		    struct proxy *px, char **cmd, struct jail_box **out)
 {
 	struct jail_box_config cfg = {
 	    .ws_name = ws->name,
@@ -181,6 +205,9 @@ static int make_box(struct core_project *p, const struct core_ws *ws, const stru
 	for (size_t i = 0; i < o->n_envs && status == CLI_OK; i++)
 		if (jail_box_add_env(b, o->envs[i]) < 0)
 			status = cli_usage_error("shell", "%s", util_err_msg());
+	/* After --env: the placeholders win over a host variable of the same name. */
+	if (status == CLI_OK && px && cli_proxy_box_setup(px, b, ws) < 0)
+		status = cli_fail_lib();
 	if (status == CLI_OK && (jail_box_set_command(b, cmd) < 0 || jail_box_finish(b) < 0))
 		status = cli_fail_lib();
 	if (status != CLI_OK) {
@@ -196,11 +223,18 @@ static int run_box(struct core_project *p, const struct core_ws *ws, const struc
 {
 	struct audit_session *session = NULL;
 	struct jail_box *b = NULL;
+	struct proxy *px = NULL;
 	char *text = NULL;
-	int status = make_box(p, ws, o, cmd, &b), exit_status = 0;
+	int status, exit_status = 0;
 
-	if (status != CLI_OK)
+	/* The proxy first: the box's environment holds its placeholders. */
+	if (cli_proxy_start(&px, ws, o->backends, o->n_backends, o->key_file, !o->explain) < 0)
+		return cli_fail_lib();
+	status = make_box(p, ws, o, px, cmd, &b);
+	if (status != CLI_OK) {
+		proxy_free(px);
 		return status;
+	}
 	if (o->explain) {
 		if (jail_box_explain(b, &text) < 0)
 			status = cli_fail_lib();
@@ -208,6 +242,7 @@ static int run_box(struct core_project *p, const struct core_ws *ws, const struc
 			fputs(text, stdout);
 		free(text);
 		jail_box_free(b);
+		proxy_free(px);
 		return status;
 	}
 	fflush(stdout);
@@ -219,6 +254,7 @@ static int run_box(struct core_project *p, const struct core_ws *ws, const struc
 		status = exit_status;
 	cli_audit_session_end(session, status);
 	jail_box_free(b);
+	proxy_free(px);
 	return status;
 }
 
@@ -258,7 +294,8 @@ int cmd_shell(struct cli_global *g, int argc, char **argv)
 
 	o.mounts = calloc((size_t)argc + 1, sizeof(*o.mounts));
 	o.envs = calloc((size_t)argc + 1, sizeof(*o.envs));
-	if (!o.mounts || !o.envs) {
+	o.backends = calloc((size_t)argc + 1, sizeof(*o.backends));
+	if (!o.mounts || !o.envs || !o.backends) {
 		status = cli_fail(CLI_ERR, "out of memory");
 		goto out;
 	}
@@ -288,5 +325,6 @@ out:
 	core_project_free(p);
 	free(o.mounts);
 	free(o.envs);
+	free(o.backends);
 	return status;
 }
