@@ -176,8 +176,10 @@ static int serve(struct fs *fs, const struct fs_config *cfg, int *ready_fd)
 	int rc = -EIO;
 
 	fs->se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), fs);
-	if (!fs->se)
+	if (!fs->se) {
+		fuse_opt_free_args(&args);
 		return util_err(-EIO, "cannot start the FUSE session");
+	}
 	if (fuse_set_signal_handlers(fs->se) < 0)
 		goto out;
 	if (fuse_session_mount(fs->se, cfg->mountpoint) < 0) {
@@ -205,6 +207,7 @@ out_signals:
 	fuse_remove_signal_handlers(fs->se);
 out:
 	fuse_session_destroy(fs->se);
+	fuse_opt_free_args(&args);
 	return rc;
 }
 

@@ -29,6 +29,7 @@ echo "== build (ASan+UBSan)"
 bash scripts/build.sh "$top/build-asan" -DARB_SANITIZE=ON
 echo "== tests under sanitizers"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export LSAN_OPTIONS=suppressions=$top/tests/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 (cd build-asan && ctest --output-on-failure -j "$jobs" "$@")
 echo "== all tests passed"

@@ -143,10 +143,32 @@ class Fixture:
     def arb(self, *args, check=True):
         return run(ARB, "--workdir", self.repo, *args, check=check)
 
+    def sanitizer_reports(self):
+        """Reports a view daemon's sanitizer wrote to its log (run/fs.log)."""
+        out = []
+        wsdir = os.path.join(self.repo, ".arborinth", "workspaces")
+        for name in os.listdir(wsdir):
+            log = os.path.join(wsdir, name, "run", "fs.log")
+            if os.path.exists(log):
+                with open(log, errors="replace") as f:
+                    text = f.read()
+                if "Sanitizer" in text:
+                    out.append(text)
+        return out
+
     def cleanup(self):
         for name in os.listdir(os.path.join(self.repo, ".arborinth", "workspaces")):
             if not name.startswith("."):
+                self.arb("workspace", "unmount", name, check=False)
+        reports = self.sanitizer_reports()
+        for name in os.listdir(os.path.join(self.repo, ".arborinth", "workspaces")):
+            if not name.startswith("."):
                 self.arb("workspace", "delete", name, check=False)
+        if reports:
+            print("FAIL: sanitizer report in a daemon log:\n" + "\n".join(reports),
+                  file=sys.stderr)
+            subprocess.run(["rm", "-rf", self.tmp])
+            sys.exit(1)
         if os.environ.get("ARB_KEEP_TMP") != "1":
             subprocess.run(["rm", "-rf", self.tmp])
 

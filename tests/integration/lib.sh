@@ -20,6 +20,12 @@ arb_cleanup() {
 	for pidf in $(find "$T" -name daemon.pid 2>/dev/null); do
 		kill "$(cat "$pidf")" 2>/dev/null || true
 	done
+	# A sanitizer report from a view daemon (its stderr goes to run/fs.log) fails the test.
+	if grep -rl "Sanitizer" --include=fs.log "$T" 2>/dev/null; then
+		echo "FAIL: sanitizer report in a daemon log:" >&2
+		grep -rh -A20 "Sanitizer" --include=fs.log "$T" >&2 || true
+		rc=1
+	fi
 	if [ "${ARB_KEEP_TMP:-}" != 1 ]; then
 		rm -rf "$T" 2>/dev/null || true
 	else
