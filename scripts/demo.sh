@@ -1,29 +1,46 @@
 #!/usr/bin/env bash
 # scripts/demo.sh: the main job on a built-in example. Installs what it needs, builds, makes a
-# small demo repository, creates a workspace, runs a command in it and shows the result.
+# small demo repository, creates a workspace (a copy-on-write view, no clone), lets a command
+# change it inside the bubblewrap box, and shows the result: the origin untouched, the work
+# fetched back with git, and the audit trail of every write.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 bash "$top/scripts/deps.sh"
 bash "$top/scripts/build.sh" "$top/build" >/dev/null
 A="$top/build/cli/arborinth"
 demo=$(mktemp -d /tmp/arborinth-demo.XXXXXX)
-trap '"$A" --workdir "$demo/repo" workspace delete demo >/dev/null 2>&1 || true; rm -rf "$demo"' EXIT
+cleanup() {
+	"$A" --workdir "$demo/repo" workspace delete demo >/dev/null 2>&1 || true
+	rm -rf "$demo"
+}
+trap cleanup EXIT
 
 say() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
-run() { say "$*"; "$@"; }
+run() {
+	say "$*"
+	"$@"
+}
 
 mkdir -p "$demo/repo" && cd "$demo/repo"
 git init -q -b main
 git config user.email demo@example.com && git config user.name demo
 printf 'Demo project\n' >README.md
-mkdir -p src && printf 'int main(void) { return 0; }\n' >src/main.c
+mkdir -p src && printf '#include <stdio.h>\nint main(void) { puts("hello"); return 0; }\n' >src/main.c
 git add -A && git commit -qm "initial commit"
 
 run "$A" project info
 run "$A" workspace create demo
-run "$A" workspace list
-run "$A" shell demo --jail none -- sh -c 'pwd; ls -la'
-run git --git-dir=.arborinth/workspaces/demo/git log --oneline
-run git fetch -q arborinth/demo
-run git branch -a
+run ls -la .arborinth/workspaces/demo/workdir
+# The "agent": edits, builds and commits inside the box (no network, real home hidden).
+run "$A" shell demo -- sh -c '
+	printf "Demo project, improved by an agent\n" > README.md
+	sed -i "s/hello/hello from the box/" src/main.c
+	cc -o /tmp/hello src/main.c && /tmp/hello
+	git add -A && git -c user.name=agent -c user.email=agent@example.com commit -qm "agent: improve greeting"
+	if curl -s -m 2 -o /dev/null https://example.com; then echo "network: reachable"; else echo "network: none (no route out of the box)"; fi
+	echo "home: $HOME ($(ls -A "$HOME" | wc -l) entries)"'
+run "$A" audit demo
 run git status --short
+run git fetch -q arborinth/demo
+run git log --oneline --all
+run git diff --stat main arborinth/demo/arborinth/demo
