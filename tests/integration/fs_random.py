@@ -74,15 +74,20 @@ def apply(root, op):
             fd = os.open(p(op[1]), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             os.write(fd, op[2])
             os.close(fd)
+        # O_NOFOLLOW everywhere a path is opened: a random symlink may point out of the
+        # tree, and the test must never write outside its own trees.
         elif kind == "pwrite":
-            fd = os.open(p(op[1]), os.O_WRONLY)
+            fd = os.open(p(op[1]), os.O_WRONLY | os.O_NOFOLLOW)
             os.pwrite(fd, op[3], op[2])
             os.close(fd)
         elif kind == "truncate":
-            os.truncate(p(op[1]), op[2])
+            fd = os.open(p(op[1]), os.O_WRONLY | os.O_NOFOLLOW)
+            os.ftruncate(fd, op[2])
+            os.close(fd)
         elif kind == "append":
-            with open(p(op[1]), "ab") as fh:
-                fh.write(op[2])
+            fd = os.open(p(op[1]), os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
+            os.write(fd, op[2])
+            os.close(fd)
         elif kind == "rename":
             os.rename(p(op[1]), p(op[2]))
         elif kind == "unlink":
@@ -100,8 +105,10 @@ def apply(root, op):
                 return ("skip",)
             os.chmod(p(op[1]), op[2])
         elif kind == "read":
-            with open(p(op[1]), "rb") as fh:
-                return ("ok", len(fh.read()))
+            fd = os.open(p(op[1]), os.O_RDONLY | os.O_NOFOLLOW)
+            n = len(os.read(fd, 1 << 20))
+            os.close(fd)
+            return ("ok", n)
         return ("ok",)
     except OSError as e:
         return ("err", errno.errorcode.get(e.errno, e.errno))
