@@ -64,9 +64,12 @@ static size_t fill(struct fs *fs, fuse_req_t req, struct fs_handle *h, char *buf
 			name = h->ents[i - 2].name;
 			e.attr.st_mode = h->ents[i - 2].type;
 			if (plus) {
-				if (fs_lookup_child(fs, h->node, name, &n) < 0 ||
-				    fs_entry_fill(fs, n, &e) < 0)
+				if (fs_lookup_child(fs, h->node, name, &n) < 0)
 					continue; /* gone since the snapshot */
+				if (fs_entry_fill(fs, n, &e) < 0) {
+					fs_node_maybe_free(fs, n);
+					continue;
+				}
 			} else if (fs_lookup_child(fs, h->node, name, &n) == 0) {
 				e.attr.st_ino = n->ino;
 				fs_node_maybe_free(fs, n);
