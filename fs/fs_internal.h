@@ -172,12 +172,21 @@ int fs_prepare_new(struct fs *fs, struct fs_node *parent, const char *name,
 int fs_remove_entry(struct fs *fs, struct fs_node *p, const char *name,
 		    struct fs_node *n) ARB_MUST_CHECK;
 
-/* record.c: audit events (no-ops when the audit is off). rc is 0 or a negative errno. */
+/*
+ * record.c: audit events (no-ops when the audit is off). rc is 0 or a negative errno. Called
+ * with fs->lock held; the events go to the recorder when fs_unlock() releases it.
+ */
 void fs_record(struct fs *fs, fuse_req_t req, const char *op, struct fs_node *parent,
 	       const char *name, const char *path2, int rc);
-void fs_record_node(struct fs *fs, fuse_req_t req, const char *op, struct fs_node *n, int64_t size,
-		    uint32_t mode, int rc);
-/* The coalesced writes of handle h, at release. */
+void fs_record_mode(struct fs *fs, fuse_req_t req, const char *op, struct fs_node *parent,
+		    const char *name, uint32_t mode, int rc);
+void fs_record_node(struct fs *fs, fuse_req_t req, const char *op, struct fs_node *n,
+		    const char *path2, int64_t size, uint32_t mode, int rc);
+/* Unlocks fs->lock, then records what this thread queued while holding it. */
+void fs_unlock(struct fs *fs);
+/* Notes the first writer of a handle (its coalesced event is recorded at release). */
+void fs_record_first_write(struct fs *fs, pid_t pid);
+/* The coalesced writes of handle h, at release (fs->lock not held). */
 void fs_record_writes(struct fs *fs, struct fs_handle *h);
 
 /* The operation tables' entries, one file per group. */

@@ -98,8 +98,8 @@ void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 	if (rc == 0)
 		rc = new_entry(fs, p, name, &e);
 	if (p)
-		fs_record(fs, req, "mkdir", p, name, NULL, rc);
-	pthread_mutex_unlock(&fs->lock);
+		fs_record_mode(fs, req, "mkdir", p, name, mode & 07777, rc);
+	fs_unlock(fs);
 	reply_entry_or_err(req, rc, &e);
 }
 
@@ -124,8 +124,8 @@ void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 	if (rc == 0)
 		rc = new_entry(fs, p, name, &e);
 	if (p)
-		fs_record(fs, req, "mknod", p, name, NULL, rc);
-	pthread_mutex_unlock(&fs->lock);
+		fs_record_mode(fs, req, "mknod", p, name, mode, rc);
+	fs_unlock(fs);
 	reply_entry_or_err(req, rc, &e);
 }
 
@@ -146,7 +146,7 @@ void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const ch
 		rc = new_entry(fs, p, name, &e);
 	if (p)
 		fs_record(fs, req, "symlink", p, name, link, rc);
-	pthread_mutex_unlock(&fs->lock);
+	fs_unlock(fs);
 	reply_entry_or_err(req, rc, &e);
 }
 
@@ -186,7 +186,7 @@ void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
 		from = fs_node_path(fs, n, NULL);
 		fs_record(fs, req, "link", np, newname, from, rc);
 	}
-	pthread_mutex_unlock(&fs->lock);
+	fs_unlock(fs);
 	free(from);
 	reply_entry_or_err(req, rc, &e);
 }
@@ -251,7 +251,7 @@ static void unlink_common(fuse_req_t req, fuse_ino_t parent, const char *name, b
 	rc = p ? do_unlink(fs, p, name, dir) : -ESTALE;
 	if (p)
 		fs_record(fs, req, dir ? "rmdir" : "unlink", p, name, NULL, rc);
-	pthread_mutex_unlock(&fs->lock);
+	fs_unlock(fs);
 	fuse_reply_err(req, -rc);
 }
 

@@ -91,7 +91,7 @@ static int open_node(struct fs *fs, struct fs_node *n, int flags, struct fs_hand
 		if (fs_lower_size(fs, n, &size) < 0)
 			size = -1; /* unknown: skip the torn-file check */
 		n->refs++;	   /* keep n while the lock is dropped */
-		pthread_mutex_unlock(&fs->lock);
+		fs_unlock(fs);
 		rc = open_lower(fs, &oid, size, &fd);
 		pthread_mutex_lock(&fs->lock);
 		n->refs--;
@@ -118,8 +118,8 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	n = fs_node_get(fs, ino);
 	rc = n ? open_node(fs, n, fi->flags, &h) : -ESTALE;
 	if (n && (fi->flags & O_TRUNC))
-		fs_record_node(fs, req, "truncate", n, 0, 0, rc);
-	pthread_mutex_unlock(&fs->lock);
+		fs_record_node(fs, req, "truncate", n, NULL, 0, 0, rc);
+	fs_unlock(fs);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -182,8 +182,8 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	p = fs_node_get(fs, parent);
 	rc = p ? do_create(fs, p, name, mode, fi, &e, &h) : -ESTALE;
 	if (p)
-		fs_record(fs, req, "create", p, name, NULL, rc);
-	pthread_mutex_unlock(&fs->lock);
+		fs_record_mode(fs, req, "create", p, name, mode & 07777, rc);
+	fs_unlock(fs);
 	if (rc < 0) {
 		if (h)
 			handle_release(fs, h);
@@ -228,8 +228,10 @@ void fs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, o
 		return;
 	}
 	pthread_mutex_lock(&h->wlock);
-	if (h->nwrites++ == 0)
+	if (h->nwrites++ == 0) {
 		h->wpid = fuse_req_ctx(req)->pid;
+		fs_record_first_write(fs_of(req), h->wpid);
+	}
 	h->wbytes += n;
 	if (off < h->wlo)
 		h->wlo = off;
@@ -258,7 +260,7 @@ static void handle_release(struct fs *fs, struct fs_handle *h)
 	pthread_mutex_lock(&fs->lock);
 	h->node->refs--;
 	fs_node_maybe_free(fs, h->node);
-	pthread_mutex_unlock(&fs->lock);
+	fs_unlock(fs);
 	pthread_mutex_destroy(&h->wlock);
 	free(h);
 }

@@ -22,7 +22,7 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	rc = p ? fs_lookup_child(fs, p, name, &n) : -ESTALE;
 	if (rc == 0)
 		rc = fs_entry_fill(fs, n, &e);
-	pthread_mutex_unlock(&fs->lock);
+	fs_unlock(fs);
 	if (rc == -ENOENT) {
 		/* A negative entry the kernel may cache: only we change the namespace. */
 		memset(&e, 0, sizeof(e));
@@ -52,7 +52,7 @@ void fs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 
 	pthread_mutex_lock(&fs->lock);
 	forget_one(fs, ino, nlookup);
-	pthread_mutex_unlock(&fs->lock);
+	fs_unlock(fs);
 	fuse_reply_none(req);
 }
 
@@ -63,7 +63,7 @@ void fs_op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f
 	pthread_mutex_lock(&fs->lock);
 	for (size_t i = 0; i < count; i++)
 		forget_one(fs, forgets[i].ino, forgets[i].nlookup);
-	pthread_mutex_unlock(&fs->lock);
+	fs_unlock(fs);
 	fuse_reply_none(req);
 }
 
@@ -77,7 +77,7 @@ void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	pthread_mutex_lock(&fs->lock);
 	n = fs_node_get(fs, ino);
 	rc = n ? fs_node_stat(fs, n, &st) : -ESTALE;
-	pthread_mutex_unlock(&fs->lock);
+	fs_unlock(fs);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
@@ -177,12 +177,12 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 	n = fs_node_get(fs, ino);
 	rc = n ? do_setattr(fs, n, attr, to_set, fi) : -ESTALE;
 	if (n)
-		fs_record_node(fs, req, setattr_op(to_set), n,
+		fs_record_node(fs, req, setattr_op(to_set), n, NULL,
 			       (to_set & FUSE_SET_ATTR_SIZE) ? attr->st_size : -1,
 			       (to_set & FUSE_SET_ATTR_MODE) ? attr->st_mode & 07777 : 0, rc);
 	if (rc == 0)
 		rc = fs_node_stat(fs, n, &st);
-	pthread_mutex_unlock(&fs->lock);
+	fs_unlock(fs);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
@@ -213,7 +213,7 @@ void fs_op_readlink(fuse_req_t req, fuse_ino_t ino)
 	} else {
 		rc = fs_lower_readlink(fs, &n->lower_oid, &target);
 	}
-	pthread_mutex_unlock(&fs->lock);
+	fs_unlock(fs);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else

@@ -32,7 +32,7 @@ void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		h->fd = -1;
 		n->refs++;
 	}
-	pthread_mutex_unlock(&fs->lock);
+	fs_unlock(fs);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -114,7 +114,7 @@ static void readdir_common(fuse_req_t req, size_t size, off_t off, struct fuse_f
 	}
 	if (rc == 0)
 		len = fill(fs, req, h, buf, size, off, plus);
-	pthread_mutex_unlock(&fs->lock);
+	fs_unlock(fs);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
@@ -143,7 +143,7 @@ void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fs_dirents_free(h->ents, h->nents);
 	h->node->refs--;
 	fs_node_maybe_free(fs, h->node);
-	pthread_mutex_unlock(&fs->lock);
+	fs_unlock(fs);
 	free(h);
 	fuse_reply_err(req, 0);
 }
@@ -157,7 +157,7 @@ void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_fi
 	pthread_mutex_lock(&fs->lock);
 	if (h->node->fd >= 0)
 		fd = fs_upper_reopen(h->node->fd, O_RDONLY | O_DIRECTORY);
-	pthread_mutex_unlock(&fs->lock);
+	fs_unlock(fs);
 	if (fd >= 0) {
 		rc = fsync(fd) < 0 ? errno : 0;
 		close(fd);

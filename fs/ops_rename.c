@@ -160,7 +160,7 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_
 		to = fs_node_path(fs, np, newname);
 		fs_record(fs, req, "rename", p, name, to, rc);
 	}
-	pthread_mutex_unlock(&fs->lock);
+	fs_unlock(fs);
 	free(to);
 	fuse_reply_err(req, -rc);
 }

@@ -50,8 +50,8 @@ void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 	if (rc == 0 && setxattr(p, name, value, size, flags) < 0)
 		rc = -errno;
 	if (n)
-		fs_record_node(fs, req, "setxattr", n, (int64_t)size, 0, rc);
-	pthread_mutex_unlock(&fs->lock);
+		fs_record_node(fs, req, "setxattr", n, name, (int64_t)size, 0, rc);
+	fs_unlock(fs);
 	fuse_reply_err(req, -rc);
 }
 
@@ -73,8 +73,8 @@ void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	else if (rc == 0 && removexattr(p, name) < 0)
 		rc = -errno;
 	if (n)
-		fs_record_node(fs, req, "removexattr", n, -1, 0, rc);
-	pthread_mutex_unlock(&fs->lock);
+		fs_record_node(fs, req, "removexattr", n, name, -1, 0, rc);
+	fs_unlock(fs);
 	fuse_reply_err(req, -rc);
 }
 
@@ -103,7 +103,7 @@ void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t siz
 		rc = -ENODATA;
 	else if (rc == 0 && (len = getxattr(p, name, buf, size)) < 0)
 		rc = -errno;
-	pthread_mutex_unlock(&fs->lock);
+	fs_unlock(fs);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else if (size == 0)
@@ -151,7 +151,7 @@ void fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		else if (len > 0 && !buf)
 			rc = -ENOMEM;
 	}
-	pthread_mutex_unlock(&fs->lock);
+	fs_unlock(fs);
 	if (rc > 0)
 		rc = 0;
 	if (rc == 0 && buf)

@@ -1,43 +1,109 @@
-/* fs/record.c: turning file system operations into audit events. */
+/*
+ * fs/record.c: turning file system operations into audit events.
+ *
+ * Events are built while fs->lock is held (paths come from the node tables) but handed to the
+ * recorder only after it is released (fs_unlock): the recorder may read /proc for a process it
+ * has not seen, or wait on a full queue, and no other operation should wait for that. A FUSE
+ * request runs on one thread from start to reply, so the pending events live in a
+ * thread-local list.
+ */
 #include "fs/fs_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "audit/audit.h"
 
-static void append(struct fs *fs, fuse_req_t req, struct audit_event *ev)
+struct pending {
+	struct audit_event ev;
+	char *path, *path2;
+	struct pending *next;
+};
+
+static __thread struct pending *pending_head;
+
+static void queue(struct fs *fs, fuse_req_t req, const struct audit_event *ev, char *path,
+		  const char *path2)
 {
-	ev->time_ns = util_now_ns();
-	ev->pid = req ? fuse_req_ctx(req)->pid : 0;
-	(void)audit_log_append(fs->audit, ev);
+	struct pending *p = calloc(1, sizeof(*p));
+
+	if (!p || (path2 && !(p->path2 = strdup(path2)))) {
+		/* Out of memory: record on the spot rather than lose the event. */
+		struct audit_event now = *ev;
+
+		now.path = path ? path : "";
+		now.path2 = path2;
+		(void)audit_log_append(fs->audit, &now);
+		free(path);
+		free(p);
+		return;
+	}
+	p->ev = *ev;
+	p->ev.time_ns = util_now_ns();
+	p->ev.pid = req ? fuse_req_ctx(req)->pid : 0;
+	p->path = path;
+	p->next = pending_head;
+	pending_head = p;
+}
+
+void fs_unlock(struct fs *fs)
+{
+	struct pending *list = pending_head, *rev = NULL;
+
+	pending_head = NULL;
+	pthread_mutex_unlock(&fs->lock);
+	/* Oldest first. */
+	while (list) {
+		struct pending *next = list->next;
+
+		list->next = rev;
+		rev = list;
+		list = next;
+	}
+	while (rev) {
+		struct pending *next = rev->next;
+
+		rev->ev.path = rev->path ? rev->path : "";
+		rev->ev.path2 = rev->path2;
+		(void)audit_log_append(fs->audit, &rev->ev);
+		free(rev->path);
+		free(rev->path2);
+		free(rev);
+		rev = next;
+	}
 }
 
 void fs_record(struct fs *fs, fuse_req_t req, const char *op, struct fs_node *parent,
 	       const char *name, const char *path2, int rc)
 {
-	struct audit_event ev = {.op = op, .path2 = path2, .result = -rc, .size = -1};
-	char *path;
+	struct audit_event ev = {.op = op, .result = -rc, .size = -1};
 
-	if (!fs->audit)
-		return;
-	path = fs_node_path(fs, parent, name);
-	ev.path = path ? path : name;
-	append(fs, req, &ev);
-	free(path);
+	if (fs->audit)
+		queue(fs, req, &ev, fs_node_path(fs, parent, name), path2);
 }
 
-void fs_record_node(struct fs *fs, fuse_req_t req, const char *op, struct fs_node *n, int64_t size,
-		    uint32_t mode, int rc)
+void fs_record_mode(struct fs *fs, fuse_req_t req, const char *op, struct fs_node *parent,
+		    const char *name, uint32_t mode, int rc)
+{
+	struct audit_event ev = {.op = op, .result = -rc, .size = -1, .mode = mode};
+
+	if (fs->audit)
+		queue(fs, req, &ev, fs_node_path(fs, parent, name), NULL);
+}
+
+void fs_record_node(struct fs *fs, fuse_req_t req, const char *op, struct fs_node *n,
+		    const char *path2, int64_t size, uint32_t mode, int rc)
 {
 	struct audit_event ev = {.op = op, .result = -rc, .size = size, .mode = mode};
-	char *path;
 
-	if (!fs->audit)
-		return;
-	path = fs_node_path(fs, n, NULL);
-	ev.path = path ? path : "";
-	append(fs, req, &ev);
-	free(path);
+	if (fs->audit)
+		queue(fs, req, &ev, fs_node_path(fs, n, NULL), path2);
+}
+
+void fs_record_first_write(struct fs *fs, pid_t pid)
+{
+	/* The writer may be gone by release, when the coalesced event is recorded. */
+	audit_log_proc_note(fs->audit, pid);
 }
 
 void fs_record_writes(struct fs *fs, struct fs_handle *h)
