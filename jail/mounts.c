@@ -130,11 +130,39 @@ static const struct jail_mount *hidden_above(const struct jail_mounts *m, const 
 	return NULL;
 }
 
-/* Guards, and sources that would reopen what a mount hides. */
-static int user_checks(const struct jail_mounts *m, const char *text, const struct jail_spec *s)
+/* A bind source must not contain (or lead by a symlink into) what a mount hides. */
+static int source_check(const struct jail_mounts *m, const char *text, const struct jail_spec *s)
 {
 	const struct jail_mount *g;
+	char *real;
+	int rc = 0;
+
+	if (!s->src)
+		return 0;
+	real = jail_path_real(s->src);
+	if (!real)
+		return util_err(-ENOMEM, "out of memory");
+	if ((g = hidden_below(m, real)))
+		rc =
+		    util_err(-EINVAL,
+			     "--mount '%s': source %s would expose %s, which the mount at %s hides "
+			     "(%s)",
+			     text, real, g->protects, g->dest, g->why);
+	else if (strcmp(real, s->src) && (g = hidden_above(m, real)) && !hidden_above(m, s->src))
+		rc =
+		    util_err(-EINVAL,
+			     "--mount '%s': source %s resolves through a symlink to %s, inside %s, "
+			     "which the mount at %s hides (%s); name the real path if you mean it",
+			     text, s->src, real, g->protects, g->dest, g->why);
+	free(real);
+	return rc;
+}
+
+/* The guard over the destination, then the source: what the box hides stays hidden. */
+static int dest_check(const struct jail_mounts *m, const char *text, const struct jail_spec *s)
+{
 	char *real = jail_path_real(s->dest);
+	const struct jail_mount *g;
 	int rc = 0;
 
 	if (!real)
@@ -148,22 +176,6 @@ static int user_checks(const struct jail_mounts *m, const char *text, const stru
 			      "user mount cannot open a guard, mount it somewhere else",
 			      text, strcmp(real, s->dest) ? real : s->dest, g->dest, g->why);
 	free(real);
-	if (rc < 0 || !s->src)
-		return rc;
-	real = jail_path_real(s->src);
-	if (!real)
-		return util_err(-ENOMEM, "out of memory");
-	if ((g = hidden_below(m, real)))
-		rc = util_err(-EINVAL,
-			      "--mount '%s': source %s contains %s, which the box hides (%s: %s)",
-			      text, real, g->protects, g->dest, g->why);
-	else if (strcmp(real, s->src) && (g = hidden_above(m, real)) && !hidden_above(m, s->src))
-		rc =
-		    util_err(-EINVAL,
-			     "--mount '%s': source %s resolves through a symlink to %s, inside %s, "
-			     "which the box hides (%s); name the real path if you mean it",
-			     text, s->src, real, g->protects, g->why);
-	free(real);
 	return rc;
 }
 
@@ -175,7 +187,7 @@ int jail_mounts_add_user(struct jail_mounts *m, const char *text)
 
 	if (rc < 0)
 		return rc;
-	rc = user_checks(m, text, &s);
+	rc = dest_check(m, text, &s);
 	if (rc < 0)
 		goto out;
 	x.type = s.type;
@@ -198,6 +210,9 @@ int jail_mounts_add_user(struct jail_mounts *m, const char *text)
 		    text, s.dest, jail_mount_type_name(old->type), old->why);
 		goto out;
 	}
+	rc = source_check(m, text, &s);
+	if (rc < 0)
+		goto out;
 	if (old && old->origin != JAIL_FROM_USER)
 		x.why = util_asprintf("--mount '%s', replacing the default (%s)", text, old->why);
 	else

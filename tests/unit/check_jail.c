@@ -1,0 +1,708 @@
+/*
+ * tests/unit/check_jail.c: paths, mount specs (every error), the mount tree (order, guards,
+ * replacement, sealing, planted links), the environment rules, the seccomp export, the box's
+ * profile and argv, and box-init with its hook table.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "jail/box_internal.h"
+
+static char tmp[64];
+
+static void tmp_setup(void)
+{
+	strcpy(tmp, "/var/tmp/check_jail.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmp));
+}
+
+static void tmp_teardown(void)
+{
+	ck_assert_int_eq(util_rm_rf(tmp), 0);
+}
+
+static char *tpath(const char *rel)
+{
+	static char buf[4][256];
+	static int k;
+	char *b = buf[k++ % 4];
+
+	snprintf(b, sizeof(buf[0]), "%s/%s", tmp, rel);
+	return b;
+}
+
+static void mkdirs(const char *rel)
+{
+	ck_assert_int_eq(util_mkdir_p(tpath(rel), 0755), 0);
+}
+
+/* ---- paths ---------------------------------------------------------------------------- */
+
+START_TEST(path_norm)
+{
+	static const struct {
+		const char *in, *out;
+	} ok[] = {{"/", "/"},		{"//", "/"},	    {"/a", "/a"},      {"/a/", "/a"},
+		  {"//a//b//", "/a/b"}, {"/a/.b", "/a/.b"}, {"/a..b", "/a..b"}};
+	static const char *const bad[] = {"a", "", "/a/./b", "/..", "/a/..", "/.", "./a"};
+	char *out;
+
+	for (size_t i = 0; i < ARB_ARRAY_LEN(ok); i++) {
+		ck_assert_int_eq(jail_path_norm(ok[i].in, &out), 0);
+		ck_assert_str_eq(out, ok[i].out);
+		free(out);
+	}
+	for (size_t i = 0; i < ARB_ARRAY_LEN(bad); i++) {
+		ck_assert_int_eq(jail_path_norm(bad[i], &out), -EINVAL);
+		ck_assert_ptr_null(out);
+	}
+}
+END_TEST
+
+START_TEST(path_under_and_order)
+{
+	const char *sorted[] = {"/", "/a", "/a/b", "/a/b/c", "/a-b", "/a0", "/ab", "/b"};
+
+	ck_assert(jail_path_under("/a/b", "/a"));
+	ck_assert(jail_path_under("/a", "/a"));
+	ck_assert(jail_path_under("/x", "/"));
+	ck_assert(!jail_path_under("/ab", "/a"));
+	ck_assert(!jail_path_under("/a", "/a/b"));
+	/* jail_path_cmp: every directory right before its subtree, '/' lowest. */
+	for (size_t i = 0; i + 1 < ARB_ARRAY_LEN(sorted); i++)
+		ck_assert_msg(jail_path_cmp(sorted[i], sorted[i + 1]) < 0, "%s < %s", sorted[i],
+			      sorted[i + 1]);
+	ck_assert_int_eq(jail_path_cmp("/a", "/a"), 0);
+}
+END_TEST
+
+START_TEST(path_real)
+{
+	char *r;
+
+	mkdirs("d/e");
+	ck_assert_int_eq(symlink(tpath("d"), tpath("link")), 0);
+	r = jail_path_real(tpath("link/e/missing/x"));
+	ck_assert_str_eq(r, tpath("d/e/missing/x"));
+	free(r);
+	r = jail_path_real("/");
+	ck_assert_str_eq(r, "/");
+	free(r);
+	r = jail_path_real("/nonexistent-arb/x");
+	ck_assert_str_eq(r, "/nonexistent-arb/x");
+	free(r);
+}
+END_TEST
+
+/* ---- mount specs ---------------------------------------------------------------------- */
+
+START_TEST(spec_valid)
+{
+	struct jail_spec s;
+
+	ck_assert_int_eq(jail_spec_parse("ro:/etc", &s), 0);
+	ck_assert_int_eq(s.type, JAIL_MOUNT_RO);
+	ck_assert_str_eq(s.src, "/etc");
+	ck_assert_str_eq(s.dest, "/etc");
+	jail_spec_clear(&s);
+	ck_assert_int_eq(jail_spec_parse("rw://etc/:/x//y/", &s), 0);
+	ck_assert_int_eq(s.type, JAIL_MOUNT_RW);
+	ck_assert_str_eq(s.src, "/etc");
+	ck_assert_str_eq(s.dest, "/x/y");
+	jail_spec_clear(&s);
+	ck_assert_int_eq(jail_spec_parse("tmpfs:/t", &s), 0);
+	ck_assert_int_eq(s.type, JAIL_MOUNT_TMPFS);
+	ck_assert_ptr_null(s.src);
+	jail_spec_clear(&s);
+	ck_assert_int_eq(jail_spec_parse("dev:/d", &s), 0);
+	ck_assert_int_eq(s.type, JAIL_MOUNT_DEV);
+	jail_spec_clear(&s);
+	ck_assert_int_eq(jail_spec_parse("proc:/p", &s), 0);
+	ck_assert_int_eq(s.type, JAIL_MOUNT_PROC);
+	jail_spec_clear(&s);
+}
+END_TEST
+
+START_TEST(spec_errors)
+{
+	static const struct {
+		const char *spec, *msg;
+	} bad[] = {
+	    {"", "--mount '': empty spec (expected TYPE:dest or TYPE:source:dest)"},
+	    {"ro", "--mount 'ro': missing ':' (expected TYPE:dest or TYPE:source:dest)"},
+	    {"ro:/a:/b:/c", "--mount 'ro:/a:/b:/c': too many ':'"},
+	    {":/x", "--mount ':/x': missing TYPE before ':'"},
+	    {"RO:/x",
+	     "--mount 'RO:/x': unknown type 'RO' (expected one of ro, rw, tmpfs, dev, proc)"},
+	    {"dir:/x", "--mount 'dir:/x': unknown type 'dir'"},
+	    {"tmpfs:/a:/b",
+	     "--mount 'tmpfs:/a:/b': type 'tmpfs' takes only a destination (tmpfs:dest)"},
+	    {"dev:/a:/b", "--mount 'dev:/a:/b': type 'dev' takes only a destination (dev:dest)"},
+	    {"proc:/a:/b",
+	     "--mount 'proc:/a:/b': type 'proc' takes only a destination (proc:dest)"},
+	    {"ro::/x", "--mount 'ro::/x': empty source (write ro:dest to bind the destination path "
+		       "itself)"},
+	    {"ro:", "--mount 'ro:': empty destination"},
+	    {"rw:/etc:", "--mount 'rw:/etc:': empty destination"},
+	    {"ro:etc", "--mount 'ro:etc': destination 'etc' is not an absolute path"},
+	    {"ro:etc:/x", "--mount 'ro:etc:/x': source 'etc' is not an absolute path"},
+	    {"tmpfs:~/x", "--mount 'tmpfs:~/x': destination '~/x' is not an absolute path"},
+	    {"ro:/a/../b",
+	     "--mount 'ro:/a/../b': destination '/a/../b' must not contain '.' or '..'"},
+	    {"ro:/etc/.:/x",
+	     "--mount 'ro:/etc/.:/x': source '/etc/.' must not contain '.' or '..'"},
+	    {"ro:/nonexistent-arb",
+	     "--mount 'ro:/nonexistent-arb': path '/nonexistent-arb' does not "
+	     "exist (TYPE:dest binds the destination path itself)"},
+	    {"rw:/nonexistent-arb:/x", "--mount 'rw:/nonexistent-arb:/x': source "
+				       "'/nonexistent-arb' does not exist"},
+	};
+	struct jail_spec s;
+
+	for (size_t i = 0; i < ARB_ARRAY_LEN(bad); i++) {
+		ck_assert_int_eq(jail_spec_parse(bad[i].spec, &s), -EINVAL);
+		ck_assert_msg(util_str_has_prefix(util_err_msg(), bad[i].msg), "%s: got '%s'",
+			      bad[i].spec, util_err_msg());
+		ck_assert_ptr_null(s.src);
+		ck_assert_ptr_null(s.dest);
+	}
+}
+END_TEST
+
+/* ---- the mount tree ------------------------------------------------------------------- */
+
+static void add(struct jail_mounts *m, enum jail_mount_type t, enum jail_mount_origin o,
+		unsigned flags, const char *src, const char *dest, const char *protects)
+{
+	struct jail_mount x = {.type = t,
+			       .origin = o,
+			       .flags = flags,
+			       .src = (char *)src,
+			       .dest = (char *)dest,
+			       .protects = (char *)protects,
+			       .why = (char *)"test"};
+
+	ck_assert_int_eq(jail_mounts_add(m, &x), 0);
+}
+
+/* / ro, /proc, /tmp (replaceable), a guard at tmp/g with a default below it. */
+static void sample_tree(struct jail_mounts *m)
+{
+	mkdirs("g/inner");
+	mkdirs("src");
+	add(m, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, "/", "/", NULL);
+	add(m, JAIL_MOUNT_PROC, JAIL_FROM_DEFAULT, 0, NULL, "/proc", "/proc");
+	add(m, JAIL_MOUNT_TMPFS, JAIL_FROM_DEFAULT, JAIL_MOUNT_REPLACEABLE, NULL, "/tmp", NULL);
+	add(m, JAIL_MOUNT_TMPFS, JAIL_FROM_GUARD, JAIL_MOUNT_SEAL, NULL, tpath("g"), tpath("g"));
+	add(m, JAIL_MOUNT_RW, JAIL_FROM_DEFAULT, 0, tpath("src"), tpath("g/inner"), NULL);
+}
+
+START_TEST(tree_guards_and_replacement)
+{
+	struct jail_mounts m = {0};
+	char spec[512];
+	const struct jail_mount *x;
+
+	sample_tree(&m);
+	/* At or below a guard: refused, naming it. */
+	snprintf(spec, sizeof(spec), "tmpfs:%s", tpath("g"));
+	ck_assert_int_eq(jail_mounts_add_user(&m, spec), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(util_err_msg(), "at or below the guard at"));
+	snprintf(spec, sizeof(spec), "ro:/etc:%s", tpath("g/inner/x"));
+	ck_assert_int_eq(jail_mounts_add_user(&m, spec), -EINVAL);
+	/* Through a host symlink into the guard: refused too. */
+	ck_assert_int_eq(symlink(tpath("g"), tpath("glink")), 0);
+	snprintf(spec, sizeof(spec), "tmpfs:%s", tpath("glink/y"));
+	ck_assert_int_eq(jail_mounts_add_user(&m, spec), -EINVAL);
+	/* A source containing what a mount hides: refused. */
+	snprintf(spec, sizeof(spec), "ro:%s:/mnt", tmp);
+	ck_assert_int_eq(jail_mounts_add_user(&m, spec), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(util_err_msg(), "would expose"));
+	ck_assert_int_eq(jail_mounts_add_user(&m, "ro:/proc:/mnt"), -EINVAL);
+	/* A source that is a symlink into a hidden path: refused; its real path is explicit. */
+	ck_assert_int_eq(symlink(tpath("g/inner"), tpath("ilink")), 0);
+	snprintf(spec, sizeof(spec), "ro:%s:/mnt", tpath("ilink"));
+	ck_assert_int_eq(jail_mounts_add_user(&m, spec), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(util_err_msg(), "resolves through a symlink"));
+	snprintf(spec, sizeof(spec), "ro:%s:/mnt", tpath("g/inner"));
+	ck_assert_int_eq(jail_mounts_add_user(&m, spec), 0);
+	/* Not replaceable: refused; the same mount again: accepted, unchanged. */
+	ck_assert_int_eq(jail_mounts_add_user(&m, "tmpfs:/proc"), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(util_err_msg(), "/proc already has a default mount"));
+	ck_assert_int_eq(jail_mounts_add_user(&m, "proc:/proc"), 0);
+	ck_assert_int_eq(jail_mounts_find(&m, "/proc")->origin, JAIL_FROM_DEFAULT);
+	ck_assert_int_eq(jail_mounts_add_user(&m, "rw:/"), -EINVAL);
+	/* Replaceable: the user mount takes its place; a later user mount replaces that. */
+	ck_assert_int_eq(jail_mounts_add_user(&m, "ro:/etc:/tmp"), 0);
+	x = jail_mounts_find(&m, "/tmp");
+	ck_assert_int_eq(x->origin, JAIL_FROM_USER);
+	ck_assert_int_eq(x->type, JAIL_MOUNT_RO);
+	ck_assert_ptr_nonnull(strstr(x->why, "replacing the default"));
+	ck_assert_int_eq(jail_mounts_add_user(&m, "tmpfs:/tmp"), 0);
+	x = jail_mounts_find(&m, "/tmp");
+	ck_assert_int_eq(x->type, JAIL_MOUNT_TMPFS);
+	ck_assert_ptr_null(x->src);
+	/* Two different defaults at one destination are a programming error. */
+	{
+		struct jail_mount y = {
+		    .type = JAIL_MOUNT_DEV, .dest = (char *)"/proc", .why = (char *)"x"};
+
+		ck_assert_int_eq(jail_mounts_add(&m, &y), -EEXIST);
+	}
+	jail_mounts_clear(&m);
+}
+END_TEST
+
+START_TEST(tree_order_and_args)
+{
+	struct jail_mounts m = {0};
+	struct jail_strv a = {0};
+	char want[2048];
+
+	sample_tree(&m);
+	ck_assert_int_eq(jail_mounts_add_user(&m, "tmpfs:/a-b"), 0);
+	ck_assert_int_eq(jail_mounts_add_user(&m, "tmpfs:/a/b"), 0);
+	jail_mounts_sort(&m);
+	ck_assert_str_eq(m.v[0].dest, "/");
+	ck_assert_int_eq(jail_mounts_depth(&m, 0), 0);
+	for (size_t i = 1; i < m.n; i++) {
+		ck_assert(jail_path_cmp(m.v[i - 1].dest, m.v[i].dest) < 0);
+		ck_assert_uint_ge(jail_mounts_depth(&m, i), 1);
+	}
+	ck_assert_uint_eq(jail_mounts_depth(&m, m.n - 1), 2); /* g/inner below g */
+	jail_mounts_args(&m, &a);
+	ck_assert_int_eq(jail_strv_ok(&a), 0);
+	/* The sealed guard is remounted read-only after what is below it is mounted. */
+	snprintf(want, sizeof(want),
+		 "--ro-bind / / --tmpfs /a/b --tmpfs /a-b --proc /proc --tmpfs /tmp --tmpfs %s "
+		 "--bind %s %s --remount-ro %s",
+		 tpath("g"), tpath("src"), tpath("g/inner"), tpath("g"));
+	{
+		char got[2048] = "";
+
+		for (size_t i = 0; i < a.n; i++) {
+			if (i)
+				strcat(got, " ");
+			strcat(got, a.v[i]);
+		}
+		ck_assert_str_eq(got, want);
+	}
+	jail_strv_clear(&a);
+	jail_mounts_clear(&m);
+}
+END_TEST
+
+START_TEST(tree_planted_links)
+{
+	struct jail_mounts m = {0};
+
+	mkdirs("home/dir");
+	add(&m, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, "/", "/", NULL);
+	add(&m, JAIL_MOUNT_RW, JAIL_FROM_GUARD, JAIL_MOUNT_BOX_WRITABLE, tpath("home"), "/h", "/h");
+	add(&m, JAIL_MOUNT_TMPFS, JAIL_FROM_DEFAULT, 0, NULL, "/h/dir/sub", NULL);
+	add(&m, JAIL_MOUNT_TMPFS, JAIL_FROM_DEFAULT, 0, NULL, "/h/missing/x", NULL);
+	jail_mounts_sort(&m);
+	ck_assert_int_eq(jail_mounts_check_links(&m), 0);
+	/* The box replaces a directory on the way to a mount point with a symlink. */
+	ck_assert_int_eq(rmdir(tpath("home/dir")), 0);
+	ck_assert_int_eq(symlink("/etc", tpath("home/dir")), 0);
+	ck_assert_int_eq(jail_mounts_check_links(&m), -ELOOP);
+	ck_assert_ptr_nonnull(strstr(util_err_msg(), "refusing to mount at /h/dir/sub"));
+	jail_mounts_clear(&m);
+}
+END_TEST
+
+/* ---- environment ---------------------------------------------------------------------- */
+
+START_TEST(env_rules)
+{
+	static const char *const secret[] = {"GITHUB_TOKEN",
+					     "AWS_SECRET_ACCESS_KEY",
+					     "ANTHROPIC_API_KEY",
+					     "SSH_AUTH_SOCK",
+					     "DBUS_SESSION_BUS_ADDRESS",
+					     "GIT_ASKPASS",
+					     "MY_KEY",
+					     "db_password",
+					     "LC_TOKEN",
+					     "NPM_AUTH",
+					     "OPENAI_APIKEY",
+					     "DISPLAY"};
+	static const char *const allowed[] = {"PATH",	  "HOME", "TERM",  "LANG", "LC_ALL",
+					      "LC_CTYPE", "TZ",	  "SHELL", "USER"};
+	static const char *const not_allowed[] = {"LD_PRELOAD", "PYTHONPATH",	   "OLDPWD",
+						  "PS1",	"XDG_RUNTIME_DIR", "HTTP_PROXY"};
+	struct jail_strv e = {0};
+
+	for (size_t i = 0; i < ARB_ARRAY_LEN(secret); i++) {
+		ck_assert_msg(jail_env_is_secret(secret[i]), "%s", secret[i]);
+		ck_assert(!jail_env_is_allowed(secret[i]));
+	}
+	for (size_t i = 0; i < ARB_ARRAY_LEN(allowed); i++)
+		ck_assert_msg(jail_env_is_allowed(allowed[i]), "%s", allowed[i]);
+	for (size_t i = 0; i < ARB_ARRAY_LEN(not_allowed); i++)
+		ck_assert_msg(!jail_env_is_allowed(not_allowed[i]), "%s", not_allowed[i]);
+	ck_assert(jail_env_name_valid("A_1"));
+	ck_assert(jail_env_name_valid("_x"));
+	ck_assert(!jail_env_name_valid("1A"));
+	ck_assert(!jail_env_name_valid(""));
+	ck_assert(!jail_env_name_valid("A-B"));
+	jail_env_set(&e, "A", "1");
+	jail_env_set(&e, "AB", "2");
+	jail_env_set(&e, "A", "3");
+	ck_assert_int_eq(jail_strv_ok(&e), 0);
+	ck_assert_uint_eq(e.n, 2);
+	ck_assert_str_eq(jail_env_get(e.v, "A"), "3");
+	ck_assert_str_eq(jail_env_get(e.v, "AB"), "2");
+	ck_assert_ptr_null(jail_env_get(e.v, "B"));
+	jail_strv_clear(&e);
+}
+END_TEST
+
+/* ---- seccomp -------------------------------------------------------------------------- */
+
+START_TEST(seccomp_export)
+{
+	size_t n, found = 0;
+	const struct jail_seccomp_rule *r = jail_seccomp_rules(&n);
+	struct stat st;
+	int fd;
+
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(r[i].syscall, "ioctl")) {
+			/* Masked to the 32 bits the kernel reads (CVE-2019-10063). */
+			ck_assert_int_eq(r[i].arg, 1);
+			ck_assert_uint_eq(r[i].mask, 0xffffffffu);
+			found++;
+		}
+	ck_assert_uint_eq(found, 2);
+	ck_assert_ptr_nonnull(jail_seccomp_arches()[0]);
+#if defined(__x86_64__)
+	ck_assert_str_eq(jail_seccomp_arches()[1], "x86");
+#endif
+	ck_assert_int_eq(jail_seccomp_export(&fd), 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_int_gt(st.st_size, 8 * 20);
+	ck_assert_int_eq(st.st_size % 8, 0); /* struct sock_filter */
+	ck_assert_int_eq(lseek(fd, 0, SEEK_CUR), 0);
+	close(fd);
+}
+END_TEST
+
+/* ---- the box -------------------------------------------------------------------------- */
+
+static struct jail_box *make_box(char *const *env, bool net)
+{
+	struct jail_box_config cfg = {
+	    .ws_name = "w",
+	    .ws_root = tpath("repo/.arborinth/workspaces/w"),
+	    .net = net,
+	    .host_env = env,
+	    .bwrap = "/bin/true",
+	    .self_exe = "/bin/sh",
+	};
+	static char paths[8][256];
+	const char *rel[] = {"repo/.arborinth/workspaces/w/workdir",
+			     "repo/.arborinth/workspaces/w/tmp",
+			     "repo/.arborinth/workspaces/w/cache",
+			     "repo/.arborinth/workspaces/w/home",
+			     "repo",
+			     "repo/.git/objects",
+			     "repo/.arborinth"};
+	const char **slot[] = {&cfg.workdir,  &cfg.tmp,		&cfg.cache,
+			       &cfg.home,     &cfg.origin_root, &cfg.origin_objects,
+			       &cfg.state_dir};
+	struct jail_box *b = NULL;
+
+	for (size_t i = 0; i < ARB_ARRAY_LEN(rel); i++) {
+		snprintf(paths[i], sizeof(paths[i]), "%s/%s", tmp, rel[i]);
+		ck_assert_int_eq(util_mkdir_p(paths[i], 0755), 0);
+		*slot[i] = paths[i];
+	}
+	ck_assert_msg(jail_box_new(&b, &cfg) == 0, "%s", util_err_msg());
+	return b;
+}
+
+static bool argv_has(const struct jail_box *b, const char *a, const char *next)
+{
+	char *const *v = jail_box_argv(b);
+
+	for (size_t i = 0; v[i]; i++)
+		if (!strcmp(v[i], a) && (!next || (v[i + 1] && !strcmp(v[i + 1], next))))
+			return true;
+	return false;
+}
+
+START_TEST(box_profile)
+{
+	char home[256], pathvar[1024], homevar[300];
+	char *env[] = {homevar,	     pathvar,
+		       "TERM=xterm", "GITHUB_TOKEN=ghp_x",
+		       "LC_ALL=C",   "SSH_AUTH_SOCK=/run/x",
+		       "EDITOR=vi",  NULL};
+	char *cmd[] = {"make", "-j2", NULL};
+	struct jail_box *b;
+	char *text = NULL;
+	char *const *envp;
+	size_t n = 0;
+
+	snprintf(home, sizeof(home), "%s/home", tmp);
+	mkdirs("home/bin");
+	mkdirs("tools/bin");
+	ck_assert_int_eq(symlink(tpath("tools"), tpath("home/.tools")), 0);
+	snprintf(homevar, sizeof(homevar), "HOME=%s", home);
+	/* Under $HOME (kept), through a symlink (bound at the entry), $HOME itself (skipped). */
+	snprintf(pathvar, sizeof(pathvar), "PATH=%s/bin:%s/.tools/bin:%s:/usr/bin", home, home,
+		 home);
+	b = make_box(env, false);
+	ck_assert_int_eq(jail_box_add_env(b, "FOO=bar"), 0);
+	ck_assert_int_eq(jail_box_add_env(b, "EDITOR"), 0);
+	ck_assert_int_eq(jail_box_add_env(b, "NOPE_UNSET"), -EINVAL);
+	ck_assert_int_eq(jail_box_add_env(b, "1X=2"), -EINVAL);
+	ck_assert_int_eq(jail_box_add_mount(b, "tmpfs:/tmp"), 0);
+	ck_assert_int_eq(jail_box_add_init_hook(b, "relay", "8080=/run/arborinth/p.sock"), 0);
+	ck_assert_int_eq(jail_box_add_init_hook(b, "--bad", "x"), -EINVAL);
+	ck_assert_int_eq(jail_box_finish(b), -EINVAL); /* no command yet */
+	ck_assert_int_eq(jail_box_set_command(b, cmd), 0);
+	ck_assert_int_eq(jail_box_finish(b), 0);
+	ck_assert_int_eq(jail_box_add_mount(b, "tmpfs:/x"), -EBUSY);
+
+	ck_assert(argv_has(b, "--unshare-net", NULL));
+	ck_assert(argv_has(b, "--unshare-user", NULL));
+	ck_assert(argv_has(b, "--unshare-pid", NULL));
+	ck_assert(argv_has(b, "--unshare-ipc", NULL));
+	ck_assert(argv_has(b, "--unshare-uts", NULL));
+	ck_assert(argv_has(b, "--unshare-cgroup", NULL));
+	ck_assert(argv_has(b, "--cap-drop", "ALL"));
+	ck_assert(argv_has(b, "--disable-userns", NULL));
+	ck_assert(argv_has(b, "--die-with-parent", NULL));
+	ck_assert(argv_has(b, "--as-pid-1", NULL));
+	ck_assert(argv_has(b, "--seccomp", "3"));
+	ck_assert(!argv_has(b, "--new-session", NULL));
+	ck_assert(argv_has(b, "--chdir", tpath("repo/.arborinth/workspaces/w/workdir")));
+	ck_assert(argv_has(b, "--relay", "8080=/run/arborinth/p.sock"));
+	ck_assert(argv_has(b, "--ro-bind", tpath("home/bin")));
+	ck_assert(argv_has(b, "--ro-bind", tpath("tools/bin")));
+	ck_assert(argv_has(b, tpath("tools/bin"), tpath("home/.tools/bin")));
+	ck_assert(!argv_has(b, "--ro-bind", home));
+	for (envp = jail_box_envp(b); envp[n]; n++)
+		ck_assert_msg(!strstr(envp[n], "ghp_") && !strstr(envp[n], "SSH_AUTH"), "%s",
+			      envp[n]);
+	ck_assert_str_eq(jail_env_get(envp, "HOME"), home);
+	ck_assert_str_eq(jail_env_get(envp, "FOO"), "bar");
+	ck_assert_str_eq(jail_env_get(envp, "EDITOR"), "vi");
+	ck_assert_str_eq(jail_env_get(envp, "ARBORINTH_WORKSPACE"), "w");
+	ck_assert_ptr_nonnull(jail_env_get(envp, "XDG_RUNTIME_DIR"));
+	{
+		char cache[300];
+
+		snprintf(cache, sizeof(cache), "%s/.cache", home);
+		ck_assert_str_eq(jail_env_get(envp, "XDG_CACHE_HOME"), cache);
+	}
+	for (size_t i = 1; i < n; i++)
+		ck_assert(strcmp(envp[i - 1], envp[i]) < 0);
+	/* The command closes the argv, after box-init. */
+	{
+		char *const *v = jail_box_argv(b);
+		size_t k = 0;
+
+		while (v[k])
+			k++;
+		ck_assert_str_eq(v[k - 1], "-j2");
+		ck_assert_str_eq(v[k - 2], "make");
+		ck_assert_str_eq(v[k - 3], "--");
+	}
+	ck_assert_int_eq(jail_box_explain(b, &text), 0);
+	ck_assert_ptr_nonnull(strstr(text, "== inputs =="));
+	ck_assert_ptr_nonnull(strstr(text, "== mounts by destination"));
+	ck_assert_ptr_nonnull(strstr(text, "== environment"));
+	ck_assert_ptr_nonnull(
+	    strstr(text, "withheld from the host (2): GITHUB_TOKEN SSH_AUTH_SOCK"));
+	ck_assert_ptr_nonnull(strstr(text, "== seccomp"));
+	ck_assert_ptr_nonnull(strstr(text, "== bwrap argv"));
+	ck_assert_ptr_nonnull(strstr(text, "[user] --mount 'tmpfs:/tmp', replacing the default"));
+	ck_assert_ptr_nonnull(strstr(text, "PATH entry"));
+	ck_assert_ptr_nonnull(strstr(text, "not mounted"));
+	ck_assert_ptr_nonnull(strstr(text, "--perms 0700 --tmpfs /run/user/"));
+	free(text);
+	jail_box_free(b);
+}
+END_TEST
+
+START_TEST(box_net_and_guards)
+{
+	char homevar[300];
+	char *env[] = {homevar, "PATH=/usr/bin", NULL};
+	char *cmd[] = {"true", NULL};
+	struct jail_box *b;
+	char spec[512];
+	char *text = NULL;
+
+	snprintf(homevar, sizeof(homevar), "HOME=%s/home", tmp);
+	mkdirs("home");
+	b = make_box(env, true);
+	snprintf(spec, sizeof(spec), "tmpfs:%s/home/.config", tmp);
+	ck_assert_int_eq(jail_box_add_mount(b, spec), -EINVAL); /* $HOME guard */
+	snprintf(spec, sizeof(spec), "tmpfs:%s", tpath("repo/src"));
+	ck_assert_int_eq(jail_box_add_mount(b, spec), -EINVAL); /* origin guard */
+	ck_assert_int_eq(jail_box_add_mount(b, "tmpfs:/run/x"), -EINVAL);
+	ck_assert_int_eq(jail_box_set_command(b, cmd), 0);
+	ck_assert_int_eq(jail_box_finish(b), 0);
+	ck_assert(!argv_has(b, "--unshare-net", NULL));
+	ck_assert_int_eq(jail_box_explain(b, &text), 0);
+	ck_assert_ptr_nonnull(strstr(text, "host abstract unix sockets"));
+	free(text);
+	jail_box_free(b);
+}
+END_TEST
+
+/* ---- box-init ------------------------------------------------------------------------- */
+
+static int hook_log_fd = -1;
+
+static int test_start(const char *arg, void **state)
+{
+	if (!strcmp(arg, "fail"))
+		return util_err(-EIO, "hook failed on purpose");
+	(void)!write(hook_log_fd, "start:", 6);
+	(void)!write(hook_log_fd, arg, strlen(arg));
+	(void)!write(hook_log_fd, ";", 1);
+	*state = strdup(arg);
+	return 0;
+}
+
+static void test_stop(void *state)
+{
+	(void)!write(hook_log_fd, "stop:", 5);
+	(void)!write(hook_log_fd, state, strlen(state));
+	(void)!write(hook_log_fd, ";", 1);
+	free(state);
+}
+
+static const struct jail_init_hook test_hooks[] = {{"test", test_start, test_stop}, {0}};
+
+static char *read_all(int fd)
+{
+	static char buf[512];
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+
+	buf[n > 0 ? n : 0] = '\0';
+	return buf;
+}
+
+START_TEST(init_runs_hooks_and_command)
+{
+	const char *names[] = {"test", "test", NULL}, *args[] = {"a", "b", NULL};
+	char *cmd[] = {"sh", "-c", "echo ran >&9; exit 7", NULL};
+	struct jail_init_opts o = {
+	    .hooks = test_hooks, .hook_names = names, .hook_args = args, .argv = cmd};
+	int logp[2], ready[2], status = -1;
+
+	ck_assert_int_eq(pipe(logp), 0);
+	ck_assert_int_eq(pipe(ready), 0);
+	hook_log_fd = logp[1];
+	o.ready_fd = ready[1];
+	/* fd 9 is closed on exec in the command: its echo must fail. */
+	ck_assert_int_eq(dup2(logp[1], 9), 9);
+	ck_assert_int_eq(jail_init_run(&o, &status), 0);
+	ck_assert_int_eq(status, 7);
+	ck_assert_str_eq(read_all(logp[0]), "start:a;start:b;stop:b;stop:a;");
+	ck_assert_str_eq(read_all(ready[0]), "1");
+}
+END_TEST
+
+START_TEST(init_statuses)
+{
+	char *killed[] = {"sh", "-c", "kill -USR1 $$", NULL};
+	char *missing[] = {"arb-no-such-program", NULL};
+	struct jail_init_opts o = {.ready_fd = -1, .hooks = test_hooks, .argv = killed};
+	int status = -1;
+
+	ck_assert_int_eq(jail_init_run(&o, &status), 0);
+	ck_assert_int_eq(status, 128 + SIGUSR1);
+	o.argv = missing;
+	ck_assert_int_eq(jail_init_run(&o, &status), 0);
+	ck_assert_int_eq(status, 127);
+}
+END_TEST
+
+START_TEST(init_hook_failures)
+{
+	const char *unknown[] = {"nope", NULL}, *failing[] = {"test", "test", NULL};
+	const char *args[] = {"a", "fail", NULL};
+	char *cmd[] = {"sh", "-c", "echo ran >&2; exit 0", NULL};
+	struct jail_init_opts o = {.ready_fd = -1,
+				   .hooks = test_hooks,
+				   .hook_names = unknown,
+				   .hook_args = args,
+				   .argv = cmd};
+	int logp[2], status = -1;
+
+	ck_assert_int_eq(pipe(logp), 0);
+	hook_log_fd = logp[1];
+	ck_assert_int_eq(jail_init_run(&o, &status), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(util_err_msg(), "unknown hook 'nope'"));
+	o.hook_names = failing;
+	ck_assert_int_eq(jail_init_run(&o, &status), -EIO);
+	ck_assert_int_eq(status, -1);
+	/* The hook that started is stopped again. */
+	ck_assert_str_eq(read_all(logp[0]), "start:a;stop:a;");
+}
+END_TEST
+
+static Suite *jail_suite(void)
+{
+	Suite *s = suite_create("jail");
+	TCase *tc = tcase_create("paths");
+
+	tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
+	tcase_add_test(tc, path_norm);
+	tcase_add_test(tc, path_under_and_order);
+	tcase_add_test(tc, path_real);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("specs");
+	tcase_add_test(tc, spec_valid);
+	tcase_add_test(tc, spec_errors);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("tree");
+	tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
+	tcase_add_test(tc, tree_guards_and_replacement);
+	tcase_add_test(tc, tree_order_and_args);
+	tcase_add_test(tc, tree_planted_links);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("env");
+	tcase_add_test(tc, env_rules);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("seccomp");
+	tcase_add_test(tc, seccomp_export);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("box");
+	tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
+	tcase_add_test(tc, box_profile);
+	tcase_add_test(tc, box_net_and_guards);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("init");
+	tcase_add_test(tc, init_runs_hooks_and_command);
+	tcase_add_test(tc, init_statuses);
+	tcase_add_test(tc, init_hook_failures);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(jail_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
