@@ -86,6 +86,22 @@ int jail_box_add_init_hook(struct jail_box *b, const char *name, const char *arg
 int jail_box_set_command(struct jail_box *b, char *const argv[]) ARB_MUST_CHECK;
 
 /*
+ * Grants, bind files and agent launchers (jail/binds_box.c). An extra mount binds host path
+ * `path` at the same path (ro, rw) or puts a tmpfs there. Unlike --mount it may land below
+ * the $HOME guard (toolchains live there), never at $HOME or /, at or below another guard,
+ * nor (ro/rw) reopen a path a mount hides other than $HOME. It replaces an earlier extra or
+ * user mount or a replaceable default at the same destination; later --mount may replace
+ * it. Listed as "user" with `why`. -EINVAL with a message (no prefix: the caller adds one).
+ */
+int jail_box_add_extra_mount(struct jail_box *b, enum jail_mount_type type, const char *path,
+			     const char *why) ARB_MUST_CHECK;
+/* Puts dir (absolute, no ':') in front of the box's PATH. */
+int jail_box_path_prepend(struct jail_box *b, const char *dir) ARB_MUST_CHECK;
+/* $HOME and $XDG_CACHE_HOME as the box sees them. Borrowed. */
+const char *jail_box_home(const struct jail_box *b);
+const char *jail_box_cache_dir(const struct jail_box *b);
+
+/*
  * Resolves the box into its launch profile: mount order, link checks, the environment and
  * the exact bwrap argv. After this the box is read-only. -errno with a message.
  */

@@ -1,0 +1,82 @@
+/* binds/binds_internal.h: what the files of binds/ share (and the unit tests reach). */
+#ifndef ARB_BINDS_INTERNAL_H
+#define ARB_BINDS_INTERNAL_H
+
+#include "binds/binds.h"
+
+struct binds_set {
+	struct binds_mount *mounts;
+	size_t n_mounts;
+	struct binds_dir *path;
+	size_t n_path;
+	struct binds_var *env;
+	size_t n_env;
+	char **notes;
+	size_t n_notes;
+};
+
+/* Precedence rules of the set (binds.h); strings copied. 0 or -ENOMEM. */
+int binds_set_add_mount(struct binds_set *s, enum binds_kind kind, const char *path,
+			const char *origin) ARB_MUST_CHECK;
+int binds_set_add_env(struct binds_set *s, const char *name, const char *value,
+		      const char *origin) ARB_MUST_CHECK;
+/* Puts block (in its order) in front of the PATH entries; duplicates keep the first place. */
+int binds_set_prepend_path(struct binds_set *s, const struct binds_dir *block,
+			   size_t n) ARB_MUST_CHECK;
+/* Takes ownership of note (NULL: -ENOMEM). */
+int binds_set_note(struct binds_set *s, char *note) ARB_MUST_CHECK;
+/* Adds everything of src to dst as if it had been added to dst directly. */
+int binds_set_copy_into(struct binds_set *dst, const struct binds_set *src) ARB_MUST_CHECK;
+
+/*
+ * Replaces the current message (util_err_msg) with PREFIX + that message, where PREFIX is
+ * formatted from fmt. Returns rc.
+ */
+int binds_err_prefix(int rc, const char *fmt, ...) ARB_PRINTF(2, 3);
+
+/* ---- the TOML subset ------------------------------------------------------------------ */
+
+enum binds_key {
+	BINDS_KEY_RO,
+	BINDS_KEY_RW,
+	BINDS_KEY_TMPFS,
+	BINDS_KEY_PATH,
+	BINDS_KEY_INCLUDE,
+	BINDS_KEY_ENV,
+};
+
+/* One string of a document, in file order, with where its value starts (1-based). */
+struct binds_item {
+	enum binds_key key;
+	char *name;  /* BINDS_KEY_ENV: the variable; else NULL */
+	char *value; /* decoded, NUL-free */
+	unsigned line, col;
+};
+
+struct binds_doc {
+	struct binds_item *v;
+	size_t n;
+};
+
+/*
+ * Parses `len` bytes of `text` (named `name` in messages) into doc, in file order. Syntax
+ * and schema errors: -EINVAL with "NAME:LINE:COL: message". Clear with binds_doc_clear().
+ */
+int binds_toml_parse(const char *name, const char *text, size_t len,
+		     struct binds_doc *doc) ARB_MUST_CHECK;
+void binds_doc_clear(struct binds_doc *doc);
+/* "ro", "rw", "tmpfs", "path", "include", "env". */
+const char *binds_key_name(enum binds_key k);
+
+/*
+ * Expands and checks a path value: "~" and "~/..." against home, absolute otherwise
+ * (relative allowed only when `base_dir` is given: then it is joined to it). Repeated and
+ * trailing slashes collapse; "." and ".." components are refused. *out: caller frees.
+ * -EINVAL with a message (no location: the caller adds it).
+ */
+int binds_path_expand(const char *value, const char *home, const char *base_dir,
+		      char **out) ARB_MUST_CHECK;
+/* True when path is dir or lies below it (both normalised). */
+bool binds_path_under(const char *path, const char *dir);
+
+#endif
