@@ -70,8 +70,9 @@ const char *binds_key_name(enum binds_key k);
 
 /*
  * Expands and checks a path value: "~" and "~/..." against home, absolute otherwise
- * (relative allowed only when `base_dir` is given: then it is joined to it). Repeated and
- * trailing slashes collapse; "." and ".." components are refused. *out: caller frees.
+ * (relative allowed only when `base_dir` is given: then it is joined to it, and left for
+ * realpath() to resolve). Otherwise repeated and trailing slashes collapse and "." and ".."
+ * components are refused. *out: caller frees.
  * -EINVAL with a message (no location: the caller adds it).
  */
 int binds_path_expand(const char *value, const char *home, const char *base_dir,

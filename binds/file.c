@@ -78,6 +78,11 @@ int binds_path_expand(const char *value, const char *home, const char *base_dir,
 	}
 	if (!joined)
 		return util_err(-ENOMEM, "out of memory");
+	/* Include paths are resolved with realpath(): "." and ".." are fine there. */
+	if (base_dir) {
+		*out = joined;
+		return 0;
+	}
 	rc = norm(joined, out);
 	if (rc == -EINVAL)
 		rc = util_err(-EINVAL, "'%s' must not contain '.' or '..' components", value);
