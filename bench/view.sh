@@ -1,0 +1,356 @@
+#!/usr/bin/env bash
+# bench/view.sh: the workspace view at speed, side by side with the native checkout,
+# fuse-overlayfs over that same checkout, `git clone --no-local` and `git worktree add`.
+#
+#   sudo ARB=build/cli/arborinth bench/view.sh [--quick] [--runs N] [--files N]
+#                                              [--workspaces N] [--only LIST]
+#
+# LIST is a comma-separated subset of: create,read,write,build,scale (default: all).
+# Every figure is the median of several hyperfine runs; the table gives each subject's
+# median and its ratio to the baseline measured in the same run, because these machines are
+# shared and noisy. Repositories are made with ../shared/bench/mkrepo.py and cached under
+# $ARB_BENCH_DIR (default /var/tmp/arborinth-bench), so reruns skip that step. Nothing is
+# installed: missing tools are named with the command that installs them. Every mount and
+# workspace the script makes is removed on exit. Root is needed to drop the page cache.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$(dirname "$HERE")
+MKREPO=${MKREPO:-$SRC/../shared/bench/mkrepo.py}
+WORK=${ARB_BENCH_DIR:-/var/tmp/arborinth-bench}
+ARB=${ARB:-$SRC/build/cli/arborinth}
+RUNS=5
+FILES=50000
+NWS=100
+ONLY=create,read,write,build,scale
+QUICK=0
+
+usage() {
+	sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+	exit "${1:-0}"
+}
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--quick) QUICK=1 ;;
+	--runs) RUNS=$2 && shift ;;
+	--files) FILES=$2 && shift ;;
+	--workspaces) NWS=$2 && shift ;;
+	--only) ONLY=$2 && shift ;;
+	-h | --help) usage 0 ;;
+	*) echo "view.sh: unknown argument '$1'" >&2 && usage 2 ;;
+	esac
+	shift
+done
+if [ "$QUICK" = 1 ]; then
+	RUNS=2
+	FILES=2000
+	NWS=5
+fi
+
+die() {
+	echo "view.sh: $*" >&2
+	exit 2
+}
+
+# Tools: say how to get them, never install them.
+missing=()
+for t in hyperfine fuse-overlayfs fusermount3 git python3 cc cmake ninja; do
+	command -v "$t" >/dev/null || missing+=("$t")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	pkgs=$(printf '%s\n' "${missing[@]}" | sed -e 's/^fusermount3$/fuse3/' -e 's/^cc$/gcc/' \
+		-e 's/^ninja$/ninja-build/' | sort -u | tr '\n' ' ')
+	die "missing: ${missing[*]}; install with: apt-get install $pkgs"
+fi
+[ "$(id -u)" = 0 ] || die "run as root (cold-cache runs drop the page cache)"
+[ -x "$ARB" ] || die "no arborinth binary at $ARB (set ARB=path/to/build/cli/arborinth)"
+[ -r "$MKREPO" ] || die "no mkrepo.py at $MKREPO (set MKREPO=path/to/mkrepo.py)"
+ARB=$(realpath "$ARB")
+
+mkdir -p "$WORK/results" "$WORK/bin"
+STAMP=$(date +%Y%m%d-%H%M%S)
+OUT="$WORK/results/view-$STAMP"
+mkdir -p "$OUT"
+ROWS="$OUT/rows.md"
+: >"$ROWS"
+
+REPO="$WORK/repo-$FILES"      # origin of the views
+NATIVE="$WORK/native-$FILES"  # a plain checkout of the same commit
+OVL="$WORK/ovl-$FILES"        # fuse-overlayfs over $NATIVE
+arb() { "$ARB" --workdir "$REPO" "$@"; }
+
+# ---- cleanup: every mount and workspace made here goes away on exit ----
+CREATED="$OUT/workspaces"
+: >"$CREATED"
+cleanup() {
+	local rc=$?
+	set +e
+	if mountpoint -q "$OVL/mnt" 2>/dev/null; then
+		fusermount3 -u "$OVL/mnt" || fusermount3 -u -z "$OVL/mnt"
+	fi
+	sort -u "$CREATED" | while read -r ws; do
+		[ -n "$ws" ] && arb workspace delete "$ws" >/dev/null 2>&1
+	done
+	git -C "$NATIVE" worktree remove --force "$WORK/wt" >/dev/null 2>&1
+	git -C "$NATIVE" worktree prune >/dev/null 2>&1
+	rm -rf "$WORK/clone" "$WORK/wt" "$NATIVE/storm" "$NATIVE/seq.bin" "$OVL/upper" "$OVL/work"
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ws_create() { # NAME [create options]: a workspace of $REPO, removed on exit
+	echo "$1" >>"$CREATED"
+	arb workspace delete "$1" >/dev/null 2>&1 || true
+	arb workspace create "$@" >/dev/null
+}
+ws_dir() { echo "$REPO/.arborinth/workspaces/$1"; }
+
+# ---- repositories (cached) ----
+make_repos() {
+	if [ ! -e "$REPO/.bench-ready" ]; then
+		echo "# making $REPO ($FILES files; once)" >&2
+		rm -rf "$REPO" "$NATIVE"
+		python3 "$MKREPO" "$REPO" --files "$FILES" >/dev/null
+		git -C "$REPO" repack -adq
+		git -C "$REPO" config gc.auto 0
+		touch "$REPO/.git/info/exclude" && echo "/.bench-ready" >>"$REPO/.git/info/exclude"
+		touch "$REPO/.bench-ready"
+	fi
+	if [ ! -e "$NATIVE/.git/bench-ready" ]; then
+		rm -rf "$NATIVE"
+		git clone -q --no-local "$REPO" "$NATIVE"
+		git -C "$NATIVE" config gc.auto 0
+		touch "$NATIVE/.git/bench-ready"
+	fi
+	arb project info >/dev/null
+}
+
+# ---- measuring ----
+DROP='sync; echo 3 > /proc/sys/vm/drop_caches'
+
+# measure TITLE HYPERFINE-ARGS... : the first named command is the baseline.
+measure() {
+	local title=$1 json
+	shift
+	json="$OUT/$(echo "$title" | tr -c 'a-zA-Z0-9' '_').json"
+	echo "# $title" >&2
+	hyperfine --style basic --export-json "$json" "$@" >"$json.log" 2>&1 ||
+		{ cat "$json.log" >&2; die "hyperfine failed for '$title'"; }
+	python3 - "$json" "$title" >>"$ROWS" <<'EOF'
+import json, sys
+res = json.load(open(sys.argv[1]))["results"]
+base = res[0]["median"]
+cells = [f"{r['command']} {r['median']:.3f} s" + ("" if i == 0 else f" (**{r['median'] / base:.2f}×**)")
+         for i, r in enumerate(res)]
+print(f"| {sys.argv[2]} | " + " | ".join(cells) + " |")
+EOF
+	tail -n 1 "$ROWS" >&2
+}
+
+note() { # a row of plain figures
+	echo "| $1 | $2 |" >>"$ROWS"
+	echo "| $1 | $2 |" >&2
+}
+
+# Disk that only this tree holds: blocks of directories and of files not linked elsewhere,
+# not crossing into mounts.
+own_kib() {
+	python3 - "$@" <<'EOF'
+import os, sys
+total = 0
+for top in sys.argv[1:]:
+    dev = os.lstat(top).st_dev
+    for root, dirs, files in os.walk(top):
+        dirs[:] = [d for d in dirs if os.lstat(os.path.join(root, d)).st_dev == dev]
+        for name in dirs + files:
+            st = os.lstat(os.path.join(root, name))
+            if os.path.isdir(os.path.join(root, name)) or st.st_nlink == 1:
+                total += st.st_blocks * 512
+    total += os.lstat(top).st_blocks * 512
+print(total // 1024)
+EOF
+}
+
+rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+ws_pid() { cat "$(ws_dir "$1")/run/daemon.pid"; }
+
+# ---- the workloads ----
+bench_create() {
+	local view
+	view=$(ws_dir bench-c)
+	echo bench-c >>"$CREATED"
+	measure "get a writable copy ($FILES files)" --runs "$RUNS" \
+		-n "git clone --no-local" --prepare "rm -rf $WORK/clone" \
+		"git clone -q --no-local $REPO $WORK/clone" \
+		-n "git worktree add" \
+		--prepare "git -C $NATIVE worktree remove --force $WORK/wt >/dev/null 2>&1; rm -rf $WORK/wt; git -C $NATIVE worktree prune" \
+		"git -C $NATIVE worktree add -q --detach $WORK/wt" \
+		-n "arborinth workspace create" \
+		--prepare "$ARB --workdir $REPO workspace delete bench-c >/dev/null 2>&1 || true" \
+		"$ARB --workdir $REPO workspace create bench-c"
+	note "new disk ($FILES files)" "clone $(own_kib "$WORK/clone") KiB; worktree $(($(own_kib "$WORK/wt") + $(own_kib "$NATIVE/.git/worktrees"))) KiB; workspace $(own_kib "$view") KiB"
+	if [ -d "$REPO/.arborinth/index-cache" ]; then
+		note "shared index cache (per base commit, all its workspaces)" "$(du -sk "$REPO/.arborinth/index-cache" | cut -f1) KiB"
+		measure "workspace create, index cache cold" --runs "$RUNS" \
+			-n "git worktree add" \
+			--prepare "git -C $NATIVE worktree remove --force $WORK/wt >/dev/null 2>&1; rm -rf $WORK/wt; git -C $NATIVE worktree prune" \
+			"git -C $NATIVE worktree add -q --detach $WORK/wt" \
+			-n "arborinth workspace create" \
+			--prepare "$ARB --workdir $REPO workspace delete bench-c >/dev/null 2>&1; rm -rf $REPO/.arborinth/index-cache" \
+			"$ARB --workdir $REPO workspace create bench-c"
+	fi
+	arb workspace delete bench-c >/dev/null
+	git -C "$NATIVE" worktree remove --force "$WORK/wt" >/dev/null 2>&1 || true
+	rm -rf "$WORK/clone" "$WORK/wt"
+}
+
+start_overlay() {
+	if mountpoint -q "$OVL/mnt" 2>/dev/null; then fusermount3 -u "$OVL/mnt"; fi
+	rm -rf "$OVL/upper" "$OVL/work"
+	mkdir -p "$OVL/upper" "$OVL/work" "$OVL/mnt"
+	fuse-overlayfs -o "lowerdir=$NATIVE,upperdir=$OVL/upper,workdir=$OVL/work" "$OVL/mnt"
+}
+
+read_cmd() { # WORK DIR
+	case $1 in
+	find) echo "find $2 -name .git -prune -o -print" ;;
+	grep) echo "grep -r -c --exclude-dir=.git qqzzqq $2" ;;
+	status) echo "git -C $2 status" ;;
+	esac
+}
+
+bench_read() {
+	local v
+	ws_create bench-r
+	v="$(ws_dir bench-r)/workdir"
+	start_overlay
+	# Each subject once before timing: the index refresh in fuse-overlayfs (inode numbers
+	# change) and the blob cache of the view are one-time costs, measured apart below.
+	git -C "$OVL/mnt" status >/dev/null
+	local name
+	for name in find grep status; do
+		if [ $name = grep ]; then
+			measure "grep -r, first read of the view (blob cache empty), cold" --runs "$RUNS" -i \
+				--prepare "$DROP" -n native "$(read_cmd grep "$NATIVE")" \
+				--prepare "rm -rf $REPO/.arborinth/blobs/*; $DROP" -n view "$(read_cmd grep "$v")"
+		fi
+		measure "$name, warm" --runs "$RUNS" --warmup 1 -i \
+			-n native "$(read_cmd $name "$NATIVE")" \
+			-n view "$(read_cmd $name "$v")" \
+			-n fuse-overlayfs "$(read_cmd $name "$OVL/mnt")"
+		measure "$name, cold" --runs "$RUNS" -i --prepare "$DROP" \
+			-n native "$(read_cmd $name "$NATIVE")" \
+			-n view "$(read_cmd $name "$v")" \
+			-n fuse-overlayfs "$(read_cmd $name "$OVL/mnt")"
+	done
+	note "daemon RSS after the reads" "$(($(rss_kib "$(ws_pid bench-r)") / 1024)) MiB"
+	fusermount3 -u "$OVL/mnt"
+	arb workspace delete bench-r >/dev/null
+}
+
+bench_write() {
+	local v storm="$WORK/bin/storm"
+	cc -O2 -o "$storm" "$HERE/storm.c"
+	ws_create bench-w
+	v="$(ws_dir bench-w)/workdir"
+	measure "small-file storm (10,000 files in 100 dirs: create, rewrite, delete)" \
+		--runs "$RUNS" --warmup 1 \
+		--prepare "rm -rf $NATIVE/storm" -n native "$storm $NATIVE" \
+		--prepare "rm -rf $v/storm" -n view "$storm $v"
+	measure "1 GiB sequential write (dd bs=1M)" --runs "$RUNS" \
+		--prepare "rm -f $NATIVE/seq.bin; sync" -n native \
+		"dd if=/dev/zero of=$NATIVE/seq.bin bs=1M count=1024 status=none" \
+		--prepare "rm -f $v/seq.bin; sync" -n view \
+		"dd if=/dev/zero of=$v/seq.bin bs=1M count=1024 status=none"
+	measure "1 GiB sequential write + fsync (dd conv=fsync)" --runs "$RUNS" \
+		--prepare "rm -f $NATIVE/seq.bin; sync" -n native \
+		"dd if=/dev/zero of=$NATIVE/seq.bin bs=1M count=1024 conv=fsync status=none" \
+		--prepare "rm -f $v/seq.bin; sync" -n view \
+		"dd if=/dev/zero of=$v/seq.bin bs=1M count=1024 conv=fsync status=none"
+	rm -f "$NATIVE/seq.bin" "$v/seq.bin"
+	arb workspace delete bench-w >/dev/null
+}
+
+build_cmd() { # DIR TARGET
+	echo "sh -c 'cmake -S $1 -B $1/_build -G Ninja >/dev/null && ninja -C $1/_build -j2 $2 >/dev/null'"
+}
+
+# A real C build: arborinth itself (its sources at the commit under test), in a view of a
+# repository holding them vs a plain checkout of the same commit.
+bench_build() {
+	local bsrc="$WORK/build-src" bnat="$WORK/build-native" v head target=cli/arborinth
+	local runs=$RUNS
+	[ "$QUICK" = 1 ] && target=util/libarb_util.a
+	[ "$runs" -gt 3 ] && runs=3
+	head=$(git -C "$SRC" rev-parse HEAD)
+	if [ "$(git -C "$bsrc" rev-parse HEAD 2>/dev/null)" != "$head" ]; then
+		rm -rf "$bsrc" "$bnat"
+		git clone -q --no-local "$SRC" "$bsrc"
+		git -C "$bsrc" checkout -q --detach "$head"
+	fi
+	[ -d "$bnat" ] || git clone -q --no-local "$bsrc" "$bnat"
+	git -C "$bnat" checkout -q --detach "$head"
+	echo bench-b >>"$CREATED"
+	"$ARB" --workdir "$bsrc" workspace delete bench-b >/dev/null 2>&1 || true
+	"$ARB" --workdir "$bsrc" workspace create bench-b >/dev/null
+	v="$bsrc/.arborinth/workspaces/bench-b/workdir"
+	measure "C build (arborinth: cmake + ninja -j2 $target)" --runs "$runs" \
+		--prepare "rm -rf $bnat/_build" -n native "$(build_cmd "$bnat" $target)" \
+		--prepare "rm -rf $v/_build" -n view "$(build_cmd "$v" $target)"
+	rm -rf "$v/_build" "$bnat/_build"
+	"$ARB" --workdir "$bsrc" workspace delete bench-b >/dev/null
+}
+
+bench_scale() {
+	local t0 t1 i pids=() idle=() after=() par_v="" par_n=""
+	for i in $(seq 1 "$NWS"); do arb workspace delete "bench-s$i" >/dev/null 2>&1 || true; done
+	sync
+	t0=$(date +%s.%N)
+	for i in $(seq 1 "$NWS"); do
+		echo "bench-s$i" >>"$CREATED"
+		arb workspace create "bench-s$i" >/dev/null
+	done
+	t1=$(date +%s.%N)
+	note "$NWS workspaces created and mounted, one after another" "$(python3 -c "print(f'{$t1 - $t0:.2f} s total, {($t1 - $t0) / $NWS:.3f} s each')")"
+	note "disk of the $NWS workspaces (own blocks)" "$(own_kib "$REPO/.arborinth/workspaces") KiB"
+	sleep 1
+	for i in $(seq 1 "$NWS"); do
+		pids+=("$(ws_pid "bench-s$i")")
+		idle+=("$(rss_kib "${pids[-1]}")")
+	done
+	for i in $(seq 1 "$NWS"); do
+		git -C "$(ws_dir "bench-s$i")/workdir" status >/dev/null
+		after+=("$(rss_kib "${pids[$((i - 1))]}")")
+	done
+	note "daemon RSS idle (median / max of $NWS)" "$(printf '%s\n' "${idle[@]}" | python3 -c "import sys,statistics as s; v=[int(x) for x in sys.stdin]; print(f'{s.median(v)/1024:.1f} MiB / {max(v)/1024:.1f} MiB')")"
+	note "daemon RSS after one git status (median / max)" "$(printf '%s\n' "${after[@]}" | python3 -c "import sys,statistics as s; v=[int(x) for x in sys.stdin]; print(f'{s.median(v)/1024:.1f} MiB / {max(v)/1024:.1f} MiB')")"
+	for i in $(seq 1 8); do
+		par_v+="git -C $(ws_dir "bench-s$i")/workdir --no-optional-locks status >/dev/null & "
+		par_n+="git -C $NATIVE --no-optional-locks status >/dev/null & "
+	done
+	measure "8 concurrent git status (8 views vs 8 on the native checkout)" --runs "$RUNS" \
+		--warmup 1 -n native "bash -c '${par_n} wait'" -n views "bash -c '${par_v} wait'"
+	for i in $(seq 1 "$NWS"); do arb workspace delete "bench-s$i" >/dev/null; done
+}
+
+make_repos
+{
+	echo "## view.sh $STAMP: $FILES files, $RUNS runs, arborinth $(git -C "$SRC" rev-parse --short HEAD)"
+	echo
+	echo "| work | baseline | compared (ratio to the baseline) | |"
+	echo "| --- | --- | --- | --- |"
+} >"$OUT/head.md"
+IFS=, read -r -a parts <<<"$ONLY"
+for part in "${parts[@]}"; do
+	case "$part" in
+	create | read | write | build | scale) "bench_$part" ;;
+	*) die "unknown part '$part' (create,read,write,build,scale)" ;;
+	esac
+done
+cat "$OUT/head.md" "$ROWS" >"$OUT/results.md"
+echo
+cat "$OUT/results.md"
+echo
+echo "results: $OUT/results.md"
