@@ -88,6 +88,28 @@ int cli_proxy_start(struct proxy **out, const struct core_ws *ws, const char *co
 		    size_t n, const char *key_file, bool listen) ARB_MUST_CHECK;
 int cli_proxy_box_setup(struct proxy *px, struct jail_box *b,
 			const struct core_ws *ws) ARB_MUST_CHECK;
+/*
+ * Agent launchers, grants and bind files (cli/cmd_launch*.c, cli/cmd_grant.c).
+ * cli_shell_run: `shell` with argv as given to it, plus `extra`, which a launcher uses to add
+ * its client's mounts and variables to the box (called first, before grants, bind files,
+ * --mount and --env, so those win, but after the proxy started, whose placeholders it may
+ * read; -errno with a message). cli_binds_apply: --grant and
+ * --binds on a box (grants first); prints the error, returns a CLI status.
+ */
+struct cli_box_extra {
+	int (*apply)(void *ctx, struct jail_box *b, struct proxy *px); /* px: NULL without backends */
+	void *ctx;
+};
+int cli_shell_run(struct cli_global *g, int argc, char **argv, const struct cli_box_extra *extra);
+int cli_binds_apply(struct jail_box *b, const char *const *grants, size_t n_grants,
+		    const char *const *files, size_t n_files);
+extern const char cmd_grant_usage[], cmd_claude_usage[], cmd_codex_usage[], cmd_opencode_usage[];
+int cmd_grant(struct cli_global *g, int argc, char **argv);
+int cmd_claude(struct cli_global *g, int argc, char **argv);
+int cmd_codex(struct cli_global *g, int argc, char **argv);
+int cmd_opencode(struct cli_global *g, int argc, char **argv);
+/* Plugins: `arborinth NAME ARGS...` runs arborinth-NAME from PATH (cli/plugin.c). */
+int cli_plugin_run(const char *name, int argc, char **argv);
 int cmd_fs_daemon(struct cli_global *g, int argc, char **argv);
 extern const char cmd_box_init_usage[];
 int cmd_box_init(struct cli_global *g, int argc, char **argv);

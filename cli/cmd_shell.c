@@ -45,6 +45,11 @@ const char cmd_shell_usage[] =
     "                          $OPENAI_API_KEY, key-env= or key-file=) stays on the host\n"
     "                          (repeatable; see README \"Credential proxy\")\n"
     "  --api-key-file FILE     the credential of the one --backend, read from FILE\n"
+    "  --grant NAME            a toolchain bundle of mounts, PATH entries and variables\n"
+    "                          (repeatable; 'arborinth grant list' shows them)\n"
+    "  --binds FILE            a bind file (TOML: ro, rw, tmpfs, path, env, include;\n"
+    "                          repeatable, applied after the grants, so a file wins; see\n"
+    "                          README \"Bind files and grants\")\n"
     "  --explain               print the resolved box (inputs, mounts, environment,\n"
     "                          seccomp rules, the exact bwrap argv) and run nothing\n";
 
@@ -58,6 +63,8 @@ static const struct option shell_opts[] = {
     {"explain", no_argument, NULL, 'x'},
     {"backend", required_argument, NULL, 'b'},
     {"api-key-file", required_argument, NULL, 'k'},
+    {"grant", required_argument, NULL, 'g'},
+    {"binds", required_argument, NULL, 'B'},
     {0},
 };
 
@@ -67,6 +74,8 @@ struct shell_opts {
 	const char **mounts, **envs, **backends; /* borrowed from argv */
 	size_t n_mounts, n_envs, n_backends;
 	const char *key_file;
+	const char **grants, **binds; /* borrowed from argv */
+	size_t n_grants, n_binds;
 };
 
 static bool option_takes_value(const char *arg)
@@ -161,15 +170,22 @@ static int parse_options(struct cli_global *g, int argc, char **argv, struct she
 		case 'k':
 			o->key_file = optarg;
 			break;
+		case 'g':
+			o->grants[o->n_grants++] = optarg;
+			break;
+		case 'B':
+			o->binds[o->n_binds++] = optarg;
+			break;
 		}
 	}
 	if (strcmp(o->jail, "bubblewrap") && strcmp(o->jail, "none"))
 		return cli_usage_error("shell", "unknown jail '%s' (available: bubblewrap, none)",
 				       o->jail);
-	if (!strcmp(o->jail, "none") && (o->n_mounts || o->n_envs || o->net || o->n_backends))
+	if (!strcmp(o->jail, "none") &&
+	    (o->n_mounts || o->n_envs || o->net || o->n_backends || o->n_grants || o->n_binds))
 		return cli_usage_error("shell",
-				       "--mount, --env, --net and --backend need --jail "
-				       "bubblewrap (--jail none runs on the host as it is)");
+				       "--mount, --env, --net, --backend, --grant and --binds need "
+				       "--jail bubblewrap (--jail none runs on the host as it is)");
 	if (o->key_file && o->n_backends != 1)
 		return cli_usage_error("shell", "--api-key-file needs exactly one --backend");
 	if (optind >= argc)
@@ -180,7 +196,8 @@ static int parse_options(struct cli_global *g, int argc, char **argv, struct she
 
 /* Builds the box for ws from the options; *out: jail_box_free(). */
 static int make_box(struct core_project *p, const struct core_ws *ws, const struct shell_opts *o,
-		    struct proxy *px, char **cmd, struct jail_box **out)
+		    struct proxy *px, char **cmd, const struct cli_box_extra *extra,
+		    struct jail_box **out)
 {
 	struct jail_box_config cfg = {
 	    .ws_name = ws->name,
@@ -199,6 +216,11 @@ static int make_box(struct core_project *p, const struct core_ws *ws, const stru
 
 	if (jail_box_new(&b, &cfg) < 0)
 		return cli_fail_lib();
+	/* A launcher's defaults, then grants and bind files, then --mount and --env win. */
+	if (extra && extra->apply(extra->ctx, b, px) < 0)
+		status = cli_fail_lib();
+	if (status == CLI_OK)
+		status = cli_binds_apply(b, o->grants, o->n_grants, o->binds, o->n_binds);
 	for (size_t i = 0; i < o->n_mounts && status == CLI_OK; i++)
 		if (jail_box_add_mount(b, o->mounts[i]) < 0)
 			status = cli_usage_error("shell", "%s", util_err_msg());
@@ -219,7 +241,7 @@ static int make_box(struct core_project *p, const struct core_ws *ws, const stru
 }
 
 static int run_box(struct core_project *p, const struct core_ws *ws, const struct shell_opts *o,
-		   char **cmd)
+		   char **cmd, const struct cli_box_extra *extra)
 {
 	struct audit_session *session = NULL;
 	struct jail_box *b = NULL;
@@ -230,7 +252,7 @@ static int run_box(struct core_project *p, const struct core_ws *ws, const struc
 	/* The proxy first: the box's environment holds its placeholders. */
 	if (cli_proxy_start(&px, ws, o->backends, o->n_backends, o->key_file, !o->explain) < 0)
 		return cli_fail_lib();
-	status = make_box(p, ws, o, px, cmd, &b);
+	status = make_box(p, ws, o, px, cmd, extra, &b);
 	if (status != CLI_OK) {
 		proxy_free(px);
 		return status;
@@ -284,6 +306,11 @@ static int run_none(struct core_project *p, const struct core_ws *ws, const stru
 
 int cmd_shell(struct cli_global *g, int argc, char **argv)
 {
+	return cli_shell_run(g, argc, argv, NULL);
+}
+
+int cli_shell_run(struct cli_global *g, int argc, char **argv, const struct cli_box_extra *extra)
+{
 	struct shell_opts o = {.jail = "bubblewrap"};
 	struct core_project *p = NULL;
 	struct core_ws *ws = NULL;
@@ -295,7 +322,9 @@ int cmd_shell(struct cli_global *g, int argc, char **argv)
 	o.mounts = calloc((size_t)argc + 1, sizeof(*o.mounts));
 	o.envs = calloc((size_t)argc + 1, sizeof(*o.envs));
 	o.backends = calloc((size_t)argc + 1, sizeof(*o.backends));
-	if (!o.mounts || !o.envs || !o.backends) {
+	o.grants = calloc((size_t)argc + 1, sizeof(*o.grants));
+	o.binds = calloc((size_t)argc + 1, sizeof(*o.binds));
+	if (!o.mounts || !o.envs || !o.backends || !o.grants || !o.binds) {
 		status = cli_fail(CLI_ERR, "out of memory");
 		goto out;
 	}
@@ -319,12 +348,14 @@ int cmd_shell(struct cli_global *g, int argc, char **argv)
 	if (!strcmp(o.jail, "none"))
 		status = run_none(p, ws, &o, cmd);
 	else
-		status = run_box(p, ws, &o, cmd);
+		status = run_box(p, ws, &o, cmd, extra);
 out:
 	core_ws_free(ws);
 	core_project_free(p);
 	free(o.mounts);
 	free(o.envs);
 	free(o.backends);
+	free(o.grants);
+	free(o.binds);
 	return status;
 }

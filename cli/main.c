@@ -13,6 +13,8 @@ static const char main_usage[] =
     "Commands:\n"
     "%s"
     "\n"
+    "Any other COMMAND runs the plugin arborinth-COMMAND from PATH, if there is one.\n"
+    "\n"
     "Global options:\n"
     "  --workdir DIR   the repository to work on (default: the current directory)\n"
     "  -h, --help      this help; 'arborinth help COMMAND' for one command\n"
@@ -26,6 +28,10 @@ const struct cli_cmd cli_commands[] = {
      cmd_workspace_usage, cmd_workspace_subs},
     {"shell", NULL, cmd_shell, "run a command or a shell in a workspace", cmd_shell_usage},
     {"audit", NULL, cmd_audit, "show what happened in a workspace", cmd_audit_usage},
+    {"claude", NULL, cmd_claude, "run Claude Code in a workspace, jailed", cmd_claude_usage},
+    {"codex", NULL, cmd_codex, "run Codex in a workspace, jailed", cmd_codex_usage},
+    {"opencode", NULL, cmd_opencode, "run OpenCode in a workspace, jailed", cmd_opencode_usage},
+    {"grant", NULL, cmd_grant, "list the toolchain grants (--grant NAME)", cmd_grant_usage},
     /* Internal, not listed (no summary). */
     {"__fs-daemon", NULL, cmd_fs_daemon, NULL, cmd_fs_daemon_usage},
     {"__box-init", NULL, cmd_box_init, NULL, cmd_box_init_usage},
@@ -101,9 +107,9 @@ static int run(int argc, char **argv)
 		return CLI_USAGE;
 	}
 	c = cli_cmd_find(cli_commands, argv[i]);
+	/* Not a built-in: a plugin, arborinth-NAME on PATH (built-ins always win). */
 	if (!c)
-		return cli_fail(CLI_USAGE, "unknown command '%s' (see 'arborinth --help')",
-				argv[i]);
+		return cli_plugin_run(argv[i], argc - i, argv + i);
 	return c->fn(&g, argc - i, argv + i);
 }
 

@@ -1,0 +1,380 @@
+/*
+ * cli/cmd_launch.c: `arborinth claude|codex|opencode NAME [OPTIONS] [-- CLIENT ARGS...]`.
+ * Creates workspace NAME when missing, finds the client on the host, and runs it through
+ * `shell` (cli_shell_run) in a bubblewrap box with the backend it needs on the credential
+ * proxy, the client bound read-only at its host path, and the client's variables (the
+ * client's own file, cli/cmd_launch_clients.c, says which).
+ */
+#include "cli/cmd_launch.h"
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "jail/jail.h"
+
+static const struct option launch_opts[] = {
+    {"rev", required_argument, NULL, 'r'},
+    {"client", required_argument, NULL, 'c'},
+    {"grant", required_argument, NULL, 'g'},
+    {"binds", required_argument, NULL, 'B'},
+    {"mount", required_argument, NULL, 'm'},
+    {"env", required_argument, NULL, 'e'},
+    {"net", no_argument, NULL, 'n'},
+    {"explain", no_argument, NULL, 'x'},
+    {"upstream", required_argument, NULL, 'u'},
+    {"api-key-file", required_argument, NULL, 'k'},
+    {"model", required_argument, NULL, 'M'},
+    {"provider", required_argument, NULL, 'P'},
+    {0},
+};
+
+int launch_fixed_arg(struct launch *l, const char *arg)
+{
+	char **v = realloc(l->fixed_args, (l->n_fixed + 2) * sizeof(*v));
+
+	if (!v)
+		return util_err(-ENOMEM, "out of memory");
+	l->fixed_args = v;
+	v[l->n_fixed] = strdup(arg);
+	if (!v[l->n_fixed])
+		return util_err(-ENOMEM, "out of memory");
+	v[++l->n_fixed] = NULL;
+	return 0;
+}
+
+int launch_env(struct jail_box *b, const char *name, const char *value)
+{
+	char *kv = util_asprintf("%s=%s", name, value);
+	int rc = kv ? jail_box_add_env(b, kv) : util_err(-ENOMEM, "out of memory");
+
+	free(kv);
+	return rc;
+}
+
+static void launch_clear(struct launch *l)
+{
+	free(l->grants);
+	free(l->binds);
+	free(l->mounts);
+	free(l->envs);
+	free(l->exe);
+	free(l->mount_root);
+	free(l->host_home);
+	free(l->model_import);
+	for (size_t i = 0; i < l->n_fixed; i++)
+		free(l->fixed_args[i]);
+	free(l->fixed_args);
+}
+
+static int parse(struct cli_global *g, const struct cli_cmd *cmd, int argc, char **argv,
+		 struct launch *l)
+{
+	int dd = argc, c, status = CLI_USAGE;
+
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--")) {
+			dd = i;
+			break;
+		}
+	l->client_args = argv + (dd < argc ? dd + 1 : argc);
+	l->n_client_args = dd < argc ? argc - dd - 1 : 0;
+	l->grants = calloc((size_t)argc + 1, sizeof(char *));
+	l->binds = calloc((size_t)argc + 1, sizeof(char *));
+	l->mounts = calloc((size_t)argc + 1, sizeof(char *));
+	l->envs = calloc((size_t)argc + 1, sizeof(char *));
+	if (!l->grants || !l->binds || !l->mounts || !l->envs)
+		return cli_fail(CLI_ERR, "out of memory");
+	optind = 0;
+	while ((c = cli_getopt(g, cmd, dd, argv, "", launch_opts, &status)) != -1) {
+		switch (c) {
+		case -2:
+			return status;
+		case 'r':
+			l->rev = optarg;
+			break;
+		case 'c':
+			l->client_path = optarg;
+			break;
+		case 'g':
+			l->grants[l->n_grants++] = optarg;
+			break;
+		case 'B':
+			l->binds[l->n_binds++] = optarg;
+			break;
+		case 'm':
+			l->mounts[l->n_mounts++] = optarg;
+			break;
+		case 'e':
+			l->envs[l->n_envs++] = optarg;
+			break;
+		case 'n':
+			l->net = true;
+			break;
+		case 'x':
+			l->explain = true;
+			break;
+		case 'u':
+			l->upstream = optarg;
+			break;
+		case 'k':
+			l->key_file = optarg;
+			break;
+		case 'M':
+			l->model = optarg;
+			break;
+		case 'P':
+			l->provider = optarg;
+			break;
+		}
+	}
+	if (optind >= dd)
+		return cli_usage_error(cmd->name, "missing workspace NAME");
+	if (optind + 1 < dd)
+		return cli_usage_error(cmd->name,
+				       "unexpected argument '%s' (client arguments go after --)",
+				       argv[optind + 1]);
+	l->name = argv[optind];
+	if (l->model && !*l->model)
+		return cli_usage_error(cmd->name, "--model needs a model name");
+	l->backend = l->client->backend;
+	if (l->provider) {
+		if (strcmp(l->client->name, "opencode"))
+			return cli_usage_error(cmd->name, "--provider is only for opencode");
+		if (strcmp(l->provider, "anthropic") && strcmp(l->provider, "openai"))
+			return cli_usage_error(
+			    cmd->name, "unknown provider '%s' (anthropic or openai)", l->provider);
+		l->backend = l->provider;
+	}
+	if (l->upstream && !util_str_has_prefix(l->upstream, "http://") &&
+	    !util_str_has_prefix(l->upstream, "https://"))
+		return cli_usage_error(cmd->name, "--upstream '%s' is not an http(s) URL",
+				       l->upstream);
+	if (l->upstream && strchr(l->upstream, ','))
+		return cli_usage_error(cmd->name, "--upstream '%s' must not contain ','",
+				       l->upstream);
+	return -1;
+}
+
+/* The client's real path: --client, else `program` on the host PATH. */
+static int find_client(struct launch *l)
+{
+	const struct launch_client *c = l->client;
+	char real[PATH_MAX];
+
+	if (l->client_path) {
+		if (access(l->client_path, X_OK) < 0 || !realpath(l->client_path, real))
+			return cli_fail(CLI_ERR, "%s: --client %s is not an executable file (%s)",
+					c->name, l->client_path, strerror(errno));
+	} else {
+		const char *path = getenv("PATH");
+		char *dirs = strdup(path ? path : ""), *found = NULL;
+
+		if (!dirs)
+			return cli_fail(CLI_ERR, "out of memory");
+		for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d && !found;
+		     d = strtok_r(NULL, ":", &save)) {
+			char *full = d[0] == '/' ? util_path_join(d, c->program) : NULL;
+
+			if (full && access(full, X_OK) == 0 && realpath(full, real))
+				found = full;
+			else
+				free(full);
+		}
+		free(dirs);
+		if (!found)
+			return cli_fail(CLI_ERR,
+					"%s: %s ('%s') is not on PATH; install it (%s) or give "
+					"--client PATH",
+					c->name, c->title, c->program, c->install);
+		free(found);
+	}
+	l->exe = strdup(real);
+	return l->exe ? CLI_OK : cli_fail(CLI_ERR, "out of memory");
+}
+
+/*
+ * What to bind read-only so the client runs in the box: nothing under /usr (the host's
+ * read-only root already shows it); inside an npm tree the node_modules folder holding it
+ * (its package and its platform package next to it); else the file itself.
+ */
+static int client_mount_root(struct launch *l)
+{
+	char *nm;
+
+	if (util_str_has_prefix(l->exe, "/usr/"))
+		return CLI_OK;
+	nm = strstr(l->exe, "/node_modules/");
+	l->mount_root =
+	    nm ? strndup(l->exe, (size_t)(nm - l->exe) + strlen("/node_modules")) : strdup(l->exe);
+	return l->mount_root ? CLI_OK : cli_fail(CLI_ERR, "out of memory");
+}
+
+static int host_home(struct launch *l)
+{
+	const char *h = getenv("HOME");
+	struct passwd *pw;
+
+	if (!h || h[0] != '/') {
+		pw = getpwuid(getuid());
+		h = pw ? pw->pw_dir : NULL;
+	}
+	if (!h || h[0] != '/')
+		return cli_fail(CLI_ERR, "%s: no absolute $HOME", l->client->name);
+	l->host_home = strdup(h);
+	return l->host_home ? CLI_OK : cli_fail(CLI_ERR, "out of memory");
+}
+
+/* Creates NAME at --rev (default HEAD) when missing; with --rev, an existing one must match. */
+static int ensure_workspace(struct cli_global *g, struct launch *l)
+{
+	struct core_project *p = NULL;
+	struct core_ws *ws = NULL;
+	git_oid oid;
+	char hex[GIT_OID_HEXSZ + 1];
+	int rc, status = CLI_OK;
+
+	if (core_project_open(&p, g->workdir) < 0)
+		return cli_fail_lib();
+	rc = core_ws_get(p, l->name, &ws);
+	if (rc == -ENOENT) {
+		if (l->explain)
+			status =
+			    cli_fail(CLI_ERR,
+				     "workspace '%s' does not exist; --explain creates nothing "
+				     "(run without --explain to create it, or 'arborinth "
+				     "workspace create %s')",
+				     l->name, l->name);
+		else if (core_ws_create(p, l->name, l->rev, &ws) < 0)
+			status = cli_fail_lib();
+	} else if (rc < 0) {
+		status = cli_fail_lib();
+	} else if (l->rev) {
+		if (core_rev_resolve(p, l->rev, &oid) < 0) {
+			status = cli_fail_lib();
+		} else {
+			git_oid_tostr(hex, sizeof(hex), &oid);
+			if (strcmp(hex, ws->base_commit))
+				status =
+				    cli_fail(CLI_ERR,
+					     "workspace '%s' exists at %.12s, not at --rev %s "
+					     "(%.12s); --rev only chooses the base of a new one",
+					     l->name, ws->base_commit, l->rev, hex);
+		}
+	}
+	core_ws_free(ws);
+	core_project_free(p);
+	return status;
+}
+
+static int apply_extra(void *ctx, struct jail_box *b, struct proxy *px)
+{
+	struct launch *l = ctx;
+	char *why;
+	int rc = 0;
+
+	if (l->mount_root) {
+		why = util_asprintf("the %s client (%s), read-only at its host path",
+				    l->client->title, l->exe);
+		rc = why ? jail_box_add_extra_mount(b, JAIL_MOUNT_RO, l->mount_root, why)
+			 : util_err(-ENOMEM, "out of memory");
+		free(why);
+		if (rc < 0)
+			return util_err(rc, "%s: cannot show the client %s in the box: %s",
+					l->client->name, l->mount_root, util_err_msg());
+	}
+	return l->client->box(l, b, px);
+}
+
+/* `shell NAME --backend B ... -- EXE FIXED... USER...` */
+static char **shell_argv(const struct launch *l, int *argc_out, char **backend_out)
+{
+	size_t cap = 16 + 2 * (l->n_grants + l->n_binds + l->n_mounts + l->n_envs) + l->n_fixed +
+		     (size_t)l->n_client_args;
+	char **v = calloc(cap + 1, sizeof(*v));
+	char *backend =
+	    l->upstream ? util_asprintf("%s=%s", l->backend, l->upstream) : strdup(l->backend);
+	size_t n = 0;
+
+	if (!v || !backend) {
+		free(v);
+		free(backend);
+		return NULL;
+	}
+#define PUSH(x) (v[n++] = (char *)(x))
+	PUSH("shell");
+	PUSH(l->name);
+	PUSH("--backend");
+	PUSH(backend); /* the caller frees it: getopt may reorder v */
+	*backend_out = backend;
+	for (size_t i = 0; i < l->n_grants; i++)
+		PUSH("--grant"), PUSH(l->grants[i]);
+	for (size_t i = 0; i < l->n_binds; i++)
+		PUSH("--binds"), PUSH(l->binds[i]);
+	for (size_t i = 0; i < l->n_mounts; i++)
+		PUSH("--mount"), PUSH(l->mounts[i]);
+	for (size_t i = 0; i < l->n_envs; i++)
+		PUSH("--env"), PUSH(l->envs[i]);
+	if (l->net)
+		PUSH("--net");
+	if (l->explain)
+		PUSH("--explain");
+	if (l->key_file)
+		PUSH("--api-key-file"), PUSH(l->key_file);
+	PUSH("--");
+	PUSH(l->exe);
+	for (size_t i = 0; i < l->n_fixed; i++)
+		PUSH(l->fixed_args[i]);
+	for (int i = 0; i < l->n_client_args; i++)
+		PUSH(l->client_args[i]);
+#undef PUSH
+	*argc_out = (int)n;
+	return v;
+}
+
+int launch_run(const struct launch_client *c, int argc, char **argv, void *global)
+{
+	struct cli_global *g = global;
+	struct cli_cmd cmd = {c->name, NULL, NULL, NULL, c->usage, NULL};
+	struct launch l = {.client = c};
+	struct cli_box_extra extra = {apply_extra, &l};
+	char **sargv = NULL, *backend = NULL;
+	int sargc = 0, status;
+
+	status = parse(g, &cmd, argc, argv, &l);
+	if (status != -1)
+		goto out;
+	if (core_ws_name_check(l.name) < 0) {
+		status = cli_usage_error(c->name, "%s", util_err_msg());
+		goto out;
+	}
+	status = find_client(&l);
+	if (status == CLI_OK)
+		status = client_mount_root(&l);
+	if (status == CLI_OK)
+		status = host_home(&l);
+	if (status == CLI_OK && c->prepare(&l) < 0)
+		status = cli_fail_lib();
+	if (status == CLI_OK)
+		status = ensure_workspace(g, &l);
+	if (status != CLI_OK)
+		goto out;
+	sargv = shell_argv(&l, &sargc, &backend);
+	if (!sargv) {
+		status = cli_fail(CLI_ERR, "out of memory");
+		goto out;
+	}
+	status = cli_shell_run(g, sargc, sargv, &extra);
+out:
+	free(backend);
+	free(sargv);
+	launch_clear(&l);
+	return status;
+}

@@ -1,0 +1,55 @@
+/*
+ * cli/cmd_launch.h: what the agent launchers share (cli/cmd_launch.c) and what each client
+ * defines (cli/cmd_launch_clients.c). Private to cli/.
+ */
+#ifndef ARB_CLI_CMD_LAUNCH_H
+#define ARB_CLI_CMD_LAUNCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct jail_box;
+struct proxy;
+struct launch;
+
+struct launch_client {
+	const char *name;    /* the command: claude, codex, opencode */
+	const char *title;   /* Claude Code, ... */
+	const char *program; /* searched on PATH */
+	const char *install; /* how to install it, for the error when it is missing */
+	const char *backend; /* the proxy backend it needs by default */
+	const char *usage;   /* `arborinth NAME --help` */
+	/* On the host, before the box is built: imports settings, adds fixed client args. */
+	int (*prepare)(struct launch *l);
+	/* On the box: variables and config (after the proxy started; px has the placeholder). */
+	int (*box)(struct launch *l, struct jail_box *b, struct proxy *px);
+};
+
+/* One launch. Strings borrowed from argv unless noted. */
+struct launch {
+	const struct launch_client *client;
+	const char *name, *rev, *client_path, *upstream, *key_file, *model, *provider;
+	const char *backend; /* the proxy backend in use (client default or --provider) */
+	bool net, explain;
+	const char **grants, **binds, **mounts, **envs;
+	size_t n_grants, n_binds, n_mounts, n_envs;
+	char **client_args; /* after `--` */
+	int n_client_args;
+	char *exe;	    /* owned: the client's real path on the host */
+	char *mount_root;   /* owned: what is bound read-only for it, or NULL */
+	char *host_home;    /* owned: the host's $HOME */
+	char *model_import; /* owned: the model chosen by --model or the host's settings, or NULL */
+	char **fixed_args;  /* owned, NULL-terminated: client args put before the user's */
+	size_t n_fixed;
+};
+
+/* Appends one owned copy of arg to l->fixed_args. -ENOMEM. */
+int launch_fixed_arg(struct launch *l, const char *arg);
+/* Sets NAME=VALUE in the box (jail_box_add_env). */
+int launch_env(struct jail_box *b, const char *name, const char *value);
+
+extern const struct launch_client launch_claude, launch_codex, launch_opencode;
+
+int launch_run(const struct launch_client *c, int argc, char **argv, void *global);
+
+#endif

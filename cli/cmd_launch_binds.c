@@ -1,0 +1,103 @@
+/*
+ * cli/cmd_launch_binds.c: --grant NAME and --binds FILE for `shell` and the agent launchers:
+ * grants first, then bind files in the order given (a user's file wins), applied to the box
+ * as extra mounts, PATH entries and variables. Host credential files are never mounted.
+ */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "binds/binds.h"
+#include "jail/jail.h"
+
+static enum jail_mount_type mount_type(enum binds_kind k)
+{
+	return k == BINDS_RO ? JAIL_MOUNT_RO : k == BINDS_RW ? JAIL_MOUNT_RW : JAIL_MOUNT_TMPFS;
+}
+
+static int apply_mounts(struct jail_box *b, const struct binds_set *s, const char *home)
+{
+	size_t n;
+	const struct binds_mount *m = binds_set_mounts(s, &n);
+
+	for (size_t i = 0; i < n; i++) {
+		const char *what = util_str_has_prefix(m[i].origin, "grant ") ? "" : "--binds ";
+		char *secret = NULL, *why;
+		int rc;
+
+		if (m[i].kind != BINDS_TMPFS && binds_secret_path(m[i].path, home, &secret)) {
+			cli_fail(CLI_USAGE,
+				 "%s%s: %s would expose host credentials (%s); they are never "
+				 "mounted into a box",
+				 what, m[i].origin, m[i].path, secret);
+			free(secret);
+			return CLI_USAGE;
+		}
+		if (m[i].kind != BINDS_TMPFS && access(m[i].path, F_OK) < 0)
+			return cli_fail(CLI_USAGE, "%s%s: %s does not exist", what, m[i].origin,
+					m[i].path);
+		why = util_asprintf("%s%s", what, m[i].origin);
+		if (!why)
+			return cli_fail(CLI_ERR, "out of memory");
+		rc = jail_box_add_extra_mount(b, mount_type(m[i].kind), m[i].path, why);
+		free(why);
+		if (rc < 0)
+			return cli_fail(rc == -ENOMEM ? CLI_ERR : CLI_USAGE, "%s%s: %s", what,
+					m[i].origin, util_err_msg());
+	}
+	return CLI_OK;
+}
+
+static int apply_rest(struct jail_box *b, const struct binds_set *s)
+{
+	size_t n;
+	const struct binds_dir *d = binds_set_path(s, &n);
+	const struct binds_var *v;
+
+	/* The set lists PATH entries front first: prepend from the back. */
+	for (size_t i = n; i-- > 0;)
+		if (jail_box_path_prepend(b, d[i].dir) < 0)
+			return cli_fail(CLI_USAGE, "%s: %s", d[i].origin, util_err_msg());
+	v = binds_set_env(s, &n);
+	for (size_t i = 0; i < n; i++) {
+		char *kv = util_asprintf("%s=%s", v[i].name, v[i].value);
+		int rc = kv ? jail_box_add_env(b, kv) : -ENOMEM;
+
+		free(kv);
+		if (rc < 0)
+			return cli_fail(CLI_USAGE, "%s: %s", v[i].origin, util_err_msg());
+	}
+	return CLI_OK;
+}
+
+int cli_binds_apply(struct jail_box *b, const char *const *grants, size_t n_grants,
+		    const char *const *files, size_t n_files)
+{
+	struct binds_grant_ctx ctx = {.home = jail_box_home(b), .cache = jail_box_cache_dir(b)};
+	struct binds_set *s = NULL;
+	int status = CLI_OK;
+
+	if (!n_grants && !n_files)
+		return CLI_OK;
+	if (binds_set_new(&s) < 0)
+		return cli_fail_lib();
+	for (size_t i = 0; i < n_grants && status == CLI_OK; i++)
+		if (binds_grant_add(s, grants[i], &ctx) < 0)
+			status = cli_usage_error("--grant", "%s", util_err_msg());
+	for (size_t i = 0; i < n_files && status == CLI_OK; i++) {
+		int rc = binds_file_load(s, files[i], ctx.home);
+
+		if (rc < 0)
+			status = cli_fail(rc == -ENOMEM ? CLI_ERR : CLI_USAGE, "--binds %s",
+					  util_err_msg());
+	}
+	if (status == CLI_OK)
+		status = apply_mounts(b, s, ctx.home);
+	if (status == CLI_OK)
+		status = apply_rest(b, s);
+	binds_set_free(s);
+	return status;
+}

@@ -1,0 +1,328 @@
+/*
+ * cli/cmd_launch_clients.c: what each agent client needs in its box. Every client gets its
+ * base URL pointed at the in-box relay and the box's placeholder as its key (from the
+ * proxy), its config and state under the workspace's home ($HOME in the box, so sessions
+ * persist per workspace), update checks and telemetry off, and the host's model choice
+ * imported when the user gave none. Host credential files are never read nor mounted: only
+ * settings files that hold no secrets are read, and only the model is taken from them.
+ */
+#include "cli/cli.h"
+#include "cli/cmd_launch.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jail/jail.h"
+#include "proxy/proxy.h"
+
+/* A model name safe to pass on: letters, digits and . _ - / : @ [ ] only. */
+static bool model_ok(const char *m)
+{
+	return m && *m && strlen(m) < 200 &&
+	       strspn(m,
+		      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:@[]") ==
+		   strlen(m);
+}
+
+/* The string member `key` of the JSON file at path, or NULL (missing, unreadable, other). */
+static char *json_file_string(const char *path, const char *key)
+{
+	json_t *root = json_load_file(path, JSON_ALLOW_NUL, NULL);
+	const char *v = root ? json_string_value(json_object_get(root, key)) : NULL;
+	char *out = v && model_ok(v) ? strdup(v) : NULL;
+
+	json_decref(root);
+	return out;
+}
+
+static int set_model(struct launch *l, char *model)
+{
+	free(l->model_import);
+	l->model_import = model;
+	return 0;
+}
+
+/* ---- Claude Code ------------------------------------------------------------------------ */
+
+static int claude_prepare(struct launch *l)
+{
+	const char *env = getenv("ANTHROPIC_MODEL");
+	char *settings;
+
+	if (l->model)
+		return model_ok(l->model) ? set_model(l, strdup(l->model))
+					  : util_err(-EINVAL, "claude: bad --model '%s'", l->model);
+	if (env && model_ok(env))
+		return set_model(l, strdup(env));
+	/* ~/.claude/settings.json holds preferences; the credentials are in another file. */
+	settings = util_asprintf("%s/.claude/settings.json", l->host_home);
+	if (!settings)
+		return util_err(-ENOMEM, "out of memory");
+	set_model(l, json_file_string(settings, "model"));
+	free(settings);
+	return 0;
+}
+
+static int claude_box(struct launch *l, struct jail_box *b, struct proxy *px)
+{
+	char *dir = util_path_join(jail_box_home(b), ".claude");
+	int rc = dir ? 0 : util_err(-ENOMEM, "out of memory");
+
+	if (rc == 0)
+		rc = launch_env(b, "CLAUDE_CONFIG_DIR", dir);
+	if (rc == 0)
+		rc = launch_env(b, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+	if (rc == 0)
+		rc = launch_env(b, "DISABLE_AUTOUPDATER", "1");
+	if (rc == 0)
+		rc = launch_env(b, "DISABLE_TELEMETRY", "1");
+	if (rc == 0)
+		rc = launch_env(b, "DISABLE_ERROR_REPORTING", "1");
+	if (rc == 0 && l->model_import)
+		rc = launch_env(b, "ANTHROPIC_MODEL", l->model_import);
+	free(dir);
+	return rc;
+}
+
+/* ---- Codex ------------------------------------------------------------------------------ */
+
+/*
+ * `KEY = "VALUE"` at the top level of a Codex config.toml (before any table), for the
+ * non-secret KEY; NULL when absent or not a plain string.
+ */
+static char *toml_top_string(const char *path, const char *key)
+{
+	char *text = NULL, *out = NULL;
+	size_t len = 0, klen = strlen(key);
+
+	if (util_read_file(path, &text, &len) < 0)
+		return NULL;
+	for (char *line = text, *next; line && !out; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		line += strspn(line, " \t");
+		if (*line == '[')
+			break;
+		if (strncmp(line, key, klen))
+			continue;
+		char *p = line + klen;
+
+		p += strspn(p, " \t");
+		if (*p++ != '=')
+			continue;
+		p += strspn(p, " \t");
+		if (*p != '"')
+			continue;
+		char *end = strchr(p + 1, '"');
+
+		if (!end)
+			continue;
+		*end = '\0';
+		if (model_ok(p + 1))
+			out = strdup(p + 1);
+	}
+	free(text);
+	return out;
+}
+
+static int codex_prepare(struct launch *l)
+{
+	const char *codex_home = getenv("CODEX_HOME");
+	char *config = codex_home && codex_home[0] == '/'
+			   ? util_path_join(codex_home, "config.toml")
+			   : util_asprintf("%s/.codex/config.toml", l->host_home);
+	char *effort = NULL, *arg = NULL;
+	int rc = 0;
+
+	if (!config)
+		return util_err(-ENOMEM, "out of memory");
+	if (l->model && !model_ok(l->model))
+		rc = util_err(-EINVAL, "codex: bad --model '%s'", l->model);
+	else
+		set_model(l, l->model ? strdup(l->model) : toml_top_string(config, "model"));
+	effort = toml_top_string(config, "model_reasoning_effort");
+	/* `-c key=value` overrides Codex's config for this run; values are TOML strings. */
+	if (rc == 0 && l->model_import) {
+		arg = util_asprintf("model=\"%s\"", l->model_import);
+		rc = arg ? launch_fixed_arg(l, "-c") : util_err(-ENOMEM, "out of memory");
+		if (rc == 0)
+			rc = launch_fixed_arg(l, arg);
+		free(arg);
+	}
+	if (rc == 0 && effort) {
+		arg = util_asprintf("model_reasoning_effort=\"%s\"", effort);
+		rc = arg ? launch_fixed_arg(l, "-c") : util_err(-ENOMEM, "out of memory");
+		if (rc == 0)
+			rc = launch_fixed_arg(l, arg);
+		free(arg);
+	}
+	free(effort);
+	free(config);
+	return rc;
+}
+
+static int codex_box(struct launch *l, struct jail_box *b, struct proxy *px)
+{
+	const char *ph = px ? proxy_placeholder(px, l->backend) : NULL;
+	char *dir = util_path_join(jail_box_home(b), ".codex");
+	int rc = dir ? 0 : util_err(-ENOMEM, "out of memory");
+
+	if (rc == 0)
+		rc = launch_env(b, "CODEX_HOME", dir);
+	/* `codex exec` reads CODEX_API_KEY; the proxy sets OPENAI_API_KEY and OPENAI_BASE_URL. */
+	if (rc == 0 && ph)
+		rc = launch_env(b, "CODEX_API_KEY", ph);
+	free(dir);
+	return rc;
+}
+
+/* ---- OpenCode --------------------------------------------------------------------------- */
+
+static const char *opencode_default_model(const char *backend)
+{
+	return !strcmp(backend, "openai") ? "openai/gpt-5" : "anthropic/claude-sonnet-4-5";
+}
+
+static int opencode_prepare(struct launch *l)
+{
+	const char *cfg = getenv("OPENCODE_CONFIG"), *xdg = getenv("XDG_CONFIG_HOME");
+	char *path, *m;
+	size_t blen = strlen(l->backend);
+
+	if (l->model) {
+		if (!model_ok(l->model))
+			return util_err(-EINVAL, "opencode: bad --model '%s'", l->model);
+		/* provider/model, or a bare model of the provider in use. */
+		return set_model(l, strchr(l->model, '/')
+					? strdup(l->model)
+					: util_asprintf("%s/%s", l->backend, l->model));
+	}
+	path = cfg && cfg[0] == '/' ? strdup(cfg)
+	       : xdg && xdg[0] == '/'
+		   ? util_asprintf("%s/opencode/opencode.json", xdg)
+		   : util_asprintf("%s/.config/opencode/opencode.json", l->host_home);
+	if (!path)
+		return util_err(-ENOMEM, "out of memory");
+	m = json_file_string(path, "model");
+	free(path);
+	/* Only a model of the provider the box can reach. */
+	if (m && (strncmp(m, l->backend, blen) || m[blen] != '/')) {
+		free(m);
+		m = NULL;
+	}
+	return set_model(l, m ? m : strdup(opencode_default_model(l->backend)));
+}
+
+static int opencode_box(struct launch *l, struct jail_box *b, struct proxy *px)
+{
+	const char *ph = px ? proxy_placeholder(px, l->backend) : NULL;
+	size_t n = 0;
+	const uint16_t *ports = px ? proxy_ports(px, &n) : NULL;
+	char *url = n ? util_asprintf("http://127.0.0.1:%u/v1", ports[0]) : NULL, *text = NULL;
+	json_t *cfg = NULL;
+	int rc = 0;
+
+	if (!ph || !url) {
+		free(url);
+		return util_err(-EINVAL, "opencode: no %s backend on the proxy", l->backend);
+	}
+	/* A provider pointing at the relay, with the placeholder as its key. */
+	cfg = json_pack("{s:s, s:b, s:s, s:s, s:{s:{s:{s:s, s:s}}}}", "$schema",
+			"https://opencode.ai/config.json", "autoupdate", 0, "share", "disabled",
+			"model", l->model_import, "provider", l->backend, "options", "baseURL", url,
+			"apiKey", ph);
+	text = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
+	rc = text ? launch_env(b, "OPENCODE_CONFIG_CONTENT", text)
+		  : util_err(-ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = launch_env(b, "OPENCODE_DISABLE_AUTOUPDATE", "1");
+	if (rc == 0)
+		rc = launch_env(b, "OPENCODE_DISABLE_MODELS_FETCH", "1");
+	if (rc == 0)
+		rc = launch_env(b, "OPENCODE_DISABLE_DEFAULT_PLUGINS", "1");
+	if (rc == 0)
+		rc = launch_env(b, "OPENCODE_DISABLE_LSP_DOWNLOAD", "1");
+	if (rc == 0)
+		rc = launch_env(b, "OPENCODE_DISABLE_SHARE", "1");
+	free(text);
+	json_decref(cfg);
+	free(url);
+	return rc;
+}
+
+/* ---- the table -------------------------------------------------------------------------- */
+
+#define COMMON_OPTS                                                                                \
+	"  --rev REV            base NAME on REV when creating it (default HEAD)\n"                \
+	"  --client PATH        the client binary (default: found on PATH); bound read-only\n"     \
+	"                       at its host path in the box\n"                                     \
+	"  --model MODEL        the model (default: the host's setting, when there is one)\n"      \
+	"  --upstream URL       send the client's API calls to URL instead of the provider\n"      \
+	"  --api-key-file FILE  the real API key, read on the host (default: the variable)\n"      \
+	"  --grant NAME         a toolchain bundle (repeatable; 'arborinth grant list')\n"         \
+	"  --binds FILE         a bind file (repeatable; applied after grants)\n"                  \
+	"  --mount SPEC, --env NAME[=VALUE], --net\n"                                              \
+	"                       as for 'arborinth shell'\n"                                        \
+	"  --explain            print the resolved box and the client's argv, run nothing\n"
+
+const char cmd_claude_usage[] =
+    "usage: arborinth claude NAME [OPTIONS] [-- CLAUDE ARGS...]\n"
+    "\n"
+    "Runs Claude Code in workspace NAME (created from --rev when missing) inside a box. Its API\n"
+    "calls go through the credential proxy: ANTHROPIC_BASE_URL is the in-box relay and\n"
+    "ANTHROPIC_API_KEY a placeholder; the real key ($ANTHROPIC_API_KEY or --api-key-file) stays\n"
+    "on the host. CLAUDE_CONFIG_DIR is NAME's home/.claude, so sessions persist per\n"
+    "workspace; non-essential traffic is off. Arguments after -- go to claude unchanged.\n"
+    "\n" COMMON_OPTS;
+
+const char cmd_codex_usage[] =
+    "usage: arborinth codex NAME [OPTIONS] [-- CODEX ARGS...]\n"
+    "\n"
+    "Runs Codex in workspace NAME (created from --rev when missing) inside a box. Its API\n"
+    "calls go through the credential proxy: OPENAI_BASE_URL is the in-box relay and\n"
+    "OPENAI_API_KEY/CODEX_API_KEY a placeholder; the real key ($OPENAI_API_KEY or\n"
+    "--api-key-file) stays on the host. CODEX_HOME is NAME's home/.codex. The host's model and\n"
+    "reasoning effort (~/.codex/config.toml) are passed as -c overrides. Arguments after -- go\n"
+    "to codex unchanged.\n"
+    "\n" COMMON_OPTS;
+
+const char cmd_opencode_usage[] =
+    "usage: arborinth opencode NAME [OPTIONS] [-- OPENCODE ARGS...]\n"
+    "\n"
+    "Runs OpenCode in workspace NAME (created from --rev when missing) inside a box, with a\n"
+    "provider config (OPENCODE_CONFIG_CONTENT) whose baseURL is the in-box relay and whose key\n"
+    "is a placeholder; the real key stays on the host. Auto-update, model list fetches,\n"
+    "default plugins, LSP downloads and sharing are off. Arguments after -- go to opencode.\n"
+    "\n" COMMON_OPTS "  --provider P         anthropic (default) or openai\n";
+
+const struct launch_client launch_claude = {
+    "claude",	 "Claude Code",	   "claude",	   "npm install -g @anthropic-ai/claude-code",
+    "anthropic", cmd_claude_usage, claude_prepare, claude_box,
+};
+const struct launch_client launch_codex = {
+    "codex",  "Codex",	       "codex",	      "npm install -g @openai/codex",
+    "openai", cmd_codex_usage, codex_prepare, codex_box,
+};
+const struct launch_client launch_opencode = {
+    "opencode",	 "OpenCode",	     "opencode",       "npm install -g opencode-ai",
+    "anthropic", cmd_opencode_usage, opencode_prepare, opencode_box,
+};
+
+int cmd_claude(struct cli_global *g, int argc, char **argv)
+{
+	return launch_run(&launch_claude, argc, argv, g);
+}
+
+int cmd_codex(struct cli_global *g, int argc, char **argv)
+{
+	return launch_run(&launch_codex, argc, argv, g);
+}
+
+int cmd_opencode(struct cli_global *g, int argc, char **argv)
+{
+	return launch_run(&launch_opencode, argc, argv, g);
+}
