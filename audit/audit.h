@@ -89,7 +89,27 @@ struct audit_event {
 	int64_t off_lo;	  /* lowest offset written (write) */
 	int64_t off_hi;	  /* highest end offset written (write) */
 	uint32_t mode;	  /* chmod/create/mkdir/mknod mode, else 0 */
-	const char *kind; /* NULL: "fs" (later "net" for proxy requests) */
+	const char *kind; /* NULL: "fs"; "net" for the proxy's requests (fields below) */
+	/*
+	 * > 0: the session this event belongs to, taken as is (the proxy knows its box's
+	 * session; its events have no process in the box). 0: found from pid as above.
+	 */
+	int64_t session;
+	/*
+	 * kind "net" (op "request": a request to a credential-proxy backend; op "tunnel": a
+	 * request to the --allow-host proxy, normally CONNECT). Stored only for "net" events.
+	 * Never a body, never a credential: the caller redacts them from path and host.
+	 */
+	const char *backend;  /* NULL when no backend matched, or a tunnel */
+	const char *method;   /* NULL when the request line was unreadable */
+	const char *host;     /* tunnels: the requested host; else NULL */
+	int port;	      /* tunnels: the requested port; else 0 */
+	int status;	      /* HTTP status sent to the box; 0 when none could be sent */
+	int64_t bytes_up;     /* body (tunnel: stream) bytes from the box */
+	int64_t bytes_down;   /* body (tunnel: stream) bytes to the box */
+	int64_t duration_ns;  /* from the complete request head to the end */
+	const char *decision; /* "allowed" or "refused" */
+	const char *reason;   /* "allowed", the policy's reason, or what went wrong */
 };
 
 /* Limits; a zero field takes its default. */
@@ -182,7 +202,9 @@ int audit_ws_purge(sqlite3 *db, const char *name, int64_t *removed) ARB_MUST_CHE
 
 /*
  * Reading the timeline (`arborinth audit`). Rows come from audit_events: kind "fs" (file
- * system operations and "gap" rows), "exec" (a session's "exec" and "exit"), later "net".
+ * system operations and "gap" rows), "exec" (a session's "exec" and "exit"), "net" (the
+ * proxy's "request" and "tunnel" rows). A "net" row's result is 0 when it was allowed and
+ * completed, 1 when it was refused or failed (so --failed finds it).
  */
 enum {
 	AUDIT_KIND_FS = 1,
@@ -217,9 +239,13 @@ struct audit_row {
 	int64_t off_lo, off_hi;		      /* -1: not applicable */
 	int64_t mode;			      /* -1: not applicable */
 	const char *argv_json, *jail;	      /* "exec"/"exit" rows: the session's argv, jail */
+	/* "net" rows (see struct audit_event); NULL / -1 on other rows. */
+	const char *backend, *method, *host, *decision, *reason;
+	int64_t port, status, bytes_up, bytes_down, duration_ns;
 };
 
-/* True for the op names the timeline knows (fs ops, "gap", "exec", "exit"). */
+/* True for the op names the timeline knows (fs ops, "gap", "exec", "exit", "request",
+ * "tunnel"). */
 bool audit_op_known(const char *op);
 /* True when a path is inside the workspace's .git (hidden unless --all). */
 bool audit_path_is_git(const char *path);

@@ -78,6 +78,20 @@ static const char *const migrations[] = {
     "CREATE INDEX audit_events_ws_time ON audit_events(ws, time_ns);"
     "CREATE INDEX audit_events_ws_path ON audit_events(ws, path);"
     "CREATE INDEX audit_events_session ON audit_events(session) WHERE session IS NOT NULL;",
+    /*
+     * 2 -> 3: the proxy's rows (kind 'net'): what was asked, what was answered, and why.
+     * NULL on every other kind of row.
+     */
+    "ALTER TABLE audit_events ADD COLUMN backend TEXT;"
+    "ALTER TABLE audit_events ADD COLUMN method TEXT;"
+    "ALTER TABLE audit_events ADD COLUMN host TEXT;"
+    "ALTER TABLE audit_events ADD COLUMN port INTEGER;"
+    "ALTER TABLE audit_events ADD COLUMN status INTEGER;"
+    "ALTER TABLE audit_events ADD COLUMN bytes_up INTEGER;"
+    "ALTER TABLE audit_events ADD COLUMN bytes_down INTEGER;"
+    "ALTER TABLE audit_events ADD COLUMN duration_ns INTEGER;"
+    "ALTER TABLE audit_events ADD COLUMN decision TEXT;"
+    "ALTER TABLE audit_events ADD COLUMN reason TEXT;",
 };
 
 int audit_db_schema_version(void)

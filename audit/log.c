@@ -35,6 +35,10 @@ struct rec {
 	int result;
 	pid_t pid;
 	const char *kind, *op, *path, *path2;
+	/* kind "net" (see struct audit_event) */
+	int64_t session, bytes_up, bytes_down, duration_ns;
+	int port, status;
+	const char *backend, *method, *host, *decision, *reason;
 	size_t bytes;
 	char data[];
 };
@@ -131,12 +135,22 @@ static const char *copy_str(char **cursor, const char *s)
 	return at;
 }
 
+static size_t str_size(const char *s)
+{
+	return s ? strlen(s) + 1 : 0;
+}
+
 static struct rec *rec_new(const struct audit_event *ev)
 {
 	const char *kind = ev->kind ? ev->kind : "fs";
-	size_t strs = strlen(kind) + strlen(ev->op) + 2 + (ev->path ? strlen(ev->path) + 1 : 0) +
-		      (ev->path2 ? strlen(ev->path2) + 1 : 0);
-	struct rec *r = malloc(sizeof(*r) + strs);
+	bool net = !strcmp(kind, "net");
+	size_t strs = strlen(kind) + strlen(ev->op) + 2 + str_size(ev->path) + str_size(ev->path2);
+	struct rec *r;
+
+	if (net)
+		strs += str_size(ev->backend) + str_size(ev->method) + str_size(ev->host) +
+			str_size(ev->decision) + str_size(ev->reason);
+	r = calloc(1, sizeof(*r) + strs);
 	char *cursor;
 
 	if (!r)
@@ -156,6 +170,19 @@ static struct rec *rec_new(const struct audit_event *ev)
 	r->op = copy_str(&cursor, ev->op);
 	r->path = copy_str(&cursor, ev->path);
 	r->path2 = copy_str(&cursor, ev->path2);
+	r->session = ev->session;
+	if (net) {
+		r->backend = copy_str(&cursor, ev->backend);
+		r->method = copy_str(&cursor, ev->method);
+		r->host = copy_str(&cursor, ev->host);
+		r->decision = copy_str(&cursor, ev->decision);
+		r->reason = copy_str(&cursor, ev->reason);
+		r->port = ev->port;
+		r->status = ev->status;
+		r->bytes_up = ev->bytes_up;
+		r->bytes_down = ev->bytes_down;
+		r->duration_ns = ev->duration_ns;
+	}
 	r->bytes = sizeof(*r) + strs;
 	return r;
 }
@@ -416,8 +443,8 @@ static void bind_str(sqlite3_stmt *st, int col, const char *s)
 static int insert_rec(struct audit_log *log, const struct rec *r)
 {
 	sqlite3_stmt *st = log->ins;
-	bool write = !strcmp(r->op, "write");
-	int64_t session = sess_resolve(log, r->proc, r->time_ns);
+	bool write = !strcmp(r->op, "write"), net = !strcmp(r->kind, "net");
+	int64_t session = r->session > 0 ? r->session : sess_resolve(log, r->proc, r->time_ns);
 	int rc;
 
 	sqlite3_bind_int64(st, 1, log->ws_key);
@@ -436,6 +463,18 @@ static int insert_rec(struct audit_log *log, const struct rec *r)
 	bind_opt(st, 14, r->off_lo, write);
 	bind_opt(st, 15, r->off_hi, write);
 	bind_opt(st, 16, r->mode, r->mode != 0);
+	if (net) {
+		bind_str(st, 17, r->backend);
+		bind_str(st, 18, r->method);
+		bind_str(st, 19, r->host);
+		bind_opt(st, 20, r->port, r->port > 0);
+		sqlite3_bind_int(st, 21, r->status);
+		sqlite3_bind_int64(st, 22, r->bytes_up);
+		sqlite3_bind_int64(st, 23, r->bytes_down);
+		sqlite3_bind_int64(st, 24, r->duration_ns);
+		bind_str(st, 25, r->decision);
+		bind_str(st, 26, r->reason);
+	}
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
@@ -594,11 +633,14 @@ static int log_prepare(struct audit_log *log, const char *db_path, const char *w
 	if (rc < 0)
 		return rc;
 	sqlite3_busy_timeout(log->db, WRITER_BUSY_MS);
-	if (sqlite3_prepare_v3(log->db,
-			       "INSERT INTO audit_events (ws, time_ns, kind, op, path, path2, "
-			       "result, pid, comm, exe, session, size, count, off_lo, off_hi, "
-			       "mode) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-			       -1, SQLITE_PREPARE_PERSISTENT, &log->ins, NULL) != SQLITE_OK ||
+	if (sqlite3_prepare_v3(
+		log->db,
+		"INSERT INTO audit_events (ws, time_ns, kind, op, path, path2, "
+		"result, pid, comm, exe, session, size, count, off_lo, off_hi, "
+		"mode, backend, method, host, port, status, bytes_up, bytes_down, "
+		"duration_ns, decision, reason) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+		"?,?,?,?,?,?,?,?,?,?,?)",
+		-1, SQLITE_PREPARE_PERSISTENT, &log->ins, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v3(log->db, "PRAGMA data_version", -1, SQLITE_PREPARE_PERSISTENT,
 			       &log->version, NULL) != SQLITE_OK)
 		return util_err(-EIO, "state database: %s", sqlite3_errmsg(log->db));

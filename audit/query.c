@@ -8,7 +8,7 @@
 static const char *const known_ops[] = {
     "create", "write",	 "truncate", "unlink", "mkdir",	  "rmdir",    "rename",
     "link",   "symlink", "chmod",    "chown",  "utimens", "setxattr", "removexattr",
-    "mknod",  "gap",	 "exec",     "exit",   NULL,
+    "mknod",  "gap",	 "exec",     "exit",   "request", "tunnel",   NULL,
 };
 
 bool audit_op_known(const char *op)
@@ -48,7 +48,9 @@ static char *build_sql(const struct audit_filter *f, bool by_seq)
 	sqlite3_str_appendall(
 	    sql, "SELECT e.seq, e.time_ns, e.kind, e.op, e.path, e.path2, e.result, e.pid, "
 		 "e.comm, e.exe, e.session, e.size, e.count, e.off_lo, e.off_hi, e.mode, s.argv, "
-		 "s.jail FROM audit_events e LEFT JOIN audit_sessions s "
+		 "s.jail, e.backend, e.method, e.host, e.decision, e.reason, e.port, e.status, "
+		 "e.bytes_up, e.bytes_down, e.duration_ns FROM audit_events e LEFT JOIN "
+		 "audit_sessions s "
 		 "ON e.kind = 'exec' AND s.id = e.session WHERE e.ws = ?1");
 	if (f->since_ns)
 		sqlite3_str_appendall(sql, " AND e.time_ns >= ?2");
@@ -158,6 +160,16 @@ int audit_query_next(struct audit_query *q, struct audit_row *row)
 	    .mode = col_int(st, 15, -1),
 	    .argv_json = col_text(st, 16),
 	    .jail = col_text(st, 17),
+	    .backend = col_text(st, 18),
+	    .method = col_text(st, 19),
+	    .host = col_text(st, 20),
+	    .decision = col_text(st, 21),
+	    .reason = col_text(st, 22),
+	    .port = col_int(st, 23, -1),
+	    .status = col_int(st, 24, -1),
+	    .bytes_up = col_int(st, 25, -1),
+	    .bytes_down = col_int(st, 26, -1),
+	    .duration_ns = col_int(st, 27, -1),
 	};
 	return 1;
 }

@@ -77,15 +77,30 @@ int cli_audit_session_begin(struct audit_session **out, struct core_project *p,
 			    const struct core_ws *ws, const char *jail, char *const cmd[]);
 void cli_audit_session_end(struct audit_session *s, int exit_status);
 /*
- * `shell --backend` (cli/shell_proxy.c). cli_proxy_start: the proxy for ws's box from backend
- * specs (none: *out stays NULL); with listen, on NAME/run/proxy/proxy.sock, else only
- * credentials and placeholders (for --explain). cli_proxy_box_setup: the socket directory
- * (read-only), the relay hook and the base URL/placeholder variables on the box.
+ * `shell --backend` and `--allow-host` (cli/shell_proxy.c). cli_proxy_start: the proxy for
+ * ws's box from backend specs and allowed hosts (neither: *out stays NULL); with listen, on
+ * NAME/run/proxy/proxy.sock and egress.sock, recording every request in state.db through
+ * *audit, else only credentials and placeholders (for --explain). cli_proxy_set_session:
+ * the session the records belong to (call it once the session has begun).
+ * cli_proxy_stop: stops the proxy, then writes out and closes its records (NULLs are fine).
+ * cli_proxy_box_setup: the socket directory (read-only), the relay hooks and the base
+ * URL/placeholder/HTTP(S)_PROXY variables on the box.
  */
 struct proxy;
 struct jail_box;
-int cli_proxy_start(struct proxy **out, const struct core_ws *ws, const char *const *specs,
-		    size_t n, const char *key_file, bool listen) ARB_MUST_CHECK;
+struct cli_net_audit;
+struct cli_proxy_opts {
+	const char *const *backends; /* --backend specifications */
+	size_t n_backends;
+	const char *key_file;		/* --api-key-file */
+	const char *const *allow_hosts; /* --allow-host HOST[:PORT] */
+	size_t n_allow_hosts;
+	bool listen;
+};
+int cli_proxy_start(struct proxy **out, struct cli_net_audit **audit, struct core_project *p,
+		    const struct core_ws *ws, const struct cli_proxy_opts *o) ARB_MUST_CHECK;
+void cli_proxy_set_session(struct cli_net_audit *a, const struct audit_session *s);
+void cli_proxy_stop(struct proxy *px, struct cli_net_audit *a);
 int cli_proxy_box_setup(struct proxy *px, struct jail_box *b,
 			const struct core_ws *ws) ARB_MUST_CHECK;
 /*

@@ -17,7 +17,8 @@ const char cmd_audit_usage[] =
     "usage: arborinth audit NAME [options]\n"
     "\n"
     "Shows what happened in workspace NAME, oldest first: time, process, operation, path(s),\n"
-    "size and result of every file system change, and the commands run with 'shell'.\n"
+    "size and result of every file system change, the commands run with 'shell', and every\n"
+    "request of their boxes to the proxy (credential proxy and --allow-host tunnels).\n"
     "Works whether or not the workspace is mounted, and after 'workspace delete' (until\n"
     "'workspace delete --purge').\n"
     "\n"
@@ -27,8 +28,9 @@ const char cmd_audit_usage[] =
     "  --path GLOB      only paths matching GLOB ('*' also matches '/': 'src/*')\n"
     "  --op OP[,OP]     only these operations (create write truncate unlink mkdir rmdir\n"
     "                   rename link symlink chmod chown utimens setxattr removexattr mknod\n"
-    "                   gap exec exit)\n"
-    "  --kind KIND      fs (file system), exec (shell sessions) or net; may be repeated\n"
+    "                   gap exec exit request tunnel)\n"
+    "  --kind KIND      fs (file system), exec (shell sessions) or net (proxy requests and\n"
+    "                   tunnels); may be repeated\n"
     "  --session ID     only what session ID did\n"
     "  --failed         only failed operations and non-zero exits\n"
     "  --all            include .git/ internals (hidden by default)\n"
@@ -71,7 +73,7 @@ static const char *op_color(const char *op)
 	    {"link", C_GREEN},	   {"mknod", C_GREEN},	    {"unlink", C_RED},
 	    {"rmdir", C_RED},	   {"write", C_YELLOW},	    {"truncate", C_YELLOW},
 	    {"rename", C_MAGENTA}, {"exec", C_BLUE C_BOLD}, {"exit", C_BLUE},
-	    {"gap", C_RED C_BOLD},
+	    {"gap", C_RED C_BOLD}, {"request", C_CYAN},	    {"tunnel", C_CYAN},
 	};
 
 	for (size_t i = 0; i < ARB_ARRAY_LEN(map); i++)
@@ -163,6 +165,45 @@ static void print_detail(const struct audit_row *r)
 	}
 }
 
+/* A "net" row: what was asked, what came back, how much, how long, and the decision. */
+static void print_net_text(const struct audit_opts *o, const struct audit_row *r)
+{
+	bool c = o->color, refused = r->decision && !strcmp(r->decision, "refused");
+	bool failed = r->result != 0;
+	char up[32], down[32];
+
+	if (!strcmp(r->op, "tunnel")) {
+		printf("%s ", r->method ? r->method : "?");
+		if (r->host && strchr(r->host, ':'))
+			printf("[%s]", r->host);
+		else
+			fputs(r->host ? r->host : "?", stdout);
+		if (r->port > 0)
+			printf(":%lld", (long long)r->port);
+	} else {
+		printf("%s %s %s", r->backend ? r->backend : "-", r->method ? r->method : "?",
+		       r->path ? r->path : "-");
+	}
+	if (r->status > 0)
+		printf("  %lld", (long long)r->status);
+	else
+		fputs("  -", stdout);
+	if (!refused) {
+		format_size(up, sizeof(up), r->bytes_up > 0 ? r->bytes_up : 0);
+		format_size(down, sizeof(down), r->bytes_down > 0 ? r->bytes_down : 0);
+		printf("  up %s, down %s", up, down);
+	}
+	printf("  %.1f ms", (double)(r->duration_ns > 0 ? r->duration_ns : 0) / 1e6);
+	if (refused)
+		printf("  %srefused: %s%s\n", c ? C_RED : "", r->reason ? r->reason : "?",
+		       c ? C_RESET : "");
+	else if (failed)
+		printf("  %sfailed: %s%s\n", c ? C_RED : "", r->reason ? r->reason : "?",
+		       c ? C_RESET : "");
+	else
+		printf("  %sallowed%s\n", c ? C_GREEN : "", c ? C_RESET : "");
+}
+
 static void print_row_text(const struct audit_opts *o, const struct audit_row *r)
 {
 	bool c = o->color;
@@ -170,7 +211,9 @@ static void print_row_text(const struct audit_opts *o, const struct audit_row *r
 	char when[48], who[64];
 
 	format_time(when, sizeof(when), r->time_ns, false);
-	if (r->pid)
+	if (!strcmp(r->kind, "net"))
+		snprintf(who, sizeof(who), "proxy/session %lld", (long long)r->session);
+	else if (r->pid)
 		snprintf(who, sizeof(who), "%s[%lld]", r->comm ? r->comm : "?", (long long)r->pid);
 	else
 		snprintf(who, sizeof(who), "%s", r->comm ? r->comm : "-");
@@ -192,6 +235,10 @@ static void print_row_text(const struct audit_opts *o, const struct audit_row *r
 			printf("session %lld  %sstatus %d%s\n", (long long)r->session,
 			       c && failed ? C_RED : "", r->result, c && failed ? C_RESET : "");
 		}
+		return;
+	}
+	if (!strcmp(r->kind, "net")) {
+		print_net_text(o, r);
 		return;
 	}
 	fputs(r->path ? r->path : "-", stdout);
@@ -217,6 +264,8 @@ static json_t *opt_str(const char *s)
 static void print_row_json(const struct audit_opts *o, const struct audit_row *r)
 {
 	bool exec = !strcmp(r->kind, "exec"), exit_row = exec && !strcmp(r->op, "exit");
+	bool net = !strcmp(r->kind, "net");
+	bool refused = net && r->decision && !strcmp(r->decision, "refused");
 	json_t *obj = json_object(), *argv = NULL;
 	char when[48];
 	char *line;
@@ -233,10 +282,11 @@ static void print_row_json(const struct audit_opts *o, const struct audit_row *r
 	json_object_set_new(obj, "path", opt_str(r->path));
 	json_object_set_new(obj, "path2", opt_str(r->path2));
 	json_object_set_new(obj, "result",
-			    json_string(r->result == 0 ? "ok"
-					: exit_row     ? "failed"
-						       : errno_name(r->result)));
-	json_object_set_new(obj, "errno", opt_int(r->result, !exec));
+			    json_string(r->result == 0	  ? "ok"
+					: refused	  ? "refused"
+					: exit_row || net ? "failed"
+							  : errno_name(r->result)));
+	json_object_set_new(obj, "errno", opt_int(r->result, !exec && !net));
 	json_object_set_new(obj, "exit_status", opt_int(r->result, exit_row));
 	json_object_set_new(obj, "pid", opt_int(r->pid, r->pid > 0));
 	json_object_set_new(obj, "comm", opt_str(r->comm));
@@ -250,6 +300,17 @@ static void print_row_json(const struct audit_opts *o, const struct audit_row *r
 	json_object_set_new(obj, "mode", opt_int(r->mode, r->mode >= 0));
 	json_object_set_new(obj, "argv", argv ? argv : json_null());
 	json_object_set_new(obj, "jail", opt_str(exec ? r->jail : NULL));
+	json_object_set_new(obj, "backend", opt_str(net ? r->backend : NULL));
+	json_object_set_new(obj, "method", opt_str(net ? r->method : NULL));
+	json_object_set_new(obj, "host", opt_str(net ? r->host : NULL));
+	json_object_set_new(obj, "port", opt_int(r->port, net && r->port > 0));
+	json_object_set_new(obj, "status", opt_int(r->status, net && r->status > 0));
+	json_object_set_new(obj, "bytes_up", opt_int(r->bytes_up, net && r->bytes_up >= 0));
+	json_object_set_new(obj, "bytes_down", opt_int(r->bytes_down, net && r->bytes_down >= 0));
+	json_object_set_new(obj, "duration_ns",
+			    opt_int(r->duration_ns, net && r->duration_ns >= 0));
+	json_object_set_new(obj, "decision", opt_str(net ? r->decision : NULL));
+	json_object_set_new(obj, "reason", opt_str(net ? r->reason : NULL));
 	line = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	if (line)
 		puts(line);

@@ -45,6 +45,12 @@ const char cmd_shell_usage[] =
     "                          $OPENAI_API_KEY, key-env= or key-file=) stays on the host\n"
     "                          (repeatable; see README \"Credential proxy\")\n"
     "  --api-key-file FILE     the credential of the one --backend, read from FILE\n"
+    "  --allow-host HOST[:PORT]\n"
+    "                          give the box an HTTP proxy (HTTPS_PROXY, HTTP_PROXY on\n"
+    "                          127.0.0.1) that opens CONNECT tunnels to HOST:PORT (default\n"
+    "                          443) only, resolved and connected from the host; anything\n"
+    "                          else is refused with the reason (repeatable; each request\n"
+    "                          is in 'arborinth audit NAME --kind net')\n"
     "  --grant NAME            a toolchain bundle of mounts, PATH entries and variables\n"
     "                          (repeatable; 'arborinth grant list' shows them)\n"
     "  --binds FILE            a bind file (TOML: ro, rw, tmpfs, path, env, include;\n"
@@ -63,6 +69,7 @@ static const struct option shell_opts[] = {
     {"explain", no_argument, NULL, 'x'},
     {"backend", required_argument, NULL, 'b'},
     {"api-key-file", required_argument, NULL, 'k'},
+    {"allow-host", required_argument, NULL, 'H'},
     {"grant", required_argument, NULL, 'g'},
     {"binds", required_argument, NULL, 'B'},
     {0},
@@ -74,6 +81,8 @@ struct shell_opts {
 	const char **mounts, **envs, **backends; /* borrowed from argv */
 	size_t n_mounts, n_envs, n_backends;
 	const char *key_file;
+	const char **allow_hosts; /* borrowed from argv */
+	size_t n_allow_hosts;
 	const char **grants, **binds; /* borrowed from argv */
 	size_t n_grants, n_binds;
 };
@@ -170,6 +179,9 @@ static int parse_options(struct cli_global *g, int argc, char **argv, struct she
 		case 'k':
 			o->key_file = optarg;
 			break;
+		case 'H':
+			o->allow_hosts[o->n_allow_hosts++] = optarg;
+			break;
 		case 'g':
 			o->grants[o->n_grants++] = optarg;
 			break;
@@ -188,6 +200,17 @@ static int parse_options(struct cli_global *g, int argc, char **argv, struct she
 				       "--jail bubblewrap (--jail none runs on the host as it is)");
 	if (o->key_file && o->n_backends != 1)
 		return cli_usage_error("shell", "--api-key-file needs exactly one --backend");
+	if (!strcmp(o->jail, "none") && o->n_allow_hosts)
+		return cli_usage_error("shell", "--allow-host needs --jail bubblewrap (--jail none "
+						"runs on the host as it is)");
+	for (size_t i = 0; i < o->n_allow_hosts; i++) {
+		char *host = NULL;
+		uint16_t port;
+
+		if (proxy_allow_host_parse(o->allow_hosts[i], &host, &port) < 0)
+			return cli_usage_error("shell", "--allow-host: %s", util_err_msg());
+		free(host);
+	}
 	if (optind >= argc)
 		return cli_usage_error("shell", "missing workspace NAME");
 	*name_at = optind;
@@ -246,15 +269,22 @@ static int run_box(struct core_project *p, const struct core_ws *ws, const struc
 	struct audit_session *session = NULL;
 	struct jail_box *b = NULL;
 	struct proxy *px = NULL;
+	struct cli_net_audit *net = NULL;
+	struct cli_proxy_opts po = {.backends = o->backends,
+				    .n_backends = o->n_backends,
+				    .key_file = o->key_file,
+				    .allow_hosts = o->allow_hosts,
+				    .n_allow_hosts = o->n_allow_hosts,
+				    .listen = !o->explain};
 	char *text = NULL;
 	int status, exit_status = 0;
 
 	/* The proxy first: the box's environment holds its placeholders. */
-	if (cli_proxy_start(&px, ws, o->backends, o->n_backends, o->key_file, !o->explain) < 0)
+	if (cli_proxy_start(&px, &net, p, ws, &po) < 0)
 		return cli_fail_lib();
 	status = make_box(p, ws, o, px, cmd, extra, &b);
 	if (status != CLI_OK) {
-		proxy_free(px);
+		cli_proxy_stop(px, net);
 		return status;
 	}
 	if (o->explain) {
@@ -264,19 +294,23 @@ static int run_box(struct core_project *p, const struct core_ws *ws, const struc
 			fputs(text, stdout);
 		free(text);
 		jail_box_free(b);
-		proxy_free(px);
+		cli_proxy_stop(px, net);
 		return status;
 	}
 	fflush(stdout);
-	if (cli_audit_session_begin(&session, p, ws, "bubblewrap", cmd) < 0)
+	if (cli_audit_session_begin(&session, p, ws, "bubblewrap", cmd) < 0) {
 		status = cli_fail_lib();
-	else if (jail_box_run(b, &exit_status) < 0)
-		status = cli_fail(JAIL_EXIT_SETUP, "%s", util_err_msg());
-	else
-		status = exit_status;
+	} else {
+		/* The proxy's records belong to this session from the box's first request. */
+		cli_proxy_set_session(net, session);
+		if (jail_box_run(b, &exit_status) < 0)
+			status = cli_fail(JAIL_EXIT_SETUP, "%s", util_err_msg());
+		else
+			status = exit_status;
+	}
 	cli_audit_session_end(session, status);
 	jail_box_free(b);
-	proxy_free(px);
+	cli_proxy_stop(px, net);
 	return status;
 }
 
@@ -322,9 +356,10 @@ int cli_shell_run(struct cli_global *g, int argc, char **argv, const struct cli_
 	o.mounts = calloc((size_t)argc + 1, sizeof(*o.mounts));
 	o.envs = calloc((size_t)argc + 1, sizeof(*o.envs));
 	o.backends = calloc((size_t)argc + 1, sizeof(*o.backends));
+	o.allow_hosts = calloc((size_t)argc + 1, sizeof(*o.allow_hosts));
 	o.grants = calloc((size_t)argc + 1, sizeof(*o.grants));
 	o.binds = calloc((size_t)argc + 1, sizeof(*o.binds));
-	if (!o.mounts || !o.envs || !o.backends || !o.grants || !o.binds) {
+	if (!o.mounts || !o.envs || !o.backends || !o.grants || !o.binds || !o.allow_hosts) {
 		status = cli_fail(CLI_ERR, "out of memory");
 		goto out;
 	}
@@ -355,6 +390,7 @@ out:
 	free(o.mounts);
 	free(o.envs);
 	free(o.backends);
+	free(o.allow_hosts);
 	free(o.grants);
 	free(o.binds);
 	return status;

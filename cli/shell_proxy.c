@@ -1,60 +1,160 @@
 /*
- * cli/shell_proxy.c: `shell --backend`: the credential proxy for one box. The proxy runs in
- * this process (threads) for as long as the box does; the box gets the proxy's socket
- * directory read-only, a relay hook for box-init and the backends' base URLs and placeholders.
+ * cli/shell_proxy.c: `shell --backend` and `--allow-host`: the credential proxy (and the
+ * CONNECT proxy for allowed hosts) for one box. The proxy runs in this process (threads) for
+ * as long as the box does; the box gets the proxy's socket directory read-only, relay hooks
+ * for box-init, the backends' base URLs and placeholders and the HTTP(S)_PROXY variables.
+ * Every request the proxy sees becomes a "net" row in state.db, linked to the box's session.
  */
 #include "cli/cli.h"
 
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit/audit.h"
 #include "core/core.h"
 #include "jail/jail.h"
 #include "proxy/proxy.h"
 
 #define BOX_PROXY_DIR "/run/arborinth-proxy"
 
-int cli_proxy_start(struct proxy **out, const struct core_ws *ws, const char *const *specs,
-		    size_t n, const char *key_file, bool listen)
+/* The observer's state: the recorder, and the session once it has begun. */
+struct cli_net_audit {
+	struct audit_log *log;
+	atomic_llong session;
+	atomic_bool warned;
+};
+
+/* Called from the proxy's connection threads; the record's strings are already redacted. */
+static void net_observe(void *ctx, const struct proxy_record *rec)
+{
+	struct cli_net_audit *a = ctx;
+	bool done =
+	    rec->allowed && rec->status != 0 && rec->reason && !strcmp(rec->reason, "allowed");
+	struct audit_event ev = {
+	    .time_ns = rec->time_ns,
+	    .kind = "net",
+	    .op = rec->egress ? "tunnel" : "request",
+	    .path = rec->egress ? NULL : rec->path,
+	    .result = done ? 0 : 1,
+	    .size = -1,
+	    .session = atomic_load(&a->session),
+	    .backend = rec->backend,
+	    .method = rec->method,
+	    .host = rec->host,
+	    .port = rec->port,
+	    .status = rec->status,
+	    .bytes_up = rec->bytes_up,
+	    .bytes_down = rec->bytes_down,
+	    .duration_ns = rec->duration_ns,
+	    .decision = rec->allowed ? "allowed" : "refused",
+	    .reason = rec->reason ? rec->reason : "",
+	};
+
+	if (audit_log_append(a->log, &ev) < 0 && !atomic_exchange(&a->warned, true))
+		fprintf(stderr, "arborinth: warning: a proxy request could not be recorded in the "
+				"audit log\n");
+}
+
+static int net_audit_open(struct cli_net_audit **out, struct core_project *p,
+			  const struct core_ws *ws)
+{
+	struct cli_net_audit *a = calloc(1, sizeof(*a));
+	char *db = util_path_join(core_project_state_dir(p), "state.db");
+	int rc = a && db ? 0 : util_err(-ENOMEM, "out of memory");
+
+	if (rc == 0)
+		rc = audit_log_open(&a->log, db, ws->id, ws->name);
+	free(db);
+	if (rc < 0) {
+		free(a);
+		return util_err(rc, "cannot open the audit log for the proxy: %s", util_err_msg());
+	}
+	*out = a;
+	return 0;
+}
+
+void cli_proxy_set_session(struct cli_net_audit *a, const struct audit_session *s)
+{
+	if (a && s)
+		atomic_store(&a->session, audit_session_id(s));
+}
+
+void cli_proxy_stop(struct proxy *px, struct cli_net_audit *a)
+{
+	/* The proxy first: its last records go to the log, which close writes out. */
+	proxy_free(px);
+	if (a)
+		audit_log_close(a->log);
+	free(a);
+}
+
+int cli_proxy_start(struct proxy **out, struct cli_net_audit **audit, struct core_project *p,
+		    const struct core_ws *ws, const struct cli_proxy_opts *o)
 {
 	struct proxy_config cfg = {0};
-	char *dir = NULL, *sock = NULL;
-	size_t made = 0;
+	char *dir = NULL, *sock = NULL, *esock = NULL;
+	struct cli_net_audit *a = NULL;
+	size_t made = 0, n = o->n_backends;
 	int rc = -ENOMEM;
 
 	*out = NULL;
-	if (n == 0)
+	*audit = NULL;
+	if (n == 0 && o->n_allow_hosts == 0)
 		return 0;
-	if (key_file && n != 1)
+	if (o->key_file && n != 1)
 		return util_err(-EINVAL, "--api-key-file needs exactly one --backend (else give "
 					 "key-file= in each)");
-	cfg.backends = calloc(n, sizeof(*cfg.backends));
+	/* Checked before anything starts, so a bad one is a usage error with nothing left. */
+	for (size_t i = 0; i < o->n_allow_hosts; i++) {
+		char *host = NULL;
+		uint16_t port;
+
+		rc = proxy_allow_host_parse(o->allow_hosts[i], &host, &port);
+		free(host);
+		if (rc < 0)
+			return rc;
+	}
+	cfg.backends = calloc(n ? n : 1, sizeof(*cfg.backends));
 	if (!cfg.backends)
 		goto out;
 	for (; made < n; made++) {
-		rc = proxy_backend_parse(&cfg.backends[made], specs[made]);
+		rc = proxy_backend_parse(&cfg.backends[made], o->backends[made]);
 		if (rc < 0)
 			goto out;
 	}
-	if (key_file) {
-		rc = proxy_backend_set(cfg.backends[0], "key-file", key_file);
+	if (o->key_file) {
+		rc = proxy_backend_set(cfg.backends[0], "key-file", o->key_file);
 		if (rc < 0)
 			goto out;
 	}
 	cfg.n_backends = n;
-	if (listen) {
+	cfg.allow_hosts = o->allow_hosts;
+	cfg.n_allow_hosts = o->n_allow_hosts;
+	if (o->listen) {
 		dir = util_path_join(ws->run, "proxy");
 		sock = dir ? util_path_join(dir, "proxy.sock") : NULL;
-		rc = sock ? util_mkdir_p(dir, 0700) : util_err(-ENOMEM, "out of memory");
+		esock = dir ? util_path_join(dir, "egress.sock") : NULL;
+		rc = sock && esock ? util_mkdir_p(dir, 0700) : util_err(-ENOMEM, "out of memory");
+		rc = rc ?: net_audit_open(&a, p, ws);
 		if (rc < 0)
 			goto out;
-		cfg.socket_path = sock;
+		cfg.socket_path = n ? sock : NULL;
+		cfg.egress_socket_path = o->n_allow_hosts ? esock : NULL;
+		cfg.observer = net_observe;
+		cfg.observer_ctx = a;
 	}
 	rc = proxy_new(out, &cfg);
-	if (rc == 0)
+	if (rc == 0) {
 		cfg.backends = NULL; /* the proxy owns them now */
+		*audit = a;
+		a = NULL;
+	}
 out:
+	cli_proxy_stop(NULL, a);
+	free(esock);
 	if (cfg.backends) {
 		for (size_t i = 0; i < made; i++)
 			proxy_backend_free(cfg.backends[i]);
@@ -67,11 +167,23 @@ out:
 
 int cli_proxy_box_setup(struct proxy *px, struct jail_box *b, const struct core_ws *ws)
 {
-	char *dir = util_path_join(ws->run, "proxy"), *relay = NULL, **env = NULL;
-	size_t n = 0, off = 0, cap = 64;
+	char *dir = util_path_join(ws->run, "proxy"), *relay = NULL, **env = NULL, *what = NULL;
+	size_t n = 0, off = 0, cap = 64, n_allow = 0;
 	const uint16_t *ports = proxy_ports(px, &n);
+	const char *const *allowed = proxy_allowed_hosts(px, &n_allow);
 	int rc = dir ? 0 : util_err(-ENOMEM, "out of memory");
 
+	/* What --explain says of the mount: which relays, and where tunnels may go. */
+	what = util_asprintf("the proxy's socket%s (relayed to 127.0.0.1 by box-init)%s",
+			     n && n_allow ? "s" : "", n_allow ? "; CONNECT tunnels only to" : "");
+	for (size_t i = 0; what && i < n_allow; i++) {
+		char *more = util_asprintf("%s %s", what, allowed[i]);
+
+		free(what);
+		what = more;
+	}
+	if (rc == 0 && !what)
+		rc = util_err(-ENOMEM, "out of memory");
 	relay = calloc(1, cap + 8 * n);
 	if (rc == 0 && !relay)
 		rc = util_err(-ENOMEM, "out of memory");
@@ -80,11 +192,14 @@ int cli_proxy_box_setup(struct proxy *px, struct jail_box *b, const struct core_
 	if (rc == 0)
 		sprintf(relay + off, "=%s/proxy.sock", BOX_PROXY_DIR);
 	if (rc == 0)
-		rc = jail_box_add_default_mount(b, JAIL_MOUNT_RO, dir, BOX_PROXY_DIR,
-						"the credential proxy's socket (relayed to "
-						"127.0.0.1 by box-init)");
-	if (rc == 0)
+		rc = jail_box_add_default_mount(b, JAIL_MOUNT_RO, dir, BOX_PROXY_DIR, what);
+	if (rc == 0 && n)
 		rc = jail_box_add_init_hook(b, "relay", relay);
+	/* The same relay for the CONNECT proxy, to its own socket. */
+	if (rc == 0 && n_allow) {
+		sprintf(relay, "%u=%s/egress.sock", PROXY_EGRESS_PORT, BOX_PROXY_DIR);
+		rc = jail_box_add_init_hook(b, "relay", relay);
+	}
 	if (rc == 0)
 		rc = proxy_box_env(px, &env);
 	for (char **e = env; e && *e; e++) {
@@ -93,6 +208,7 @@ int cli_proxy_box_setup(struct proxy *px, struct jail_box *b, const struct core_
 		free(*e);
 	}
 	free(env);
+	free(what);
 	free(relay);
 	free(dir);
 	return rc;

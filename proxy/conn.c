@@ -130,8 +130,7 @@ ssize_t proxy_conn_read_body(struct proxy_conn *c, struct proxy_req *r, char *bu
 	return (ssize_t)r->body_len;
 }
 
-/* 0: head complete (or refused by the parser: r->bad); 1: connection ended before a request. */
-static int read_head(struct proxy_conn *c, struct proxy_req *r, bool first)
+int proxy_conn_read_head(struct proxy_conn *c, struct proxy_req *r, bool first)
 {
 	bool started = c->in_len > 0;
 
@@ -157,6 +156,39 @@ static int read_head(struct proxy_conn *c, struct proxy_req *r, bool first)
 	}
 }
 
+void proxy_record_emit(struct proxy *p, struct proxy_record *rec)
+{
+	char *path = NULL, *host = NULL;
+
+	if (!p->observer)
+		return;
+	path = strdup(rec->path ? rec->path : "");
+	host = rec->host ? strdup(rec->host) : NULL;
+	if (!path || (rec->host && !host)) {
+		/* Cannot redact: record the request without its path and host. */
+		rec->path = "";
+		rec->host = NULL;
+	} else {
+		for (size_t i = 0; i < p->n_backends; i++) {
+			const struct proxy_backend *b = p->backends[i];
+
+			if (b->credential && *b->credential) {
+				proxy_redact_buf(b->credential, path, strlen(path));
+				if (host)
+					proxy_redact_buf(b->credential, host, strlen(host));
+			}
+			proxy_redact_buf(b->placeholder, path, strlen(path));
+			if (host)
+				proxy_redact_buf(b->placeholder, host, strlen(host));
+		}
+		rec->path = path;
+		rec->host = host;
+	}
+	p->observer(p->observer_ctx, rec);
+	free(path);
+	free(host);
+}
+
 static void record(struct proxy *p, const struct proxy_req *r, const struct proxy_verdict *v,
 		   int64_t t0, int status, const struct proxy_fwd_result *res, const char *reason)
 {
@@ -174,7 +206,7 @@ static void record(struct proxy *p, const struct proxy_req *r, const struct prox
 	rec.duration_ns = util_now_ns() - t0;
 	rec.allowed = res != NULL;
 	rec.reason = reason;
-	p->observer(p->observer_ctx, &rec);
+	proxy_record_emit(p, &rec);
 }
 
 void proxy_conn_serve(struct proxy *p, int fd)
@@ -195,7 +227,7 @@ void proxy_conn_serve(struct proxy *p, int fd)
 		int64_t t0;
 
 		proxy_req_init(r);
-		if (read_head(c, r, first) != 0)
+		if (proxy_conn_read_head(c, r, first) != 0)
 			break;
 		first = false;
 		t0 = util_now_ns();

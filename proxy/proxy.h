@@ -10,6 +10,10 @@
  * In the box: struct proxy_relay listens on 127.0.0.1:PORT per backend and relays each TCP
  * connection to the proxy's Unix socket. The Host header names the backend by its port.
  *
+ * Second egress (optional): an HTTP proxy for the box on its own Unix socket (relayed from
+ * 127.0.0.1:PROXY_EGRESS_PORT) that opens CONNECT tunnels to allowed HOST:PORTs only. The host
+ * side resolves the name and connects; everything else is refused with a reason.
+ *
  * Libraries: http-parser (Debian libhttp-parser) parses requests from the box; libcurl
  * (OpenSSL) speaks to the upstream. No hand-written HTTP parser, no hand-written TLS.
  */
@@ -48,9 +52,24 @@ int proxy_backend_set(struct proxy_backend *b, const char *key, const char *valu
 const char *proxy_backend_name(const struct proxy_backend *b);
 uint16_t proxy_backend_port(const struct proxy_backend *b);
 
+/* ---- allowed hosts (--allow-host) ----------------------------------------------------- */
+
+/* The in-box port of the --allow-host proxy (HTTPS_PROXY=http://127.0.0.1:PORT). */
+#define PROXY_EGRESS_PORT 8712
+
+/*
+ * Parses "HOST[:PORT]" (PORT defaults to 443): a DNS name (letters, digits, '-', '.', '_';
+ * stored lowercase), an IPv4 address or a bracketed IPv6 address ("[::1]:8443").
+ * *host receives a malloc'd copy (IPv6 without brackets). -EINVAL with a message.
+ */
+int proxy_allow_host_parse(const char *spec, char **host, uint16_t *port) ARB_MUST_CHECK;
+
 /* ---- audit records ------------------------------------------------------------------- */
 
-/* One finished request, refused or forwarded. Never a body, never a credential. */
+/*
+ * One finished request, refused or forwarded. Never a body, never a credential: the proxy
+ * replaces every occurrence of a backend's credential or placeholder in path and host by '*'.
+ */
 struct proxy_record {
 	int64_t time_ns;     /* CLOCK_REALTIME when the request head was complete */
 	const char *backend; /* NULL when no backend matched */
@@ -62,6 +81,14 @@ struct proxy_record {
 	int64_t duration_ns;
 	bool allowed;	    /* passed the policy and was forwarded */
 	const char *reason; /* "allowed", a policy reason, or what went wrong upstream */
+	/*
+	 * egress: the request came to the --allow-host proxy (backend NULL); host and port are
+	 * the requested tunnel's (NULL/0 when unreadable), path is "", and bytes count the
+	 * tunnel's stream in each direction.
+	 */
+	bool egress;
+	const char *host;
+	uint16_t port;
 };
 
 /* Called once per request from connection threads; must be thread-safe. Strings borrowed. */
@@ -74,8 +101,15 @@ struct proxy;
 struct proxy_config {
 	const char *socket_path;	 /* created (mode 0600); NULL: no listener */
 	struct proxy_backend **backends; /* ownership moves to the proxy on success */
-	size_t n_backends;		 /* >= 1; names and ports distinct */
-	proxy_observer_fn observer;	 /* optional */
+	size_t n_backends;		 /* names and ports distinct; >= 1 unless allow hosts */
+	/*
+	 * --allow-host: "HOST[:PORT]" specifications (copied); with egress_socket_path the
+	 * CONNECT proxy listens there (mode 0600). Both or neither.
+	 */
+	const char *const *allow_hosts;
+	size_t n_allow_hosts;
+	const char *egress_socket_path;
+	proxy_observer_fn observer; /* optional */
 	void *observer_ctx;
 	unsigned max_conns; /* 0: 256 */
 };
@@ -92,14 +126,19 @@ void proxy_free(struct proxy *p);
 
 /*
  * The box's environment for the backends: for each, PREFIX_BASE_URL=http://127.0.0.1:PORT
- * (plus its base path) and PREFIX_API_KEY=<placeholder>. NULL-terminated "K=V" strings;
- * caller frees each and the array. Never contains a credential.
+ * (plus its base path) and PREFIX_API_KEY=<placeholder>; with allowed hosts also
+ * HTTPS_PROXY, HTTP_PROXY, https_proxy, http_proxy = http://127.0.0.1:PROXY_EGRESS_PORT and
+ * NO_PROXY, no_proxy = 127.0.0.1 (the relays; "localhost" is proxied, so an allowed host
+ * "localhost" means the host's). NULL-terminated "K=V" strings; caller frees each and the
+ * array. Never contains a credential.
  */
 int proxy_box_env(const struct proxy *p, char ***out) ARB_MUST_CHECK;
 /* The placeholder of backend `name`; borrowed, NULL when there is no such backend. */
 const char *proxy_placeholder(const struct proxy *p, const char *name);
 /* The in-box ports, in backend order; *n receives the count. Borrowed. */
 const uint16_t *proxy_ports(const struct proxy *p, size_t *n);
+/* The allowed hosts as "host:port" (IPv6 bracketed), in order; *n receives the count. */
+const char *const *proxy_allowed_hosts(const struct proxy *p, size_t *n);
 /* Number of connections being served right now (for tests). Thread-safe. */
 unsigned proxy_active_conns(struct proxy *p);
 

@@ -136,6 +136,15 @@ void proxy_redact_buf(const char *secret, char *buf, size_t n);
 
 /* ---- connections, server ------------------------------------------------------------------ */
 
+#define PROXY_TUNNEL_IDLE_MS	(600 * 1000) /* a tunnel with no byte either way is closed */
+#define PROXY_TUNNEL_CONNECT_MS (15 * 1000)  /* per address tried */
+
+/* One --allow-host entry. */
+struct proxy_allow {
+	char *host; /* lowercase; IPv6 without brackets */
+	uint16_t port;
+};
+
 struct proxy {
 	struct proxy_backend **backends;
 	size_t n_backends;
@@ -155,6 +164,12 @@ struct proxy {
 	pthread_mutex_t share_locks[8];
 	struct proxy_client *clients; /* connections being served, for shutdown */
 	atomic_bool stopping;
+	/* --allow-host: the CONNECT proxy's listener and its list. */
+	char *egress_socket_path;
+	int egress_fd;
+	struct proxy_allow *allow;
+	char **allow_names; /* "host:port", NULL-terminated */
+	size_t n_allow;
 };
 
 struct proxy_conn {
@@ -168,6 +183,18 @@ struct proxy_conn {
 
 /* Serves requests on fd until the connection ends; the caller closes fd. Server and tests. */
 void proxy_conn_serve(struct proxy *p, int fd);
+/* The same for a connection to the --allow-host proxy: one CONNECT tunnel (egress.c). */
+void proxy_egress_serve(struct proxy *p, int fd);
+/*
+ * Reads the next request head into r: 0 when complete (or refused by the parser: r->bad),
+ * 1 when the connection ended (or timed out) before a request.
+ */
+int proxy_conn_read_head(struct proxy_conn *c, struct proxy_req *r, bool first);
+/*
+ * Hands rec to p's observer (if any) after replacing, in a copy of rec->path and rec->host,
+ * every occurrence of a backend's credential or placeholder by '*'.
+ */
+void proxy_record_emit(struct proxy *p, struct proxy_record *rec);
 /*
  * The next piece of the request body into buf (at most cap bytes, at least 1 unless the body
  * is complete). Returns the count, 0 at the end of the body, -EBADMSG for a malformed body,

@@ -16,6 +16,7 @@
 struct proxy_client {
 	struct proxy *p;
 	int fd;
+	bool egress; /* a connection to the --allow-host proxy */
 	pthread_t thread;
 	struct proxy_client *next, *prev;
 };
@@ -35,7 +36,10 @@ static void *client_main(void *arg)
 	struct proxy_client *cl = arg;
 	struct proxy *p = cl->p;
 
-	proxy_conn_serve(p, cl->fd);
+	if (cl->egress)
+		proxy_egress_serve(p, cl->fd);
+	else
+		proxy_conn_serve(p, cl->fd);
 	pthread_mutex_lock(&p->lock);
 	client_unlink(p, cl);
 	close(cl->fd); /* under the lock: proxy_free never shuts down a reused fd number */
@@ -46,7 +50,7 @@ static void *client_main(void *arg)
 	return NULL;
 }
 
-static void client_start(struct proxy *p, int fd)
+static void client_start(struct proxy *p, int fd, bool egress)
 {
 	struct proxy_client *cl = calloc(1, sizeof(*cl));
 	pthread_attr_t attr;
@@ -62,6 +66,7 @@ static void client_start(struct proxy *p, int fd)
 	}
 	cl->p = p;
 	cl->fd = fd;
+	cl->egress = egress;
 	cl->next = p->clients;
 	if (p->clients)
 		p->clients->prev = cl;
@@ -87,21 +92,25 @@ static void client_start(struct proxy *p, int fd)
 static void *accept_main(void *arg)
 {
 	struct proxy *p = arg;
-	struct pollfd pfd[2] = {{.fd = p->listen_fd, .events = POLLIN},
+	/* Negative fds (no such listener) are ignored by poll. */
+	struct pollfd pfd[3] = {{.fd = p->listen_fd, .events = POLLIN},
+				{.fd = p->egress_fd, .events = POLLIN},
 				{.fd = p->wake[0], .events = POLLIN}};
 
 	while (!atomic_load(&p->stopping)) {
-		int fd;
+		if (poll(pfd, 3, -1) < 0 || pfd[2].revents)
+			continue;
+		for (int i = 0; i < 2; i++) {
+			int fd;
 
-		if (poll(pfd, 2, -1) < 0 || pfd[1].revents)
-			continue;
-		fd = accept4(p->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE)
+			if (!(pfd[i].revents & POLLIN))
+				continue;
+			fd = accept4(pfd[i].fd, NULL, NULL, SOCK_CLOEXEC);
+			if (fd >= 0)
+				client_start(p, fd, i == 1);
+			else if (errno == EMFILE || errno == ENFILE)
 				usleep(10000);
-			continue;
 		}
-		client_start(p, fd);
 	}
 	return NULL;
 }
@@ -133,7 +142,7 @@ int proxy_sockaddr(const char *path, struct sockaddr_un *sa, socklen_t *len, int
 	return 0;
 }
 
-static int listen_on(struct proxy *p, const char *path)
+static int listen_on(int *out, const char *path)
 {
 	struct sockaddr_un sa;
 	socklen_t len;
@@ -165,7 +174,7 @@ static int listen_on(struct proxy *p, const char *path)
 		unlink(sa.sun_path);
 		goto out;
 	}
-	p->listen_fd = fd;
+	*out = fd;
 	fd = -1;
 	rc = 0;
 out:
@@ -178,9 +187,13 @@ out:
 
 static int check_config(const struct proxy_config *cfg)
 {
-	if (cfg->n_backends == 0 || !cfg->backends)
+	if ((cfg->n_backends == 0 || !cfg->backends) && cfg->n_allow_hosts == 0)
 		return util_err(-EINVAL, "no backend configured");
-	for (size_t i = 0; i < cfg->n_backends; i++)
+	for (size_t i = 0; i < cfg->n_backends; i++) {
+		if (cfg->n_allow_hosts && cfg->backends[i]->port == PROXY_EGRESS_PORT)
+			return util_err(-EINVAL,
+					"backend %s uses port %u, the --allow-host proxy's port",
+					cfg->backends[i]->name, PROXY_EGRESS_PORT);
 		for (size_t j = 0; j < i; j++) {
 			if (!strcmp(cfg->backends[i]->name, cfg->backends[j]->name))
 				return util_err(-EINVAL, "backend %s given twice",
@@ -190,6 +203,38 @@ static int check_config(const struct proxy_config *cfg)
 						cfg->backends[j]->name, cfg->backends[i]->name,
 						cfg->backends[i]->port);
 		}
+	}
+	return 0;
+}
+
+/* Parses the --allow-host list into p (duplicates kept once). */
+static int load_allow(struct proxy *p, const struct proxy_config *cfg)
+{
+	size_t n = cfg->n_allow_hosts;
+
+	p->allow = calloc(n ? n : 1, sizeof(*p->allow));
+	p->allow_names = calloc(n + 1, sizeof(*p->allow_names));
+	if (!p->allow || !p->allow_names)
+		return util_err(-ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		struct proxy_allow a;
+		bool dup = false;
+		int rc = proxy_allow_host_parse(cfg->allow_hosts[i], &a.host, &a.port);
+
+		if (rc < 0)
+			return rc;
+		for (size_t j = 0; j < p->n_allow && !dup; j++)
+			dup = !strcmp(p->allow[j].host, a.host) && p->allow[j].port == a.port;
+		if (dup) {
+			free(a.host);
+			continue;
+		}
+		p->allow_names[p->n_allow] =
+		    util_asprintf(strchr(a.host, ':') ? "[%s]:%u" : "%s:%u", a.host, a.port);
+		p->allow[p->n_allow++] = a;
+		if (!p->allow_names[p->n_allow - 1])
+			return util_err(-ENOMEM, "out of memory");
+	}
 	return 0;
 }
 
@@ -206,18 +251,19 @@ int proxy_new(struct proxy **out, const struct proxy_config *cfg)
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return util_err(-ENOMEM, "out of memory");
-	p->listen_fd = p->wake[0] = p->wake[1] = -1;
+	p->listen_fd = p->egress_fd = p->wake[0] = p->wake[1] = -1;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
 	p->observer = cfg->observer;
 	p->observer_ctx = cfg->observer_ctx;
 	p->max_conns = cfg->max_conns ? cfg->max_conns : 256;
-	p->ports = calloc(cfg->n_backends, sizeof(*p->ports));
+	p->ports = calloc(cfg->n_backends ? cfg->n_backends : 1, sizeof(*p->ports));
 	if (!p->ports) {
 		rc = util_err(-ENOMEM, "out of memory");
 		goto fail;
 	}
 	rc = proxy_upstream_share_new(p);
+	rc = rc ?: load_allow(p, cfg);
 	if (rc < 0)
 		goto fail;
 	for (size_t i = 0; i < cfg->n_backends; i++) {
@@ -229,13 +275,22 @@ int proxy_new(struct proxy **out, const struct proxy_config *cfg)
 			goto fail;
 		p->ports[i] = b->port;
 	}
-	if (cfg->socket_path) {
-		p->socket_path = strdup(cfg->socket_path);
-		if (!p->socket_path || pipe2(p->wake, O_CLOEXEC) < 0) {
-			rc = util_err(-ENOMEM, "out of resources");
+	if (cfg->socket_path || (cfg->n_allow_hosts && cfg->egress_socket_path)) {
+		if (pipe2(p->wake, O_CLOEXEC) < 0) {
+			rc = util_err(-errno, "out of resources");
 			goto fail;
 		}
-		rc = listen_on(p, cfg->socket_path);
+		if (cfg->socket_path) {
+			p->socket_path = strdup(cfg->socket_path);
+			rc = p->socket_path ? listen_on(&p->listen_fd, cfg->socket_path)
+					    : util_err(-ENOMEM, "out of memory");
+		}
+		if (rc == 0 && cfg->n_allow_hosts && cfg->egress_socket_path) {
+			p->egress_socket_path = strdup(cfg->egress_socket_path);
+			rc = p->egress_socket_path
+				 ? listen_on(&p->egress_fd, cfg->egress_socket_path)
+				 : util_err(-ENOMEM, "out of memory");
+		}
 		if (rc < 0)
 			goto fail;
 		rc = -pthread_create(&p->accept_thread, NULL, accept_main, p);
@@ -264,6 +319,21 @@ fail:
 	return rc;
 }
 
+static void unlisten(int fd, const char *path)
+{
+	struct sockaddr_un sa;
+	socklen_t len;
+	int dirfd = -1;
+
+	if (fd < 0)
+		return;
+	if (proxy_sockaddr(path, &sa, &len, &dirfd) == 0)
+		unlink(sa.sun_path);
+	if (dirfd >= 0)
+		close(dirfd);
+	close(fd);
+}
+
 void proxy_free(struct proxy *p)
 {
 	if (!p)
@@ -281,17 +351,15 @@ void proxy_free(struct proxy *p)
 	while (p->n_conns > 0)
 		pthread_cond_wait(&p->cond, &p->lock);
 	pthread_mutex_unlock(&p->lock);
-	if (p->listen_fd >= 0) {
-		struct sockaddr_un sa;
-		socklen_t len;
-		int dirfd = -1;
-
-		if (proxy_sockaddr(p->socket_path, &sa, &len, &dirfd) == 0)
-			unlink(sa.sun_path);
-		if (dirfd >= 0)
-			close(dirfd);
-		close(p->listen_fd);
-	}
+	unlisten(p->listen_fd, p->socket_path);
+	unlisten(p->egress_fd, p->egress_socket_path);
+	for (size_t i = 0; p->allow && i < p->n_allow; i++)
+		free(p->allow[i].host);
+	for (size_t i = 0; p->allow_names && p->allow_names[i]; i++)
+		free(p->allow_names[i]);
+	free(p->allow);
+	free(p->allow_names);
+	free(p->egress_socket_path);
 	if (p->wake[0] >= 0)
 		close(p->wake[0]);
 	if (p->wake[1] >= 0)
@@ -309,11 +377,27 @@ void proxy_free(struct proxy *p)
 
 int proxy_box_env(const struct proxy *p, char ***out)
 {
-	char **env = calloc(2 * p->n_backends + 1, sizeof(*env));
+	static const char *const proxy_vars[] = {"HTTPS_PROXY", "HTTP_PROXY", "https_proxy",
+						 "http_proxy"};
+	char **env = calloc(2 * p->n_backends + 7, sizeof(*env));
 	size_t k = 0;
 
 	if (!env)
 		return util_err(-ENOMEM, "out of memory");
+	for (size_t i = 0; p->n_allow && i < ARB_ARRAY_LEN(proxy_vars); i++)
+		env[k++] =
+		    util_asprintf("%s=http://127.0.0.1:%u", proxy_vars[i], PROXY_EGRESS_PORT);
+	if (p->n_allow) {
+		env[k++] = strdup("NO_PROXY=127.0.0.1");
+		env[k++] = strdup("no_proxy=127.0.0.1");
+	}
+	for (size_t i = 0; i < k; i++)
+		if (!env[i]) {
+			for (size_t j = 0; j < k; j++)
+				free(env[j]);
+			free(env);
+			return util_err(-ENOMEM, "out of memory");
+		}
 	for (size_t i = 0; i < p->n_backends; i++) {
 		const struct proxy_backend *b = p->backends[i];
 
@@ -337,6 +421,12 @@ const char *proxy_placeholder(const struct proxy *p, const char *name)
 		if (!strcmp(p->backends[i]->name, name))
 			return p->backends[i]->placeholder;
 	return NULL;
+}
+
+const char *const *proxy_allowed_hosts(const struct proxy *p, size_t *n)
+{
+	*n = p->n_allow;
+	return (const char *const *)p->allow_names;
 }
 
 const uint16_t *proxy_ports(const struct proxy *p, size_t *n)
