@@ -186,7 +186,8 @@ void fs_node_set_upper(struct fs *fs, struct fs_node *n, int fd, const struct st
 		close(n->fd);
 	if (n->in_upper_table)
 		CHAIN_REMOVE(upper_slot(fs, n->upper_dev, n->upper_ino), n, next_upper);
-	n->fd = fd;
+	/* Read without the lock by fs_op_read (a lower handle checks for a copy-up). */
+	__atomic_store_n(&n->fd, fd, __ATOMIC_RELEASE);
 	n->upper_dev = st->st_dev;
 	n->upper_ino = st->st_ino;
 	n->type = st->st_mode & S_IFMT;

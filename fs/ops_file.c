@@ -196,10 +196,36 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		handle_release(fs, h);
 }
 
+/*
+ * A read-only handle opened on the base content follows the file once another handle copied
+ * it up and wrote to it, as it would on one real file. dup2() swaps the descriptor in place,
+ * so concurrent reads on the handle see either the old or the new file, never a closed fd.
+ */
+static void follow_copy_up(struct fs *fs, struct fs_handle *h)
+{
+	int fd = -1;
+
+	pthread_mutex_lock(&fs->lock);
+	if (h->node->fd >= 0)
+		fd = fs_upper_reopen(h->node->fd, O_RDONLY);
+	pthread_mutex_unlock(&fs->lock);
+	if (fd < 0)
+		return;
+	pthread_mutex_lock(&h->wlock);
+	if (h->lower && dup2(fd, h->fd) >= 0)
+		__atomic_store_n(&h->lower, false, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&h->wlock);
+	close(fd);
+}
+
 void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct fs_handle *h = handle_of(fi);
 	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+
+	if (__atomic_load_n(&h->lower, __ATOMIC_ACQUIRE) &&
+	    __atomic_load_n(&h->node->fd, __ATOMIC_ACQUIRE) >= 0)
+		follow_copy_up(fs_of(req), h);
 
 	/* Zero-copy: libfuse splices straight from the file when the kernel allows it. */
 	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;

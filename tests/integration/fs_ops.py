@@ -58,6 +58,19 @@ def unlinked_open(p):
     return data
 
 
+def reader_follows_copy_up(p):
+    # A reader opened on the unmodified file, then a writer: the reader sees the new bytes.
+    r = os.open(p + "/data/reader.bin", os.O_RDONLY)
+    w = os.open(p + "/data/reader.bin", os.O_WRONLY)
+    os.pwrite(w, b"NEWDATA", 4000)
+    os.close(w)
+    # Drop the cached pages: the bytes must come from the file behind the reader's handle.
+    os.posix_fadvise(r, 0, 0, os.POSIX_FADV_DONTNEED)
+    got = os.pread(r, 16, 3996)
+    os.close(r)
+    return got
+
+
 def shared_mmap(p):
     path = p + "/docs/guide.md"
     fd = os.open(path, os.O_RDWR)
@@ -177,6 +190,7 @@ STEPS = [
     ("fallocate", fallocate),
     ("xattrs", xattrs),
     ("shared mmap", shared_mmap),
+    ("reader follows copy-up", reader_follows_copy_up),
     ("locks", locks),
     ("name 255", lambda p: write(p + "/" + "n" * 255, "long")),
     ("name 256", lambda p: write(p + "/" + "n" * 256, "too long")),

@@ -59,6 +59,7 @@ def make_repo(path, files=None):
         "docs/guide.md": "# guide\n" * 50,
         "docs/img/pic.bin": "".join(chr(i % 128) for i in range(5000)),
         "empty": "",
+        "data/reader.bin": "".join(chr(65 + i % 26) for i in range(8000)),
     }
     for name, content in files.items():
         full = os.path.join(path, name)
