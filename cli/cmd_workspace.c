@@ -4,11 +4,12 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/core.h"
 
 const char cmd_workspace_usage[] =
-    "usage: arborinth workspace create NAME [--rev REV] [--json]\n"
+    "usage: arborinth workspace create NAME [--rev REV] [--dirty] [--json]\n"
     "       arborinth workspace list [--json]\n"
     "       arborinth workspace info NAME [--json]\n"
     "       arborinth workspace delete NAME [--purge]\n"
@@ -18,6 +19,8 @@ const char cmd_workspace_usage[] =
     "can fetch its work with 'git fetch arborinth/NAME'.\n"
     "\n"
     "  --rev REV   base the workspace on REV (default: HEAD)\n"
+    "  --dirty     (create) also carry the origin's uncommitted changes: modified and\n"
+    "              untracked (not ignored) files, and deletions\n"
     "  --json      machine-readable output\n"
     "  --purge     (delete) also remove the workspace's audit history, and that of every\n"
     "              earlier workspace of that name; works on an already deleted one too\n"
@@ -73,6 +76,9 @@ static void ws_print(const struct core_ws *ws)
 		printf("mounted:  no\n");
 }
 
+/* `create --dirty`, set by parse(). */
+static bool create_dirty;
+
 /* Parses [--json] (and --rev, --purge where rev, purge are given) plus `npos` positionals. */
 static int parse(struct cli_global *g, const char *sub, int argc, char **argv, bool *json,
 		 const char **rev, bool *purge, const char **pos, int npos, int *status)
@@ -80,6 +86,7 @@ static int parse(struct cli_global *g, const char *sub, int argc, char **argv, b
 	static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
 					     {"rev", required_argument, NULL, 'r'},
 					     {"purge", no_argument, NULL, 'P'},
+					     {"dirty", no_argument, NULL, 'D'},
 					     {0}};
 	const struct cli_cmd *cmd = cli_cmd_find(cmd_workspace_subs, sub);
 	int c;
@@ -94,6 +101,8 @@ static int parse(struct cli_global *g, const char *sub, int argc, char **argv, b
 			*rev = optarg;
 		} else if (c == 'P' && purge) {
 			*purge = true;
+		} else if (c == 'D' && !strcmp(sub, "create")) {
+			create_dirty = true;
 		} else {
 			*status =
 			    cli_usage_error(cmd->path, "unknown option '%s'", argv[optind - 1]);
@@ -126,7 +135,8 @@ static int ws_create(struct cli_global *g, int argc, char **argv)
 		return status;
 	if (core_ws_name_check(name) < 0)
 		return cli_fail_lib();
-	if (core_project_open(&p, g->workdir) < 0 || core_ws_create(p, name, rev, &ws) < 0) {
+	if (core_project_open(&p, g->workdir) < 0 ||
+	    core_ws_create_opts(p, name, rev, create_dirty ? CORE_WS_DIRTY : 0, &ws) < 0) {
 		status = cli_fail_lib();
 		goto out;
 	}

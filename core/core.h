@@ -76,6 +76,10 @@ void core_ws_free(struct core_ws *ws);
  */
 int core_ws_create(struct core_project *p, const char *name, const char *rev,
 		   struct core_ws **out) ARB_MUST_CHECK;
+/* Flags of core_ws_create_opts. */
+#define CORE_WS_DIRTY 0x1 /* also carry the origin's uncommitted working-tree state */
+int core_ws_create_opts(struct core_project *p, const char *name, const char *rev,
+			unsigned int flags, struct core_ws **out) ARB_MUST_CHECK;
 /* -ENOENT (with message) for an unknown workspace. */
 int core_ws_get(struct core_project *p, const char *name, struct core_ws **out) ARB_MUST_CHECK;
 /* All workspaces by name. Caller frees each and the array. */

@@ -21,6 +21,13 @@ struct core_project {
 int core_gitdir_write(struct core_project *p, const char *gitdir, const char *name,
 		      const git_oid *base) ARB_MUST_CHECK;
 
+/*
+ * `--dirty`: writes into the layer directory `layer` what the origin's working tree has that
+ * differs from `base` (modified and untracked-not-ignored files and symlinks copied, deleted
+ * paths as whiteouts). Reads the origin, never writes it. Defined in core/dirty.c.
+ */
+int core_dirty_copy(struct core_project *p, const git_oid *base, const char *layer) ARB_MUST_CHECK;
+
 /* Origin side: refs/arborinth/NAME and remote arborinth/NAME (url = workspace gitdir). */
 int core_origin_add(struct core_project *p, const char *name, const git_oid *base,
 		    const char *ws_gitdir) ARB_MUST_CHECK;

@@ -26,7 +26,8 @@ static int random_hex(char *buf, size_t bytes)
 	return 0;
 }
 
-static int make_staging(struct core_project *p, const char *name, const git_oid *base, char **out)
+static int make_staging(struct core_project *p, const char *name, const git_oid *base,
+			unsigned int flags, char **out)
 {
 	char *dir = util_asprintf("%s/workspaces/.new-%s.XXXXXX", p->state_dir, name);
 	int rc = 0;
@@ -50,6 +51,12 @@ static int make_staging(struct core_project *p, const char *name, const git_oid 
 
 		rc = git ? core_gitdir_write(p, git, name, base) : -ENOMEM;
 		free(git);
+	}
+	if (rc == 0 && (flags & CORE_WS_DIRTY)) {
+		char *layer = util_path_join(dir, "layer");
+
+		rc = layer ? core_dirty_copy(p, base, layer) : -ENOMEM;
+		free(layer);
 	}
 	if (rc == 0)
 		rc = core_fault("staging");
@@ -171,6 +178,12 @@ static int mount_new(struct core_project *p, const char *name, struct core_ws **
 
 int core_ws_create(struct core_project *p, const char *name, const char *rev, struct core_ws **out)
 {
+	return core_ws_create_opts(p, name, rev, 0, out);
+}
+
+int core_ws_create_opts(struct core_project *p, const char *name, const char *rev,
+			unsigned int flags, struct core_ws **out)
+{
 	char *wsdir = NULL, *staging = NULL, *root = NULL;
 	struct core_ws *existing = NULL;
 	sqlite3 *db = NULL;
@@ -198,7 +211,7 @@ int core_ws_create(struct core_project *p, const char *name, const char *rev, st
 	}
 	rc = util_mkdir_p(wsdir, 0755);
 	if (rc == 0)
-		rc = make_staging(p, name, &base, &staging);
+		rc = make_staging(p, name, &base, flags, &staging);
 	if (rc == 0)
 		rc = create_commit(p, db, name, &base, staging, root);
 	if (staging)
