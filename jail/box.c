@@ -33,7 +33,7 @@ void jail_box_free(struct jail_box *b)
 	free(b->cache_dest);
 	free(b->runtime_dir);
 	free(b->bwrap);
-	free(b->self_exe);
+	free(b->box_init);
 	jail_strv_clear(&b->host);
 	jail_mounts_clear(&b->mounts);
 	jail_strv_clear(&b->env);
@@ -137,21 +137,36 @@ static int resolve_dirs(struct jail_box *b)
 	return b->cache_dest && b->runtime_dir ? 0 : util_err(-ENOMEM, "out of memory");
 }
 
+/* The lean arborinth_box_init beside the running binary when there is one, else ourselves. */
+static char *find_box_init(const struct jail_box_config *cfg)
+{
+	char self[PATH_MAX], *lean, *slash;
+
+	if (cfg->box_init)
+		return realpath(cfg->box_init, NULL);
+	if (!realpath("/proc/self/exe", self))
+		return NULL;
+	slash = strrchr(self, '/');
+	lean = util_asprintf("%.*s/arborinth_box_init", (int)(slash - self), self);
+	if (lean && access(lean, X_OK) == 0)
+		return lean;
+	free(lean);
+	return strdup(self);
+}
+
 static int resolve_programs(struct jail_box *b, const struct jail_box_config *cfg)
 {
-	char exe[PATH_MAX];
-
 	b->bwrap = find_program(b->host.v, cfg->bwrap ? cfg->bwrap : "bwrap");
 	if (!b->bwrap)
 		return util_err(-ENOENT,
 				"jail: %s not found on PATH (install bubblewrap, or run "
 				"with --jail none for no isolation)",
 				cfg->bwrap ? cfg->bwrap : "bwrap");
-	if (!realpath(cfg->self_exe ? cfg->self_exe : "/proc/self/exe", exe))
-		return util_err(-errno, "jail: cannot find the arborinth binary: %s",
+	b->box_init = find_box_init(cfg);
+	if (!b->box_init)
+		return util_err(-ENOENT, "jail: cannot find the box-init program: %s",
 				strerror(errno));
-	b->self_exe = strdup(exe);
-	return b->self_exe ? 0 : util_err(-ENOMEM, "out of memory");
+	return 0;
 }
 
 static int copy_config(struct jail_box *b, const struct jail_box_config *cfg)

@@ -201,9 +201,8 @@ int jail_box_defaults(struct jail_box *b)
 	if (rc == 0)
 		rc = add_origin(b);
 	if (rc == 0)
-		rc = jail_box_add(b, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, 0, b->self_exe,
-				  JAIL_BOX_INIT_PATH, NULL,
-				  "arborinth itself, run as box-init (pid 1)");
+		rc = jail_box_add(b, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, 0, b->box_init,
+				  JAIL_BOX_INIT_PATH, NULL, "box-init, pid 1 in the box");
 	if (rc == 0)
 		rc = add_path_entries(b);
 	if (rc == 0)

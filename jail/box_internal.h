@@ -16,7 +16,7 @@ struct jail_box {
 	char *cache_dest;  /* $XDG_CACHE_HOME in the box */
 	char *runtime_dir; /* $XDG_RUNTIME_DIR in the box */
 	char *bwrap;	   /* absolute */
-	char *self_exe;	   /* the arborinth binary, real path */
+	char *box_init;	   /* the box-init program, real path */
 	/* The profile. */
 	struct jail_mounts mounts;
 	struct jail_strv env;	   /* "NAME=VALUE", sorted once finished */

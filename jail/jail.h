@@ -55,7 +55,11 @@ struct jail_box_config {
 	bool net;		    /* share the host network namespace */
 	char *const *host_env;	    /* the host environment; NULL: environ */
 	const char *bwrap;	    /* the bwrap program; NULL: "bwrap" on the host PATH */
-	const char *self_exe;	    /* the arborinth binary for box-init; NULL: /proc/self/exe */
+	/*
+	 * The box-init program, bound into the box and run as `PROGRAM __box-init ...`. NULL:
+	 * arborinth_box_init beside the running binary, else the running binary itself.
+	 */
+	const char *box_init;
 };
 
 struct jail_box;

@@ -174,8 +174,8 @@ int jail_seccomp_export(int *fd) ARB_MUST_CHECK;
 
 /* Descriptors bwrap receives (fixed, so --explain shows the exact argv). */
 enum { JAIL_FD_SECCOMP = 3, JAIL_FD_INFO = 4, JAIL_FD_READY = 5 };
-/* Where the arborinth binary is bound inside the box to run box-init. */
-#define JAIL_BOX_INIT_PATH "/run/arborinth/arborinth"
+/* Where the box-init program is bound inside the box. */
+#define JAIL_BOX_INIT_PATH "/run/arborinth/box-init"
 
 /* The finished bwrap argv (NULL-terminated) and box environment. Borrowed. */
 char *const *jail_box_argv(const struct jail_box *b);

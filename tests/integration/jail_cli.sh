@@ -141,8 +141,10 @@ expect_match "no isolation" "$OUT" "--jail none explains itself"
 # Golden output, with a fixed environment and the run's paths replaced.
 golden=$ARB_SRC/tests/integration/jail_explain.golden
 bwrap_path=$(readlink -f "$(command -v bwrap)")
+box_init=$(dirname "$(readlink -f "$ARB")")/arborinth_box_init
+[ -x "$box_init" ] || box_init=$(readlink -f "$ARB")
 normalise() {
-	sed -e "s|$(readlink -f "$ARB")|@ARB@|g" -e "s|$T|@T@|g" -e "s|$bwrap_path|@BWRAP@|g" \
+	sed -e "s|$box_init|@BOXINIT@|g" -e "s|$T|@T@|g" -e "s|$bwrap_path|@BWRAP@|g" \
 		-e "s|/run/user/$(id -u)|/run/user/@UID@|g" |
 		grep -v 'target of /etc/resolv.conf' | grep -Ev '^    --ro-bind /run/[^ ]+ /run/[^ ]+ \\$' || true
 }
@@ -154,10 +156,22 @@ if [ "$OUT" == "$(cat "$golden")" ]; then pass; else
 	fail "--explain differs from $golden:"
 	diff -u "$golden" <(printf '%s\n' "$OUT") >&2 || true
 fi
+# Without arborinth_box_init beside it, arborinth is its own box-init (`arborinth __box-init`).
+mkdir -p "$T/bin"
+cp "$ARB" "$T/bin/arborinth"
+expect_status 0 "box-init fallback" -- "$T/bin/arborinth" shell w -- sh -c 'cat /proc/1/cmdline | tr "\0" " "'
+expect_eq "/run/arborinth/box-init __box-init --ready-fd 5 -- sh -c cat /proc/1/cmdline | tr \"\\0\" \" \" " "$OUT" \
+	"fallback: pid 1 is arborinth __box-init"
+expect_status 0 "box-init fallback explained" -- "$T/bin/arborinth" shell w --explain -- true
+expect_match "--ro-bind $T/bin/arborinth /run/arborinth/box-init" "$OUT" "fallback: arborinth bound as box-init"
+[ -x "$(dirname "$(readlink -f "$ARB")")/arborinth_box_init" ] && pass || fail "arborinth_box_init is built beside arborinth"
+expect_status 0 "lean box-init" -- box -- sh -c 'cmp -s /run/arborinth/box-init /proc/1/exe && echo same'
+expect_eq "same" "$OUT" "pid 1 runs the bound box-init"
+
 # The argv shown is the argv run: the same box with --explain and without.
 expect_status 0 "explain argv" -- box --explain -- true
 shown=$(printf '%s\n' "$OUT" | sed -n '/^== bwrap argv/,$p' | tail -n +2 | sed 's/ \\$//; s/^    //' | tr '\n' ' ')
 expect_match "^$(command -v bwrap | xargs readlink -f) --unshare-user " "$shown" "argv starts with bwrap"
-expect_match " -- /run/arborinth/arborinth __box-init --ready-fd 5 -- true $" "$shown" "argv ends with box-init and the command"
+expect_match " -- /run/arborinth/box-init __box-init --ready-fd 5 -- true $" "$shown" "argv ends with box-init and the command"
 
 finish

@@ -406,7 +406,7 @@ static struct jail_box *make_box(char *const *env, bool net)
 	    .net = net,
 	    .host_env = env,
 	    .bwrap = "/bin/true",
-	    .self_exe = "/bin/sh",
+	    .box_init = "/bin/sh",
 	};
 	static char paths[8][256];
 	const char *rel[] = {"repo/.arborinth/workspaces/w/workdir",

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# bench/jail_bench.sh [ARBORINTH] [RUNS]: what the box costs to start.
+# `arborinth shell NAME -- true` (default jail: bubblewrap, seccomp, box-init, audit session)
+# against a bare `bwrap --ro-bind / / true`, and `--jail none` for reference; hyperfine,
+# medians. Prints a Markdown table (target: at most 20 ms more than bare bwrap, median).
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+ARB=$(readlink -f "${1:-$top/build/cli/arborinth}")
+RUNS=${2:-100}
+command -v hyperfine >/dev/null || { echo "hyperfine is needed (apt-get install hyperfine)" >&2; exit 1; }
+command -v bwrap >/dev/null || { echo "bwrap is needed (apt-get install bubblewrap)" >&2; exit 1; }
+[ -x "$ARB" ] || { echo "no arborinth at $ARB (build first: scripts/build.sh)" >&2; exit 1; }
+
+# Under /var/tmp: the box replaces /tmp, and the origin should sit where it usually does.
+dir=$(mktemp -d /var/tmp/arb-jail-bench.XXXXXX)
+cleanup() {
+	(cd "$dir/repo" 2>/dev/null && "$ARB" workspace delete bench >/dev/null 2>&1) || true
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+git init -q -b main "$dir/repo"
+git -C "$dir/repo" -c user.email=b@example.com -c user.name=bench commit -q --allow-empty -m init
+cd "$dir/repo"
+"$ARB" workspace create bench >/dev/null
+
+hyperfine -N --warmup 5 --runs "$RUNS" --export-json "$dir/h.json" \
+	-n "bwrap --ro-bind / / true" "bwrap --ro-bind / / true" \
+	-n "arborinth shell -- true" "$ARB shell bench -- true" \
+	-n "arborinth shell --jail none -- true" "$ARB shell bench --jail none -- true" >&2
+
+python3 - "$dir/h.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["results"]
+base = r[0]["median"]
+print("| command | median | mean ± sd | added to bare bwrap | ratio |")
+print("| --- | --- | --- | --- | --- |")
+for x in r:
+    print("| `%s` | %.1f ms | %.1f ± %.1f ms | %+.1f ms | %.2f |" % (
+        x["command"], x["median"] * 1e3, x["mean"] * 1e3, x["stddev"] * 1e3,
+        (x["median"] - base) * 1e3, x["median"] / base))
+PY
