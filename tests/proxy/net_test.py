@@ -278,6 +278,48 @@ def part_egress(other):
     C.eq([("allowed", 502, "failed")], [(r["decision"], r["status"], r["result"]) for r in rows],
          "unreachable host row")
 
+    # Hostile and odd requests to the CONNECT proxy: each refused with a status, none crashes
+    # it (the same box's last request, a tunnel with bytes sent before the 200, still works).
+    hostile = [
+        b"garbage\r\n\r\n",
+        b"CONNECT localhost HTTP/1.1\r\n\r\n",
+        b"CONNECT user@localhost:%d HTTP/1.1\r\n\r\n" % UP,
+        b"CONNECT localhost:%d HTTP/2.0\r\n\r\n" % UP,
+        b"CONNECT localhost:99999 HTTP/1.1\r\n\r\n",
+        b"CONNECT localhost:%d HTTP/1.1\r\nX: " % UP + b"a" * 40000 + b"\r\n\r\n",
+        b"CONNECT " + b"a" * 300 + b":443 HTTP/1.1\r\n\r\n",
+        b"CONNECT [::1:443 HTTP/1.1\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        b"CONNECT localhost:%d HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked"
+        b"\r\n\r\n" % UP,
+    ]
+    prog = ("import socket\nfor req in %r:\n"
+            "    s=socket.create_connection(('127.0.0.1',%d),timeout=30)\n"
+            "    s.sendall(req)\n"
+            "    d=s.recv(65536)\n"
+            "    print(d.split(b'\\r\\n')[0].decode() or 'closed')\n"
+            "s=socket.create_connection(('127.0.0.1',%d),timeout=30)\n"
+            "s.sendall(b'CONNECT localhost:%d HTTP/1.1\\r\\n\\r\\nGET /v1/models HTTP/1.0\\r\\n\\r\\n')\n"
+            "d=b''\n"
+            "while True:\n"
+            "    c=s.recv(65536)\n"
+            "    if not c: break\n"
+            "    d+=c\n"
+            "print(repr(d))\n" % (hostile, EGRESS, EGRESS, UP))
+    cp = box(["--allow-host", "localhost:%d" % UP], "python3 - <<'EOF'\n" + prog + "EOF\n")
+    lines = cp.stdout.splitlines()
+    C.eq(len(hostile) + 1, len(lines), "hostile requests: one answer each (%r, %s)"
+         % (lines, cp.stderr[-800:]))
+    for req, line in zip(hostile, lines):
+        C.ok(line.startswith("HTTP/1.1 4") or line.startswith("HTTP/1.1 5"),
+             "hostile %r refused with an error status: %r" % (req[:40], line))
+    C.ok(lines and "200 Connection established" in lines[-1] and "fake-model" in lines[-1],
+         "bytes sent right after CONNECT reach the upstream: %r" % lines[-1:])
+    rows = net_rows("--session", str(last_session()))
+    C.eq(len(hostile) + 1, len(rows), "one row per hostile request and the tunnel")
+    C.ok(rows and rows[-1]["bytes_up"] == len(b"GET /v1/models HTTP/1.0\r\n\r\n"),
+         "tunnel row counts the pipelined bytes up (%r)" % (rows[-1:] and rows[-1]["bytes_up"]))
+
     # With a backend too: its relay is not proxied (NO_PROXY) and still answers.
     cp = box(allow + ["--backend", "anthropic=http://127.0.0.1:%d" % UP],
              'curl -sS -H "x-api-key: $ANTHROPIC_API_KEY" "$ANTHROPIC_BASE_URL/v1/models"; '
