@@ -45,6 +45,23 @@ static int set_model(struct launch *l, char *model)
 	return 0;
 }
 
+/*
+ * Makes sure $HOME/SUB exists in the box (bwrap --dir, in the workspace's home, so it
+ * persists); the jail refuses to start when the box planted a symlink on that path.
+ * Sets *dir (caller frees) to its path.
+ */
+static int home_dir(struct jail_box *b, const char *sub, const char *client, char **dir)
+{
+	char *why = util_asprintf("%s's config and state, in the workspace's home", client);
+	int rc;
+
+	*dir = util_path_join(jail_box_home(b), sub);
+	rc = *dir && why ? jail_box_add_default_mount(b, JAIL_MOUNT_DIR, NULL, *dir, why)
+			 : util_err(-ENOMEM, "out of memory");
+	free(why);
+	return rc;
+}
+
 /* ---- Claude Code ------------------------------------------------------------------------ */
 
 static int claude_prepare(struct launch *l)
@@ -68,8 +85,8 @@ static int claude_prepare(struct launch *l)
 
 static int claude_box(struct launch *l, struct jail_box *b, struct proxy *px)
 {
-	char *dir = util_path_join(jail_box_home(b), ".claude");
-	int rc = dir ? 0 : util_err(-ENOMEM, "out of memory");
+	char *dir = NULL;
+	int rc = home_dir(b, ".claude", "Claude Code", &dir);
 
 	if (rc == 0)
 		rc = launch_env(b, "CLAUDE_CONFIG_DIR", dir);
@@ -145,12 +162,31 @@ static int codex_prepare(struct launch *l)
 	else
 		set_model(l, l->model ? strdup(l->model) : toml_top_string(config, "model"));
 	effort = toml_top_string(config, "model_reasoning_effort");
-	/* `-c key=value` overrides Codex's config for this run; values are TOML strings. */
-	if (rc == 0 && l->model_import) {
-		arg = util_asprintf("model=\"%s\"", l->model_import);
-		rc = arg ? launch_fixed_arg(l, "-c") : util_err(-ENOMEM, "out of memory");
+	/*
+	 * Codex ignores OPENAI_BASE_URL, and its built-in provider opens a WebSocket first,
+	 * which the proxy refuses: a provider of our own, at the relay (the backend's port; the
+	 * launcher never overrides it), over plain HTTP streaming, keyed by OPENAI_API_KEY.
+	 */
+	if (rc == 0) {
+		struct proxy_backend *pb = NULL;
+
+		rc = proxy_backend_parse(&pb, l->backend);
+		arg = rc == 0
+			  ? util_asprintf(
+				"model_providers.arborinth={name=\"arborinth credential proxy\","
+				"base_url=\"http://127.0.0.1:%u/v1\",env_key=\"OPENAI_API_KEY\","
+				"wire_api=\"responses\",supports_websockets=false}",
+				proxy_backend_port(pb))
+			  : NULL;
+		proxy_backend_free(pb);
+		if (rc == 0)
+			rc = arg ? launch_fixed_arg(l, "-c") : util_err(-ENOMEM, "out of memory");
 		if (rc == 0)
 			rc = launch_fixed_arg(l, arg);
+		if (rc == 0)
+			rc = launch_fixed_arg(l, "-c");
+		if (rc == 0)
+			rc = launch_fixed_arg(l, "model_provider=\"arborinth\"");
 		free(arg);
 	}
 	if (rc == 0 && effort) {
@@ -168,8 +204,8 @@ static int codex_prepare(struct launch *l)
 static int codex_box(struct launch *l, struct jail_box *b, struct proxy *px)
 {
 	const char *ph = px ? proxy_placeholder(px, l->backend) : NULL;
-	char *dir = util_path_join(jail_box_home(b), ".codex");
-	int rc = dir ? 0 : util_err(-ENOMEM, "out of memory");
+	char *dir = NULL;
+	int rc = home_dir(b, ".codex", "Codex", &dir);
 
 	if (rc == 0)
 		rc = launch_env(b, "CODEX_HOME", dir);
