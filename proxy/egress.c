@@ -218,8 +218,8 @@ static int wait_connected(struct proxy *p, int fd, int box_fd)
 /* Resolves v->host on the host and connects to the first address that answers. */
 static int egress_connect(struct proxy *p, int box_fd, struct egress_verdict *v, int *out)
 {
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
-				 .ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG},
+	/* No AI_ADDRCONFIG: a host with only loopback must still resolve "localhost". */
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV},
 			*res = NULL;
 	char port[8];
 	int rc = -EHOSTUNREACH, grc;
