@@ -192,11 +192,14 @@ static void egress_check(const struct proxy *p, const struct proxy_req *r, struc
 
 /* ---- connecting ---------------------------------------------------------------------------- */
 
-/* Waits for fd to become writable; the box going away or the proxy stopping ends the wait. */
+/*
+ * Waits for fd to become writable; the box hanging up (both directions: a half-close is
+ * passed on later, in the tunnel) or the proxy stopping ends the wait.
+ */
 static int wait_connected(struct proxy *p, int fd, int box_fd)
 {
 	struct pollfd pfd[3] = {{.fd = fd, .events = POLLOUT},
-				{.fd = box_fd, .events = POLLRDHUP},
+				{.fd = box_fd, .events = 0},
 				{.fd = p->wake[0], .events = POLLIN}};
 	int err = 0, prc;
 	socklen_t len = sizeof(err);
@@ -208,7 +211,7 @@ static int wait_connected(struct proxy *p, int fd, int box_fd)
 		return -ETIMEDOUT;
 	if (prc < 0)
 		return -errno;
-	if (pfd[2].revents || (pfd[1].revents & (POLLRDHUP | POLLHUP | POLLERR)))
+	if (!pfd[0].revents && (pfd[2].revents || pfd[1].revents))
 		return -ECANCELED;
 	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
 		return -errno;

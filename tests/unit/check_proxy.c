@@ -457,8 +457,9 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-/* Serves one connection carrying `in`; returns what the proxy answered (caller frees). */
-static char *serve(struct proxy *p, const char *in, size_t len, size_t *out_len)
+/* Serves one connection carrying `in` with fn; returns what the proxy answered (caller frees). */
+static char *serve_with(void (*fn)(struct proxy *, int), struct proxy *p, const char *in,
+			size_t len, size_t *out_len)
 {
 	int sv[2];
 	struct writer w;
@@ -469,7 +470,7 @@ static char *serve(struct proxy *p, const char *in, size_t len, size_t *out_len)
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
 	w = (struct writer){sv[1], in, len};
 	ck_assert_int_eq(pthread_create(&t, NULL, writer_main, &w), 0);
-	proxy_conn_serve(p, sv[0]);
+	fn(p, sv[0]);
 	close(sv[0]);
 	pthread_join(t, NULL);
 	for (;;) {
@@ -488,6 +489,11 @@ static char *serve(struct proxy *p, const char *in, size_t len, size_t *out_len)
 	close(sv[1]);
 	*out_len = n;
 	return out;
+}
+
+static char *serve(struct proxy *p, const char *in, size_t len, size_t *out_len)
+{
+	return serve_with(proxy_conn_serve, p, in, len, out_len);
 }
 
 START_TEST(serve_refusal_and_upstream_down)
@@ -598,6 +604,188 @@ START_TEST(serve_fuzz)
 }
 END_TEST
 
+/* ---- --allow-host: parsing, the CONNECT proxy's refusals, records ---- */
+
+START_TEST(allow_host_parse)
+{
+	static const struct {
+		const char *spec, *host;
+		unsigned port;
+	} good[] = {
+	    {"pypi.org", "pypi.org", 443},
+	    {"Registry.NPMjs.org:8443", "registry.npmjs.org", 8443},
+	    {"127.0.0.1:5000", "127.0.0.1", 5000},
+	    {"[::1]", "::1", 443},
+	    {"[2001:db8::1]:80", "2001:db8::1", 80},
+	    {"a_b-c.example", "a_b-c.example", 443},
+	};
+	static const char *const bad[] = {
+	    "",	   ":443", "host:",  "host:0",	  "host:65536", "host:12a",
+	    "::1", "[::1", "[::1]x", "[zz::1]:1", "bad host",	"a..b",
+	    ".a",  "-a",   "a/b",    "a:1:2",	  "h\n",	"h:+1",
+	};
+	char *host = NULL;
+	uint16_t port = 0;
+
+	for (size_t i = 0; i < ARB_ARRAY_LEN(good); i++) {
+		ck_assert_msg(proxy_allow_host_parse(good[i].spec, &host, &port) == 0, "%s: %s",
+			      good[i].spec, util_err_msg());
+		ck_assert_str_eq(host, good[i].host);
+		ck_assert_uint_eq(port, good[i].port);
+		free(host);
+	}
+	for (size_t i = 0; i < ARB_ARRAY_LEN(bad); i++) {
+		ck_assert_msg(proxy_allow_host_parse(bad[i], &host, &port) == -EINVAL, "%s",
+			      bad[i]);
+		ck_assert_ptr_null(host);
+		ck_assert(strlen(util_err_msg()) > 0);
+	}
+}
+END_TEST
+
+/* Records handed to the observer, copied (the strings are borrowed). */
+struct seen {
+	pthread_mutex_t lock;
+	int n;
+	char path[256], host[256], reason[256], method[16];
+	int status;
+	bool allowed, egress;
+	uint16_t port;
+};
+
+static void observe(void *ctx, const struct proxy_record *rec)
+{
+	struct seen *s = ctx;
+
+	pthread_mutex_lock(&s->lock);
+	s->n++;
+	snprintf(s->path, sizeof(s->path), "%s", rec->path ? rec->path : "(null)");
+	snprintf(s->host, sizeof(s->host), "%s", rec->host ? rec->host : "(null)");
+	snprintf(s->reason, sizeof(s->reason), "%s", rec->reason ? rec->reason : "(null)");
+	snprintf(s->method, sizeof(s->method), "%s", rec->method ? rec->method : "(null)");
+	s->status = rec->status;
+	s->allowed = rec->allowed;
+	s->egress = rec->egress;
+	s->port = rec->port;
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* A proxy with one backend and allowed hosts (no listener: connections are served directly). */
+static struct proxy *egress_proxy(struct seen *s)
+{
+	/* Both resolve on this machine (nothing listens there): no lookup leaves it. */
+	static const char *const allow[] = {"LocalHost:1", "127.0.0.9"};
+	struct proxy_config cfg = {.allow_hosts = allow, .n_allow_hosts = 2};
+	struct proxy *p = NULL;
+
+	cfg.backends = calloc(1, sizeof(*cfg.backends));
+	ck_assert_int_eq(
+	    proxy_backend_parse(&cfg.backends[0], "anthropic=http://127.0.0.1:1,port=8713"), 0);
+	cfg.n_backends = 1;
+	cfg.observer = s ? observe : NULL;
+	cfg.observer_ctx = s;
+	setenv("ANTHROPIC_API_KEY", "sk-ant-api03-UNITKEY", 1);
+	ck_assert_int_eq(proxy_new(&p, &cfg), 0);
+	return p;
+}
+
+static char *egress_serve(struct proxy *p, const char *in, size_t *out_len)
+{
+	return serve_with(proxy_egress_serve, p, in, strlen(in), out_len);
+}
+
+START_TEST(egress_refusals_and_records)
+{
+	struct seen s = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	struct proxy *p = egress_proxy(&s);
+	const char *ph = proxy_placeholder(p, "anthropic");
+	size_t n, np = 0;
+	const char *const *names = proxy_allowed_hosts(p, &np);
+	char *req, *out;
+
+	ck_assert_uint_eq(np, 2);
+	ck_assert_str_eq(names[0], "localhost:1");
+	ck_assert_str_eq(names[1], "127.0.0.9:443");
+	/* Another host: 403 with the reason; recorded as refused with host and port. */
+	out = egress_serve(p, "CONNECT other.example:443 HTTP/1.1\r\n\r\n", &n);
+	ck_assert_msg(util_str_has_prefix(out, "HTTP/1.1 403 Forbidden\r\n"), "%s", out);
+	ck_assert(strstr(out, "arborinth proxy: host other.example is not an allowed host"));
+	ck_assert_int_eq(s.n, 1);
+	ck_assert(s.egress && !s.allowed && s.status == 403 && s.port == 443);
+	ck_assert_str_eq(s.host, "other.example");
+	ck_assert_str_eq(s.method, "CONNECT");
+	free(out);
+	/* Allowed host, nothing listening: allowed by the policy, 502 with the reason. */
+	out = egress_serve(p, "CONNECT LOCALHOST:1 HTTP/1.1\r\n\r\n", &n);
+	ck_assert_msg(util_str_has_prefix(out, "HTTP/1.1 502 "), "%s", out);
+	ck_assert(strstr(out, "cannot connect to localhost:1"));
+	ck_assert(s.n == 2 && s.allowed && s.status == 502);
+	free(out);
+	/* The placeholder as a host name is redacted from the record, not from the answer. */
+	req = util_asprintf("CONNECT %s:443 HTTP/1.1\r\n\r\n", ph);
+	out = serve_with(proxy_egress_serve, p, req, strlen(req), &n);
+	ck_assert(util_str_has_prefix(out, "HTTP/1.1 403 "));
+	ck_assert_int_eq(s.n, 3);
+	ck_assert(!strstr(s.host, ph) && strspn(s.host, "*") == strlen(ph));
+	free(out);
+	free(req);
+	/* ... and from a backend request's path. */
+	req = util_asprintf("GET /v1/%s HTTP/1.1\r\nHost: 127.0.0.1:8713\r\n\r\n", ph);
+	out = serve(p, req, strlen(req), &n);
+	ck_assert(util_str_has_prefix(out, "HTTP/1.1 403 "));
+	ck_assert_int_eq(s.n, 4);
+	ck_assert(!s.egress && !strstr(s.path, ph) && strspn(s.path + 4, "*") == strlen(ph));
+	free(out);
+	free(req);
+	proxy_free(p);
+}
+END_TEST
+
+static const char *const egress_corpus[] = {
+    "CONNECT 127.0.0.9:443 HTTP/1.1\r\nHost: 127.0.0.9:443\r\n\r\n",
+    "CONNECT localhost:1 HTTP/1.1\r\n\r\n",
+    "GET http://localhost:1/ HTTP/1.1\r\nHost: localhost:1\r\n\r\n",
+    "CONNECT [::1]:443 HTTP/1.0\r\n\r\n",
+    "CONNECT localhost:1 HTTP/1.1\r\nContent-Length: 4\r\n\r\nabcd",
+};
+
+/* Mutations of CONNECT requests: every answer is an HTTP status line (or nothing). */
+START_TEST(egress_fuzz)
+{
+	struct proxy *p = egress_proxy(NULL);
+	unsigned seed = 4242;
+	char buf[4096];
+
+	for (int it = 0; it < 1500; it++) {
+		const char *base = egress_corpus[rand_r(&seed) % ARB_ARRAY_LEN(egress_corpus)];
+		size_t len = strlen(base), n;
+		char *out;
+
+		memcpy(buf, base, len);
+		for (int m = rand_r(&seed) % 4; m >= 0; m--) {
+			size_t pos = len ? (size_t)rand_r(&seed) % len : 0;
+
+			switch (rand_r(&seed) % 3) {
+			case 0:
+				buf[pos] ^= (char)(1 << (rand_r(&seed) % 8));
+				break;
+			case 1:
+				len = pos;
+				break;
+			default:
+				buf[pos] = "\r\n:[]@ \t\0\x7f"
+					   "0f-"[rand_r(&seed) % 14];
+				break;
+			}
+		}
+		out = serve_with(proxy_egress_serve, p, buf, len, &n);
+		ck_assert_msg(n == 0 || util_str_has_prefix(out, "HTTP/1.1 "), "%.*s", (int)n, out);
+		free(out);
+	}
+	proxy_free(p);
+}
+END_TEST
+
 START_TEST(proxy_config_errors)
 {
 	struct proxy_config cfg = {0};
@@ -638,6 +826,7 @@ static Suite *proxy_suite(void)
 	tcase_add_test(tc, rule_matching);
 	tcase_add_test(tc, relay_args);
 	tcase_add_test(tc, proxy_config_errors);
+	tcase_add_test(tc, allow_host_parse);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("parse");
 	tcase_add_test(tc, parse_any_split);
@@ -657,6 +846,8 @@ static Suite *proxy_suite(void)
 	tcase_add_test(tc, serve_refusal_and_upstream_down);
 	tcase_add_test(tc, serve_hostile_corpus);
 	tcase_add_test(tc, serve_fuzz);
+	tcase_add_test(tc, egress_refusals_and_records);
+	tcase_add_test(tc, egress_fuzz);
 	suite_add_tcase(s, tc);
 	return s;
 }
