@@ -19,6 +19,7 @@
 
 #include "core/core.h"
 #include "jail/jail.h"
+#include "proxy/proxy.h"
 
 static const struct option launch_opts[] = {
     {"rev", required_argument, NULL, 'r'},
@@ -232,6 +233,38 @@ static int host_home(struct launch *l)
 	return l->host_home ? CLI_OK : cli_fail(CLI_ERR, "out of memory");
 }
 
+/*
+ * Checks the backend and the host credential before anything is created: a proxy without a
+ * listener reads the key (-ENOKEY with a message when it is missing) and is freed at once.
+ */
+static int check_backend(const struct launch *l)
+{
+	struct proxy_backend *pb = NULL;
+	struct proxy_config cfg = {0};
+	struct proxy *px = NULL;
+	char *spec =
+	    l->upstream ? util_asprintf("%s=%s", l->backend, l->upstream) : strdup(l->backend);
+	int rc = spec ? proxy_backend_parse(&pb, spec) : util_err(-ENOMEM, "out of memory");
+
+	if (rc == 0 && l->key_file)
+		rc = proxy_backend_set(pb, "key-file", l->key_file);
+	/* The proxy takes the array and the backends on success (as in cli_proxy_start). */
+	if (rc == 0 && !(cfg.backends = calloc(1, sizeof(*cfg.backends))))
+		rc = util_err(-ENOMEM, "out of memory");
+	if (rc == 0) {
+		cfg.backends[0] = pb;
+		cfg.n_backends = 1;
+		rc = proxy_new(&px, &cfg);
+		if (rc == 0)
+			pb = NULL, cfg.backends = NULL;
+	}
+	proxy_free(px);
+	proxy_backend_free(pb);
+	free(cfg.backends);
+	free(spec);
+	return rc < 0 ? cli_fail(CLI_ERR, "%s: %s", l->client->name, util_err_msg()) : CLI_OK;
+}
+
 /* Creates NAME at --rev (default HEAD) when missing; with --rev, an existing one must match. */
 static int ensure_workspace(struct cli_global *g, struct launch *l)
 {
@@ -362,6 +395,8 @@ int launch_run(const struct launch_client *c, int argc, char **argv, void *globa
 		status = host_home(&l);
 	if (status == CLI_OK && c->prepare(&l) < 0)
 		status = cli_fail_lib();
+	if (status == CLI_OK)
+		status = check_backend(&l);
 	if (status == CLI_OK)
 		status = ensure_workspace(g, &l);
 	if (status != CLI_OK)

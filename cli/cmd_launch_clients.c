@@ -189,6 +189,14 @@ static int codex_prepare(struct launch *l)
 			rc = launch_fixed_arg(l, "model_provider=\"arborinth\"");
 		free(arg);
 	}
+	/* `-c key=value` overrides Codex's config for this run; values are TOML strings. */
+	if (rc == 0 && l->model_import) {
+		arg = util_asprintf("model=\"%s\"", l->model_import);
+		rc = arg ? launch_fixed_arg(l, "-c") : util_err(-ENOMEM, "out of memory");
+		if (rc == 0)
+			rc = launch_fixed_arg(l, arg);
+		free(arg);
+	}
 	if (rc == 0 && effort) {
 		arg = util_asprintf("model_reasoning_effort=\"%s\"", effort);
 		rc = arg ? launch_fixed_arg(l, "-c") : util_err(-ENOMEM, "out of memory");

@@ -1,0 +1,199 @@
+"""Shared set-up for the e2e tests (launchers, bind files, grants, plugins): a private temp
+directory outside /tmp (boxes have their own /tmp), a repository, a fake $HOME holding
+secrets and client settings, the fake model API, and a check counter."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+ARB = os.environ["ARB"]
+ARB_SRC = os.environ["ARB_SRC"]
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def skip(reason):
+    if os.environ.get("ARBORINTH_TEST_MUST_RUN") == "1":
+        print("FAIL (skip not allowed): " + reason, file=sys.stderr)
+        sys.exit(1)
+    print("SKIP: " + reason, file=sys.stderr)
+    sys.exit(77)
+
+
+def need_box():
+    if not shutil.which("bwrap"):
+        skip("bwrap is not installed")
+    if subprocess.run(["bwrap", "--unshare-user", "--unshare-pid", "--unshare-net", "--ro-bind",
+                       "/", "/", "true"], capture_output=True).returncode != 0:
+        skip("bwrap cannot create user, pid and network namespaces here")
+    if not os.path.exists("/dev/fuse"):
+        skip("no /dev/fuse for the workspace view")
+
+
+class Checks:
+    def __init__(self):
+        self.n = 0
+        self.fails = 0
+
+    def ok(self, cond, what):
+        self.n += 1
+        if not cond:
+            self.fails += 1
+            print("FAIL: " + what, file=sys.stderr)
+        return cond
+
+    def eq(self, want, got, what):
+        return self.ok(want == got, "%s: expected %r, got %r" % (what, want, got))
+
+    def one_line_error(self, cp, code, pattern, what):
+        self.eq(code, cp.returncode, what + ": exit status (stderr %r)" % cp.stderr)
+        lines = [ln for ln in cp.stderr.splitlines() if ln.strip()]
+        self.eq(1, len(lines), what + ": one line on stderr (%r)" % cp.stderr)
+        self.ok(pattern in cp.stderr, "%s: %r in %r" % (what, pattern, cp.stderr))
+
+    def finish(self):
+        if self.fails:
+            print("%d of %d checks failed" % (self.fails, self.n), file=sys.stderr)
+            sys.exit(1)
+        print("all %d checks passed" % self.n)
+
+
+class Env:
+    """The test's world. Call close() (or use `with`) to unmount and remove everything."""
+
+    def __init__(self, name):
+        base = os.environ.get("ARB_JAIL_TMPDIR", "/var/tmp")
+        self.t = tempfile.mkdtemp(prefix="arb-%s." % name, dir=base)
+        self.procs = []
+        self.repo = os.path.join(self.t, "repo")
+        self.home = os.path.join(self.t, "home")
+        self.bin = os.path.join(self.t, "bin")
+        os.makedirs(self.bin)
+        self.make_repo()
+        self.make_home()
+        self.path = self.bin + ":/usr/local/bin:/usr/bin:/bin"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def make_repo(self):
+        os.makedirs(self.repo)
+        q = dict(cwd=self.repo, check=True, stdout=subprocess.DEVNULL)
+        g = ["git", "-c", "user.email=t@e", "-c", "user.name=t"]
+        subprocess.run(["git", "init", "-q", "-b", "main"], **q)
+        with open(os.path.join(self.repo, "README"), "w") as f:
+            f.write("first\n")
+        subprocess.run(g + ["add", "README"], **q)
+        subprocess.run(g + ["commit", "-qm", "first"], **q)
+        with open(os.path.join(self.repo, "README"), "w") as f:
+            f.write("second\n")
+        subprocess.run(g + ["commit", "-qam", "second"], **q)
+
+    def write(self, rel, text, mode=0o644):
+        p = os.path.join(self.t, rel)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "w") as f:
+            f.write(text)
+        os.chmod(p, mode)
+        return p
+
+    def make_home(self):
+        """Secrets a box must never see, and settings the launchers import."""
+        self.secrets = {
+            "home/.ssh/id_ed25519": "SECRET-SSH-KEY\n",
+            "home/.claude/.credentials.json": '{"claudeAiOauth": {"accessToken": "SECRET-OAUTH"}}',
+            "home/.codex/auth.json": '{"OPENAI_API_KEY": "SECRET-CODEX-AUTH"}',
+            "home/.local/share/opencode/auth.json": '{"anthropic": {"key": "SECRET-OC"}}',
+            "home/.npmrc": "//registry.npmjs.org/:_authToken=SECRET-NPM\n",
+        }
+        for rel, text in self.secrets.items():
+            self.write(rel, text, 0o600)
+        self.write("home/.claude/settings.json", '{"model": "claude-host-model"}')
+        self.write("home/.codex/config.toml", 'model = "gpt-host-model"\n'
+                   'model_reasoning_effort = "high"\n\n[projects."/x"]\nmodel = "not-this"\n')
+        self.write("home/.config/opencode/opencode.json",
+                   '{"model": "anthropic/claude-host-oc"}')
+
+    def env(self, extra=None):
+        e = {k: v for k, v in os.environ.items()
+             if not k.endswith("_API_KEY") and not k.startswith(("XDG_", "CODEX_", "OPENCODE_"))
+             and k not in ("ANTHROPIC_MODEL",)}
+        e.update({"HOME": self.home, "PATH": self.path, "TMPDIR": self.t})
+        e.update(extra or {})
+        return e
+
+    def arb(self, *args, env=None, timeout=300, cwd=None):
+        return subprocess.run([ARB] + list(args), capture_output=True, text=True,
+                              env=self.env(env), cwd=cwd or self.repo, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+
+    def start_models(self, reply):
+        self.models_log = os.path.join(self.t, "models.log")
+        p = subprocess.Popen([sys.executable, os.path.join(HERE, "e2e_fake_models.py"),
+                              "--log", self.models_log, "--reply", reply],
+                             stdout=subprocess.PIPE, text=True)
+        self.procs.append(p)
+        self.models_port = int(p.stdout.readline())
+        return "http://127.0.0.1:%d" % self.models_port
+
+    def models_requests(self):
+        if not os.path.exists(self.models_log):
+            return []
+        with open(self.models_log) as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    def ws(self, name):
+        return os.path.join(self.repo, ".arborinth", "workspaces", name)
+
+    def close(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(5)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+        # Unmount the views (deepest first), then remove everything.
+        mounts = []
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                mp = line.split()[4]
+                if mp.startswith(self.t):
+                    mounts.append(mp)
+        for mp in sorted(mounts, reverse=True):
+            if subprocess.run(["fusermount3", "-u", "-z", mp], capture_output=True).returncode:
+                subprocess.run(["umount", "-l", mp], capture_output=True)
+        for root, _, files in os.walk(self.t):
+            if "daemon.pid" in files:
+                try:
+                    with open(os.path.join(root, "daemon.pid")) as f:
+                        os.kill(int(f.read().strip()), signal.SIGTERM)
+                except (OSError, ValueError):
+                    pass
+        if os.environ.get("ARB_KEEP_TMP") != "1":
+            shutil.rmtree(self.t, ignore_errors=True)
+        else:
+            print("kept " + self.t, file=sys.stderr)
+
+
+def search_files(roots, needle):
+    """Files under roots (not following links) whose bytes contain needle."""
+    hits = []
+    nb = needle.encode()
+    for root in roots:
+        for dirpath, _, files in os.walk(root):
+            for f in files:
+                p = os.path.join(dirpath, f)
+                try:
+                    if os.path.isfile(p) and not os.path.islink(p):
+                        with open(p, "rb") as fh:
+                            if nb in fh.read():
+                                hits.append(p)
+                except OSError:
+                    pass
+    return hits
