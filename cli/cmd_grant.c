@@ -38,7 +38,8 @@ int cmd_grant(struct cli_global *g, int argc, char **argv)
 			return status;
 		json = true;
 	}
-	if (strcmp(argv[1], "list"))
+	/* getopt moved the options first: the sub-command is at optind. */
+	if (optind >= argc || strcmp(argv[optind], "list"))
 		return cli_usage_error("grant", "'grant' needs a sub-command (list)");
 	if (optind + 1 < argc)
 		return cli_usage_error("grant", "unexpected argument '%s'", argv[optind + 1]);
