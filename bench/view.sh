@@ -130,22 +130,39 @@ make_repos() {
 # ---- measuring ----
 DROP='sync; echo 3 > /proc/sys/vm/drop_caches'
 
-# measure TITLE HYPERFINE-ARGS... : the first named command is the baseline.
+# measure TITLE HYPERFINE-ARGS... : the first named command is the baseline. The runs are
+# made in rounds of one run of every subject (--runs N: N rounds, --warmup only before the
+# first round), so slow drifts of the machine's load hit all subjects alike; each figure is
+# the median over the rounds.
 measure() {
-	local title=$1 json
+	local title=$1 base rounds=1 warm=0 i
 	shift
-	json="$OUT/$(echo "$title" | tr -c 'a-zA-Z0-9' '_').json"
+	local args=()
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--runs) rounds=$2 && shift ;;
+		--warmup) warm=$2 && shift ;;
+		*) args+=("$1") ;;
+		esac
+		shift
+	done
+	base="$OUT/$(echo "$title" | tr -c 'a-zA-Z0-9' '_')"
 	echo "# $title" >&2
-	hyperfine --style basic --export-json "$json" "$@" >"$json.log" 2>&1 ||
-		{ cat "$json.log" >&2; die "hyperfine failed for '$title'"; }
-	python3 - "$json" "$title" >>"$ROWS" <<'EOF'
-import json, sys
-res = json.load(open(sys.argv[1]))["results"]
-base = res[0]["median"]
-cells = [f"{r['command']} {r['median']:.3f} s" + ("" if i == 0 else f" (**{r['median'] / base:.2f}×**)")
-         for i, r in enumerate(res)]
-print(f"| {sys.argv[2]} | " + " | ".join(cells) + " |")
-EOF
+	for i in $(seq 1 "$rounds"); do
+		[ "$i" = 1 ] || warm=0
+		hyperfine --style basic --runs 1 --warmup "$warm" --export-json "$base.$i.json" \
+			"${args[@]}" >"$base.log" 2>&1 ||
+			{ cat "$base.log" >&2; die "hyperfine failed for '$title'"; }
+	done
+	python3 - "$title" "$base".*.json >>"$ROWS" <<'EOF2'
+import json, statistics, sys
+runs = [json.load(open(f))["results"] for f in sys.argv[2:]]
+names = [r["command"] for r in runs[0]]
+med = [statistics.median(t for rnd in runs for t in rnd[i]["times"]) for i in range(len(names))]
+cells = [f"{n} {m:.3f} s" + ("" if i == 0 else f" (**{m / med[0]:.2f}×**)")
+         for i, (n, m) in enumerate(zip(names, med))]
+print(f"| {sys.argv[1]} | " + " | ".join(cells) + " |")
+EOF2
 	tail -n 1 "$ROWS" >&2
 }
 

@@ -195,8 +195,13 @@ static int serve(struct fs *fs, const struct fs_config *cfg, int *ready_fd)
 		rc = -ENOMEM;
 		goto out_unmount;
 	}
+	/*
+	 * Threads are made on demand; idle ones are kept (as many as the maximum): ending and
+	 * starting threads under load (each with its own splice pipe) cost more than the
+	 * requests they serve.
+	 */
 	fuse_loop_cfg_set_max_threads(loop, 16);
-	fuse_loop_cfg_set_idle_threads(loop, 4);
+	fuse_loop_cfg_set_idle_threads(loop, 16);
 	rc = fuse_session_loop_mt(fs->se, loop) < 0 ? -EIO : 0;
 	fuse_loop_cfg_destroy(loop);
 out_unmount:
