@@ -275,10 +275,13 @@ static int opencode_box(struct launch *l, struct jail_box *b, struct proxy *px)
 		return util_err(-EINVAL, "opencode: no %s backend on the proxy", l->backend);
 	}
 	/* A provider pointing at the relay, with the placeholder as its key. */
-	cfg = json_pack("{s:s, s:b, s:s, s:s, s:{s:{s:{s:s, s:s}}}}", "$schema",
+	/* The model listed too, so one the bundled catalogue lacks is still accepted. */
+	const char *slash = strchr(l->model_import, '/');
+
+	cfg = json_pack("{s:s, s:b, s:s, s:s, s:{s:{s:{s:s, s:s}, s:{s:{}}}}}", "$schema",
 			"https://opencode.ai/config.json", "autoupdate", 0, "share", "disabled",
 			"model", l->model_import, "provider", l->backend, "options", "baseURL", url,
-			"apiKey", ph);
+			"apiKey", ph, "models", slash ? slash + 1 : l->model_import);
 	text = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
 	rc = text ? launch_env(b, "OPENCODE_CONFIG_CONTENT", text)
 		  : util_err(-ENOMEM, "out of memory");
