@@ -191,6 +191,8 @@ EOF
 }
 
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+# Proportional set size: shared library pages divided among the processes mapping them.
+pss_kib() { awk '/^Pss:/ {print $2}' "/proc/$1/smaps_rollup" 2>/dev/null || echo 0; }
 ws_pid() { cat "$(ws_dir "$1")/run/daemon.pid"; }
 
 # ---- the workloads ----
@@ -320,8 +322,12 @@ bench_build() {
 	"$ARB" --workdir "$bsrc" workspace delete bench-b >/dev/null
 }
 
+med_max() { # KiB values -> "median MiB / max MiB"
+	printf '%s\n' "$@" | python3 -c "import sys,statistics as s; v=[int(x) for x in sys.stdin]; print(f'{s.median(v)/1024:.1f} MiB / {max(v)/1024:.1f} MiB')"
+}
+
 bench_scale() {
-	local t0 t1 i pids=() idle=() after=() par_v="" par_n=""
+	local t0 t1 i pids=() idle=() after=() pss_idle=() pss_after=() par_v="" par_n=""
 	for i in $(seq 1 "$NWS"); do arb workspace delete "bench-s$i" >/dev/null 2>&1 || true; done
 	sync
 	t0=$(date +%s.%N)
@@ -336,13 +342,17 @@ bench_scale() {
 	for i in $(seq 1 "$NWS"); do
 		pids+=("$(ws_pid "bench-s$i")")
 		idle+=("$(rss_kib "${pids[-1]}")")
+		pss_idle+=("$(pss_kib "${pids[-1]}")")
 	done
 	for i in $(seq 1 "$NWS"); do
 		git -C "$(ws_dir "bench-s$i")/workdir" status >/dev/null
 		after+=("$(rss_kib "${pids[$((i - 1))]}")")
+		pss_after+=("$(pss_kib "${pids[$((i - 1))]}")")
 	done
-	note "daemon RSS idle (median / max of $NWS)" "$(printf '%s\n' "${idle[@]}" | python3 -c "import sys,statistics as s; v=[int(x) for x in sys.stdin]; print(f'{s.median(v)/1024:.1f} MiB / {max(v)/1024:.1f} MiB')")"
-	note "daemon RSS after one git status (median / max)" "$(printf '%s\n' "${after[@]}" | python3 -c "import sys,statistics as s; v=[int(x) for x in sys.stdin]; print(f'{s.median(v)/1024:.1f} MiB / {max(v)/1024:.1f} MiB')")"
+	note "daemon RSS idle (median / max of $NWS)" "$(med_max "${idle[@]}")"
+	note "daemon PSS idle (median / max)" "$(med_max "${pss_idle[@]}")"
+	note "daemon RSS after one git status (median / max)" "$(med_max "${after[@]}")"
+	note "daemon PSS after one git status (median / max)" "$(med_max "${pss_after[@]}")"
 	for i in $(seq 1 8); do
 		par_v+="git -C $(ws_dir "bench-s$i")/workdir --no-optional-locks status >/dev/null & "
 		par_n+="git -C $NATIVE --no-optional-locks status >/dev/null & "
