@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # bench/jail_bench.sh [ARBORINTH] [RUNS]: what the box costs to start.
 # `arborinth shell NAME -- true` (default jail: bubblewrap, seccomp, box-init, audit session)
-# against a bare `bwrap --ro-bind / / true`, and `--jail none` for reference; hyperfine,
-# medians. Prints a Markdown table (target: at most 20 ms more than bare bwrap, median).
+# against a bare `bwrap --ro-bind / / true`; for reference `--jail none` (no box) and
+# `arborinth --version` (loading the binary). hyperfine, medians; also the CPU time of each
+# (perf stat task-clock, children included) when perf is installed. Prints Markdown tables
+# (target: at most 20 ms more than bare bwrap, median).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 ARB=$(readlink -f "${1:-$top/build/cli/arborinth}")
@@ -23,10 +25,17 @@ git -C "$dir/repo" -c user.email=b@example.com -c user.name=bench commit -q --al
 cd "$dir/repo"
 "$ARB" workspace create bench >/dev/null
 
+# The box's bwrap argv as --explain prints it (fd options dropped), to time its parts alone.
+box_argv=$("$ARB" shell bench --explain -- true | sed -n '/^== bwrap argv/,$p' | tail -n +2 |
+	sed 's/ \\$//; s/^    //' | tr '\n' ' ' | sed 's/--seccomp 3 --info-fd 4 //; s/ -- \/run.*$//')
+
 hyperfine -N --warmup 5 --runs "$RUNS" --export-json "$dir/h.json" \
 	-n "bwrap --ro-bind / / true" "bwrap --ro-bind / / true" \
 	-n "arborinth shell -- true" "$ARB shell bench -- true" \
-	-n "arborinth shell --jail none -- true" "$ARB shell bench --jail none -- true" >&2
+	-n "arborinth shell --jail none -- true" "$ARB shell bench --jail none -- true" \
+	-n "arborinth --version" "$ARB --version" \
+	-n "bwrap, the box's options and mounts, true" "$box_argv -- /bin/true" \
+	-n "the same, box-init then true" "$box_argv -- /run/arborinth/box-init __box-init -- /bin/true" >&2
 
 python3 - "$dir/h.json" <<'PY'
 import json, sys
@@ -39,3 +48,17 @@ for x in r:
         x["command"], x["median"] * 1e3, x["mean"] * 1e3, x["stddev"] * 1e3,
         (x["median"] - base) * 1e3, x["median"] / base))
 PY
+
+if command -v perf >/dev/null 2>&1; then
+	echo
+	echo "| command | CPU time (task-clock, children included, mean of $RUNS) |"
+	echo "| --- | --- |"
+	for c in "bwrap --ro-bind / / true" "$ARB shell bench -- true" "$ARB shell bench --jail none -- true" \
+		"$ARB --version" "$box_argv -- /bin/true" \
+		"$box_argv -- /run/arborinth/box-init __box-init -- /bin/true"; do
+		ms=$(perf stat -r "$RUNS" -x, -e task-clock $c 2>&1 >/dev/null | tail -1 | cut -d, -f1)
+		name=${c/#$box_argv/bwrap BOX-OPTIONS-AND-MOUNTS}
+		name=${name/#$ARB/arborinth}
+		echo "| \`$name\` | $ms ms |"
+	done
+fi
