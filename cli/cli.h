@@ -112,7 +112,8 @@ int cli_proxy_box_setup(struct proxy *px, struct jail_box *b,
  * --binds on a box (grants first); prints the error, returns a CLI status.
  */
 struct cli_box_extra {
-	int (*apply)(void *ctx, struct jail_box *b, struct proxy *px); /* px: NULL without backends */
+	int (*apply)(void *ctx, struct jail_box *b,
+		     struct proxy *px); /* px: NULL without backends */
 	void *ctx;
 };
 int cli_shell_run(struct cli_global *g, int argc, char **argv, const struct cli_box_extra *extra);

@@ -16,8 +16,7 @@ if [ "${CI:-}" = true ]; then
 fi
 
 echo "== format check"
-find util core audit fs jail proxy cli tests -name '*.[ch]' -print0 2>/dev/null |
-	xargs -0 clang-format --dry-run --Werror
+git ls-files -z '*.c' '*.h' | xargs -0 clang-format --dry-run --Werror
 
 jobs=$(nproc)
 echo "== build (RelWithDebInfo)"
