@@ -124,6 +124,13 @@ expect_status 0 "later user mount at one destination wins" -- \
 	box --mount "ro:$T/data:/mnt" --mount tmpfs:/mnt -- sh -c 'ls -A /mnt | wc -l'
 expect_eq "0" "$OUT" "the later mount replaced the earlier"
 
+# --- no descriptor of the host beyond stdio ------------------------------------------------
+expect_status 0 "descriptors in the box" -- box -- sh -c 'ls /proc/self/fd /proc/1/fd | sort -u | tr "\n" " "' 9<"$HOME/.ssh/id_ed25519"
+expect_match "^(/proc/1/fd: )?(/proc/self/fd: )?0 1 2 3 $" "$(printf '%s' "$OUT" | sed 's|/proc/[^ ]*: ||g; s/^ *//')" \
+	"only stdio (and ls's own) inside, none of the host's"
+expect_status 0 "control: --jail none keeps fd 9" -- "$ARB" shell w --jail none -- sh -c 'cat <&9' 9<"$HOME/.ssh/id_ed25519"
+expect_match "SECRET-KEY" "$OUT" "control: an inherited descriptor is readable without the box"
+
 # --- the box is gone when shell returns ----------------------------------------------------
 secs=9$$
 expect_status 0 "background process in the box" -- box -- sh -c "sleep $secs >/dev/null 2>&1 & echo started"
