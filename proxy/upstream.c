@@ -277,6 +277,12 @@ static size_t write_cb(char *data, size_t size, size_t nitems, void *ud)
 	return len;
 }
 
+/* Every byte of a response with a known length has been sent to the box. */
+static bool response_delivered(const struct fwd *f)
+{
+	return f->head_sent && (f->no_body || (f->has_cl && f->bytes_down == f->cl));
+}
+
 /*
  * Aborts when the proxy stops, when the box has hung up after sending its request, or when no
  * byte has moved either way for idle_timeout_s (libcurl calls this at least once a second).
@@ -289,7 +295,8 @@ static int progress_cb(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
 
 	if (atomic_load(&f->c->p->stopping))
 		return 1;
-	if (f->r->message_done && poll(&pfd, 1, 0) == 1 &&
+	/* A box that hangs up after the whole response reached it is done, not gone. */
+	if (f->r->message_done && !response_delivered(f) && poll(&pfd, 1, 0) == 1 &&
 	    (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
 		f->client_gone = true;
 		return 1;
@@ -420,7 +427,10 @@ static void finish(struct fwd *f, CURLcode cc, struct proxy_fwd_result *res)
 	int fd = f->c->fd;
 
 	res->keep_alive = false;
-	if (f->client_gone) {
+	if (f->client_gone && response_delivered(f)) {
+		res->status = f->status;
+		res->reason = "allowed";
+	} else if (f->client_gone) {
 		res->status = f->head_sent ? f->status : 0;
 		res->reason = "box closed the connection";
 	} else if (f->head_sent) {

@@ -54,7 +54,7 @@ expect_match "write +src/new.c +1.5 KiB +ok" "$(printf '%s\n' "$OUT" | sed -n 2p
 expect_match "rename +a.txt -> b.txt +ok" "$OUT" "rename shows both paths"
 expect_match "unlink +missing +ENOENT" "$OUT" "failed op shows its errno"
 expect_match "symlink +lnk -> README" "$OUT" "symlink target"
-if printf '%s' "$OUT" | grep -q $'\033'; then fail "piped output has colour"; else pass; fi
+if grep -q $'\033' <<<"$OUT"; then fail "piped output has colour"; else pass; fi
 # Oldest first by time, whatever the order of arrival.
 printf '%s\n' "$((T0 + 500000000))	mkdir	early	-	0	-1	parent" | emit w
 expect_status 0 "late arrival" -- "$ARB" audit w
@@ -102,7 +102,7 @@ expect_match "^deleted +1 " "$(line old.txt)" "summary deleted"
 expect_match "^renamed +1 .* a.txt -> b.txt$" "$(line a.txt)" "summary renamed"
 expect_match "^added +1 " "$(line b.txt)" "summary rename destination"
 expect_match "^unchanged +1 " "$(line missing)" "summary failed only"
-if printf '%s\n' "$OUT" | grep -q '\.git'; then fail "summary shows .git"; else pass; fi
+if grep -q '\.git' <<<"$OUT"; then fail "summary shows .git"; else pass; fi
 
 # --- JSON: one object per line, stable fields
 expect_status 0 "--json" -- "$ARB" audit w --json --path 'src/*'
@@ -134,9 +134,9 @@ python3 -c 'import json,sys; r=[json.loads(l) for l in sys.argv[1].splitlines()]
 # --- colour on a terminal, not with NO_COLOR
 if command -v script >/dev/null; then
 	out=$(script -qec "\"$ARB\" --workdir \"$R\" audit w --op create" /dev/null)
-	if printf '%s' "$out" | grep -q $'\033\['; then pass; else fail "no colour on a tty: $out"; fi
+	if grep -q $'\033\[' <<<"$out"; then pass; else fail "no colour on a tty: $out"; fi
 	out=$(NO_COLOR=1 script -qec "\"$ARB\" --workdir \"$R\" audit w --op create" /dev/null)
-	if printf '%s' "$out" | grep -q $'\033\['; then fail "colour despite NO_COLOR"; else pass; fi
+	if grep -q $'\033\[' <<<"$out"; then fail "colour despite NO_COLOR"; else pass; fi
 fi
 
 # --- sessions: a real `shell` run, its fs events linked to it

@@ -58,8 +58,9 @@ expect_eq() {
 }
 
 # expect_match REGEX TEXT WHAT
+# (A here-string, not a pipe: under pipefail, grep -q leaving early would fail the writer.)
 expect_match() {
-	if printf '%s' "$2" | grep -Eq -- "$1"; then pass; else fail "$3: [$2] does not match /$1/"; fi
+	if grep -Eq -- "$1" <<<"$2"; then pass; else fail "$3: [$2] does not match /$1/"; fi
 }
 
 # expect_status WANT WHAT -- CMD...: runs CMD, captures its stdout/stderr in OUT and ERR.
