@@ -13,23 +13,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-int proxy_send_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -(n < 0 ? errno : EPIPE);
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static void json_escape(char *out, size_t size, const char *s)
 {
 	size_t o = 0;

@@ -115,33 +115,6 @@ static void *accept_main(void *arg)
 	return NULL;
 }
 
-int proxy_sockaddr(const char *path, struct sockaddr_un *sa, socklen_t *len, int *dirfd)
-{
-	const char *slash;
-	char *dir;
-
-	memset(sa, 0, sizeof(*sa));
-	sa->sun_family = AF_UNIX;
-	*dirfd = -1;
-	if (strlen(path) < sizeof(sa->sun_path)) {
-		strcpy(sa->sun_path, path);
-	} else {
-		/* Too long for sun_path: reach it through our fd of its directory. */
-		slash = strrchr(path, '/');
-		if (!slash || strlen(slash) > 64)
-			return util_err(-ENAMETOOLONG, "socket path too long: %s", path);
-		dir = strndup(path, (size_t)(slash - path) + 1);
-		*dirfd = dir ? open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
-		free(dir);
-		if (*dirfd < 0)
-			return util_err(-errno, "cannot open the directory of %s: %s", path,
-					strerror(errno));
-		snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d%s", *dirfd, slash);
-	}
-	*len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(sa->sun_path) + 1);
-	return 0;
-}
-
 static int listen_on(int *out, const char *path)
 {
 	struct sockaddr_un sa;

@@ -1,0 +1,58 @@
+/*
+ * proxy/sockio.c: socket helpers shared by the proxy and the in-box relay. Kept apart so the
+ * relay (linked into box-init) does not pull in the proxy's HTTP and TLS libraries.
+ */
+#include "proxy/proxy_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+int proxy_send_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -(n < 0 ? errno : EPIPE);
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int proxy_sockaddr(const char *path, struct sockaddr_un *sa, socklen_t *len, int *dirfd)
+{
+	const char *slash;
+	char *dir;
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	*dirfd = -1;
+	if (strlen(path) < sizeof(sa->sun_path)) {
+		strcpy(sa->sun_path, path);
+	} else {
+		/* Too long for sun_path: reach it through our fd of its directory. */
+		slash = strrchr(path, '/');
+		if (!slash || strlen(slash) > 64)
+			return util_err(-ENAMETOOLONG, "socket path too long: %s", path);
+		dir = strndup(path, (size_t)(slash - path) + 1);
+		*dirfd = dir ? open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+		free(dir);
+		if (*dirfd < 0)
+			return util_err(-errno, "cannot open the directory of %s: %s", path,
+					strerror(errno));
+		snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d%s", *dirfd, slash);
+	}
+	*len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(sa->sun_path) + 1);
+	return 0;
+}
