@@ -37,6 +37,33 @@ static void log_reason(const char *log, char *buf, size_t size)
 	free(text);
 }
 
+/*
+ * The executable that serves the view: ARBORINTH_EXE when set (unit tests, which are not
+ * arborinth themselves), else the lean arborinth_fs next to this binary, else this binary.
+ * Borrowed static storage.
+ */
+static const char *daemon_exe(void)
+{
+	static char path[PATH_MAX];
+	const char *env = getenv("ARBORINTH_EXE");
+	ssize_t n;
+	char *slash;
+
+	if (env && *env)
+		return env;
+	n = readlink("/proc/self/exe", path, sizeof(path) - sizeof("arborinth_fs"));
+	if (n > 0) {
+		path[n] = '\0';
+		slash = strrchr(path, '/');
+		if (slash) {
+			strcpy(slash + 1, "arborinth_fs");
+			if (access(path, X_OK) == 0)
+				return path;
+		}
+	}
+	return "/proc/self/exe";
+}
+
 static void daemon_child(char **argv, const char *log, int ready_fd)
 {
 	int fd;
@@ -54,10 +81,7 @@ static void daemon_child(char **argv, const char *log, int ready_fd)
 	for (int i = 3; i < 1024; i++)
 		if (i != ready_fd)
 			close(i);
-	/* ARBORINTH_EXE: which binary serves the view when we are not it (unit tests). */
-	const char *exe = getenv("ARBORINTH_EXE");
-
-	execv(exe && *exe ? exe : "/proc/self/exe", argv);
+	execv(daemon_exe(), argv);
 	fprintf(stderr, "cannot start the view daemon: %s\n", strerror(errno));
 	_exit(127);
 }
