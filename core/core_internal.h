@@ -28,6 +28,9 @@ int core_gitdir_write(struct core_project *p, const char *gitdir, const char *na
  */
 int core_dirty_copy(struct core_project *p, const git_oid *base, const char *layer) ARB_MUST_CHECK;
 
+/* Drops the shared index of base_hex when no workspace links it any more (best effort). */
+void core_index_cache_prune(struct core_project *p, const char *base_hex);
+
 /* Origin side: refs/arborinth/NAME and remote arborinth/NAME (url = workspace gitdir). */
 int core_origin_add(struct core_project *p, const char *name, const git_oid *base,
 		    const char *ws_gitdir) ARB_MUST_CHECK;

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char ws_config[] = "[core]\n"
 				"\trepositoryformatversion = 0\n"
@@ -90,17 +91,55 @@ static int index_not_racy(const char *path, int64_t base_time)
 	return 0;
 }
 
+static int build_index(struct core_project *p, const char *path, const git_oid *base);
+
+/*
+ * The index of a base commit is the same for every workspace made from it, and git never
+ * writes an index in place (it renames index.lock over it), so workspaces share one copy:
+ * .arborinth/index-cache/<commit> hard-linked as NAME/git/index. The fs daemon breaks the link
+ * before anything else could change the shared file through a view (fs/upper.c). The first
+ * create of a base builds it; later ones cost a link() and no disk.
+ */
 static int write_index(struct core_project *p, const char *gitdir, const git_oid *base)
+{
+	char hex[GIT_OID_HEXSZ + 1];
+	char *path = util_path_join(gitdir, "index");
+	char *dir = util_path_join(p->state_dir, "index-cache");
+	char *cached = NULL, *tmp = NULL;
+	int rc;
+
+	git_oid_tostr(hex, sizeof(hex), base);
+	if (!path || !dir || !(cached = util_path_join(dir, hex)) ||
+	    !(tmp = util_asprintf("%s.%d.tmp", cached, (int)getpid()))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (link(cached, path) == 0) {
+		rc = 0;
+		goto out;
+	}
+	rc = build_index(p, path, base);
+	if (rc < 0)
+		goto out;
+	/* Publish for the next workspace of this base; a failure here only costs that reuse. */
+	if (util_mkdir_p(dir, 0755) == 0 && link(path, tmp) == 0 && rename(tmp, cached) < 0)
+		unlink(tmp);
+out:
+	free(path);
+	free(dir);
+	free(cached);
+	free(tmp);
+	return rc;
+}
+
+static int build_index(struct core_project *p, const char *path, const git_oid *base)
 {
 	git_commit *commit = NULL;
 	git_tree *tree = NULL;
 	git_index *idx = NULL;
 	git_odb *odb = NULL;
-	char *path = util_path_join(gitdir, "index");
 	int rc = -EIO;
 
-	if (!path)
-		return -ENOMEM;
 	if (git_commit_lookup(&commit, p->repo, base) < 0 || git_commit_tree(&tree, commit) < 0 ||
 	    git_repository_odb(&odb, p->repo) < 0 || git_index_open(&idx, path) < 0 ||
 	    git_index_read_tree(idx, tree) < 0) {
@@ -120,7 +159,6 @@ out:
 	git_odb_free(odb);
 	git_tree_free(tree);
 	git_commit_free(commit);
-	free(path);
 	return rc;
 }
 
@@ -160,4 +198,15 @@ out:
 	free(ref);
 	free(alt);
 	return rc;
+}
+
+void core_index_cache_prune(struct core_project *p, const char *base_hex)
+{
+	char *cached = util_asprintf("%s/index-cache/%s", p->state_dir, base_hex);
+	struct stat st;
+
+	/* Only the cache's own name is left: no workspace of this base any more. */
+	if (cached && stat(cached, &st) == 0 && st.st_nlink == 1)
+		unlink(cached);
+	free(cached);
 }

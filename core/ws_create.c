@@ -276,6 +276,7 @@ int core_ws_delete(struct core_project *p, const char *name)
 		rc = audit_db_exec(db, "COMMIT");
 	if (rc == 0) {
 		(void)util_rm_rf(trash);
+		core_index_cache_prune(p, ws->base_commit);
 		goto out;
 	}
 	(void)rename(trash, ws->root);

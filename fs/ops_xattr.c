@@ -67,7 +67,7 @@ void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 		return;
 	}
 	pthread_mutex_lock(&fs->lock);
-	rc = node_proc(fs, ino, p, sizeof(p), false, &n);
+	rc = node_proc(fs, ino, p, sizeof(p), true, &n);
 	if (rc == 1)
 		rc = -ENODATA;
 	else if (rc == 0 && removexattr(p, name) < 0)

@@ -152,12 +152,50 @@ static int copy_up_symlink(struct fs *fs, struct fs_node *n)
 	return attach(fs, n, n->parent->fd, n->name);
 }
 
+/*
+ * .git/index may be the base commit's shared index (core/gitdir.c hard-links one copy into
+ * every workspace of that base). Before anything could change it through this view, it gets
+ * a private copy, made under a temporary name and renamed over, as git itself would.
+ */
+static int unshare_index(struct fs *fs, struct fs_node *n)
+{
+	static const char tmp_name[] = ".index.arborinth-unshare";
+	struct stat st;
+	int src = -1, dst = -1, rc;
+
+	if (n->parent != fs->gitnode || strcmp(n->name, "index") != 0 || !S_ISREG(n->type))
+		return 0;
+	if (fstatat(n->fd, "", &st, AT_EMPTY_PATH) < 0)
+		return -errno;
+	if (st.st_nlink < 2)
+		return 0;
+	src = fs_upper_reopen(n->fd, O_RDONLY);
+	if (src < 0)
+		return src;
+	dst = openat(n->parent->fd, tmp_name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+		     st.st_mode & 07777);
+	rc = dst < 0 ? -errno : copy_data(dst, src);
+	if (rc == 0 && futimens(dst, (struct timespec[2]){st.st_atim, st.st_mtim}) < 0)
+		rc = -errno;
+	if (rc == 0 && renameat(n->parent->fd, tmp_name, n->parent->fd, n->name) < 0)
+		rc = -errno;
+	if (rc < 0 && dst >= 0)
+		unlinkat(n->parent->fd, tmp_name, 0);
+	if (rc == 0)
+		rc = attach(fs, n, n->parent->fd, n->name);
+	if (src >= 0)
+		close(src);
+	if (dst >= 0)
+		close(dst);
+	return rc;
+}
+
 int fs_upper_copy_up(struct fs *fs, struct fs_node *n)
 {
 	int rc;
 
 	if (n->fd >= 0)
-		return 0;
+		return unshare_index(fs, n);
 	if (S_ISDIR(n->type))
 		return fs_upper_dir(fs, n);
 	if (n->unlinked || !n->parent)

@@ -89,4 +89,32 @@ git -C "$T/repo2" commit -q -am "origin moves on"
 expect_eq "hello" "$(head -1 "$V3/README")" "origin commit does not show through"
 expect_eq "" "$(git -C "$V3" status --porcelain)" "second workspace still clean"
 
+# Workspaces of one base share one index file (no disk per workspace), and nothing done
+# through one view reaches another's index or the shared copy.
+mkrepo "$T/repo3"
+"$ARB" --workdir "$T/repo3" workspace create a >/dev/null
+"$ARB" --workdir "$T/repo3" workspace create b >/dev/null
+IA="$T/repo3/.arborinth/workspaces/a/git/index"
+IB="$T/repo3/.arborinth/workspaces/b/git/index"
+CACHE="$T/repo3/.arborinth/index-cache/$(git -C "$T/repo3" rev-parse HEAD)"
+expect_eq "$(stat -c %i "$CACHE")" "$(stat -c %i "$IA")" "a links the shared index"
+expect_eq "$(stat -c %i "$CACHE")" "$(stat -c %i "$IB")" "b links the shared index"
+shared=$(sha256sum <"$CACHE")
+VA="$T/repo3/.arborinth/workspaces/a/workdir"
+VB="$T/repo3/.arborinth/workspaces/b/workdir"
+# Writing the index in place through the view (not git's lock-and-rename) gets a private copy.
+python3 -c "import sys; f=open(sys.argv[1],'r+b'); f.seek(0); f.write(b'XXXX'); f.close()" "$VA/.git/index"
+expect_eq "$shared" "$(sha256sum <"$CACHE")" "in-place write through a view leaves the shared index"
+expect_eq "$shared" "$(sha256sum <"$IB")" "... and the other workspace's index"
+expect_eq "XXXX" "$(head -c4 "$IA")" "control: the write landed in a's own index"
+chmod 600 "$VB/.git/index"
+expect_eq "644" "$(stat -c %a "$CACHE")" "chmod through a view leaves the shared index"
+printf 'x\n' >>"$VB/README"
+git -C "$VB" add README
+expect_eq "$shared" "$(sha256sum <"$CACHE")" "git add in a view leaves the shared index"
+expect_match "M  README" "$(git -C "$VB" status --porcelain)" "control: b staged its change"
+"$ARB" --workdir "$T/repo3" workspace delete a >/dev/null
+"$ARB" --workdir "$T/repo3" workspace delete b >/dev/null
+[ ! -e "$CACHE" ] && pass || fail "shared index pruned with its last workspace"
+
 finish
