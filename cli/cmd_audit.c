@@ -242,7 +242,10 @@ static void print_row_text(const struct audit_opts *o, const struct audit_row *r
 		return;
 	}
 	fputs(r->path ? r->path : "-", stdout);
-	if (r->path2)
+	/* path2 is a second path (rename, link, symlink target), or an attribute's name. */
+	if (r->path2 && strstr(r->op, "xattr"))
+		printf(" [%s]", r->path2);
+	else if (r->path2)
 		printf(" -> %s", r->path2);
 	print_detail(r);
 	if (failed)
