@@ -71,29 +71,6 @@ static const char *base_name(const char *rel)
 	return s ? s + 1 : rel;
 }
 
-static int copy_bytes(int dst, int src)
-{
-	char buf[65536];
-	ssize_t r;
-
-	for (;;) {
-		r = copy_file_range(src, NULL, dst, NULL, 1 << 30, 0);
-		if (r == 0)
-			return 0;
-		if (r < 0)
-			break;
-	}
-	if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
-		return -errno;
-	while ((r = read(src, buf, sizeof(buf))) > 0) {
-		int rc = util_write_all(dst, buf, (size_t)r);
-
-		if (rc < 0)
-			return rc;
-	}
-	return r < 0 ? -errno : 0;
-}
-
 static int copy_file(struct dirty *d, const char *rel, const struct stat *st)
 {
 	struct timespec times[2] = {st->st_atim, st->st_mtim};
@@ -116,7 +93,7 @@ static int copy_file(struct dirty *d, const char *rel, const struct stat *st)
 		rc = -errno;
 		goto out;
 	}
-	rc = copy_bytes(dst, src);
+	rc = util_copy_fd(dst, src);
 	if (rc == 0 && fchmod(dst, st->st_mode & 07777) < 0)
 		rc = -errno;
 	if (rc == 0 && futimens(dst, times) < 0)

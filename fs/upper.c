@@ -3,11 +3,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -70,33 +68,6 @@ int fs_upper_dir(struct fs *fs, struct fs_node *dir)
 	return attach(fs, dir, dir->parent->fd, dir->name);
 }
 
-static int copy_data(int dst, int src)
-{
-	char buf[65536];
-	ssize_t r;
-
-	if (ioctl(dst, FICLONE, src) == 0)
-		return 0;
-	for (;;) {
-		r = copy_file_range(src, NULL, dst, NULL, 1 << 30, 0);
-		if (r == 0)
-			return 0;
-		if (r < 0)
-			break;
-	}
-	if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
-		return -errno;
-	if (lseek(src, 0, SEEK_SET) < 0 || lseek(dst, 0, SEEK_SET) < 0)
-		return -errno;
-	while ((r = read(src, buf, sizeof(buf))) > 0) {
-		int rc = util_write_all(dst, buf, (size_t)r);
-
-		if (rc < 0)
-			return rc;
-	}
-	return r < 0 ? -errno : 0;
-}
-
 static int copy_up_file(struct fs *fs, struct fs_node *n)
 {
 	struct timespec times[2] = {{fs->base_time, 0}, {fs->base_time, 0}};
@@ -114,7 +85,7 @@ static int copy_up_file(struct fs *fs, struct fs_node *n)
 		rc = -errno;
 		goto out;
 	}
-	rc = copy_data(tmp, src);
+	rc = util_copy_fd(tmp, src);
 	if (rc == 0 && fchmod(tmp, mode) < 0)
 		rc = -errno;
 	if (rc == 0 && futimens(tmp, times) < 0)
@@ -174,7 +145,7 @@ static int unshare_index(struct fs *fs, struct fs_node *n)
 		return src;
 	dst = openat(n->parent->fd, tmp_name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
 		     st.st_mode & 07777);
-	rc = dst < 0 ? -errno : copy_data(dst, src);
+	rc = dst < 0 ? -errno : util_copy_fd(dst, src);
 	if (rc == 0 && futimens(dst, (struct timespec[2]){st.st_atim, st.st_mtim}) < 0)
 		rc = -errno;
 	if (rc == 0 && renameat(n->parent->fd, tmp_name, n->parent->fd, n->name) < 0)

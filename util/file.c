@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -226,4 +228,29 @@ out:
 		close(fd);
 	free(buf);
 	return rc;
+}
+
+int util_copy_fd(int dst, int src)
+{
+	char buf[65536];
+	ssize_t r;
+
+	if (ioctl(dst, FICLONE, src) == 0)
+		return 0;
+	for (;;) {
+		r = copy_file_range(src, NULL, dst, NULL, 1 << 30, 0);
+		if (r == 0)
+			return 0;
+		if (r < 0)
+			break;
+	}
+	if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+		return -errno;
+	while ((r = read(src, buf, sizeof(buf))) > 0) {
+		int rc = util_write_all(dst, buf, (size_t)r);
+
+		if (rc < 0)
+			return rc;
+	}
+	return r < 0 ? -errno : 0;
 }

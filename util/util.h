@@ -40,6 +40,11 @@ int util_read_file(const char *path, char **out, size_t *len) ARB_MUST_CHECK;
 int util_write_file(const char *path, const void *data, size_t len, mode_t mode) ARB_MUST_CHECK;
 /* Appends `line` + '\n' to path unless a line equal to it is already there. */
 int util_append_line_once(const char *path, const char *line) ARB_MUST_CHECK;
+/*
+ * Copies src (from its current offset) to dst: a reflink (FICLONE) where the file system
+ * shares extents, else copy_file_range, else read/write. Both fds must be regular files.
+ */
+int util_copy_fd(int dst, int src) ARB_MUST_CHECK;
 /* Writes all of buf, retrying on EINTR and short writes. */
 int util_write_all(int fd, const void *buf, size_t len) ARB_MUST_CHECK;
 
