@@ -101,6 +101,37 @@ START_TEST(append_line_once)
 }
 END_TEST
 
+START_TEST(copy_fd_whole_file)
+{
+	char *a, *b, *buf = NULL;
+	size_t len = 0, n = 200000;
+	char *data = malloc(n);
+	int src, dst;
+
+	mk_tmp();
+	for (size_t i = 0; i < n; i++)
+		data[i] = (char)(i * 7 + i / 1000);
+	a = util_asprintf("%s/a", tmpdir);
+	b = util_asprintf("%s/b", tmpdir);
+	ck_assert_int_eq(util_write_file(a, data, n, 0644), 0);
+	src = open(a, O_RDONLY);
+	dst = open(b, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	ck_assert_int_ge(src, 0);
+	ck_assert_int_ge(dst, 0);
+	ck_assert_int_eq(util_copy_fd(dst, src), 0);
+	close(src);
+	close(dst);
+	ck_assert_int_eq(util_read_file(b, &buf, &len), 0);
+	ck_assert_uint_eq(len, n);
+	ck_assert(memcmp(buf, data, n) == 0);
+	free(buf);
+	free(a);
+	free(b);
+	free(data);
+	ck_assert_int_eq(util_rm_rf(tmpdir), 0);
+}
+END_TEST
+
 START_TEST(exit_status)
 {
 	ck_assert_int_eq(util_wait_status_to_exit(3 << 8), 3);
@@ -128,6 +159,7 @@ static Suite *util_suite(void)
 	tc = tcase_create("files");
 	tcase_add_test(tc, files_roundtrip_and_rm_rf_no_follow);
 	tcase_add_test(tc, append_line_once);
+	tcase_add_test(tc, copy_fd_whole_file);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("process");
 	tcase_add_test(tc, exit_status);
