@@ -175,21 +175,12 @@ static int find_client(struct launch *l)
 			return cli_fail(CLI_ERR, "%s: --client %s is not an executable file (%s)",
 					c->name, l->client_path, strerror(errno));
 	} else {
-		const char *path = getenv("PATH");
-		char *dirs = strdup(path ? path : ""), *found = NULL;
+		char *found = util_which(c->program);
 
-		if (!dirs)
-			return cli_fail(CLI_ERR, "out of memory");
-		for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d && !found;
-		     d = strtok_r(NULL, ":", &save)) {
-			char *full = d[0] == '/' ? util_path_join(d, c->program) : NULL;
-
-			if (full && access(full, X_OK) == 0 && realpath(full, real))
-				found = full;
-			else
-				free(full);
+		if (found && !realpath(found, real)) {
+			free(found);
+			found = NULL;
 		}
-		free(dirs);
 		if (!found)
 			return cli_fail(CLI_ERR,
 					"%s: %s ('%s') is not on PATH; install it (%s) or give "

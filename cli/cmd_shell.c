@@ -121,30 +121,16 @@ static int command_index(int argc, char **argv)
 	return argc;
 }
 
-static bool executable_on_path(const char *name)
-{
-	const char *path = getenv("PATH");
-	char *dirs = strdup(path ? path : "/usr/bin:/bin");
-	bool found = false;
-
-	for (char *save = NULL, *d = dirs ? strtok_r(dirs, ":", &save) : NULL; d && !found;
-	     d = strtok_r(NULL, ":", &save)) {
-		char *full = util_path_join(d, name);
-
-		found = full && access(full, X_OK) == 0;
-		free(full);
-	}
-	free(dirs);
-	return found;
-}
-
 static const char *default_shell(void)
 {
 	const char *sh = getenv("SHELL");
 
 	if (sh && *sh && access(sh, X_OK) == 0)
 		return sh;
-	return executable_on_path("bash") ? "bash" : "sh";
+	char *bash = util_which("bash");
+
+	free(bash);
+	return bash ? "bash" : "sh";
 }
 
 /* Parses options in argv[0..argc); *name_at: index of NAME. */

@@ -26,20 +26,10 @@ static bool plugin_name_ok(const char *name)
 /* The first executable PLUGIN_PREFIX name on PATH (caller frees), or NULL. */
 static char *plugin_find(const char *name)
 {
-	const char *path = getenv("PATH");
-	char *dirs = strdup(path ? path : ""), *found = NULL;
+	char *file = util_asprintf(PLUGIN_PREFIX "%s", name);
+	char *found = file ? util_which(file) : NULL;
 
-	for (char *save = NULL, *d = dirs ? strtok_r(dirs, ":", &save) : NULL; d && !found;
-	     d = strtok_r(NULL, ":", &save)) {
-		char *full = d[0] == '/' ? util_asprintf("%s/" PLUGIN_PREFIX "%s", d, name) : NULL;
-		struct stat st;
-
-		if (full && stat(full, &st) == 0 && S_ISREG(st.st_mode) && access(full, X_OK) == 0)
-			found = full;
-		else
-			free(full);
-	}
-	free(dirs);
+	free(file);
 	return found;
 }
 

@@ -6,13 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include "audit/audit.h"
-
-#define FUSE_SUPER_MAGIC 0x65735546
+#include "fs/fs.h"
 
 static pid_t read_pid(const char *run);
 
@@ -65,8 +63,6 @@ static pid_t read_pid(const char *run)
 
 static int ws_fill_paths(const struct core_project *p, struct core_ws *ws)
 {
-	struct statfs sf;
-
 	ws->root = ws_root_path(p, ws->name);
 	if (!ws->root)
 		return -ENOMEM;
@@ -82,7 +78,7 @@ static int ws_fill_paths(const struct core_project *p, struct core_ws *ws)
 	if (!ws->workdir || !ws->tmp || !ws->cache || !ws->home || !ws->layer || !ws->gitdir ||
 	    !ws->run || !ws->branch || !ws->remote)
 		return -ENOMEM;
-	ws->mounted = statfs(ws->workdir, &sf) == 0 && sf.f_type == FUSE_SUPER_MAGIC;
+	ws->mounted = fs_is_mounted(ws->workdir);
 	ws->daemon_pid = read_pid(ws->run);
 	return 0;
 }

@@ -254,3 +254,22 @@ int util_copy_fd(int dst, int src)
 	}
 	return r < 0 ? -errno : 0;
 }
+
+char *util_which(const char *name)
+{
+	const char *path = getenv("PATH");
+	char *dirs = strdup(path ? path : ""), *found = NULL;
+
+	for (char *save = NULL, *d = dirs ? strtok_r(dirs, ":", &save) : NULL; d && !found;
+	     d = strtok_r(NULL, ":", &save)) {
+		char *full = d[0] == '/' ? util_path_join(d, name) : NULL;
+		struct stat st;
+
+		if (full && stat(full, &st) == 0 && S_ISREG(st.st_mode) && access(full, X_OK) == 0)
+			found = full;
+		else
+			free(full);
+	}
+	free(dirs);
+	return found;
+}

@@ -29,6 +29,13 @@ char *util_path_join(const char *a, const char *b);
 bool util_utf8_valid(const char *s, size_t len);
 bool util_str_has_prefix(const char *s, const char *prefix);
 
+/*
+ * The first executable regular file `name` in an absolute directory of $PATH, or NULL (also
+ * when PATH is unset). Relative PATH entries are skipped: they would depend on the cwd.
+ * Caller frees.
+ */
+char *util_which(const char *name);
+
 /* mkdir -p; existing directories are fine. */
 int util_mkdir_p(const char *path, mode_t mode) ARB_MUST_CHECK;
 /* rm -rf of dirfd/name without following symlinks anywhere below; missing is fine. */
