@@ -16,7 +16,20 @@
 
 static void fs_init(void *userdata, struct fuse_conn_info *conn)
 {
-	(void)userdata;
+	struct fs *fs = userdata;
+
+	/*
+	 * Opening a file costs no round trip: the kernel opens by itself once OPEN answers
+	 * ENOSYS, keeps the page cache and sends no RELEASE or FLUSH; reads and writes then come
+	 * with fh 0 and find the file by its node. Without it, an unchanged file's read is an
+	 * OPEN and a RELEASE for every open(). O_TRUNC must then come as a SETATTR, so the kernel
+	 * must not expect OPEN to truncate (atomic_o_trunc off).
+	 */
+	if (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) {
+		conn->want |= FUSE_CAP_NO_OPEN_SUPPORT;
+		conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
+		fs->no_open = true;
+	}
 	/* Reads of unmodified files are spliced from the blob cache file. */
 	conn->want |= conn->capable & (FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
 	conn->want |= conn->capable & (FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_PARALLEL_DIROPS);
@@ -226,8 +239,11 @@ int fs_daemon_run(const struct fs_config *cfg, int ready_fd)
 	git_libgit2_init();
 	rc = fs_setup(&fs, cfg);
 	if (rc == 0)
+		rc = fs_record_sweeper_start(&fs);
+	if (rc == 0)
 		rc = serve(&fs, cfg, &ready_fd);
 	signal_ready(&ready_fd, 1);
+	fs_record_sweeper_stop(&fs); /* records the writes still pending */
 	fs_teardown(&fs);
 	git_libgit2_shutdown();
 	return rc;

@@ -42,7 +42,9 @@ struct fs_node {
 	bool lower_from_xattr; /* directory's lower tree set by FS_XATTR_TREE (moved dir) */
 
 	/* upper */
-	int fd; /* O_PATH|O_NOFOLLOW, -1 when lower only */
+	int fd;	     /* O_PATH|O_NOFOLLOW, -1 when lower only */
+	int data_fd; /* upper file opened read-write for I/O without a handle; -1 until used */
+	struct fs_wpend *wpend; /* audit: writes without a handle, not yet recorded */
 	dev_t upper_dev;
 	ino_t upper_ino;
 
@@ -50,6 +52,21 @@ struct fs_node {
 	struct fs_node *next_name;  /* hash chain by (parent, name) */
 	struct fs_node *next_upper; /* hash chain by upper inode */
 	bool in_name_table, in_upper_table;
+};
+
+/*
+ * Writes that arrive without a handle (the kernel sends no OPEN or RELEASE, see fs->no_open)
+ * are coalesced per node and writer; record.c turns them into one audit event when another
+ * process writes, when the node is renamed, removed, truncated or forgotten, or when they are
+ * a second old (the sweeper). Guarded by fs->lock.
+ */
+struct fs_wpend {
+	struct fs_node *node;
+	struct fs_wpend *prev, *next; /* fs->wdirty */
+	pid_t pid;
+	int64_t t_first;
+	uint64_t nwrites;
+	int64_t wbytes, wlo, whi;
 };
 
 struct fs_table {
@@ -78,6 +95,17 @@ struct fs {
 
 	struct audit_log *audit; /* NULL when off */
 	const struct fs_config *cfg;
+
+	/*
+	 * The kernel opens files without asking (FUSE_CAP_NO_OPEN_SUPPORT): no OPEN, RELEASE or
+	 * FLUSH round trip per open(); reads and writes arrive with fh 0 and use the node.
+	 * Handles (fh != 0) remain for files made by CREATE.
+	 */
+	bool no_open;
+	struct fs_wpend *wdirty, *wdirty_tail; /* pending handle-less writes, oldest first */
+	pthread_t sweeper;
+	bool sweeper_running, stopping;
+	pthread_cond_t sweep_cv;
 };
 
 /* A file or directory handle (fi->fh). */
@@ -139,6 +167,11 @@ bool fs_upper_is_whiteout(const struct stat *st);
 int fs_upper_set_opaque(struct fs *fs, int dirfd) ARB_MUST_CHECK;
 /* Reopens an O_PATH fd with flags (through /proc/self/fd). */
 int fs_upper_reopen(int fd, int flags);
+/*
+ * n's upper regular file open read-write, kept on the node (n->data_fd) for I/O that comes
+ * without a handle. Borrowed: valid while n lives; hold n->refs to use it unlocked.
+ */
+int fs_upper_data_fd(struct fs *fs, struct fs_node *n, int *out) ARB_MUST_CHECK;
 
 /* lookup.c */
 /* Finds parent/name in the merged view; -ENOENT when absent. Requires fs->lock. */
@@ -188,6 +221,16 @@ void fs_unlock(struct fs *fs);
 void fs_record_first_write(struct fs *fs, pid_t pid);
 /* The coalesced writes of handle h, at release (fs->lock not held). */
 void fs_record_writes(struct fs *fs, struct fs_handle *h);
+/*
+ * A handle-less write of len bytes at off to n by pid (fs->lock held). True when it starts a
+ * new coalesced event: then call fs_record_first_write(pid) after unlocking.
+ */
+bool fs_record_node_write(struct fs *fs, struct fs_node *n, pid_t pid, off_t off, size_t len);
+/* Records n's pending handle-less writes now (fs->lock held; no-op when none). */
+void fs_record_flush_node(struct fs *fs, struct fs_node *n);
+/* Starts and stops the thread that records pending writes a second old. */
+int fs_record_sweeper_start(struct fs *fs) ARB_MUST_CHECK;
+void fs_record_sweeper_stop(struct fs *fs);
 
 /* The operation tables' entries, one file per group. */
 void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);

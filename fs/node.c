@@ -165,6 +165,7 @@ struct fs_node *fs_node_new(struct fs *fs, struct fs_node *parent, const char *n
 	n->ino = fs->next_ino++;
 	n->type = type;
 	n->fd = -1;
+	n->data_fd = -1;
 	n->lower_size = -1;
 	n->parent = parent;
 	if (parent) {
@@ -212,6 +213,7 @@ int fs_node_move(struct fs *fs, struct fs_node *n, struct fs_node *parent, const
 		if (!copy)
 			return -ENOMEM;
 	}
+	fs_record_flush_node(fs, n); /* its writes are recorded under the name they went to */
 	name_unlink(fs, n);
 	if (!name) {
 		n->unlinked = true;
@@ -234,6 +236,7 @@ static void node_destroy(struct fs *fs, struct fs_node *n)
 {
 	struct fs_node *parent = n->parent;
 
+	fs_record_flush_node(fs, n);
 	name_unlink(fs, n);
 	CHAIN_REMOVE(ino_slot(fs, n->ino), n, next_ino);
 	fs->nnodes--;
@@ -241,6 +244,8 @@ static void node_destroy(struct fs *fs, struct fs_node *n)
 		CHAIN_REMOVE(upper_slot(fs, n->upper_dev, n->upper_ino), n, next_upper);
 	if (n->fd >= 0)
 		close(n->fd);
+	if (n->data_fd >= 0)
+		close(n->data_fd);
 	git_tree_free(n->lower_tree);
 	free(n->name);
 	free(n);
@@ -267,6 +272,9 @@ void fs_node_free_all(struct fs *fs)
 			next = n->next_ino;
 			if (n->fd >= 0)
 				close(n->fd);
+			if (n->data_fd >= 0)
+				close(n->data_fd);
+			free(n->wpend); /* recorded by fs_record_sweeper_stop before this */
 			git_tree_free(n->lower_tree);
 			free(n->name);
 			free(n);

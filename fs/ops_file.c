@@ -114,6 +114,11 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fs_node *n;
 	int rc;
 
+	if (fs->no_open) {
+		/* The kernel takes this as "open without asking from now on" (see fs->no_open). */
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	pthread_mutex_lock(&fs->lock);
 	n = fs_node_get(fs, ino);
 	rc = n ? open_node(fs, n, fi->flags, &h) : -ESTALE;
@@ -203,6 +208,122 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		handle_release(fs, h);
 }
 
+
+/*
+ * I/O without a handle (fh 0: the kernel sent no OPEN). A node's data comes from its upper
+ * file (kept open on the node) or, for an unmodified file, from its blob cache file, opened
+ * for the request. The node is pinned (refs) while the lock is dropped for the I/O.
+ */
+struct node_io {
+	struct fs_node *node;
+	int fd;
+	bool owned; /* fd is ours to close (a blob cache file) */
+};
+
+/* Gets n's data for reading (write false) or, after a copy-up, writing. Lock held on entry. */
+static int node_io_begin(struct fs *fs, fuse_ino_t ino, bool write, struct node_io *io)
+{
+	struct fs_node *n = fs_node_get(fs, ino);
+	int64_t size = -1;
+	git_oid oid;
+	int rc = 0;
+
+	io->node = NULL;
+	io->fd = -1;
+	io->owned = false;
+	if (!n)
+		return -ESTALE;
+	if (S_ISDIR(n->type))
+		return -EISDIR;
+	if (write)
+		rc = fs_upper_copy_up(fs, n);
+	if (rc < 0)
+		return rc;
+	n->refs++;
+	io->node = n;
+	if (n->fd >= 0)
+		return fs_upper_data_fd(fs, n, &io->fd);
+	git_oid_cpy(&oid, &n->lower_oid);
+	if (fs_lower_size(fs, n, &size) < 0)
+		size = -1;
+	fs_unlock(fs);
+	rc = open_lower(fs, &oid, size, &io->fd);
+	pthread_mutex_lock(&fs->lock);
+	io->owned = rc == 0;
+	return rc;
+}
+
+/* Unpins the node (lock held on entry; released on return). */
+static void node_io_end(struct fs *fs, struct node_io *io)
+{
+	if (io->node) {
+		io->node->refs--;
+		fs_node_maybe_free(fs, io->node);
+	}
+	fs_unlock(fs);
+	if (io->owned)
+		close(io->fd);
+}
+
+static void read_node(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off)
+{
+	struct fs *fs = fs_of(req);
+	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+	struct node_io io;
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	rc = node_io_begin(fs, ino, false, &io);
+	if (rc == 0)
+		fs_unlock(fs);
+	else
+		node_io_end(fs, &io);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	buf.buf[0].fd = io.fd;
+	buf.buf[0].pos = off;
+	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+	pthread_mutex_lock(&fs->lock);
+	node_io_end(fs, &io);
+}
+
+static void write_node(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off)
+{
+	struct fs *fs = fs_of(req);
+	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(fuse_buf_size(bufv));
+	pid_t pid = fuse_req_ctx(req)->pid;
+	struct node_io io;
+	bool first = false;
+	ssize_t n;
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	rc = node_io_begin(fs, ino, true, &io);
+	if (rc < 0) {
+		node_io_end(fs, &io);
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	fs_unlock(fs);
+	dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	dst.buf[0].fd = io.fd;
+	dst.buf[0].pos = off;
+	n = fuse_buf_copy(&dst, bufv, FUSE_BUF_SPLICE_NONBLOCK);
+	pthread_mutex_lock(&fs->lock);
+	if (n > 0)
+		first = fs_record_node_write(fs, io.node, pid, off, (size_t)n);
+	node_io_end(fs, &io);
+	if (first)
+		fs_record_first_write(fs, pid);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
 /*
  * A read-only handle opened on the base content follows the file once another handle copied
  * it up and wrote to it, as it would on one real file. dup2() swaps the descriptor in place,
@@ -230,6 +351,10 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
 	struct fs_handle *h = handle_of(fi);
 	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
 
+	if (!h) {
+		read_node(req, ino, size, off);
+		return;
+	}
 	if (__atomic_load_n(&h->lower, __ATOMIC_ACQUIRE) &&
 	    __atomic_load_n(&h->node->fd, __ATOMIC_ACQUIRE) >= 0)
 		follow_copy_up(fs_of(req), h);
@@ -248,6 +373,10 @@ void fs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, o
 	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(fuse_buf_size(bufv));
 	ssize_t n;
 
+	if (!h) {
+		write_node(req, ino, bufv, off);
+		return;
+	}
 	if (!h->writable) {
 		fuse_reply_err(req, EBADF);
 		return;
@@ -277,7 +406,14 @@ void fs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, o
 void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs_handle *h = handle_of(fi);
-	int fd = dup(h->fd);
+	int fd;
+
+	if (!h) {
+		/* Opened without asking: the kernel then stops sending FLUSH (nothing to do). */
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	fd = dup(h->fd);
 
 	/* Closing a duplicate releases the POSIX locks the caller held, as close(2) would. */
 	if (fd >= 0)
@@ -300,36 +436,93 @@ static void handle_release(struct fs *fs, struct fs_handle *h)
 
 void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	handle_release(fs_of(req), handle_of(fi));
+	if (handle_of(fi))
+		handle_release(fs_of(req), handle_of(fi));
 	fuse_reply_err(req, 0);
+}
+
+/*
+ * The descriptor a handle-taking operation works on: the handle's, or the node's data (with
+ * a copy-up first when it writes). Returns with fs->lock released; finish with io_done.
+ */
+static int io_fd(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, bool write,
+		 struct node_io *io)
+{
+	struct fs *fs = fs_of(req);
+	struct fs_handle *h = handle_of(fi);
+	int rc;
+
+	if (h) {
+		*io = (struct node_io){.node = NULL, .fd = h->fd, .owned = false};
+		return write && !h->writable ? -EBADF : 0;
+	}
+	/* On failure everything is released here; on success the caller calls io_done. */
+	pthread_mutex_lock(&fs->lock);
+	rc = node_io_begin(fs, ino, write, io);
+	if (rc < 0)
+		node_io_end(fs, io);
+	else
+		fs_unlock(fs);
+	return rc;
+}
+
+static void io_done(fuse_req_t req, struct node_io *io)
+{
+	struct fs *fs = fs_of(req);
+
+	if (!io->node && !io->owned)
+		return; /* a handle's descriptor */
+	pthread_mutex_lock(&fs->lock);
+	node_io_end(fs, io);
 }
 
 void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	struct fs_handle *h = handle_of(fi);
-	int rc = datasync ? fdatasync(h->fd) : fsync(h->fd);
+	struct node_io io;
+	int rc = io_fd(req, ino, fi, false, &io);
 
-	fuse_reply_err(req, rc < 0 ? errno : 0);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	/* An owned descriptor is the read-only blob cache file: nothing of ours to sync. */
+	if (!io.owned && (datasync ? fdatasync(io.fd) : fsync(io.fd)) < 0)
+		rc = -errno;
+	io_done(req, &io);
+	fuse_reply_err(req, -rc);
 }
 
 void fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
 		     struct fuse_file_info *fi)
 {
-	struct fs_handle *h = handle_of(fi);
+	struct node_io io;
+	int rc = io_fd(req, ino, fi, true, &io);
 
-	if (!h->writable) {
-		fuse_reply_err(req, EBADF);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
 		return;
 	}
-	fuse_reply_err(req, fallocate(h->fd, mode, offset, length) < 0 ? errno : 0);
+	if (fallocate(io.fd, mode, offset, length) < 0)
+		rc = -errno;
+	io_done(req, &io);
+	fuse_reply_err(req, -rc);
 }
 
 void fs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
 {
-	off_t r = lseek(handle_of(fi)->fd, off, whence);
+	struct node_io io;
+	int rc = io_fd(req, ino, fi, false, &io);
+	off_t r;
 
-	if (r < 0)
-		fuse_reply_err(req, errno);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	r = lseek(io.fd, off, whence);
+	rc = r < 0 ? -errno : 0;
+	io_done(req, &io);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
 	else
 		fuse_reply_lseek(req, r);
 }

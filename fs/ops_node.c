@@ -103,22 +103,17 @@ static int set_times(struct fs_node *n, const struct stat *attr, int to_set)
 	return utimensat(AT_FDCWD, p, ts, 0) < 0 ? -errno : 0;
 }
 
-static int set_size(struct fs_node *n, off_t size, struct fuse_file_info *fi)
+static int set_size(struct fs *fs, struct fs_node *n, off_t size, struct fuse_file_info *fi)
 {
 	struct fs_handle *h = fi ? (struct fs_handle *)(uintptr_t)fi->fh : NULL;
-	int fd, rc = 0;
+	int fd, rc;
 
 	if (h && h->writable && !h->lower)
 		return ftruncate(h->fd, size) < 0 ? -errno : 0;
-	if (!S_ISREG(n->type))
-		return S_ISDIR(n->type) ? -EISDIR : -EINVAL;
-	fd = fs_upper_reopen(n->fd, O_WRONLY);
-	if (fd < 0)
-		return fd;
-	if (ftruncate(fd, size) < 0)
-		rc = -errno;
-	close(fd);
-	return rc;
+	rc = fs_upper_data_fd(fs, n, &fd);
+	if (rc < 0)
+		return rc;
+	return ftruncate(fd, size) < 0 ? -errno : 0;
 }
 
 static int do_setattr(struct fs *fs, struct fs_node *n, struct stat *attr, int to_set,
@@ -144,7 +139,7 @@ static int do_setattr(struct fs *fs, struct fs_node *n, struct stat *attr, int t
 			return -errno;
 	}
 	if (to_set & FUSE_SET_ATTR_SIZE) {
-		rc = set_size(n, attr->st_size, fi);
+		rc = set_size(fs, n, attr->st_size, fi);
 		if (rc < 0)
 			return rc;
 	}

@@ -9,8 +9,10 @@
  */
 #include "fs/fs_internal.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "audit/audit.h"
 
@@ -39,8 +41,10 @@ static void queue(struct fs *fs, fuse_req_t req, const struct audit_event *ev, c
 		return;
 	}
 	p->ev = *ev;
-	p->ev.time_ns = util_now_ns();
-	p->ev.pid = req ? fuse_req_ctx(req)->pid : 0;
+	if (req) {
+		p->ev.time_ns = util_now_ns();
+		p->ev.pid = fuse_req_ctx(req)->pid;
+	}
 	p->path = path;
 	p->next = pending_head;
 	pending_head = p;
@@ -96,6 +100,7 @@ void fs_record_node(struct fs *fs, fuse_req_t req, const char *op, struct fs_nod
 {
 	struct audit_event ev = {.op = op, .result = -rc, .size = size, .mode = mode};
 
+	fs_record_flush_node(fs, n); /* earlier writes first */
 	if (fs->audit)
 		queue(fs, req, &ev, fs_node_path(fs, n, NULL), path2);
 }
@@ -125,4 +130,146 @@ void fs_record_writes(struct fs *fs, struct fs_handle *h)
 	ev.pid = h->wpid;
 	(void)audit_log_append(fs->audit, &ev);
 	free(path);
+}
+
+#define WPEND_AGE_NS 1000000000LL /* pending writes are recorded within about this long */
+
+void fs_record_flush_node(struct fs *fs, struct fs_node *n)
+{
+	struct fs_wpend *w = n ? n->wpend : NULL;
+	struct audit_event ev;
+
+	if (!w)
+		return;
+	ev = (struct audit_event){.op = "write",
+				  .size = w->wbytes,
+				  .count = (int64_t)w->nwrites,
+				  .off_lo = w->wlo,
+				  .off_hi = w->whi,
+				  .time_ns = w->t_first,
+				  .pid = w->pid};
+	queue(fs, NULL, &ev, fs_node_path(fs, n, NULL), NULL);
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		fs->wdirty = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	else
+		fs->wdirty_tail = w->prev;
+	n->wpend = NULL;
+	free(w);
+}
+
+bool fs_record_node_write(struct fs *fs, struct fs_node *n, pid_t pid, off_t off, size_t len)
+{
+	struct fs_wpend *w = n->wpend;
+
+	if (!fs->audit)
+		return false;
+	if (w && w->pid != pid) {
+		fs_record_flush_node(fs, n);
+		w = NULL;
+	}
+	if (!w) {
+		w = calloc(1, sizeof(*w));
+		if (!w) {
+			/* Out of memory: an event for this write alone rather than none. */
+			struct audit_event ev = {.op = "write",
+						 .size = (int64_t)len,
+						 .count = 1,
+						 .off_lo = off,
+						 .off_hi = off + (off_t)len,
+						 .time_ns = util_now_ns(),
+						 .pid = pid};
+
+			queue(fs, NULL, &ev, fs_node_path(fs, n, NULL), NULL);
+			return true;
+		}
+		w->node = n;
+		w->pid = pid;
+		w->t_first = util_now_ns();
+		w->wlo = INT64_MAX;
+		/* Appended: the list stays oldest first, so the sweeper stops at the first young. */
+		w->prev = fs->wdirty_tail;
+		if (w->prev)
+			w->prev->next = w;
+		else
+			fs->wdirty = w;
+		fs->wdirty_tail = w;
+		n->wpend = w;
+	}
+	w->nwrites++;
+	w->wbytes += (int64_t)len;
+	if (off < w->wlo)
+		w->wlo = off;
+	if (off + (int64_t)len > w->whi)
+		w->whi = off + (int64_t)len;
+	return w->nwrites == 1;
+}
+
+static void sweep(struct fs *fs, int64_t min_age)
+{
+	int64_t now = util_now_ns();
+
+	while (fs->wdirty && now - fs->wdirty->t_first >= min_age)
+		fs_record_flush_node(fs, fs->wdirty->node);
+}
+
+static void *sweeper_main(void *arg)
+{
+	struct fs *fs = arg;
+	struct timespec until;
+
+	pthread_mutex_lock(&fs->lock);
+	while (!fs->stopping) {
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += 250000000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		(void)pthread_cond_timedwait(&fs->sweep_cv, &fs->lock, &until);
+		sweep(fs, fs->stopping ? 0 : WPEND_AGE_NS);
+		fs_unlock(fs); /* records what the sweep queued */
+		pthread_mutex_lock(&fs->lock);
+	}
+	sweep(fs, 0);
+	fs_unlock(fs);
+	return NULL;
+}
+
+int fs_record_sweeper_start(struct fs *fs)
+{
+	pthread_condattr_t ca;
+	int rc;
+
+	if (!fs->audit)
+		return 0;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	rc = -pthread_cond_init(&fs->sweep_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (rc < 0)
+		return rc;
+	rc = -pthread_create(&fs->sweeper, NULL, sweeper_main, fs);
+	if (rc < 0) {
+		pthread_cond_destroy(&fs->sweep_cv);
+		return rc;
+	}
+	fs->sweeper_running = true;
+	return 0;
+}
+
+void fs_record_sweeper_stop(struct fs *fs)
+{
+	if (!fs->sweeper_running)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	fs->stopping = true;
+	pthread_cond_signal(&fs->sweep_cv);
+	pthread_mutex_unlock(&fs->lock);
+	pthread_join(fs->sweeper, NULL);
+	pthread_cond_destroy(&fs->sweep_cv);
+	fs->sweeper_running = false;
 }

@@ -26,6 +26,54 @@ int fs_upper_reopen(int fd, int flags)
 	return nfd < 0 ? -errno : nfd;
 }
 
+/*
+ * The workload may hold a descriptor the file's mode no longer grants (a file made 0444 while
+ * open for writing, say); the kernel checked the caller against the mode when it opened. The
+ * daemon owns the upper file, so it opens it with a momentary u+rw. fs->lock is held, so no
+ * chmod from the workload interleaves.
+ */
+static int reopen_owned(int pathfd, int flags)
+{
+	struct stat st;
+	char p[64];
+	int fd;
+
+	if (fstat(pathfd, &st) < 0)
+		return -errno;
+	if (st.st_uid != geteuid() || (st.st_mode & (S_IRUSR | S_IWUSR)) == (S_IRUSR | S_IWUSR))
+		return -EACCES;
+	proc_path(p, sizeof(p), pathfd);
+	if (chmod(p, (st.st_mode & 07777) | S_IRUSR | S_IWUSR) < 0)
+		return -errno;
+	fd = fs_upper_reopen(pathfd, flags);
+	if (chmod(p, st.st_mode & 07777) < 0 && fd >= 0) {
+		close(fd);
+		fd = -EIO;
+	}
+	return fd;
+}
+
+int fs_upper_data_fd(struct fs *fs, struct fs_node *n, int *out)
+{
+	int fd;
+
+	(void)fs;
+	if (n->fd < 0)
+		return -EIO;
+	if (!S_ISREG(n->type))
+		return S_ISDIR(n->type) ? -EISDIR : -EINVAL;
+	if (n->data_fd < 0) {
+		fd = fs_upper_reopen(n->fd, O_RDWR);
+		if (fd == -EACCES)
+			fd = reopen_owned(n->fd, O_RDWR);
+		if (fd < 0)
+			return fd;
+		n->data_fd = fd;
+	}
+	*out = n->data_fd;
+	return 0;
+}
+
 bool fs_upper_is_whiteout(const struct stat *st)
 {
 	return S_ISCHR(st->st_mode) && st->st_rdev == makedev(0, 0);
