@@ -208,7 +208,6 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		handle_release(fs, h);
 }
 
-
 /*
  * I/O without a handle (fh 0: the kernel sent no OPEN). A node's data comes from its upper
  * file (kept open on the node) or, for an unmodified file, from its blob cache file, opened

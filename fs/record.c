@@ -190,7 +190,8 @@ bool fs_record_node_write(struct fs *fs, struct fs_node *n, pid_t pid, off_t off
 		w->pid = pid;
 		w->t_first = util_now_ns();
 		w->wlo = INT64_MAX;
-		/* Appended: the list stays oldest first, so the sweeper stops at the first young. */
+		/* Appended: the list stays oldest first, so the sweeper stops at the first young.
+		 */
 		w->prev = fs->wdirty_tail;
 		if (w->prev)
 			w->prev->next = w;
