@@ -30,6 +30,10 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
 		fs->no_open = true;
 	}
+	if (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) {
+		conn->want |= FUSE_CAP_NO_OPENDIR_SUPPORT;
+		fs->no_opendir = true;
+	}
 	/* Reads of unmodified files are spliced from the blob cache file. */
 	conn->want |= conn->capable & (FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
 	conn->want |= conn->capable & (FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_PARALLEL_DIROPS);

@@ -35,10 +35,13 @@ struct fs_node {
 
 	/* lower */
 	bool has_lower;
-	git_oid lower_oid;     /* blob or tree id */
-	uint32_t lower_mode;   /* git filemode */
-	int64_t lower_size;    /* blob size; -1 until known */
-	git_tree *lower_tree;  /* directories: loaded on demand */
+	git_oid lower_oid;    /* blob or tree id */
+	uint32_t lower_mode;  /* git filemode */
+	int64_t lower_size;   /* blob size; -1 until known */
+	git_tree *lower_tree; /* directories: loaded on demand */
+	/* directories: entries' generation (bumped by every change) and the readdir listing */
+	uint64_t gen;
+	struct fs_listing *listing;
 	bool lower_from_xattr; /* directory's lower tree set by FS_XATTR_TREE (moved dir) */
 
 	/* upper */
@@ -102,13 +105,14 @@ struct fs {
 	 * Handles (fh != 0) remain for files made by CREATE.
 	 */
 	bool no_open;
+	bool no_opendir; /* likewise for directories: no OPENDIR or RELEASEDIR (ops_readdir.c) */
 	struct fs_wpend *wdirty, *wdirty_tail; /* pending handle-less writes, oldest first */
 	pthread_t sweeper;
 	bool sweeper_running, stopping;
 	pthread_cond_t sweep_cv;
 };
 
-/* A file or directory handle (fi->fh). */
+/* A file handle (fi->fh; 0 for files the kernel opened without asking, and directories). */
 struct fs_handle {
 	struct fs_node *node;
 	int fd;	    /* data fd: blob cache (read-only) or upper file; -1 for dirs */
@@ -119,15 +123,35 @@ struct fs_handle {
 	uint64_t nwrites;
 	int64_t wbytes, wlo, whi;
 	pid_t wpid;
-	/* directories: snapshot taken at offset 0 */
-	struct fs_dirent *ents;
-	size_t nents;
 };
 
 struct fs_dirent {
 	char *name;
 	mode_t type;
 };
+
+/*
+ * A directory's listing as readdir serves it (ops_readdir.c). Each name keeps its cookie (its
+ * readdir offset) for as long as it stays in the directory, so a reader that resumes at an
+ * offset after the directory changed neither skips nor repeats an entry that did not change.
+ */
+struct fs_listing {
+	uint64_t gen;	      /* dir->gen it was built at */
+	uint64_t next_cookie; /* for names not seen before */
+	size_t n;
+	struct fs_lentry {
+		char *name;
+		mode_t type;
+		uint64_t cookie;
+	} * e; /* by cookie */
+};
+
+/* Marks dir's entries as changed (fs->lock held). */
+static inline void fs_dir_changed(struct fs_node *dir)
+{
+	if (dir)
+		dir->gen++;
+}
 
 /* node.c: the node tables. All require fs->lock held. */
 int fs_node_init_tables(struct fs *fs) ARB_MUST_CHECK;
@@ -188,6 +212,7 @@ int fs_node_stat(struct fs *fs, struct fs_node *n, struct stat *st) ARB_MUST_CHE
 int fs_name_check(const char *name) ARB_MUST_CHECK;
 /* Fills e for n and counts one kernel lookup. Requires fs->lock. */
 int fs_entry_fill(struct fs *fs, struct fs_node *n, struct fuse_entry_param *e) ARB_MUST_CHECK;
+void fs_listing_free(struct fs_listing *l);
 /* Lists the merged children of dir. Requires fs->lock. Caller frees with fs_dirents_free. */
 int fs_dir_list(struct fs *fs, struct fs_node *dir, struct fs_dirent **out,
 		size_t *n) ARB_MUST_CHECK;

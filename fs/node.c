@@ -214,6 +214,8 @@ int fs_node_move(struct fs *fs, struct fs_node *n, struct fs_node *parent, const
 			return -ENOMEM;
 	}
 	fs_record_flush_node(fs, n); /* its writes are recorded under the name they went to */
+	fs_dir_changed(n->parent);
+	fs_dir_changed(parent);
 	name_unlink(fs, n);
 	if (!name) {
 		n->unlinked = true;
@@ -246,6 +248,7 @@ static void node_destroy(struct fs *fs, struct fs_node *n)
 		close(n->fd);
 	if (n->data_fd >= 0)
 		close(n->data_fd);
+	fs_listing_free(n->listing);
 	git_tree_free(n->lower_tree);
 	free(n->name);
 	free(n);
@@ -275,6 +278,7 @@ void fs_node_free_all(struct fs *fs)
 			if (n->data_fd >= 0)
 				close(n->data_fd);
 			free(n->wpend); /* recorded by fs_record_sweeper_stop before this */
+			fs_listing_free(n->listing);
 			git_tree_free(n->lower_tree);
 			free(n->name);
 			free(n);

@@ -30,6 +30,7 @@ int fs_prepare_new(struct fs *fs, struct fs_node *parent, const char *name, bool
 		return -ENOENT;
 	if (parent == fs->root && !strcmp(name, ".git"))
 		return -EEXIST;
+	fs_dir_changed(parent);
 	rc = fs_upper_dir(fs, parent);
 	if (rc < 0)
 		return rc;
@@ -197,6 +198,7 @@ int fs_remove_entry(struct fs *fs, struct fs_node *p, const char *name, struct f
 	const git_tree_entry *e;
 	int rc;
 
+	fs_dir_changed(p);
 	if (n->fd >= 0) {
 		/* The upper directory can only hold whiteouts when the view shows it empty. */
 		rc = S_ISDIR(n->type) ? util_rm_rf_at(p->fd, name) : 0;

@@ -24,6 +24,7 @@ static int pin_dir_lower(struct fs *fs, struct fs_node *d, struct fs_node *np, c
 	const git_tree_entry *e;
 	char p[64], hex[GIT_OID_HEXSZ + 1];
 
+	fs_dir_changed(d);
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", d->fd);
 	if (d->has_lower) {
 		git_oid_tostr(hex, sizeof(hex), &d->lower_oid);

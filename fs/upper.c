@@ -234,6 +234,7 @@ int fs_upper_whiteout(struct fs *fs, struct fs_node *dir, const char *name)
 
 	if (rc < 0)
 		return rc;
+	fs_dir_changed(dir);
 	if (mknodat(dir->fd, name, S_IFCHR | 0000, makedev(0, 0)) < 0)
 		return -errno;
 	return 0;

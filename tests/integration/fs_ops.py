@@ -119,6 +119,74 @@ def rmdir_lower_after_emptying(p):
     return sorted(os.listdir(p + "/src/lib"))
 
 
+def getdents(fd, size):
+    """One getdents64(2) call with a small buffer: names, so a listing spans several calls."""
+    buf = ctypes.create_string_buffer(size)
+    n = libc.syscall(217, fd, buf, size)  # SYS_getdents64 on x86-64
+    if n < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    names, pos = [], 0
+    while pos < n:
+        reclen = int.from_bytes(buf.raw[pos + 16:pos + 18], "little")
+        name = buf.raw[pos + 19:pos + reclen].split(b"\0", 1)[0].decode()
+        if name not in (".", ".."):
+            names.append(name)
+        pos += reclen
+    return names
+
+
+def readdir_while_changing(p):
+    # Entries that do not change while a directory is read appear exactly once, even when
+    # others are added and removed between two getdents calls of the same reader.
+    d = p + "/rd"
+    os.mkdir(d)
+    for i in range(200):
+        write(d + "/f%03d" % i, "")
+    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    seen = getdents(fd, 1024)
+    for i in range(0, 200, 4):
+        os.unlink(d + "/f%03d" % i)
+    for i in range(60):
+        write(d + "/g%03d" % i, "")
+    while True:
+        chunk = getdents(fd, 1024)
+        if not chunk:
+            break
+        seen += chunk
+    os.close(fd)
+    unchanged = ["f%03d" % i for i in range(200) if i % 4]
+    once = all(seen.count(n) == 1 for n in unchanged)
+    return (once, len(seen) == len(set(seen)), sorted(os.listdir(d)) == sorted(
+        ["f%03d" % i for i in range(200) if i % 4] + ["g%03d" % i for i in range(60)]))
+
+
+def write_after_chmod(p):
+    # A descriptor opened for writing keeps writing after the file is made read-only.
+    fd = os.open(p + "/docs/guide.md", os.O_RDWR)
+    os.chmod(p + "/docs/guide.md", 0o444)
+    os.pwrite(fd, b"STILL", 0)
+    os.close(fd)
+    os.chmod(p + "/docs/guide.md", 0o644)
+    return read(p + "/docs/guide.md")[:8]
+
+
+def seek_data_hole(p):
+    out = []
+    for name in ("/src/lib/a.txt", "/sparse"):
+        path = p + name
+        if name == "/sparse":
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            os.pwrite(fd, b"end", 1 << 20)
+            os.close(fd)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            out.append((os.lseek(fd, 0, os.SEEK_DATA), os.lseek(fd, 0, os.SEEK_HOLE)))
+        finally:
+            os.close(fd)
+    return out
+
+
 def recreate_dir(p):
     os.mkdir(p + "/docs2")
     write(p + "/docs2/x", "x")
@@ -133,6 +201,7 @@ def recreate_dir(p):
 
 STEPS = [
     ("read lower file", lambda p: read(p + "/src/lib/a.txt")),
+    ("SEEK_DATA and SEEK_HOLE", seek_data_hole),
     ("readlink lower", lambda p: os.readlink(p + "/link")),
     ("read through dir symlink", lambda p: read(p + "/dirlink/b.txt")),
     ("dangling symlink", lambda p: read(p + "/dangling")),
@@ -190,6 +259,8 @@ STEPS = [
     ("fallocate", fallocate),
     ("xattrs", xattrs),
     ("shared mmap", shared_mmap),
+    ("write after chmod 0444", write_after_chmod),
+    ("readdir while changing", readdir_while_changing),
     ("reader follows copy-up", reader_follows_copy_up),
     ("locks", locks),
     ("name 255", lambda p: write(p + "/" + "n" * 255, "long")),
