@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fs/fs.h"
+
 int core_ws_name_check(const char *name)
 {
 	size_t len = strlen(name);
@@ -50,7 +52,7 @@ int core_ws_name_check(const char *name)
 	int rc;
 
 	snprintf(ref, sizeof(ref), "refs/heads/arborinth/%s", name);
-	git_libgit2_init();
+	fs_git_init();
 	rc = git_reference_name_is_valid(&valid, ref);
 	git_libgit2_shutdown();
 	if (rc < 0 || !valid)

@@ -6,6 +6,8 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "fs/fs.h"
 #include <sys/stat.h>
 
 #include "audit/audit.h"
@@ -56,7 +58,7 @@ int core_project_open(struct core_project **out, const char *workdir)
 		return util_err(-ENOTDIR, "%s: not a directory", workdir);
 	if (!realpath(workdir, real))
 		return util_err(-errno, "%s: %s", workdir, strerror(errno));
-	git_libgit2_init();
+	fs_git_init();
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;

@@ -240,7 +240,7 @@ int fs_daemon_run(const struct fs_config *cfg, int ready_fd)
 
 	umask(0); /* the kernel already applied the caller's umask to every mode we get */
 	raise_nofile();
-	git_libgit2_init();
+	fs_git_init();
 	rc = fs_setup(&fs, cfg);
 	if (rc == 0)
 		rc = fs_record_sweeper_start(&fs);

@@ -44,4 +44,10 @@ int fs_unmount(const char *mountpoint, bool lazy) ARB_MUST_CHECK;
 /* True when path is the root of a FUSE mount. */
 int fs_is_mounted(const char *path);
 
+/*
+ * git_libgit2_init() for arborinth's processes: the same, minus libssh2's OpenSSL set-up
+ * (arborinth never uses libgit2's SSH transport). Pair with git_libgit2_shutdown().
+ */
+void fs_git_init(void);
+
 #endif
