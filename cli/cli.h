@@ -75,7 +75,7 @@ struct core_project;
 struct core_ws;
 int cli_audit_session_begin(struct audit_session **out, struct core_project *p,
 			    const struct core_ws *ws, const char *jail, char *const cmd[]);
-void cli_audit_session_end(struct audit_session *s, int exit_status);
+void cli_audit_session_end(const struct core_ws *ws, struct audit_session *s, int exit_status);
 /*
  * `shell --backend` and `--allow-host` (cli/shell_proxy.c). cli_proxy_start: the proxy for
  * ws's box from backend specs and allowed hosts (neither: *out stays NULL); with listen, on

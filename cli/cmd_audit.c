@@ -422,6 +422,16 @@ static void note_deleted(const struct audit_opts *o, int64_t deleted_ns)
 		o->name, when);
 }
 
+/* A mounted workspace's daemon records the writes it is still coalescing (best effort). */
+static void sync_mounted(struct core_project *p, const char *name)
+{
+	struct core_ws *ws = NULL;
+
+	if (core_ws_get(p, name, &ws) == 0 && core_ws_audit_sync(ws) < 0)
+		fprintf(stderr, "arborinth: warning: %s\n", util_err_msg());
+	core_ws_free(ws);
+}
+
 static int audit_show(struct cli_global *g, struct audit_opts *o)
 {
 	struct core_project *p = NULL;
@@ -438,6 +448,8 @@ static int audit_show(struct cli_global *g, struct audit_opts *o)
 	}
 	if (rc == 0)
 		rc = audit_ws_resolve(db, o->name, &o->f.ws_key, &deleted_ns);
+	if (rc == 0 && !deleted_ns)
+		sync_mounted(p, o->name);
 	if (rc == 0 && o->summary)
 		rc = audit_summary_new(&sum);
 	if (rc == 0)
@@ -628,8 +640,11 @@ int cli_audit_session_begin(struct audit_session **out, struct core_project *p,
 	return 0;
 }
 
-void cli_audit_session_end(struct audit_session *s, int exit_status)
+void cli_audit_session_end(const struct core_ws *ws, struct audit_session *s, int exit_status)
 {
+	/* The session's last writes may still be coalescing in the daemon: record them first. */
+	if (s && core_ws_audit_sync(ws) < 0)
+		fprintf(stderr, "arborinth: warning: %s\n", util_err_msg());
 	if (s && audit_session_end(s, exit_status) < 0)
 		fprintf(stderr, "arborinth: warning: cannot record the end of the session: %s\n",
 			util_err_msg());

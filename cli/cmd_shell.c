@@ -294,7 +294,7 @@ static int run_box(struct core_project *p, const struct core_ws *ws, const struc
 		else
 			status = exit_status;
 	}
-	cli_audit_session_end(session, status);
+	cli_audit_session_end(ws, session, status);
 	jail_box_free(b);
 	cli_proxy_stop(px, net);
 	return status;
@@ -320,7 +320,7 @@ static int run_none(struct core_project *p, const struct core_ws *ws, const stru
 		status = cli_fail_lib();
 	else
 		status = exit_status;
-	cli_audit_session_end(session, status);
+	cli_audit_session_end(ws, session, status);
 	return status;
 }
 

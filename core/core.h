@@ -106,6 +106,12 @@ int core_ws_mount(struct core_project *p, struct core_ws *ws) ARB_MUST_CHECK;
 int core_ws_unmount(struct core_project *p, struct core_ws *ws) ARB_MUST_CHECK;
 /* The live daemon's pid from run/daemon.pid, or 0. */
 pid_t core_ws_daemon_pid(const struct core_ws *ws);
+/*
+ * Makes the workspace's audit current: a mounted view records the writes it is still
+ * coalescing and commits them before this returns (fsync of the view's root). A no-op when
+ * not mounted.
+ */
+int core_ws_audit_sync(const struct core_ws *ws) ARB_MUST_CHECK;
 
 /*
  * Test hook for atomicity tests: returns -EIO (with a message) when the environment variable

@@ -203,3 +203,19 @@ int core_ws_unmount(struct core_project *p, struct core_ws *ws)
 	ws->daemon_pid = 0;
 	return 0;
 }
+
+int core_ws_audit_sync(const struct core_ws *ws)
+{
+	int fd, rc = 0;
+
+	if (!fs_is_mounted(ws->workdir))
+		return 0;
+	fd = open(ws->workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return util_err(-errno, "%s: %s", ws->workdir, strerror(errno));
+	if (fsync(fd) < 0)
+		rc = util_err(-errno, "cannot bring the audit of %s up to date: %s", ws->name,
+			      strerror(errno));
+	close(fd);
+	return rc;
+}

@@ -19,6 +19,12 @@
 #define FS_TIMEOUT 86400.0 /* all changes go through the kernel: cache long */
 
 /*
+ * Descriptors of upper files kept open on their nodes for handle-less I/O. Bounded: every
+ * upper node also holds an O_PATH descriptor, and RLIMIT_NOFILE is finite (20,000 here).
+ */
+#define FS_DATA_FDS_MAX 1024
+
+/*
  * A file object of the view. Identity: the node id is the FUSE inode number and st_ino.
  * A node has a lower part (an entry of the base tree), an upper part (an O_PATH fd into the
  * upper layer), or both (a lower directory that also exists in the upper layer). Files and
@@ -107,6 +113,7 @@ struct fs {
 	bool no_open;
 	bool no_opendir; /* likewise for directories: no OPENDIR or RELEASEDIR (ops_readdir.c) */
 	struct fs_wpend *wdirty, *wdirty_tail; /* pending handle-less writes, oldest first */
+	size_t ndata_fds;		       /* nodes' data_fd in use (<= FS_DATA_FDS_MAX) */
 	pthread_t sweeper;
 	bool sweeper_running, stopping;
 	pthread_cond_t sweep_cv;
@@ -192,10 +199,11 @@ int fs_upper_set_opaque(struct fs *fs, int dirfd) ARB_MUST_CHECK;
 /* Reopens an O_PATH fd with flags (through /proc/self/fd). */
 int fs_upper_reopen(int fd, int flags);
 /*
- * n's upper regular file open read-write, kept on the node (n->data_fd) for I/O that comes
- * without a handle. Borrowed: valid while n lives; hold n->refs to use it unlocked.
+ * n's upper regular file open read-write for I/O that comes without a handle. Up to
+ * FS_DATA_FDS_MAX of them are kept on their nodes (n->data_fd; borrowed: valid while n lives,
+ * hold n->refs to use it unlocked); beyond that *owned is set and the caller closes it.
  */
-int fs_upper_data_fd(struct fs *fs, struct fs_node *n, int *out) ARB_MUST_CHECK;
+int fs_upper_data_fd(struct fs *fs, struct fs_node *n, int *out, bool *owned) ARB_MUST_CHECK;
 
 /* lookup.c */
 /* Finds parent/name in the merged view; -ENOENT when absent. Requires fs->lock. */
@@ -253,6 +261,8 @@ void fs_record_writes(struct fs *fs, struct fs_handle *h);
 bool fs_record_node_write(struct fs *fs, struct fs_node *n, pid_t pid, off_t off, size_t len);
 /* Records n's pending handle-less writes now (fs->lock held; no-op when none). */
 void fs_record_flush_node(struct fs *fs, struct fs_node *n);
+/* Records every pending write and waits until the audit committed them (fs->lock not held). */
+int fs_record_sync(struct fs *fs) ARB_MUST_CHECK;
 /* Starts and stops the thread that records pending writes a second old. */
 int fs_record_sweeper_start(struct fs *fs) ARB_MUST_CHECK;
 void fs_record_sweeper_stop(struct fs *fs);

@@ -246,8 +246,10 @@ static void node_destroy(struct fs *fs, struct fs_node *n)
 		CHAIN_REMOVE(upper_slot(fs, n->upper_dev, n->upper_ino), n, next_upper);
 	if (n->fd >= 0)
 		close(n->fd);
-	if (n->data_fd >= 0)
+	if (n->data_fd >= 0) {
 		close(n->data_fd);
+		fs->ndata_fds--;
+	}
 	fs_listing_free(n->listing);
 	git_tree_free(n->lower_tree);
 	free(n->name);

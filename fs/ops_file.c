@@ -142,6 +142,30 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		handle_release(fs, h); /* the caller was interrupted: no release will come */
 }
 
+/*
+ * What an open of an existing n through CREATE does when files have no handles: the
+ * truncation O_TRUNC asks for (the kernel will not send it: it believes it created the file).
+ */
+static int open_nohandle(struct fs *fs, struct fs_node *n, int flags)
+{
+	bool owned;
+	int fd, rc;
+
+	if (S_ISDIR(n->type))
+		return -EISDIR;
+	if (!(flags & O_TRUNC))
+		return 0;
+	rc = fs_upper_copy_up(fs, n);
+	if (rc == 0)
+		rc = fs_upper_data_fd(fs, n, &fd, &owned);
+	if (rc < 0)
+		return rc;
+	rc = ftruncate(fd, 0) < 0 ? -errno : 0;
+	if (owned)
+		close(fd);
+	return rc;
+}
+
 static int do_create(struct fs *fs, struct fs_node *p, const char *name, mode_t mode,
 		     struct fuse_file_info *fi, struct fuse_entry_param *e, struct fs_handle **h)
 {
@@ -153,7 +177,9 @@ static int do_create(struct fs *fs, struct fs_node *p, const char *name, mode_t 
 	if (rc == -EEXIST && !(fi->flags & O_EXCL)) {
 		/* Lost a race with another creator: open what is there. */
 		rc = fs_lookup_child(fs, p, name, &n);
-		if (rc == 0)
+		if (rc == 0 && fs->no_open)
+			rc = open_nohandle(fs, n, fi->flags);
+		else if (rc == 0)
 			rc = open_node(fs, n, fi->flags, h);
 		if (rc == 0)
 			rc = fs_entry_fill(fs, n, e);
@@ -168,6 +194,11 @@ static int do_create(struct fs *fs, struct fs_node *p, const char *name, mode_t 
 	rc = fs_lookup_upper(fs, p, name, &n);
 	if (rc > 0)
 		rc = -ENOENT;
+	if (rc == 0 && fs->no_open) {
+		/* No handle: the kernel sends no RELEASE once it opens without asking. */
+		close(fd);
+		return fs_entry_fill(fs, n, e);
+	}
 	if (rc == 0) {
 		*h = handle_new(n, fd, false, (fi->flags & O_ACCMODE) != O_RDONLY);
 		rc = *h ? 0 : -ENOMEM;
@@ -204,7 +235,7 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	fi->fh = (uintptr_t)h;
 	fi->keep_cache = 1;
 	fi->noflush = 1; /* as in fs_op_open */
-	if (fuse_reply_create(req, &e, fi) == -ENOENT)
+	if (fuse_reply_create(req, &e, fi) == -ENOENT && h)
 		handle_release(fs, h);
 }
 
@@ -241,7 +272,7 @@ static int node_io_begin(struct fs *fs, fuse_ino_t ino, bool write, struct node_
 	n->refs++;
 	io->node = n;
 	if (n->fd >= 0)
-		return fs_upper_data_fd(fs, n, &io->fd);
+		return fs_upper_data_fd(fs, n, &io->fd, &io->owned);
 	git_oid_cpy(&oid, &n->lower_oid);
 	if (fs_lower_size(fs, n, &size) < 0)
 		size = -1;

@@ -249,6 +249,12 @@ void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_fi
 
 	(void)datasync;
 	(void)fi;
+	/*
+	 * fsync of a directory also makes the audit current: the writes still being coalesced are
+	 * recorded and committed before the reply (`shell` and `audit` do this on the root).
+	 */
+	if (fs_record_sync(fs) < 0)
+		rc = EIO;
 	pthread_mutex_lock(&fs->lock);
 	n = fs_node_get(fs, ino);
 	if (!n)
@@ -257,7 +263,8 @@ void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_fi
 		fd = fs_upper_reopen(n->fd, O_RDONLY | O_DIRECTORY);
 	fs_unlock(fs);
 	if (fd >= 0) {
-		rc = fsync(fd) < 0 ? errno : 0;
+		if (fsync(fd) < 0 && !rc)
+			rc = errno;
 		close(fd);
 	}
 	fuse_reply_err(req, rc);

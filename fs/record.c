@@ -217,6 +217,16 @@ static void sweep(struct fs *fs, int64_t min_age)
 		fs_record_flush_node(fs, fs->wdirty->node);
 }
 
+int fs_record_sync(struct fs *fs)
+{
+	if (!fs->audit)
+		return 0;
+	pthread_mutex_lock(&fs->lock);
+	sweep(fs, 0);
+	fs_unlock(fs);
+	return audit_log_flush(fs->audit);
+}
+
 static void *sweeper_main(void *arg)
 {
 	struct fs *fs = arg;

@@ -53,24 +53,31 @@ static int reopen_owned(int pathfd, int flags)
 	return fd;
 }
 
-int fs_upper_data_fd(struct fs *fs, struct fs_node *n, int *out)
+int fs_upper_data_fd(struct fs *fs, struct fs_node *n, int *out, bool *owned)
 {
 	int fd;
 
-	(void)fs;
+	*owned = false;
 	if (n->fd < 0)
 		return -EIO;
 	if (!S_ISREG(n->type))
 		return S_ISDIR(n->type) ? -EISDIR : -EINVAL;
-	if (n->data_fd < 0) {
-		fd = fs_upper_reopen(n->fd, O_RDWR);
-		if (fd == -EACCES)
-			fd = reopen_owned(n->fd, O_RDWR);
-		if (fd < 0)
-			return fd;
-		n->data_fd = fd;
+	if (n->data_fd >= 0) {
+		*out = n->data_fd;
+		return 0;
 	}
-	*out = n->data_fd;
+	fd = fs_upper_reopen(n->fd, O_RDWR);
+	if (fd == -EACCES)
+		fd = reopen_owned(n->fd, O_RDWR);
+	if (fd < 0)
+		return fd;
+	if (fs->ndata_fds >= FS_DATA_FDS_MAX) {
+		*owned = true; /* over the budget: the caller closes it after this request */
+	} else {
+		n->data_fd = fd;
+		fs->ndata_fds++;
+	}
+	*out = fd;
 	return 0;
 }
 
