@@ -145,7 +145,8 @@ expect_match '"op":"create".*"session":null' "$OUT" "no session outside shell"
 # Writes through a file the kernel opened without asking the daemon are coalesced in the
 # daemon; with nobody asking (no `audit`, no `shell` ending) they still reach the database
 # within about a second. Read the database itself: `arborinth audit` would make them current.
-exec 7<>"$W/outside.txt"
+: >"$W/later.txt"
+exec 7<>"$W/later.txt"
 printf 'more' >&7
 printf 'again' >&7
 exec 7>&-
@@ -153,7 +154,7 @@ count_writes() {
 	python3 - "$R/.arborinth/state.db" <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
-print(db.execute("SELECT count(*) FROM audit_events WHERE op = 'write' AND path = 'outside.txt'").fetchone()[0])
+print(db.execute("SELECT count(*) FROM audit_events WHERE op = 'write' AND path = 'later.txt'").fetchone()[0])
 PY
 }
 n=0
@@ -163,7 +164,7 @@ for _ in $(seq 40); do
 	sleep 0.1
 done
 expect_eq 1 "$n" "coalesced writes recorded by the daemon on its own"
-expect_status 0 "outside write row" -- "$ARB" audit w --path outside.txt --op write --json
+expect_status 0 "later write row" -- "$ARB" audit w --path later.txt --op write --json
 expect_match '"size":9,"count":2' "$OUT" "two writes, nine bytes, one row"
 
 finish
