@@ -159,9 +159,25 @@ static void fs_teardown(struct fs *fs)
 static void raise_nofile(void)
 {
 	struct rlimit rl;
+	char *buf = NULL;
+	size_t len;
 
-	/* Every upper node known to the kernel holds an O_PATH descriptor. */
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+	/*
+	 * Every upper node known to the kernel holds an O_PATH descriptor: a workload that makes
+	 * tens of thousands of files (npm install) needs that many. Root may go up to fs.nr_open;
+	 * others get their hard limit (typically 524,288 or more under systemd).
+	 */
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (geteuid() == 0 && util_read_file("/proc/sys/fs/nr_open", &buf, &len) == 0) {
+		rlim_t max = (rlim_t)strtoull(buf, NULL, 10);
+		struct rlimit up = {max, max};
+
+		free(buf);
+		if (max > rl.rlim_max && setrlimit(RLIMIT_NOFILE, &up) == 0)
+			return;
+	}
+	if (rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		(void)setrlimit(RLIMIT_NOFILE, &rl);
 	}
