@@ -235,7 +235,10 @@ static int serve(struct fs *fs, const struct fs_config *cfg, int *ready_fd)
 	 */
 	fuse_loop_cfg_set_max_threads(loop, 16);
 	fuse_loop_cfg_set_idle_threads(loop, 16);
-	rc = fuse_session_loop_mt(fs->se, loop) < 0 ? -EIO : 0;
+	rc = fs_house_start(fs);
+	if (rc == 0)
+		rc = fuse_session_loop_mt(fs->se, loop) < 0 ? -EIO : 0;
+	fs_house_stop(fs); /* records the writes still pending */
 	fuse_loop_cfg_destroy(loop);
 out_unmount:
 	fuse_session_unmount(fs->se);
@@ -259,11 +262,8 @@ int fs_daemon_run(const struct fs_config *cfg, int ready_fd)
 	fs_git_init();
 	rc = fs_setup(&fs, cfg);
 	if (rc == 0)
-		rc = fs_record_sweeper_start(&fs);
-	if (rc == 0)
 		rc = serve(&fs, cfg, &ready_fd);
 	signal_ready(&ready_fd, 1);
-	fs_record_sweeper_stop(&fs); /* records the writes still pending */
 	fs_teardown(&fs);
 	git_libgit2_shutdown();
 	return rc;

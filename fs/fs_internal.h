@@ -67,7 +67,7 @@ struct fs_node {
  * Writes that arrive without a handle (the kernel sends no OPEN or RELEASE, see fs->no_open)
  * are coalesced per node and writer; record.c turns them into one audit event when another
  * process writes, when the node is renamed, removed, truncated or forgotten, or when they are
- * a second old (the sweeper). Guarded by fs->lock.
+ * a second old (house.c). Guarded by fs->lock.
  */
 struct fs_wpend {
 	struct fs_node *node;
@@ -114,9 +114,14 @@ struct fs {
 	bool no_opendir; /* likewise for directories: no OPENDIR or RELEASEDIR (ops_readdir.c) */
 	struct fs_wpend *wdirty, *wdirty_tail; /* pending handle-less writes, oldest first */
 	size_t ndata_fds;		       /* nodes' data_fd in use (<= FS_DATA_FDS_MAX) */
-	pthread_t sweeper;
-	bool sweeper_running, stopping;
-	pthread_cond_t sweep_cv;
+	size_t nupper_fds;		       /* nodes' O_PATH descriptors (n->fd) */
+	size_t fd_high;			       /* house.c trims descriptors above this */
+
+	/* house.c: the housekeeping thread */
+	pthread_t house;
+	bool house_running, stopping;
+	pthread_cond_t house_cv;
+	size_t trim_cursor;
 };
 
 /* A file handle (fi->fh; 0 for files the kernel opened without asking, and directories). */
@@ -263,9 +268,18 @@ bool fs_record_node_write(struct fs *fs, struct fs_node *n, pid_t pid, off_t off
 void fs_record_flush_node(struct fs *fs, struct fs_node *n);
 /* Records every pending write and waits until the audit committed them (fs->lock not held). */
 int fs_record_sync(struct fs *fs) ARB_MUST_CHECK;
-/* Starts and stops the thread that records pending writes a second old. */
-int fs_record_sweeper_start(struct fs *fs) ARB_MUST_CHECK;
-void fs_record_sweeper_stop(struct fs *fs);
+/* Records the pending writes at least min_age ns old, oldest first (fs->lock held). */
+void fs_record_sweep(struct fs *fs, int64_t min_age);
+
+/*
+ * house.c: the housekeeping thread, started once the view is mounted: records pending writes
+ * a second old, and keeps the descriptors the nodes hold within RLIMIT_NOFILE by asking the
+ * kernel to forget unused upper files. fs_house_stop records whatever is still pending.
+ */
+int fs_house_start(struct fs *fs) ARB_MUST_CHECK;
+void fs_house_stop(struct fs *fs);
+/* Wakes the thread when the nodes' descriptors passed fs->fd_high (fs->lock held). */
+void fs_house_fds_changed(struct fs *fs);
 
 /* The operation tables' entries, one file per group. */
 void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);

@@ -185,6 +185,10 @@ void fs_node_set_upper(struct fs *fs, struct fs_node *n, int fd, const struct st
 {
 	if (n->fd >= 0 && n->fd != fd)
 		close(n->fd);
+	if (n->fd < 0) {
+		fs->nupper_fds++;
+		fs_house_fds_changed(fs);
+	}
 	if (n->in_upper_table)
 		CHAIN_REMOVE(upper_slot(fs, n->upper_dev, n->upper_ino), n, next_upper);
 	/* Read without the lock by fs_op_read (a lower handle checks for a copy-up). */
@@ -244,8 +248,10 @@ static void node_destroy(struct fs *fs, struct fs_node *n)
 	fs->nnodes--;
 	if (n->in_upper_table)
 		CHAIN_REMOVE(upper_slot(fs, n->upper_dev, n->upper_ino), n, next_upper);
-	if (n->fd >= 0)
+	if (n->fd >= 0) {
 		close(n->fd);
+		fs->nupper_fds--;
+	}
 	if (n->data_fd >= 0) {
 		close(n->data_fd);
 		fs->ndata_fds--;
@@ -279,7 +285,7 @@ void fs_node_free_all(struct fs *fs)
 				close(n->fd);
 			if (n->data_fd >= 0)
 				close(n->data_fd);
-			free(n->wpend); /* recorded by fs_record_sweeper_stop before this */
+			free(n->wpend); /* recorded by fs_house_stop before this */
 			fs_listing_free(n->listing);
 			git_tree_free(n->lower_tree);
 			free(n->name);

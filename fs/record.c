@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "audit/audit.h"
 
@@ -132,8 +131,6 @@ void fs_record_writes(struct fs *fs, struct fs_handle *h)
 	free(path);
 }
 
-#define WPEND_AGE_NS 1000000000LL /* pending writes are recorded within about this long */
-
 void fs_record_flush_node(struct fs *fs, struct fs_node *n)
 {
 	struct fs_wpend *w = n ? n->wpend : NULL;
@@ -209,7 +206,7 @@ bool fs_record_node_write(struct fs *fs, struct fs_node *n, pid_t pid, off_t off
 	return w->nwrites == 1;
 }
 
-static void sweep(struct fs *fs, int64_t min_age)
+void fs_record_sweep(struct fs *fs, int64_t min_age)
 {
 	int64_t now = util_now_ns();
 
@@ -222,65 +219,7 @@ int fs_record_sync(struct fs *fs)
 	if (!fs->audit)
 		return 0;
 	pthread_mutex_lock(&fs->lock);
-	sweep(fs, 0);
+	fs_record_sweep(fs, 0);
 	fs_unlock(fs);
 	return audit_log_flush(fs->audit);
-}
-
-static void *sweeper_main(void *arg)
-{
-	struct fs *fs = arg;
-	struct timespec until;
-
-	pthread_mutex_lock(&fs->lock);
-	while (!fs->stopping) {
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_nsec += 250000000;
-		if (until.tv_nsec >= 1000000000) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000;
-		}
-		(void)pthread_cond_timedwait(&fs->sweep_cv, &fs->lock, &until);
-		sweep(fs, fs->stopping ? 0 : WPEND_AGE_NS);
-		fs_unlock(fs); /* records what the sweep queued */
-		pthread_mutex_lock(&fs->lock);
-	}
-	sweep(fs, 0);
-	fs_unlock(fs);
-	return NULL;
-}
-
-int fs_record_sweeper_start(struct fs *fs)
-{
-	pthread_condattr_t ca;
-	int rc;
-
-	if (!fs->audit)
-		return 0;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	rc = -pthread_cond_init(&fs->sweep_cv, &ca);
-	pthread_condattr_destroy(&ca);
-	if (rc < 0)
-		return rc;
-	rc = -pthread_create(&fs->sweeper, NULL, sweeper_main, fs);
-	if (rc < 0) {
-		pthread_cond_destroy(&fs->sweep_cv);
-		return rc;
-	}
-	fs->sweeper_running = true;
-	return 0;
-}
-
-void fs_record_sweeper_stop(struct fs *fs)
-{
-	if (!fs->sweeper_running)
-		return;
-	pthread_mutex_lock(&fs->lock);
-	fs->stopping = true;
-	pthread_cond_signal(&fs->sweep_cv);
-	pthread_mutex_unlock(&fs->lock);
-	pthread_join(fs->sweeper, NULL);
-	pthread_cond_destroy(&fs->sweep_cv);
-	fs->sweeper_running = false;
 }

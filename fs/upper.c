@@ -76,6 +76,7 @@ int fs_upper_data_fd(struct fs *fs, struct fs_node *n, int *out, bool *owned)
 	} else {
 		n->data_fd = fd;
 		fs->ndata_fds++;
+		fs_house_fds_changed(fs);
 	}
 	*out = fd;
 	return 0;

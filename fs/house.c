@@ -1,0 +1,160 @@
+/*
+ * fs/house.c: the daemon's housekeeping thread.
+ *
+ * Every quarter second, or when woken:
+ * - pending handle-less writes a second old become audit events (record.c);
+ * - descriptors: every upper node holds an O_PATH descriptor for as long as the kernel knows
+ *   the inode, and the kernel forgets inodes only under memory pressure. A workload that makes
+ *   more files than RLIMIT_NOFILE allows (npm install, on a machine with a low hard limit)
+ *   would then get EMFILE from the view. Past three quarters of the limit, the thread asks the
+ *   kernel to drop the dentries of upper files nobody has open (FUSE_NOTIFY_INVAL_ENTRY);
+ *   their inodes go, FORGET follows and the nodes and descriptors with it. Looking them up
+ *   again finds them in the upper layer as before.
+ *
+ * Notifications are sent without fs->lock: the kernel may wait for a request in the same
+ * directory, whose handler may be waiting for that lock.
+ */
+#include "fs/fs_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#define SWEEP_AGE_NS 1000000000LL /* pending writes are recorded within about this long */
+#define PERIOD_NS    250000000L
+#define TRIM_BATCH   4096 /* notifications per pass, at most */
+
+struct victim {
+	fuse_ino_t parent;
+	char *name;
+};
+
+static size_t total_fds(const struct fs *fs)
+{
+	return fs->nupper_fds + fs->ndata_fds;
+}
+
+void fs_house_fds_changed(struct fs *fs)
+{
+	if (fs->house_running && fs->fd_high && total_fds(fs) == fs->fd_high)
+		pthread_cond_signal(&fs->house_cv);
+}
+
+static bool trimmable(const struct fs *fs, const struct fs_node *n)
+{
+	return n != fs->root && n != fs->gitnode && n->parent && !n->unlinked &&
+	       !S_ISDIR(n->type) && n->fd >= 0 && n->refs == 0 && n->nlookup > 0;
+}
+
+/* Picks up to max unused upper files, round robin over the inode table (fs->lock held). */
+static size_t pick(struct fs *fs, struct victim *v, size_t max)
+{
+	size_t got = 0, size = fs->by_ino.size;
+
+	for (size_t step = 0; step < size && got < max; step++) {
+		size_t slot = (fs->trim_cursor + step) % size;
+
+		for (struct fs_node *n = fs->by_ino.slots[slot]; n && got < max; n = n->next_ino) {
+			if (!trimmable(fs, n))
+				continue;
+			v[got].name = strdup(n->name);
+			if (!v[got].name)
+				return got;
+			v[got++].parent = n->parent->ino;
+		}
+		fs->trim_cursor = slot + 1;
+	}
+	return got;
+}
+
+static void trim(struct fs *fs)
+{
+	struct victim *v;
+	size_t want, n;
+
+	pthread_mutex_lock(&fs->lock);
+	if (!fs->fd_high || total_fds(fs) < fs->fd_high) {
+		pthread_mutex_unlock(&fs->lock);
+		return;
+	}
+	/* Down to half the limit, so that bursts of new files have room before the next pass. */
+	want = total_fds(fs) - fs->fd_high * 2 / 3;
+	if (want > TRIM_BATCH)
+		want = TRIM_BATCH;
+	v = calloc(want, sizeof(*v));
+	n = v ? pick(fs, v, want) : 0;
+	pthread_mutex_unlock(&fs->lock);
+	for (size_t i = 0; i < n; i++) {
+		(void)fuse_lowlevel_notify_inval_entry(fs->se, v[i].parent, v[i].name,
+						       strlen(v[i].name));
+		free(v[i].name);
+	}
+	free(v);
+}
+
+static void *house_main(void *arg)
+{
+	struct fs *fs = arg;
+	struct timespec until;
+
+	pthread_mutex_lock(&fs->lock);
+	while (!fs->stopping) {
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += PERIOD_NS;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		(void)pthread_cond_timedwait(&fs->house_cv, &fs->lock, &until);
+		if (fs->stopping)
+			break;
+		fs_record_sweep(fs, SWEEP_AGE_NS);
+		fs_unlock(fs); /* records what the sweep queued */
+		trim(fs);
+		pthread_mutex_lock(&fs->lock);
+	}
+	fs_record_sweep(fs, 0);
+	fs_unlock(fs);
+	return NULL;
+}
+
+int fs_house_start(struct fs *fs)
+{
+	pthread_condattr_t ca;
+	struct rlimit rl;
+	int rc;
+
+	/* Three quarters of the limit, leaving the rest to libfuse, SQLite, libgit2 and pipes. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		fs->fd_high = (size_t)rl.rlim_cur / 4 * 3;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	rc = -pthread_cond_init(&fs->house_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (rc < 0)
+		return rc;
+	rc = -pthread_create(&fs->house, NULL, house_main, fs);
+	if (rc < 0) {
+		pthread_cond_destroy(&fs->house_cv);
+		return rc;
+	}
+	pthread_mutex_lock(&fs->lock);
+	fs->house_running = true;
+	pthread_mutex_unlock(&fs->lock);
+	return 0;
+}
+
+void fs_house_stop(struct fs *fs)
+{
+	if (!fs->house_running)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	fs->stopping = true;
+	fs->house_running = false;
+	pthread_cond_signal(&fs->house_cv);
+	pthread_mutex_unlock(&fs->lock);
+	pthread_join(fs->house, NULL);
+	pthread_cond_destroy(&fs->house_cv);
+}
