@@ -199,12 +199,19 @@ static int unshare_index(struct fs *fs, struct fs_node *n)
 	src = fs_upper_reopen(n->fd, O_RDONLY);
 	if (src < 0)
 		return src;
-	dst = openat(n->parent->fd, tmp_name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+	dst = openat(n->parent->fd, tmp_name, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
 		     st.st_mode & 07777);
 	rc = dst < 0 ? -errno : util_copy_fd(dst, src);
 	if (rc == 0 && futimens(dst, (struct timespec[2]){st.st_atim, st.st_mtim}) < 0)
 		rc = -errno;
 	if (rc == 0 && renameat(n->parent->fd, tmp_name, n->parent->fd, n->name) < 0)
+		rc = -errno;
+	/*
+	 * The node's data descriptor (reads and writes without a handle) must not keep pointing
+	 * at the shared file: swap the private copy in under the same number, so a read in
+	 * flight on it sees one file or the other, never a closed descriptor.
+	 */
+	if (rc == 0 && n->data_fd >= 0 && dup3(dst, n->data_fd, O_CLOEXEC) < 0)
 		rc = -errno;
 	if (rc < 0 && dst >= 0)
 		unlinkat(n->parent->fd, tmp_name, 0);
