@@ -101,7 +101,8 @@ static int listing_refresh(struct fs *fs, struct fs_node *dir)
 		ents[i].name = NULL; /* moved */
 	}
 	l->n = n;
-	qsort(l->e, n, sizeof(*l->e), cmp_cookie);
+	if (n)
+		qsort(l->e, n, sizeof(*l->e), cmp_cookie);
 	l->gen = dir->gen;
 	fs_listing_free(old);
 	dir->listing = l;
