@@ -161,6 +161,20 @@ def readdir_while_changing(p):
         ["f%03d" % i for i in range(200) if i % 4] + ["g%03d" % i for i in range(60)]))
 
 
+def create_readonly_and_write(p):
+    # open(O_CREAT, 0444) gives a writable descriptor; opening the file for writing later
+    # does not (for a non-root user: fs_user runs these steps as one).
+    fd = os.open(p + "/ro-new.txt", os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o444)
+    n = os.write(fd, b"data")
+    os.close(fd)
+    try:
+        os.close(os.open(p + "/ro-new.txt", os.O_WRONLY))
+        again = "reopened"
+    except PermissionError:
+        again = "EACCES"
+    return (n, read(p + "/ro-new.txt"), again if os.getuid() else "root")
+
+
 def write_after_chmod(p):
     # A descriptor opened for writing keeps writing after the file is made read-only.
     fd = os.open(p + "/docs/guide.md", os.O_RDWR)
@@ -260,6 +274,7 @@ STEPS = [
     ("xattrs", xattrs),
     ("shared mmap", shared_mmap),
     ("write after chmod 0444", write_after_chmod),
+    ("create 0444 and write", create_readonly_and_write),
     ("readdir while changing", readdir_while_changing),
     ("reader follows copy-up", reader_follows_copy_up),
     ("locks", locks),
