@@ -144,6 +144,8 @@ static int fs_setup(struct fs *fs, const struct fs_config *cfg)
 static void fs_teardown(struct fs *fs)
 {
 	audit_log_close(fs->audit);
+	if (fs->house_stuck)
+		return; /* the process is exiting; that thread may still touch the rest */
 	fs_node_free_all(fs);
 	git_repository_free(fs->repo);
 	free(fs->repo_path);

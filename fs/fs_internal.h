@@ -119,9 +119,10 @@ struct fs {
 
 	/* house.c: the housekeeping thread */
 	pthread_t house;
-	bool house_running, stopping;
+	bool house_running, stopping, house_stuck;
 	pthread_cond_t house_cv;
 	size_t trim_cursor;
+	size_t trim_floor; /* no trimming until the descriptors exceed this (0: none) */
 };
 
 /* A file handle (fi->fh; 0 for files the kernel opened without asking, and directories). */

@@ -17,10 +17,12 @@
 #include "fs/fs_internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #define SWEEP_AGE_NS 1000000000LL /* pending writes are recorded within about this long */
 #define PERIOD_NS    250000000L
@@ -69,13 +71,39 @@ static size_t pick(struct fs *fs, struct victim *v, size_t max)
 	return got;
 }
 
+/*
+ * Closes the kept data descriptors of nodes not in use once the budget is reached, so that
+ * recently used files get one again (fs->lock held).
+ */
+static void release_data_fds(struct fs *fs)
+{
+	size_t size = fs->by_ino.size;
+
+	if (fs->ndata_fds < FS_DATA_FDS_MAX)
+		return;
+	for (size_t slot = 0; slot < size && fs->ndata_fds > FS_DATA_FDS_MAX / 2; slot++) {
+		for (struct fs_node *n = fs->by_ino.slots[slot]; n; n = n->next_ino) {
+			if (n->data_fd < 0 || n->refs > 0 || !n->parent || n->unlinked)
+				continue; /* an unlinked copy lives only through its descriptor */
+			close(n->data_fd);
+			n->data_fd = -1;
+			fs->ndata_fds--;
+		}
+	}
+}
+
 static void trim(struct fs *fs)
 {
 	struct victim *v;
 	size_t want, n;
 
 	pthread_mutex_lock(&fs->lock);
-	if (!fs->fd_high || total_fds(fs) < fs->fd_high) {
+	if (!fs->fd_high || total_fds(fs) < fs->fd_high || fs->stopping ||
+	    total_fds(fs) <= fs->trim_floor) {
+		/*
+		 * Not needed, or the last pass could not get below this: what is left is in use
+		 * (open files, directories). Try again once more descriptors have been taken.
+		 */
 		pthread_mutex_unlock(&fs->lock);
 		return;
 	}
@@ -85,10 +113,14 @@ static void trim(struct fs *fs)
 		want = TRIM_BATCH;
 	v = calloc(want, sizeof(*v));
 	n = v ? pick(fs, v, want) : 0;
+	/* Too little to drop: stay away until the count grows past what it is now. */
+	fs->trim_floor = n < want / 8 ? total_fds(fs) : 0;
 	pthread_mutex_unlock(&fs->lock);
 	for (size_t i = 0; i < n; i++) {
-		(void)fuse_lowlevel_notify_inval_entry(fs->se, v[i].parent, v[i].name,
-						       strlen(v[i].name));
+		/* Never once the request loop has ended: nobody would answer what it waits for. */
+		if (!__atomic_load_n(&fs->stopping, __ATOMIC_ACQUIRE))
+			(void)fuse_lowlevel_notify_inval_entry(fs->se, v[i].parent, v[i].name,
+							       strlen(v[i].name));
 		free(v[i].name);
 	}
 	free(v);
@@ -111,6 +143,7 @@ static void *house_main(void *arg)
 		if (fs->stopping)
 			break;
 		fs_record_sweep(fs, SWEEP_AGE_NS);
+		release_data_fds(fs);
 		fs_unlock(fs); /* records what the sweep queued */
 		trim(fs);
 		pthread_mutex_lock(&fs->lock);
@@ -148,13 +181,31 @@ int fs_house_start(struct fs *fs)
 
 void fs_house_stop(struct fs *fs)
 {
+	struct timespec until;
+
 	if (!fs->house_running)
 		return;
 	pthread_mutex_lock(&fs->lock);
-	fs->stopping = true;
+	__atomic_store_n(&fs->stopping, true, __ATOMIC_RELEASE);
 	fs->house_running = false;
 	pthread_cond_signal(&fs->house_cv);
 	pthread_mutex_unlock(&fs->lock);
-	pthread_join(fs->house, NULL);
-	pthread_cond_destroy(&fs->house_cv);
+	/*
+	 * A notification sent just before the request loop ended can wait in the kernel for a
+	 * request nobody will answer now. Then the thread is left there (it holds no lock) and
+	 * the daemon exits without freeing what that thread could still touch.
+	 */
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 5;
+	if (pthread_timedjoin_np(fs->house, NULL, &until) != 0) {
+		fs->house_stuck = true;
+		fprintf(stderr, "arborinth-fs: housekeeping thread stuck in a notification; "
+				"exiting without it\n");
+	} else {
+		pthread_cond_destroy(&fs->house_cv);
+	}
+	/* Whatever the thread did not record (it records everything when it ends normally). */
+	pthread_mutex_lock(&fs->lock);
+	fs_record_sweep(fs, 0);
+	fs_unlock(fs);
 }

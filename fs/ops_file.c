@@ -247,7 +247,8 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 struct node_io {
 	struct fs_node *node;
 	int fd;
-	bool owned; /* fd is ours to close (a blob cache file) */
+	bool owned; /* fd is ours to close (a blob cache file, or an upper file over the budget) */
+	bool lower; /* fd is the read-only blob cache file */
 };
 
 /* Gets n's data for reading (write false) or, after a copy-up, writing. Lock held on entry. */
@@ -261,6 +262,7 @@ static int node_io_begin(struct fs *fs, fuse_ino_t ino, bool write, struct node_
 	io->node = NULL;
 	io->fd = -1;
 	io->owned = false;
+	io->lower = false;
 	if (!n)
 		return -ESTALE;
 	if (S_ISDIR(n->type))
@@ -279,7 +281,7 @@ static int node_io_begin(struct fs *fs, fuse_ino_t ino, bool write, struct node_
 	fs_unlock(fs);
 	rc = open_lower(fs, &oid, size, &io->fd);
 	pthread_mutex_lock(&fs->lock);
-	io->owned = rc == 0;
+	io->owned = io->lower = rc == 0;
 	return rc;
 }
 
@@ -483,7 +485,8 @@ static int io_fd(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, bool
 	int rc;
 
 	if (h) {
-		*io = (struct node_io){.node = NULL, .fd = h->fd, .owned = false};
+		*io =
+		    (struct node_io){.node = NULL, .fd = h->fd, .owned = false, .lower = h->lower};
 		return write && !h->writable ? -EBADF : 0;
 	}
 	/* On failure everything is released here; on success the caller calls io_done. */
@@ -515,8 +518,8 @@ void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	/* An owned descriptor is the read-only blob cache file: nothing of ours to sync. */
-	if (!io.owned && (datasync ? fdatasync(io.fd) : fsync(io.fd)) < 0)
+	/* The read-only blob cache file holds nothing of the workspace's to sync. */
+	if (!io.lower && (datasync ? fdatasync(io.fd) : fsync(io.fd)) < 0)
 		rc = -errno;
 	io_done(req, &io);
 	fuse_reply_err(req, -rc);

@@ -66,8 +66,15 @@ static uint64_t old_cookie(struct fs_lentry **byname, size_t n, const char *name
 	return hit ? (*hit)->cookie : 0;
 }
 
-/* Makes dir->listing current (fs->lock held). Names already listed keep their cookies. */
-static int listing_refresh(struct fs *fs, struct fs_node *dir)
+/*
+ * Makes dir->listing current for a pass starting at offset off (fs->lock held). Names
+ * already listed keep their cookies. A pass already under way (off > 0) goes on with the
+ * listing it started on even when the directory changed since, as it would with a handle of
+ * its own: entries removed meanwhile may still show (readdirplus skips them), new ones may
+ * not, unchanged ones come exactly once. Rebuilding for every chunk instead would make
+ * `rm -rf` of a large directory quadratic.
+ */
+static int listing_refresh(struct fs *fs, struct fs_node *dir, off_t off)
 {
 	struct fs_listing *old = dir->listing, *l = NULL;
 	struct fs_lentry **byname = NULL;
@@ -75,7 +82,7 @@ static int listing_refresh(struct fs *fs, struct fs_node *dir)
 	size_t n = 0;
 	int rc;
 
-	if (old && old->gen == dir->gen)
+	if (old && (old->gen == dir->gen || off > 0))
 		return 0;
 	rc = fs_dir_list(fs, dir, &ents, &n);
 	if (rc < 0)
@@ -207,7 +214,7 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 	else if (!S_ISDIR(dir->type))
 		rc = -ENOTDIR;
 	else
-		rc = listing_refresh(fs, dir);
+		rc = listing_refresh(fs, dir, off);
 	if (rc == 0) {
 		dir->refs++; /* a child dropped in fill() must not take dir with it */
 		len = fill(fs, req, dir, buf, size, off, plus);
@@ -251,10 +258,11 @@ void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_fi
 	(void)datasync;
 	(void)fi;
 	/*
-	 * fsync of a directory also makes the audit current: the writes still being coalesced are
-	 * recorded and committed before the reply (`shell` and `audit` do this on the root).
+	 * fsync of the view's root also makes the audit current: the writes still being
+	 * coalesced are recorded and committed before the reply (`shell` and `audit` do this).
+	 * Other directories are not worth the wait (tools fsync them after every rename).
 	 */
-	if (fs_record_sync(fs) < 0)
+	if (ino == FUSE_ROOT_ID && fs_record_sync(fs) < 0)
 		rc = EIO;
 	pthread_mutex_lock(&fs->lock);
 	n = fs_node_get(fs, ino);

@@ -162,6 +162,43 @@ out:
 	return rc;
 }
 
+/*
+ * A base file removed from the view while a process still had it open, written through that
+ * descriptor: its copy is an unnamed file in the layer, which lives as long as the node (its
+ * descriptors are the only references) and is never linked anywhere.
+ */
+static int copy_up_unlinked(struct fs *fs, struct fs_node *n)
+{
+	mode_t mode = n->lower_mode == GIT_FILEMODE_BLOB_EXECUTABLE ? 0755 : 0644;
+	struct timespec times[2] = {{fs->base_time, 0}, {fs->base_time, 0}};
+	struct stat st;
+	int src = -1, tmp = -1, path = -1;
+	int rc;
+
+	rc = fs_lower_open_blob(fs, &n->lower_oid, &src);
+	if (rc < 0)
+		return rc;
+	tmp = openat(fs->layer_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
+	rc = tmp < 0 ? -errno : util_copy_fd(tmp, src);
+	if (rc == 0 && (futimens(tmp, times) < 0 || fstat(tmp, &st) < 0))
+		rc = -errno;
+	if (rc == 0)
+		path = fs_upper_reopen(tmp, O_PATH);
+	if (rc == 0 && path < 0)
+		rc = path;
+	if (rc == 0) {
+		fs_node_set_upper(fs, n, path, &st);
+		n->data_fd = tmp; /* the node's data from now on: kept, over the budget or not */
+		fs->ndata_fds++;
+		tmp = -1;
+	}
+	if (src >= 0)
+		close(src);
+	if (tmp >= 0)
+		close(tmp);
+	return rc;
+}
+
 static int copy_up_symlink(struct fs *fs, struct fs_node *n)
 {
 	struct timespec times[2] = {{fs->base_time, 0}, {fs->base_time, 0}};
@@ -199,7 +236,23 @@ static int unshare_index(struct fs *fs, struct fs_node *n)
 	src = fs_upper_reopen(n->fd, O_RDONLY);
 	if (src < 0)
 		return src;
-	dst = openat(n->parent->fd, tmp_name, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+	/*
+	 * The workload can make anything at the temporary name through the view (a FIFO, a hard
+	 * link to another file): remove it and create a new file, never open what is there. No
+	 * view operation runs meanwhile (fs->lock is held).
+	 */
+	struct fs_node *planted = fs_node_by_name(fs, n->parent, tmp_name);
+
+	if (unlinkat(n->parent->fd, tmp_name, 0) < 0 && errno != ENOENT) {
+		rc = -errno;
+		close(src);
+		return rc;
+	}
+	if (planted && fs_node_move(fs, planted, NULL, NULL) < 0) {
+		close(src);
+		return -ENOMEM;
+	}
+	dst = openat(n->parent->fd, tmp_name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		     st.st_mode & 07777);
 	rc = dst < 0 ? -errno : util_copy_fd(dst, src);
 	if (rc == 0 && futimens(dst, (struct timespec[2]){st.st_atim, st.st_mtim}) < 0)
@@ -232,6 +285,12 @@ int fs_upper_copy_up(struct fs *fs, struct fs_node *n)
 		return unshare_index(fs, n);
 	if (S_ISDIR(n->type))
 		return fs_upper_dir(fs, n);
+	if ((n->unlinked || !n->parent) && S_ISREG(n->type) && n->has_lower) {
+		rc = copy_up_unlinked(fs, n);
+		if (rc == 0)
+			n->has_lower = false;
+		return rc;
+	}
 	if (n->unlinked || !n->parent)
 		return -ENOENT;
 	rc = fs_upper_dir(fs, n->parent);

@@ -116,8 +116,19 @@ printf 'x\n' >>"$VB/README"
 git -C "$VB" add README
 expect_eq "$shared" "$(sha256sum <"$CACHE")" "git add in a view leaves the shared index"
 expect_match "M  README" "$(git -C "$VB" status --porcelain)" "control: b staged its change"
+# The private copy is made under a temporary name in .git: whatever the workload put there
+# (a FIFO that would block the daemon, a hard link the copy would truncate) is replaced.
+"$ARB" --workdir "$T/repo3" workspace create c >/dev/null
+VC="$T/repo3/.arborinth/workspaces/c/workdir"
+expect_eq "$(stat -c %i "$CACHE")" "$(stat -c %i "$T/repo3/.arborinth/workspaces/c/git/index")" "c links the shared index"
+mkfifo "$VC/.git/.index.arborinth-unshare"
+expect_status 0 "in-place write with a FIFO at the temporary name" -- timeout 20 \
+	python3 -c "import sys; f=open(sys.argv[1],'r+b'); f.write(b'YYYY'); f.close()" "$VC/.git/index"
+expect_eq "$shared" "$(sha256sum <"$CACHE")" "the shared index is untouched"
+expect_eq "YYYY" "$(head -c4 "$T/repo3/.arborinth/workspaces/c/git/index")" "control: c got its own copy"
 "$ARB" --workdir "$T/repo3" workspace delete a >/dev/null
 "$ARB" --workdir "$T/repo3" workspace delete b >/dev/null
+"$ARB" --workdir "$T/repo3" workspace delete c >/dev/null
 [ ! -e "$CACHE" ] && pass || fail "shared index pruned with its last workspace"
 
 finish

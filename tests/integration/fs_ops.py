@@ -175,6 +175,18 @@ def create_readonly_and_write(p):
     return (n, read(p + "/ro-new.txt"), again if os.getuid() else "root")
 
 
+def write_after_unlink(p):
+    # A base file opened for writing, then removed, is still written through the descriptor.
+    fd = os.open(p + "/data/spare.txt", os.O_RDWR)
+    os.unlink(p + "/data/spare.txt")
+    os.pwrite(fd, b"AFTER", 0)
+    os.ftruncate(fd, 50)
+    got = os.pread(fd, 100, 0)
+    os.fsync(fd)
+    os.close(fd)
+    return got
+
+
 def write_after_chmod(p):
     # A descriptor opened for writing keeps writing after the file is made read-only.
     fd = os.open(p + "/docs/guide.md", os.O_RDWR)
@@ -274,6 +286,7 @@ STEPS = [
     ("xattrs", xattrs),
     ("shared mmap", shared_mmap),
     ("write after chmod 0444", write_after_chmod),
+    ("write after unlink", write_after_unlink),
     ("create 0444 and write", create_readonly_and_write),
     ("readdir while changing", readdir_while_changing),
     ("reader follows copy-up", reader_follows_copy_up),

@@ -60,6 +60,7 @@ def make_repo(path, files=None):
         "docs/img/pic.bin": "".join(chr(i % 128) for i in range(5000)),
         "empty": "",
         "data/reader.bin": "".join(chr(65 + i % 26) for i in range(8000)),
+        "data/spare.txt": "spare base file\n" * 20,
     }
     for name, content in files.items():
         full = os.path.join(path, name)
