@@ -69,13 +69,29 @@ struct fs_node {
  * process writes, when the node is renamed, removed, truncated or forgotten, or when they are
  * a second old (house.c). Guarded by fs->lock.
  */
+/* Writes coalesced into one audit event: who, how many, how many bytes, which range. */
+struct fs_wstats {
+	pid_t pid;
+	uint64_t count;
+	int64_t bytes, lo, hi;
+};
+
+/* Adds a write of len bytes at off; true when it is the first. */
+static inline bool fs_wstats_add(struct fs_wstats *w, off_t off, size_t len)
+{
+	if (w->count == 0 || off < w->lo)
+		w->lo = off;
+	if (w->count == 0 || off + (int64_t)len > w->hi)
+		w->hi = off + (int64_t)len;
+	w->bytes += (int64_t)len;
+	return ++w->count == 1;
+}
+
 struct fs_wpend {
 	struct fs_node *node;
 	struct fs_wpend *prev, *next; /* fs->wdirty */
-	pid_t pid;
 	int64_t t_first;
-	uint64_t nwrites;
-	int64_t wbytes, wlo, whi;
+	struct fs_wstats w;
 };
 
 struct fs_table {
@@ -133,9 +149,7 @@ struct fs_handle {
 	bool writable;
 	/* audit: writes coalesced until release, under wlock */
 	pthread_mutex_t wlock;
-	uint64_t nwrites;
-	int64_t wbytes, wlo, whi;
-	pid_t wpid;
+	struct fs_wstats w;
 };
 
 struct fs_dirent {

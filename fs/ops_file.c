@@ -62,7 +62,6 @@ static struct fs_handle *handle_new(struct fs_node *n, int fd, bool lower, bool 
 	h->fd = fd;
 	h->lower = lower;
 	h->writable = writable;
-	h->wlo = INT64_MAX;
 	pthread_mutex_init(&h->wlock, NULL);
 	return h;
 }
@@ -422,15 +421,10 @@ void fs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, o
 		return;
 	}
 	pthread_mutex_lock(&h->wlock);
-	if (h->nwrites++ == 0) {
-		h->wpid = fuse_req_ctx(req)->pid;
-		fs_record_first_write(fs_of(req), h->wpid);
+	if (fs_wstats_add(&h->w, off, (size_t)n)) {
+		h->w.pid = fuse_req_ctx(req)->pid;
+		fs_record_first_write(fs_of(req), h->w.pid);
 	}
-	h->wbytes += n;
-	if (off < h->wlo)
-		h->wlo = off;
-	if (off + n > h->whi)
-		h->whi = off + n;
 	pthread_mutex_unlock(&h->wlock);
 	fuse_reply_write(req, (size_t)n);
 }
@@ -455,7 +449,7 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void handle_release(struct fs *fs, struct fs_handle *h)
 {
-	if (h->nwrites)
+	if (h->w.count)
 		fs_record_writes(fs, h);
 	close(h->fd);
 	pthread_mutex_lock(&fs->lock);

@@ -110,13 +110,20 @@ void fs_record_first_write(struct fs *fs, pid_t pid)
 	audit_log_proc_note(fs->audit, pid);
 }
 
+/* The audit event of coalesced writes w (path and time set by the caller). */
+static struct audit_event writes_event(const struct fs_wstats *w)
+{
+	return (struct audit_event){.op = "write",
+				    .size = w->bytes,
+				    .count = (int64_t)w->count,
+				    .off_lo = w->lo,
+				    .off_hi = w->hi,
+				    .pid = w->pid};
+}
+
 void fs_record_writes(struct fs *fs, struct fs_handle *h)
 {
-	struct audit_event ev = {.op = "write",
-				 .size = h->wbytes,
-				 .count = (int64_t)h->nwrites,
-				 .off_lo = h->wlo,
-				 .off_hi = h->whi};
+	struct audit_event ev = writes_event(&h->w);
 	char *path;
 
 	if (!fs->audit)
@@ -126,7 +133,6 @@ void fs_record_writes(struct fs *fs, struct fs_handle *h)
 	pthread_mutex_unlock(&fs->lock);
 	ev.path = path ? path : "";
 	ev.time_ns = util_now_ns();
-	ev.pid = h->wpid;
 	(void)audit_log_append(fs->audit, &ev);
 	free(path);
 }
@@ -138,13 +144,8 @@ void fs_record_flush_node(struct fs *fs, struct fs_node *n)
 
 	if (!w)
 		return;
-	ev = (struct audit_event){.op = "write",
-				  .size = w->wbytes,
-				  .count = (int64_t)w->nwrites,
-				  .off_lo = w->wlo,
-				  .off_hi = w->whi,
-				  .time_ns = w->t_first,
-				  .pid = w->pid};
+	ev = writes_event(&w->w);
+	ev.time_ns = w->t_first;
 	queue(fs, NULL, &ev, fs_node_path(fs, n, NULL), NULL);
 	if (w->prev)
 		w->prev->next = w->next;
@@ -164,7 +165,7 @@ bool fs_record_node_write(struct fs *fs, struct fs_node *n, pid_t pid, off_t off
 
 	if (!fs->audit)
 		return false;
-	if (w && w->pid != pid) {
+	if (w && w->w.pid != pid) {
 		fs_record_flush_node(fs, n);
 		w = NULL;
 	}
@@ -172,21 +173,18 @@ bool fs_record_node_write(struct fs *fs, struct fs_node *n, pid_t pid, off_t off
 		w = calloc(1, sizeof(*w));
 		if (!w) {
 			/* Out of memory: an event for this write alone rather than none. */
-			struct audit_event ev = {.op = "write",
-						 .size = (int64_t)len,
-						 .count = 1,
-						 .off_lo = off,
-						 .off_hi = off + (off_t)len,
-						 .time_ns = util_now_ns(),
-						 .pid = pid};
+			struct fs_wstats one = {.pid = pid};
+			struct audit_event ev;
 
+			fs_wstats_add(&one, off, len);
+			ev = writes_event(&one);
+			ev.time_ns = util_now_ns();
 			queue(fs, NULL, &ev, fs_node_path(fs, n, NULL), NULL);
 			return true;
 		}
 		w->node = n;
-		w->pid = pid;
+		w->w.pid = pid;
 		w->t_first = util_now_ns();
-		w->wlo = INT64_MAX;
 		/* Appended: the list stays oldest first, so the sweeper stops at the first young.
 		 */
 		w->prev = fs->wdirty_tail;
@@ -197,13 +195,7 @@ bool fs_record_node_write(struct fs *fs, struct fs_node *n, pid_t pid, off_t off
 		fs->wdirty_tail = w;
 		n->wpend = w;
 	}
-	w->nwrites++;
-	w->wbytes += (int64_t)len;
-	if (off < w->wlo)
-		w->wlo = off;
-	if (off + (int64_t)len > w->whi)
-		w->whi = off + (int64_t)len;
-	return w->nwrites == 1;
+	return fs_wstats_add(&w->w, off, len);
 }
 
 void fs_record_sweep(struct fs *fs, int64_t min_age)
