@@ -238,6 +238,24 @@ int fs_node_move(struct fs *fs, struct fs_node *n, struct fs_node *parent, const
 	return 0;
 }
 
+/* Closes n's descriptors and frees it (already out of the tables). */
+static void node_free(struct fs *fs, struct fs_node *n)
+{
+	if (n->fd >= 0) {
+		close(n->fd);
+		fs->nupper_fds--;
+	}
+	if (n->data_fd >= 0) {
+		close(n->data_fd);
+		fs->ndata_fds--;
+	}
+	free(n->wpend); /* NULL in practice: pending writes are recorded before a node goes */
+	fs_listing_free(n->listing);
+	git_tree_free(n->lower_tree);
+	free(n->name);
+	free(n);
+}
+
 static void node_destroy(struct fs *fs, struct fs_node *n)
 {
 	struct fs_node *parent = n->parent;
@@ -248,18 +266,7 @@ static void node_destroy(struct fs *fs, struct fs_node *n)
 	fs->nnodes--;
 	if (n->in_upper_table)
 		CHAIN_REMOVE(upper_slot(fs, n->upper_dev, n->upper_ino), n, next_upper);
-	if (n->fd >= 0) {
-		close(n->fd);
-		fs->nupper_fds--;
-	}
-	if (n->data_fd >= 0) {
-		close(n->data_fd);
-		fs->ndata_fds--;
-	}
-	fs_listing_free(n->listing);
-	git_tree_free(n->lower_tree);
-	free(n->name);
-	free(n);
+	node_free(fs, n);
 	if (parent) {
 		parent->refs--;
 		fs_node_maybe_free(fs, parent);
@@ -281,15 +288,7 @@ void fs_node_free_all(struct fs *fs)
 	for (size_t i = 0; t->slots && i < t->size; i++) {
 		for (struct fs_node *n = t->slots[i], *next; n; n = next) {
 			next = n->next_ino;
-			if (n->fd >= 0)
-				close(n->fd);
-			if (n->data_fd >= 0)
-				close(n->data_fd);
-			free(n->wpend); /* recorded by fs_house_stop before this */
-			fs_listing_free(n->listing);
-			git_tree_free(n->lower_tree);
-			free(n->name);
-			free(n);
+			node_free(fs, n);
 		}
 	}
 	free(fs->by_ino.slots);

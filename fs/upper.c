@@ -124,41 +124,49 @@ int fs_upper_dir(struct fs *fs, struct fs_node *dir)
 	return attach(fs, dir, dir->parent->fd, dir->name);
 }
 
-static int copy_up_file(struct fs *fs, struct fs_node *n)
+/*
+ * An unnamed file (O_TMPFILE in dirfd) holding n's base content, mode and times: a crash
+ * while it is made leaves nothing behind.
+ */
+static int blob_tmpfile(struct fs *fs, struct fs_node *n, int dirfd, int *out)
 {
 	struct timespec times[2] = {{fs->base_time, 0}, {fs->base_time, 0}};
 	mode_t mode = n->lower_mode == GIT_FILEMODE_BLOB_EXECUTABLE ? 0755 : 0644;
-	char p[64];
-	int src = -1, tmp = -1;
+	int src = -1, tmp;
 	int rc;
 
 	rc = fs_lower_open_blob(fs, &n->lower_oid, &src);
 	if (rc < 0)
 		return rc;
-	/* An unnamed file, linked into place only once complete: a crash leaves nothing. */
-	tmp = openat(n->parent->fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
-	if (tmp < 0) {
+	tmp = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
+	rc = tmp < 0 ? -errno : util_copy_fd(tmp, src);
+	if (rc == 0 && (fchmod(tmp, mode) < 0 || futimens(tmp, times) < 0))
 		rc = -errno;
-		goto out;
+	close(src);
+	if (rc < 0) {
+		if (tmp >= 0)
+			close(tmp);
+		return rc;
 	}
-	rc = util_copy_fd(tmp, src);
-	if (rc == 0 && fchmod(tmp, mode) < 0)
-		rc = -errno;
-	if (rc == 0 && futimens(tmp, times) < 0)
-		rc = -errno;
+	*out = tmp;
+	return 0;
+}
+
+static int copy_up_file(struct fs *fs, struct fs_node *n)
+{
+	char p[64];
+	int tmp, rc;
+
+	rc = blob_tmpfile(fs, n, n->parent->fd, &tmp);
 	if (rc < 0)
-		goto out;
+		return rc;
+	/* Linked into place only once complete. */
 	proc_path(p, sizeof(p), tmp);
-	if (linkat(AT_FDCWD, p, n->parent->fd, n->name, AT_SYMLINK_FOLLOW) < 0) {
+	if (linkat(AT_FDCWD, p, n->parent->fd, n->name, AT_SYMLINK_FOLLOW) < 0)
 		rc = -errno;
-		goto out;
-	}
-	rc = attach(fs, n, n->parent->fd, n->name);
-out:
-	if (src >= 0)
-		close(src);
-	if (tmp >= 0)
-		close(tmp);
+	else
+		rc = attach(fs, n, n->parent->fd, n->name);
+	close(tmp);
 	return rc;
 }
 
@@ -169,34 +177,21 @@ out:
  */
 static int copy_up_unlinked(struct fs *fs, struct fs_node *n)
 {
-	mode_t mode = n->lower_mode == GIT_FILEMODE_BLOB_EXECUTABLE ? 0755 : 0644;
-	struct timespec times[2] = {{fs->base_time, 0}, {fs->base_time, 0}};
 	struct stat st;
-	int src = -1, tmp = -1, path = -1;
-	int rc;
+	int tmp, path, rc;
 
-	rc = fs_lower_open_blob(fs, &n->lower_oid, &src);
+	rc = blob_tmpfile(fs, n, fs->layer_fd, &tmp);
 	if (rc < 0)
 		return rc;
-	tmp = openat(fs->layer_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
-	rc = tmp < 0 ? -errno : util_copy_fd(tmp, src);
-	if (rc == 0 && (futimens(tmp, times) < 0 || fstat(tmp, &st) < 0))
-		rc = -errno;
-	if (rc == 0)
-		path = fs_upper_reopen(tmp, O_PATH);
-	if (rc == 0 && path < 0)
-		rc = path;
-	if (rc == 0) {
-		fs_node_set_upper(fs, n, path, &st);
-		n->data_fd = tmp; /* the node's data from now on: kept, over the budget or not */
-		fs->ndata_fds++;
-		tmp = -1;
-	}
-	if (src >= 0)
-		close(src);
-	if (tmp >= 0)
+	path = fstat(tmp, &st) < 0 ? -errno : fs_upper_reopen(tmp, O_PATH);
+	if (path < 0) {
 		close(tmp);
-	return rc;
+		return path;
+	}
+	fs_node_set_upper(fs, n, path, &st);
+	n->data_fd = tmp; /* the node's data from now on: kept, over the budget or not */
+	fs->ndata_fds++;
+	return 0;
 }
 
 static int copy_up_symlink(struct fs *fs, struct fs_node *n)
