@@ -296,19 +296,36 @@ static void node_io_end(struct fs *fs, struct node_io *io)
 		close(io->fd);
 }
 
+/*
+ * node_io_begin under the lock, which is released on return; on failure everything is
+ * released, on success finish with node_io_done.
+ */
+static int node_io_get(struct fs *fs, fuse_ino_t ino, bool write, struct node_io *io)
+{
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	rc = node_io_begin(fs, ino, write, io);
+	if (rc < 0)
+		node_io_end(fs, io);
+	else
+		fs_unlock(fs);
+	return rc;
+}
+
+static void node_io_done(struct fs *fs, struct node_io *io)
+{
+	pthread_mutex_lock(&fs->lock);
+	node_io_end(fs, io);
+}
+
 static void read_node(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off)
 {
 	struct fs *fs = fs_of(req);
 	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
 	struct node_io io;
-	int rc;
+	int rc = node_io_get(fs, ino, false, &io);
 
-	pthread_mutex_lock(&fs->lock);
-	rc = node_io_begin(fs, ino, false, &io);
-	if (rc == 0)
-		fs_unlock(fs);
-	else
-		node_io_end(fs, &io);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -317,8 +334,7 @@ static void read_node(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off)
 	buf.buf[0].fd = io.fd;
 	buf.buf[0].pos = off;
 	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
-	pthread_mutex_lock(&fs->lock);
-	node_io_end(fs, &io);
+	node_io_done(fs, &io);
 }
 
 static void write_node(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off)
@@ -329,16 +345,12 @@ static void write_node(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 	struct node_io io;
 	bool first = false;
 	ssize_t n;
-	int rc;
+	int rc = node_io_get(fs, ino, true, &io);
 
-	pthread_mutex_lock(&fs->lock);
-	rc = node_io_begin(fs, ino, true, &io);
 	if (rc < 0) {
-		node_io_end(fs, &io);
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	fs_unlock(fs);
 	dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 	dst.buf[0].fd = io.fd;
 	dst.buf[0].pos = off;
@@ -474,33 +486,20 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static int io_fd(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, bool write,
 		 struct node_io *io)
 {
-	struct fs *fs = fs_of(req);
 	struct fs_handle *h = handle_of(fi);
-	int rc;
 
 	if (h) {
 		*io =
 		    (struct node_io){.node = NULL, .fd = h->fd, .owned = false, .lower = h->lower};
 		return write && !h->writable ? -EBADF : 0;
 	}
-	/* On failure everything is released here; on success the caller calls io_done. */
-	pthread_mutex_lock(&fs->lock);
-	rc = node_io_begin(fs, ino, write, io);
-	if (rc < 0)
-		node_io_end(fs, io);
-	else
-		fs_unlock(fs);
-	return rc;
+	return node_io_get(fs_of(req), ino, write, io);
 }
 
 static void io_done(fuse_req_t req, struct node_io *io)
 {
-	struct fs *fs = fs_of(req);
-
-	if (!io->node && !io->owned)
-		return; /* a handle's descriptor */
-	pthread_mutex_lock(&fs->lock);
-	node_io_end(fs, io);
+	if (io->node)
+		node_io_done(fs_of(req), io); /* else a handle's descriptor: nothing to release */
 }
 
 void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
