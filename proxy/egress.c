@@ -284,13 +284,16 @@ struct flow {
 	int64_t bytes;
 };
 
-/* Moves what it can without blocking. 0, or a negative errno that ends the tunnel. */
-static int flow_step(struct flow *f)
+/* Moves what it can without blocking. 0, or a negative errno that ends the tunnel; *bad is
+ * then the descriptor that failed. */
+static int flow_step(struct flow *f, int *bad)
 {
 	for (;;) {
 		if (f->len > 0) {
 			ssize_t n = send(f->to, f->buf + f->off, f->len, MSG_NOSIGNAL);
 
+			if (n < 0 && errno != EAGAIN && errno != EINTR)
+				*bad = f->to;
 			if (n < 0)
 				return errno == EAGAIN || errno == EINTR ? 0 : -errno;
 			f->off += (size_t)n;
@@ -308,12 +311,33 @@ static int flow_step(struct flow *f)
 		{
 			ssize_t n = recv(f->from, f->buf, sizeof(f->buf), 0);
 
+			if (n < 0 && errno != EAGAIN && errno != EINTR)
+				*bad = f->from;
 			if (n < 0)
 				return errno == EAGAIN || errno == EINTR ? 0 : -errno;
 			f->off = 0;
 			f->len = (size_t)n;
 			f->eof = n == 0;
 		}
+	}
+}
+
+/*
+ * After the tunnel stopped: notices an end its source had already sent but the loop had not
+ * read yet (it sits behind at most a little data nobody will receive any more).
+ */
+static void flow_notice_end(struct flow *f)
+{
+	char sink[4096];
+
+	for (int i = 0; i < 64 && !f->eof; i++) {
+		ssize_t n = recv(f->from, sink, sizeof(sink), MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return;
+		f->eof = n == 0;
 	}
 }
 
@@ -329,16 +353,43 @@ static short flow_wants(const struct flow *f, int fd)
 }
 
 /*
+ * Why a tunnel that did not end in two clean ends ended. Once either side has closed, the
+ * connection is being taken down: a reset then (a TLS close_notify arriving at a peer that
+ * already closed, a box that exited with bytes unread, the proxy stopping because the box is
+ * gone) is how many endpoints finish, and the tunnel did its job. A reset before either end is
+ * a failure, named by the side that sent it.
+ */
+static const char *tunnel_end(struct flow *fu, struct flow *fd, int rc, int bad, int box,
+			      const char *reason)
+{
+	/* Not from a descriptor that failed: its error is spent, and it would read as an end. */
+	if (fu->from != bad)
+		flow_notice_end(fu);
+	if (fd->from != bad)
+		flow_notice_end(fd);
+	if (fu->eof || fd->eof)
+		return "allowed";
+	if (rc == -ECONNRESET || rc == -EPIPE)
+		return bad == box ? "connection reset by the box"
+				  : "connection reset by the upstream";
+	if (rc < 0)
+		return "tunnel I/O error";
+	return reason;
+}
+
+/*
  * Copies between box and upstream until both directions ended, one failed, the tunnel was
  * idle for PROXY_TUNNEL_IDLE_MS or the proxy stops. Starts with what the box sent after its
- * request head (pre[0..npre)). Returns the reason it ended.
+ * request head (pre[0..npre)). Returns the reason it ended ("allowed": it ended as a
+ * connection ends).
  */
 static const char *tunnel(struct proxy *p, int box, int up, const char *pre, size_t npre,
 			  int64_t *bytes_up, int64_t *bytes_down)
 {
 	struct flow *fu = calloc(1, sizeof(*fu)), *fd = calloc(1, sizeof(*fd));
 	const char *reason = "allowed";
-	int rc = 0;
+	int rc = 0, bad = -1;
+	bool idle = false;
 
 	if (!fu || !fd) {
 		reason = "internal error";
@@ -349,16 +400,14 @@ static const char *tunnel(struct proxy *p, int box, int up, const char *pre, siz
 	fcntl(box, F_SETFL, fcntl(box, F_GETFL) | O_NONBLOCK);
 	memcpy(fu->buf, pre, npre);
 	fu->len = npre;
-	while (!(fu->shut && fd->shut)) {
+	for (;;) {
 		struct pollfd pfd[3] = {
 		    {.fd = box}, {.fd = up}, {.fd = p->wake[0], .events = POLLIN}};
 		int prc;
 
-		rc = flow_step(fu);
-		rc = rc ?: flow_step(fd);
-		if (rc < 0)
-			break;
-		if (fu->shut && fd->shut)
+		rc = flow_step(fu, &bad);
+		rc = rc ?: flow_step(fd, &bad);
+		if (rc < 0 || (fu->shut && fd->shut))
 			break;
 		pfd[0].events = flow_wants(fu, box) | flow_wants(fd, box);
 		pfd[1].events = flow_wants(fu, up) | flow_wants(fd, up);
@@ -369,7 +418,8 @@ static const char *tunnel(struct proxy *p, int box, int up, const char *pre, siz
 		do {
 			prc = poll(pfd, 3, PROXY_TUNNEL_IDLE_MS);
 		} while (prc < 0 && errno == EINTR);
-		if (prc == 0) {
+		idle = prc == 0;
+		if (idle) {
 			reason = "tunnel idle for too long";
 			break;
 		}
@@ -378,9 +428,8 @@ static const char *tunnel(struct proxy *p, int box, int up, const char *pre, siz
 			break;
 		}
 	}
-	if (rc < 0)
-		reason =
-		    rc == -ECONNRESET || rc == -EPIPE ? "connection reset" : "tunnel I/O error";
+	if (!(fu->shut && fd->shut) && !idle)
+		reason = tunnel_end(fu, fd, rc, bad, box, reason);
 out:
 	*bytes_up = fu ? fu->bytes : 0;
 	*bytes_down = fd ? fd->bytes : 0;
