@@ -411,6 +411,12 @@ static void fail_reason(CURLcode cc, struct proxy_fwd_result *res)
 	case CURLE_RECV_ERROR:
 	case CURLE_SEND_ERROR:
 	case CURLE_PARTIAL_FILE:
+	/*
+	 * A kept-alive connection the upstream closed before answering: curl would send the
+	 * request again on a new one, but the body already streamed from the box cannot be
+	 * rewound.
+	 */
+	case CURLE_SEND_FAIL_REWIND:
 		res->reason = "upstream closed the connection";
 		break;
 	case CURLE_WRITE_ERROR:
