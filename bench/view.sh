@@ -5,7 +5,8 @@
 #   sudo ARB=build/cli/arborinth bench/view.sh [--quick] [--runs N] [--files N]
 #                                              [--workspaces N] [--only LIST]
 #
-# LIST is a comma-separated subset of: create,read,write,build,scale (default: all).
+# LIST is a comma-separated subset of: create,read,write,write_ext4,build,scale (default:
+# all); write_ext4 repeats the writes on a fresh journaled ext4 in a loop image.
 # Every figure is the median of several hyperfine runs; the table gives each subject's
 # median and its ratio to the baseline measured in the same run, because these machines are
 # shared and noisy. Repositories are made with ../shared/bench/mkrepo.py and cached under
@@ -22,11 +23,11 @@ ARB=${ARB:-$SRC/build/cli/arborinth}
 RUNS=5
 FILES=50000
 NWS=100
-ONLY=create,read,write,build,scale
+ONLY=create,read,write,write_ext4,build,scale
 QUICK=0
 
 usage() {
-	sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
 	exit "${1:-0}"
 }
 
@@ -55,12 +56,12 @@ die() {
 
 # Tools: say how to get them, never install them.
 missing=()
-for t in hyperfine fuse-overlayfs fusermount3 git python3 cc cmake ninja; do
+for t in hyperfine fuse-overlayfs fusermount3 git python3 cc cmake ninja mkfs.ext4; do
 	command -v "$t" >/dev/null || missing+=("$t")
 done
 if [ ${#missing[@]} -gt 0 ]; then
 	pkgs=$(printf '%s\n' "${missing[@]}" | sed -e 's/^fusermount3$/fuse3/' -e 's/^cc$/gcc/' \
-		-e 's/^ninja$/ninja-build/' | sort -u | tr '\n' ' ')
+		-e 's/^ninja$/ninja-build/' -e 's/^mkfs.ext4$/e2fsprogs/' | sort -u | tr '\n' ' ')
 	die "missing: ${missing[*]}; install with: apt-get install $pkgs"
 fi
 [ "$(id -u)" = 0 ] || die "run as root (cold-cache runs drop the page cache)"
@@ -95,6 +96,7 @@ cleanup() {
 	git -C "$NATIVE" worktree remove --force "$WORK/wt" >/dev/null 2>&1
 	git -C "$NATIVE" worktree prune >/dev/null 2>&1
 	rm -rf "$WORK/clone" "$WORK/wt" "$NATIVE/storm" "$NATIVE/seq.bin" "$OVL/upper" "$OVL/work"
+	ext4_away
 	exit $rc
 }
 trap cleanup EXIT
@@ -292,34 +294,68 @@ remount_without_audit() {
 	die "could not remount $1 without the audit"
 }
 
-bench_write() {
-	local v q storm="$WORK/bin/storm"
+# The writes, in workspaces of $REPO against NATIVE_DIR; TAG ends each title.
+write_suite() { # NATIVE_DIR TAG
+	local nat=$1 tag=$2 v q storm="$WORK/bin/storm"
 	cc -O2 -o "$storm" "$HERE/storm.c"
 	ws_create bench-w
 	ws_create bench-q
 	remount_without_audit bench-q
 	v="$(ws_dir bench-w)/workdir"
 	q="$(ws_dir bench-q)/workdir"
-	measure "small-file storm (10,000 files in 100 dirs: create, rewrite, delete)" \
+	measure "small-file storm (10,000 files in 100 dirs: create, rewrite, delete)$tag" \
 		--runs "$RUNS" --warmup 1 \
-		--prepare "rm -rf $NATIVE/storm" -n native "$storm $NATIVE" \
+		--prepare "rm -rf $nat/storm" -n native "$storm $nat" \
 		--prepare "rm -rf $v/storm" -n view "$storm $v" \
 		--prepare "rm -rf $q/storm" -n "view, audit off" "$storm $q"
-	measure "1 GiB sequential write (dd bs=1M)" --runs "$RUNS" \
-		--prepare "rm -f $NATIVE/seq.bin; sync" -n native \
-		"dd if=/dev/zero of=$NATIVE/seq.bin bs=1M count=1024 status=none" \
+	measure "1 GiB sequential write (dd bs=1M)$tag" --runs "$RUNS" \
+		--prepare "rm -f $nat/seq.bin; sync" -n native \
+		"dd if=/dev/zero of=$nat/seq.bin bs=1M count=1024 status=none" \
 		--prepare "rm -f $v/seq.bin; sync" -n view \
 		"dd if=/dev/zero of=$v/seq.bin bs=1M count=1024 status=none" \
 		--prepare "rm -f $q/seq.bin; sync" -n "view, audit off" \
 		"dd if=/dev/zero of=$q/seq.bin bs=1M count=1024 status=none"
-	measure "1 GiB sequential write + fsync (dd conv=fsync)" --runs "$RUNS" \
-		--prepare "rm -f $NATIVE/seq.bin; sync" -n native \
-		"dd if=/dev/zero of=$NATIVE/seq.bin bs=1M count=1024 conv=fsync status=none" \
+	measure "1 GiB sequential write + fsync (dd conv=fsync)$tag" --runs "$RUNS" \
+		--prepare "rm -f $nat/seq.bin; sync" -n native \
+		"dd if=/dev/zero of=$nat/seq.bin bs=1M count=1024 conv=fsync status=none" \
 		--prepare "rm -f $v/seq.bin; sync" -n view \
 		"dd if=/dev/zero of=$v/seq.bin bs=1M count=1024 conv=fsync status=none"
-	rm -f "$NATIVE/seq.bin" "$v/seq.bin" "$q/seq.bin"
+	rm -rf "$nat/storm" "$nat/seq.bin" "$v/seq.bin" "$q/seq.bin"
 	arb workspace delete bench-w >/dev/null
 	arb workspace delete bench-q >/dev/null
+}
+
+bench_write() {
+	write_suite "$NATIVE" ""
+}
+
+# The same writes on a fresh ext4 made with mkfs.ext4's defaults (with a journal) in a loop
+# image, holding both the native directory and the workspaces (of a clone of $REPO that
+# shares its objects). The machine's own file system may differ: without a journal, ext4
+# skips inodes freed in the last minute when it allocates, so a storm pays for the storms
+# run before it, by placement.
+EXT4="$WORK/ext4"
+bench_write_ext4() {
+	local REPO="$EXT4/repo"
+	mkdir -p "$EXT4"
+	truncate -s 8G "$WORK/ext4.img"
+	mkfs.ext4 -q -F "$WORK/ext4.img"
+	mount -o loop "$WORK/ext4.img" "$EXT4"
+	git clone -q --shared --no-checkout "$WORK/repo-$FILES" "$REPO"
+	git -C "$REPO" config gc.auto 0
+	mkdir "$EXT4/native"
+	write_suite "$EXT4/native" " (fresh journaled ext4)"
+	ext4_away
+}
+ext4_away() {
+	if mountpoint -q "$EXT4" 2>/dev/null; then
+		for ws in bench-w bench-q; do
+			"$ARB" --workdir "$EXT4/repo" workspace delete "$ws" >/dev/null 2>&1 || true
+		done
+		umount "$EXT4" || umount -l "$EXT4"
+	fi
+	rm -f "$WORK/ext4.img"
+	rmdir "$EXT4" 2>/dev/null || true
 }
 
 build_cmd() { # DIR TARGET
@@ -402,8 +438,8 @@ make_repos
 IFS=, read -r -a parts <<<"$ONLY"
 for part in "${parts[@]}"; do
 	case "$part" in
-	create | read | write | build | scale) "bench_$part" ;;
-	*) die "unknown part '$part' (create,read,write,build,scale)" ;;
+	create | read | write | write_ext4 | build | scale) "bench_$part" ;;
+	*) die "unknown part '$part' (create,read,write,write_ext4,build,scale)" ;;
 	esac
 done
 cat "$OUT/head.md" "$ROWS" >"$OUT/results.md"
