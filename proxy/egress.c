@@ -357,7 +357,7 @@ static short flow_wants(const struct flow *f, int fd)
  * connection is being taken down: a reset then (a TLS close_notify arriving at a peer that
  * already closed, a box that exited with bytes unread, the proxy stopping because the box is
  * gone) is how many endpoints finish, and the tunnel did its job. A reset before either end is
- * a failure, named by the side that sent it.
+ * a failure, named by the side that sent it; so is any other error.
  */
 static const char *tunnel_end(struct flow *fu, struct flow *fd, int rc, int bad, int box,
 			      const char *reason)
@@ -367,7 +367,7 @@ static const char *tunnel_end(struct flow *fu, struct flow *fd, int rc, int bad,
 		flow_notice_end(fu);
 	if (fd->from != bad)
 		flow_notice_end(fd);
-	if (fu->eof || fd->eof)
+	if ((fu->eof || fd->eof) && (rc == 0 || rc == -ECONNRESET || rc == -EPIPE))
 		return "allowed";
 	if (rc == -ECONNRESET || rc == -EPIPE)
 		return bad == box ? "connection reset by the box"
