@@ -114,16 +114,19 @@ expect_status 127 "not found" -- box -- arb-no-such-command
 expect_match "cannot run arb-no-such-command" "$ERR" "not found message"
 expect_status 126 "not executable" -- box -- "$T/data/file"
 # signal_to_shell SIG: a trap in the box sees SIG sent to `arborinth shell` on the host.
+# Each signal has its own output file: the background job truncates its file only once it
+# runs, so a shared one could show the previous run's "ready" and the signal would come
+# before the box.
 signal_to_shell() {
-	local sig=$1 want=$2 rc=0
+	local sig=$1 want=$2 rc=0 out="$T/sig-$1.out"
 	"$ARB" shell w -- sh -c "trap 'echo got-$sig; exit $want' $sig; echo ready; while :; do sleep 0.1; done" \
-		>"$T/sig.out" 2>&1 &
+		>"$out" 2>&1 &
 	local pid=$!
-	for _ in $(seq 100); do grep -q ready "$T/sig.out" 2>/dev/null && break; sleep 0.05; done
+	for _ in $(seq 100); do grep -q ready "$out" 2>/dev/null && break; sleep 0.05; done
 	kill -"$sig" "$pid"
 	wait "$pid" || rc=$?
 	expect_eq "$want" "$rc" "SIG$sig forwarded: exit status"
-	expect_match "got-$sig" "$(cat "$T/sig.out")" "SIG$sig reached the command"
+	expect_match "got-$sig" "$(cat "$out")" "SIG$sig reached the command"
 }
 signal_to_shell TERM 3
 signal_to_shell HUP 4
