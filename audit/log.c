@@ -94,17 +94,6 @@ static int64_t now_ns(void)
 	return util_now_ns();
 }
 
-static void deadline_after(struct timespec *ts, int64_t ms)
-{
-	clock_gettime(CLOCK_REALTIME, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (ms % 1000) * 1000000;
-	if (ts->tv_nsec >= 1000000000) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000;
-	}
-}
-
 static void rec_free(struct rec *r)
 {
 	if (!r)
@@ -551,7 +540,7 @@ static void *writer_main(void *arg)
 		    !log->closing && !log->flushers && !log->failing) {
 			struct timespec ts;
 
-			deadline_after(&ts, GATHER_MS);
+			util_deadline(&ts, CLOCK_REALTIME, GATHER_MS);
 			pthread_cond_timedwait(&log->retry, &log->lock, &ts);
 			gathered = true;
 			continue;
@@ -611,7 +600,7 @@ static void *writer_main(void *arg)
 		{
 			struct timespec ts;
 
-			deadline_after(&ts, backoff);
+			util_deadline(&ts, CLOCK_REALTIME, backoff);
 			pthread_cond_timedwait(&log->retry, &log->lock, &ts);
 		}
 	}
@@ -726,7 +715,7 @@ int audit_log_flush(struct audit_log *log)
 	while (log->done_tickets < target || (log->gap_count && !log->closing)) {
 		struct timespec ts;
 
-		deadline_after(&ts, log->opts.close_timeout_ms);
+		util_deadline(&ts, CLOCK_REALTIME, log->opts.close_timeout_ms);
 		if (pthread_cond_timedwait(&log->done, &log->lock, &ts) == ETIMEDOUT) {
 			if (log->done_tickets == seen) {
 				rc = util_err(-ETIMEDOUT,

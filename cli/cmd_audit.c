@@ -422,13 +422,19 @@ static void note_deleted(const struct audit_opts *o, int64_t deleted_ns)
 		o->name, when);
 }
 
-/* A mounted workspace's daemon records the writes it is still coalescing (best effort). */
+/* A mounted view's daemon records the writes it is still coalescing (best effort). */
+static void sync_or_warn(const struct core_ws *ws)
+{
+	if (core_ws_audit_sync(ws) < 0)
+		fprintf(stderr, "arborinth: warning: %s\n", util_err_msg());
+}
+
 static void sync_mounted(struct core_project *p, const char *name)
 {
 	struct core_ws *ws = NULL;
 
-	if (core_ws_get(p, name, &ws) == 0 && core_ws_audit_sync(ws) < 0)
-		fprintf(stderr, "arborinth: warning: %s\n", util_err_msg());
+	if (core_ws_get(p, name, &ws) == 0)
+		sync_or_warn(ws);
 	core_ws_free(ws);
 }
 
@@ -643,8 +649,8 @@ int cli_audit_session_begin(struct audit_session **out, struct core_project *p,
 void cli_audit_session_end(const struct core_ws *ws, struct audit_session *s, int exit_status)
 {
 	/* The session's last writes may still be coalescing in the daemon: record them first. */
-	if (s && core_ws_audit_sync(ws) < 0)
-		fprintf(stderr, "arborinth: warning: %s\n", util_err_msg());
+	if (s)
+		sync_or_warn(ws);
 	if (s && audit_session_end(s, exit_status) < 0)
 		fprintf(stderr, "arborinth: warning: cannot record the end of the session: %s\n",
 			util_err_msg());

@@ -6,11 +6,10 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "fs/fs.h"
 #include <sys/stat.h>
 
 #include "audit/audit.h"
+#include "fs/fs.h"
 
 static char *strip_slash(const char *path)
 {

@@ -224,6 +224,8 @@ int fs_upper_reopen(int fd, int flags);
  * hold n->refs to use it unlocked); beyond that *owned is set and the caller closes it.
  */
 int fs_upper_data_fd(struct fs *fs, struct fs_node *n, int *out, bool *owned) ARB_MUST_CHECK;
+/* Truncates n's upper regular file (copied up already) to size, through its data descriptor. */
+int fs_upper_truncate(struct fs *fs, struct fs_node *n, off_t size) ARB_MUST_CHECK;
 
 /* lookup.c */
 /* Finds parent/name in the merged view; -ENOENT when absent. Requires fs->lock. */

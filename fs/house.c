@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #define SWEEP_AGE_NS 1000000000LL /* pending writes are recorded within about this long */
-#define PERIOD_NS    250000000L
+#define PERIOD_MS    250
 #define TRIM_BATCH   4096 /* notifications per pass, at most */
 
 struct victim {
@@ -133,12 +133,7 @@ static void *house_main(void *arg)
 
 	pthread_mutex_lock(&fs->lock);
 	while (!fs->stopping) {
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_nsec += PERIOD_NS;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
+		util_deadline(&until, CLOCK_MONOTONIC, PERIOD_MS);
 		(void)pthread_cond_timedwait(&fs->house_cv, &fs->lock, &until);
 		if (fs->stopping)
 			break;
@@ -195,8 +190,7 @@ void fs_house_stop(struct fs *fs)
 	 * request nobody will answer now. Then the thread is left there (it holds no lock) and
 	 * the daemon exits without freeing what that thread could still touch.
 	 */
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += 5;
+	util_deadline(&until, CLOCK_REALTIME, 5000);
 	if (pthread_timedjoin_np(fs->house, NULL, &until) != 0) {
 		fs->house_stuck = true;
 		fprintf(stderr, "arborinth-fs: housekeeping thread stuck in a notification; "

@@ -147,22 +147,14 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
  */
 static int open_nohandle(struct fs *fs, struct fs_node *n, int flags)
 {
-	bool owned;
-	int fd, rc;
+	int rc;
 
 	if (S_ISDIR(n->type))
 		return -EISDIR;
 	if (!(flags & O_TRUNC))
 		return 0;
 	rc = fs_upper_copy_up(fs, n);
-	if (rc == 0)
-		rc = fs_upper_data_fd(fs, n, &fd, &owned);
-	if (rc < 0)
-		return rc;
-	rc = ftruncate(fd, 0) < 0 ? -errno : 0;
-	if (owned)
-		close(fd);
-	return rc;
+	return rc < 0 ? rc : fs_upper_truncate(fs, n, 0);
 }
 
 static int do_create(struct fs *fs, struct fs_node *p, const char *name, mode_t mode,

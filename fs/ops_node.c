@@ -106,18 +106,10 @@ static int set_times(struct fs_node *n, const struct stat *attr, int to_set)
 static int set_size(struct fs *fs, struct fs_node *n, off_t size, struct fuse_file_info *fi)
 {
 	struct fs_handle *h = fi ? (struct fs_handle *)(uintptr_t)fi->fh : NULL;
-	bool owned;
-	int fd, rc;
 
 	if (h && h->writable && !h->lower)
 		return ftruncate(h->fd, size) < 0 ? -errno : 0;
-	rc = fs_upper_data_fd(fs, n, &fd, &owned);
-	if (rc < 0)
-		return rc;
-	rc = ftruncate(fd, size) < 0 ? -errno : 0;
-	if (owned)
-		close(fd);
-	return rc;
+	return fs_upper_truncate(fs, n, size);
 }
 
 static int do_setattr(struct fs *fs, struct fs_node *n, struct stat *attr, int to_set,

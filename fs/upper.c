@@ -53,6 +53,14 @@ static int reopen_owned(int pathfd, int flags)
 	return fd;
 }
 
+/* Keeps fd on n as its data descriptor, counted against FS_DATA_FDS_MAX. */
+static void keep_data_fd(struct fs *fs, struct fs_node *n, int fd)
+{
+	n->data_fd = fd;
+	fs->ndata_fds++;
+	fs_house_fds_changed(fs);
+}
+
 int fs_upper_data_fd(struct fs *fs, struct fs_node *n, int *out, bool *owned)
 {
 	int fd;
@@ -71,15 +79,26 @@ int fs_upper_data_fd(struct fs *fs, struct fs_node *n, int *out, bool *owned)
 		fd = reopen_owned(n->fd, O_RDWR);
 	if (fd < 0)
 		return fd;
-	if (fs->ndata_fds >= FS_DATA_FDS_MAX) {
+	if (fs->ndata_fds >= FS_DATA_FDS_MAX)
 		*owned = true; /* over the budget: the caller closes it after this request */
-	} else {
-		n->data_fd = fd;
-		fs->ndata_fds++;
-		fs_house_fds_changed(fs);
-	}
+	else
+		keep_data_fd(fs, n, fd);
 	*out = fd;
 	return 0;
+}
+
+int fs_upper_truncate(struct fs *fs, struct fs_node *n, off_t size)
+{
+	bool owned;
+	int fd, rc;
+
+	rc = fs_upper_data_fd(fs, n, &fd, &owned);
+	if (rc < 0)
+		return rc;
+	rc = ftruncate(fd, size) < 0 ? -errno : 0;
+	if (owned)
+		close(fd);
+	return rc;
 }
 
 bool fs_upper_is_whiteout(const struct stat *st)
@@ -189,8 +208,7 @@ static int copy_up_unlinked(struct fs *fs, struct fs_node *n)
 		return path;
 	}
 	fs_node_set_upper(fs, n, path, &st);
-	n->data_fd = tmp; /* the node's data from now on: kept, over the budget or not */
-	fs->ndata_fds++;
+	keep_data_fd(fs, n, tmp); /* the node's data from now on: kept, over the budget or not */
 	return 0;
 }
 

@@ -14,6 +14,17 @@ int64_t util_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+void util_deadline(struct timespec *ts, clockid_t clock, int64_t ms)
+{
+	clock_gettime(clock, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (ms % 1000) * 1000000;
+	if (ts->tv_nsec >= 1000000000) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000;
+	}
+}
+
 void util_time_format(char *buf, size_t size, int64_t ns, bool iso)
 {
 	time_t t = (time_t)(ns / 1000000000LL);

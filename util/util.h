@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #define ARB_MUST_CHECK	 __attribute__((warn_unused_result))
 #define ARB_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -56,6 +57,8 @@ int util_copy_fd(int dst, int src) ARB_MUST_CHECK;
 int util_write_all(int fd, const void *buf, size_t len) ARB_MUST_CHECK;
 
 int64_t util_now_ns(void);
+/* *ts = now on clock plus ms milliseconds: an absolute deadline for timed waits. */
+void util_deadline(struct timespec *ts, clockid_t clock, int64_t ms);
 /* Formats ns since the epoch as local "YYYY-MM-DD HH:MM:SS" (or ISO 8601 UTC when iso). */
 void util_time_format(char *buf, size_t size, int64_t ns, bool iso);
 
