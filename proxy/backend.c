@@ -39,6 +39,7 @@ void proxy_backend_free(struct proxy_backend *b)
 {
 	if (!b)
 		return;
+	proxy_login_free(b->login);
 	for (size_t i = 0; i < b->n_rules; i++)
 		free(b->rules[i].path);
 	if (b->credential) {
@@ -392,19 +393,31 @@ struct proxy_backend *proxy_backend_by_port(struct proxy_backend *const *b, size
 	return NULL;
 }
 
-int proxy_backend_auth_header(const struct proxy_backend *b, const char **name, char **value)
+void proxy_backend_set_login(struct proxy_backend *b, struct proxy_login *l)
 {
-	bool bearer = b->auth == PROXY_AUTH_BEARER;
+	proxy_login_free(b->login);
+	b->login = l;
+}
+
+struct proxy_login *proxy_backend_login(const struct proxy_backend *b)
+{
+	return b->login;
+}
+
+int proxy_backend_auth_header(const struct proxy_backend *b, const char *cred, const char **name,
+			      char **value)
+{
+	bool bearer = b->auth == PROXY_AUTH_BEARER || b->login;
 
 	/* Anthropic OAuth tokens (sk-ant-oat...) go in Authorization, API keys in x-api-key. */
-	if (b->auth == PROXY_AUTH_AUTO_ANTHROPIC)
-		bearer = util_str_has_prefix(b->credential, "sk-ant-oat");
+	if (b->auth == PROXY_AUTH_AUTO_ANTHROPIC && !b->login)
+		bearer = util_str_has_prefix(cred, "sk-ant-oat");
 	if (bearer) {
 		*name = "Authorization";
-		*value = util_asprintf("Bearer %s", b->credential);
+		*value = util_asprintf("Bearer %s", cred);
 	} else {
 		*name = b->auth == PROXY_AUTH_HEADER ? b->auth_header : "x-api-key";
-		*value = strdup(b->credential);
+		*value = strdup(cred);
 	}
 	return *value ? 0 : util_err(-ENOMEM, "out of memory");
 }

@@ -192,6 +192,51 @@ static void record(struct proxy *p, const struct proxy_req *r, const struct prox
 	proxy_record_emit(p, &rec);
 }
 
+#define LOCAL_BODY_MAX (16 * 1024)
+
+/* A login refresh from the box: read the (small) body and answer with placeholders. */
+static void answer_local(struct proxy_conn *c, struct proxy_req *r, const struct proxy_verdict *v,
+			 struct proxy_fwd_result *res)
+{
+	char *body = malloc(LOCAL_BODY_MAX + 1), *json = NULL, head[256];
+	size_t len = 0;
+	ssize_t n = 1;
+	int status = 0, hl;
+
+	res->status = 0;
+	res->reason = "box closed the connection";
+	if (proxy_req_header(r, "expect", NULL) &&
+	    proxy_send_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
+		goto out;
+	while (body && n > 0 && len < LOCAL_BODY_MAX) {
+		n = proxy_conn_read_body(c, r, body + len, LOCAL_BODY_MAX - len);
+		len += n > 0 ? (size_t)n : 0;
+	}
+	if (!body || n < 0 || !r->message_done) {
+		if (body && (n == -EBADMSG || len >= LOCAL_BODY_MAX))
+			res->status =
+			    proxy_send_error(c->fd, 400, "malformed request body") == 0 ? 400 : 0;
+		goto out;
+	}
+	res->bytes_up = (int64_t)len;
+	if (proxy_login_box_answer(v->backend, body, len, &status, &json) < 0)
+		goto out;
+	hl = snprintf(head, sizeof(head),
+		      "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: "
+		      "%zu\r\nCache-Control: no-store\r\n\r\n",
+		      status, http_status_str((enum http_status)status), strlen(json));
+	if (proxy_send_all(c->fd, head, (size_t)hl) == 0 &&
+	    proxy_send_all(c->fd, json, strlen(json)) == 0) {
+		res->status = status;
+		res->bytes_down = (int64_t)strlen(json);
+		res->reason = status == 200 ? v->reason : "refused: not this box's refresh token";
+		res->keep_alive = r->keep_alive;
+	}
+out:
+	free(json);
+	free(body);
+}
+
 void proxy_conn_serve(struct proxy *p, int fd)
 {
 	struct proxy_conn *c = calloc(1, sizeof(*c));
@@ -220,6 +265,13 @@ void proxy_conn_serve(struct proxy *p, int fd)
 
 			record(p, r, v, t0, sent == 0 ? v->status : 0, NULL, v->reason);
 			break;
+		}
+		if (v->local) {
+			answer_local(c, r, v, &res);
+			record(p, r, v, t0, res.status, &res, res.reason);
+			if (!res.keep_alive)
+				break;
+			continue;
 		}
 		/* A request without a body is complete now: the parser consumes its last LF,
 		 * so a pipelined or keep-alive next request starts clean. */

@@ -153,10 +153,11 @@ static bool check_credential(const struct proxy_req *r, const struct proxy_backe
 void proxy_policy_check(const struct proxy_req *r, struct proxy_backend *const *backends, size_t n,
 			struct proxy_verdict *v)
 {
-	const char *method;
+	const char *method, *local;
 
 	v->status = 500;
 	v->reason = "internal error";
+	v->local = false;
 	v->backend = NULL;
 	v->path[0] = '\0';
 	if (r->bad) {
@@ -183,8 +184,21 @@ void proxy_policy_check(const struct proxy_req *r, struct proxy_backend *const *
 		deny(v, 400, "protocol upgrades are not allowed");
 		return;
 	}
-	if (!check_host(r, backends, n, v) || !check_framing(r, v) ||
-	    !check_rules(v->backend, method, v) || !check_credential(r, v->backend, v))
+	if (!check_host(r, backends, n, v) || !check_framing(r, v))
+		return;
+	/* A login's refresh from the box: answered by the proxy, never forwarded. */
+	local = proxy_login_local_path(v->backend->login);
+	if (local && !strcmp(v->path, local)) {
+		if (strcmp(method, "POST") != 0) {
+			deny(v, 405, "method not allowed for this path");
+			return;
+		}
+		v->local = true;
+		v->status = 0;
+		v->reason = "answered by the proxy (login refresh)";
+		return;
+	}
+	if (!check_rules(v->backend, method, v) || !check_credential(r, v->backend, v))
 		return;
 	v->status = 0;
 	v->reason = "allowed";

@@ -52,6 +52,62 @@ int proxy_backend_set(struct proxy_backend *b, const char *key, const char *valu
 const char *proxy_backend_name(const struct proxy_backend *b);
 uint16_t proxy_backend_port(const struct proxy_backend *b);
 
+/* ---- logins (OAuth tokens kept on the host) -------------------------------------------- */
+
+/* Refresh when the access token has less than this left. */
+#define PROXY_LOGIN_MARGIN_MS (5 * 60 * 1000)
+
+enum proxy_login_kind {
+	PROXY_LOGIN_CLAUDE, /* Claude Code: .credentials.json, {"claudeAiOauth": {...}} */
+	PROXY_LOGIN_CODEX,  /* Codex with a ChatGPT login: auth.json, {"tokens": {...}} */
+};
+
+struct proxy;
+struct proxy_login;
+
+/*
+ * Opens the host's login file at path and checks it holds a login. Errors name the file and
+ * the command that makes a login: -ENOENT missing, -EACCES (or another errno) unreadable,
+ * -EINVAL malformed. token_url: where refreshes go (NULL: the client's own endpoint; https,
+ * or http to loopback); ca_file: CAs to trust for it (NULL: the system's). The file is read
+ * again whenever it changes, so the host's own client may refresh it too. Caller frees with
+ * proxy_login_free(), or hands it to a backend (proxy_backend_set_login).
+ */
+int proxy_login_open(struct proxy_login **out, enum proxy_login_kind kind, const char *path,
+		     const char *token_url, const char *ca_file) ARB_MUST_CHECK;
+void proxy_login_free(struct proxy_login *l);
+/*
+ * Makes sure the access token has PROXY_LOGIN_MARGIN_MS left, refreshing it on the host when
+ * not: under an exclusive lock on the file shared by every process (another one's refresh is
+ * taken instead of making a second), with the new tokens written back atomically with the
+ * file's mode and owner. -EKEYEXPIRED (refused, or no refresh token) or -EHOSTUNREACH with a
+ * message naming the file and the fix. Thread-safe.
+ */
+int proxy_login_ensure(struct proxy_login *l) ARB_MUST_CHECK;
+/* Current access token (and account id, when account is not NULL and the login has one), fresh
+ * as by proxy_login_ensure. Caller frees both (secrets: clear them). Thread-safe. */
+int proxy_login_current(struct proxy_login *l, char **access, char **account) ARB_MUST_CHECK;
+/* The upstream refused access: the next use refreshes (unless the file changed meanwhile). */
+void proxy_login_refused(struct proxy_login *l, const char *access);
+/* Refreshes this process made (for tests). */
+unsigned proxy_login_refreshes(struct proxy_login *l);
+/* Borrowed: the host file (symlinks resolved), and "Claude Code subscription", ... */
+const char *proxy_login_path(const struct proxy_login *l);
+const char *proxy_login_title(const struct proxy_login *l);
+/*
+ * The backend sends l's access token upstream (Authorization: Bearer, and the account
+ * header where the login has one) instead of a key, and answers the box's refresh requests
+ * itself. b owns l from then on.
+ */
+void proxy_backend_set_login(struct proxy_backend *b, struct proxy_login *l);
+/* Borrowed: b's login, or NULL. */
+struct proxy_login *proxy_backend_login(const struct proxy_backend *b);
+/*
+ * The box's own login file for backend `name`: the host file's non-secret fields, and this
+ * proxy's placeholders for every token, valid for a year. Caller frees *out.
+ */
+int proxy_login_box_file(const struct proxy *p, const char *backend, char **out) ARB_MUST_CHECK;
+
 /* ---- allowed hosts (--allow-host) ----------------------------------------------------- */
 
 /* The in-box port of the --allow-host proxy (HTTPS_PROXY=http://127.0.0.1:PORT). */

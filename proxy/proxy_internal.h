@@ -41,8 +41,9 @@ struct proxy_backend {
 	struct proxy_rule rules[PROXY_RULES_MAX];
 	size_t n_rules;
 	bool builtin;
+	struct proxy_login *login; /* a login instead of a key, or NULL */
 	/* Filled by proxy_new(). */
-	char *credential; /* the real key; host memory only */
+	char *credential; /* the real key; host memory only (NULL with a login) */
 	char placeholder[PROXY_PLACEHOLDER_LEN + 1];
 };
 
@@ -88,6 +89,7 @@ struct proxy_verdict {
 	int status; /* 0: allowed */
 	const char *reason;
 	struct proxy_backend *backend; /* matched backend (also on some refusals), else NULL */
+	bool local;		       /* a login refresh the proxy answers itself */
 	char path[PROXY_TARGET_MAX];   /* the target's path (no query), for records */
 };
 
@@ -104,9 +106,16 @@ struct proxy_backend *proxy_backend_by_port(struct proxy_backend *const *b, size
 					    uint16_t port);
 int proxy_backend_load_credential(struct proxy_backend *b) ARB_MUST_CHECK;
 int proxy_placeholder_make(char *out, size_t size, const char *name) ARB_MUST_CHECK;
-/* The header name and value the upstream receives the credential in; value malloc'd. */
-int proxy_backend_auth_header(const struct proxy_backend *b, const char **name,
+/* The header name and value the upstream receives credential cred in; value malloc'd. */
+int proxy_backend_auth_header(const struct proxy_backend *b, const char *cred, const char **name,
 			      char **value) ARB_MUST_CHECK;
+/* The login's path the box's refresh requests use, or NULL; the header carrying the account. */
+const char *proxy_login_local_path(const struct proxy_login *l);
+const char *proxy_login_account_header(const struct proxy_login *l);
+/* The answer to the box's refresh request body: 200 with placeholders for this box's own
+ * refresh placeholder, else 400 invalid_grant. *json malloc'd. */
+int proxy_login_box_answer(const struct proxy_backend *b, const char *body, size_t len, int *status,
+			   char **json) ARB_MUST_CHECK;
 
 /* ---- redaction ------------------------------------------------------------------------------ */
 

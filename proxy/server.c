@@ -242,7 +242,8 @@ int proxy_new(struct proxy **out, const struct proxy_config *cfg)
 	for (size_t i = 0; i < cfg->n_backends; i++) {
 		struct proxy_backend *b = cfg->backends[i];
 
-		rc = proxy_backend_load_credential(b);
+		/* A login is checked (and refreshed when it has expired) before the box starts. */
+		rc = b->login ? proxy_login_ensure(b->login) : proxy_backend_load_credential(b);
 		rc = rc ?: proxy_placeholder_make(b->placeholder, sizeof(b->placeholder), b->name);
 		if (rc < 0)
 			goto fail;

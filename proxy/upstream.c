@@ -37,6 +37,8 @@ struct fwd {
 	bool head_overflow, head_sent, no_body, chunked, close_after, has_cl;
 	int64_t cl, bytes_down;
 	struct proxy_redact rd;
+	/* This request's credential (a login's token as it is now) and account; secrets. */
+	char *cred, *account;
 };
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -203,7 +205,7 @@ static void header_line(struct fwd *f, char *line, size_t len)
 		f->head_overflow = true;
 		return;
 	}
-	proxy_redact_buf(f->b->credential, line, len);
+	proxy_redact_buf(f->cred, line, len);
 	memcpy(f->head + f->head_len, line, len);
 	memcpy(f->head + f->head_len + len, "\r\n", 2);
 	f->head_len += len + 2;
@@ -316,7 +318,7 @@ static int build_headers(struct fwd *f, struct curl_slist **out)
 {
 	const struct proxy_req *r = f->r;
 	struct curl_slist *l = NULL, *t;
-	const char *an;
+	const char *an, *acct = proxy_login_account_header(f->b->login);
 	char *av = NULL, *line;
 	int rc = 0;
 
@@ -324,7 +326,8 @@ static int build_headers(struct fwd *f, struct curl_slist **out)
 		const char *n = r->hdrs[i].name, *v = r->hdrs[i].value;
 
 		if (proxy_header_is_dropped(r, n) ||
-		    (f->b->auth_header && strcasecmp(n, f->b->auth_header) == 0))
+		    (f->b->auth_header && strcasecmp(n, f->b->auth_header) == 0) ||
+		    (acct && strcasecmp(n, acct) == 0))
 			continue;
 		/* "Name;" is how libcurl sends a header with an empty value. */
 		line = *v ? util_asprintf("%s: %s", n, v) : util_asprintf("%s;", n);
@@ -344,8 +347,16 @@ static int build_headers(struct fwd *f, struct curl_slist **out)
 		rc = t ? 0 : -ENOMEM;
 		l = t ? t : l;
 	}
+	/* The login's account, in place of the box's placeholder for it. */
+	if (rc == 0 && acct && f->account) {
+		line = util_asprintf("%s: %s", acct, f->account);
+		t = line ? curl_slist_append(l, line) : NULL;
+		free(line);
+		rc = t ? 0 : -ENOMEM;
+		l = t ? t : l;
+	}
 	if (rc == 0)
-		rc = proxy_backend_auth_header(f->b, &an, &av);
+		rc = proxy_backend_auth_header(f->b, f->cred, &an, &av);
 	if (rc == 0) {
 		line = util_asprintf("%s: %s", an, av);
 		t = line ? curl_slist_append(l, line) : NULL;
@@ -468,6 +479,13 @@ static void finish(struct fwd *f, CURLcode cc, struct proxy_fwd_result *res)
 	res->bytes_down = f->bytes_down;
 }
 
+static void secret_free(char *s)
+{
+	if (s)
+		explicit_bzero(s, strlen(s));
+	free(s);
+}
+
 void proxy_upstream_forward(struct proxy_conn *c, struct proxy_req *r,
 			    const struct proxy_verdict *v, struct proxy_fwd_result *res)
 {
@@ -491,7 +509,18 @@ void proxy_upstream_forward(struct proxy_conn *c, struct proxy_req *r,
 	f->head_req = strcmp(method, "HEAD") == 0;
 	f->client_keep = r->keep_alive;
 	f->client_11 = r->parser.http_minor >= 1;
-	proxy_redact_init(&f->rd, f->b->credential);
+	if (f->b->login && proxy_login_current(f->b->login, &f->cred, &f->account) < 0) {
+		/* The message names the file and the fix; it holds no secret. */
+		res->status = proxy_send_error(c->fd, 401, util_err_msg()) == 0 ? 401 : 0;
+		res->reason = "the host's login could not be refreshed";
+		cc = CURLE_OK;
+		goto out;
+	}
+	if (!f->b->login)
+		f->cred = strdup(f->b->credential);
+	if (!f->cred)
+		goto out;
+	proxy_redact_init(&f->rd, f->cred);
 	url = util_asprintf("%s%s", f->b->url, r->target);
 	if (!url || build_headers(f, &hdrs) < 0)
 		goto out;
@@ -526,6 +555,8 @@ void proxy_upstream_forward(struct proxy_conn *c, struct proxy_req *r,
 	/* The header list holds the credential; libcurl keeps only a pointer to it. */
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, NULL);
 	finish(f, cc, res);
+	if (f->b->login && f->status == 401)
+		proxy_login_refused(f->b->login, f->cred);
 out:
 	if (cc == CURLE_OUT_OF_MEMORY && !res->reason) {
 		res->status = proxy_send_error(c->fd, 500, "internal error") == 0 ? 500 : 0;
@@ -535,7 +566,10 @@ out:
 		explicit_bzero(s->data, strlen(s->data));
 	curl_slist_free_all(hdrs);
 	free(url);
-	if (f)
+	if (f) {
 		proxy_redact_free(&f->rd);
+		secret_free(f->cred);
+		secret_free(f->account);
+	}
 	free(f);
 }

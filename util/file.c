@@ -3,7 +3,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <sys/random.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,6 +191,40 @@ out:
 	}
 	free(tmp);
 	return rc;
+}
+
+int util_write_file_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+		       uid_t uid, gid_t gid)
+{
+	unsigned char rnd[6];
+	char tmp[NAME_MAX + 1];
+	int fd = -1, rc, n;
+
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return util_err(-EIO, "cannot write %s: no random bytes", name);
+	n = snprintf(tmp, sizeof(tmp), ".%.200s.arb-%02x%02x%02x%02x%02x%02x", name, rnd[0], rnd[1],
+		     rnd[2], rnd[3], rnd[4], rnd[5]);
+	if (n < 0 || (size_t)n >= sizeof(tmp) || strchr(name, '/'))
+		return util_err(-EINVAL, "cannot write %s: bad name", name);
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return util_err(-errno, "cannot write %s: %s", name, strerror(errno));
+	rc = fchmod(fd, mode) < 0 ? -errno : 0;
+	if (rc == 0 && uid != (uid_t)-1 && fchown(fd, uid, gid) < 0)
+		rc = -errno;
+	rc = rc ?: util_write_all(fd, data, len);
+	if (rc == 0 && fsync(fd) < 0)
+		rc = -errno;
+	if (close(fd) < 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
+		rc = -errno;
+	if (rc < 0) {
+		unlinkat(dirfd, tmp, 0);
+		return util_err(rc, "cannot write %s: %s", name, strerror(-rc));
+	}
+	fsync(dirfd);
+	return 0;
 }
 
 int util_append_line_once(const char *path, const char *line)

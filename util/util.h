@@ -46,6 +46,14 @@ int util_rm_rf(const char *path);
 int util_read_file(const char *path, char **out, size_t *len) ARB_MUST_CHECK;
 /* Writes path atomically: a temporary file in the same directory, fsync, rename. */
 int util_write_file(const char *path, const void *data, size_t len, mode_t mode) ARB_MUST_CHECK;
+/*
+ * Writes dirfd/name atomically without following a symlink anywhere: a new temporary file
+ * (O_EXCL, random name) in dirfd with exactly `mode` (not masked), owned by uid:gid when
+ * uid is not -1 (and the caller may chown), fsync, renameat over name (a symlink at name is
+ * replaced, never followed), fsync of the directory.
+ */
+int util_write_file_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+		       uid_t uid, gid_t gid) ARB_MUST_CHECK;
 /* Appends `line` + '\n' to path unless a line equal to it is already there. */
 int util_append_line_once(const char *path, const char *line) ARB_MUST_CHECK;
 /*

@@ -12,10 +12,22 @@ JSON line: method, path, headers (lower-case names), and the JSON body when ther
   POST /v1/responses              OpenAI Responses: TEXT, streamed as events when "stream"
   POST /v1/chat/completions       OpenAI chat completions: TEXT (streamed when "stream")
   GET  /v1/models                 a list with one model per family
+  POST /v1/oauth/token, /oauth/token
+                                  with --oauth: the OAuth refresh grant (Claude Code's and
+                                  Codex's token endpoints): each refresh token works once,
+                                  answers a new access and refresh token (Codex: JWTs with
+                                  exp and account claims), valid for --oauth-expires-in s
+  POST .../responses              also under other prefixes (ChatGPT's /backend-api/codex)
 Anything else: 404 with a JSON error.
+
+With --oauth ACCESS,REFRESH (repeatable), a model call with `Authorization: Bearer T` is
+answered only when T is an access token this server issued (or was seeded with) and has not
+expired; else 401. /oauth-state (GET) returns the valid and spent tokens and the refreshes.
 """
+import base64
 import argparse
 import json
+import os
 import sys
 import threading
 import time
@@ -24,6 +36,36 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 LOCK = threading.Lock()
 LOG = None
 REPLY = ""
+OAUTH = None  # {"access": {token: expiry}, "refresh": set, "spent": set, "refreshes": n}
+EXPIRES_IN = 3600
+
+
+def b64(obj):
+    return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
+
+
+def jwt(claims):
+    return b64({"alg": "RS256", "typ": "JWT"}) + "." + b64(claims) + ".c2lnbmF0dXJl"
+
+
+def issue(kind):
+    """A new access/refresh pair (under LOCK)."""
+    n = OAUTH["refreshes"]
+    exp = time.time() + EXPIRES_IN
+    if kind == "codex":
+        acct = {"chatgpt_account_id": "acct-REAL-0001", "chatgpt_plan_type": "pro"}
+        access = jwt({"exp": int(exp), "https://api.openai.com/auth": acct, "n": n})
+        out = {"access_token": access, "refresh_token": "rt-REAL-codex-%d-%s" % (
+            n, os.urandom(6).hex()), "id_token": jwt({
+                "exp": int(exp), "email": "dev@example.com",
+                "https://api.openai.com/auth": acct})}
+    else:
+        access = "sk-ant-oat01-REAL-%d-%s" % (n, os.urandom(6).hex())
+        out = {"access_token": access, "refresh_token": "sk-ant-ort01-REAL-%d-%s" % (
+            n, os.urandom(6).hex()), "expires_in": EXPIRES_IN, "token_type": "Bearer"}
+    OAUTH["access"][access] = exp
+    OAUTH["refresh"].add(out["refresh_token"])
+    return out
 
 
 def log(entry):
@@ -91,11 +133,22 @@ class Handler(BaseHTTPRequestHandler):
              "time": time.time()})
         stream = isinstance(body, dict) and bool(body.get("stream"))
         model = body.get("model", "fake-model") if isinstance(body, dict) else "fake-model"
+        if OAUTH is not None and self.command == "GET" and path == "/oauth-state":
+            with LOCK:
+                return self.send_json(200, {"access": sorted(OAUTH["access"]),
+                                            "refresh": sorted(OAUTH["refresh"]),
+                                            "spent": sorted(OAUTH["spent"]),
+                                            "refreshes": OAUTH["refreshes"]})
+        if self.command == "POST" and path in ("/v1/oauth/token", "/oauth/token"):
+            return self.token(path, body)
+        if OAUTH is not None and not self.authorized():
+            return self.send_json(401, {"type": "error", "error": {
+                "type": "authentication_error", "message": "OAuth token has expired"}})
         if self.command == "POST" and path == "/v1/messages":
             return self.anthropic(model, stream)
         if self.command == "POST" and path == "/v1/messages/count_tokens":
             return self.send_json(200, {"input_tokens": 12})
-        if self.command == "POST" and path == "/v1/responses":
+        if self.command == "POST" and path.endswith("/responses"):
             return self.openai_responses(model, stream)
         if self.command == "POST" and path == "/v1/chat/completions":
             return self.chat(model, stream)
@@ -109,6 +162,31 @@ class Handler(BaseHTTPRequestHandler):
                                                         "message": "no such path " + path}})
 
     do_GET = do_POST = do_PUT = do_DELETE = handle_any
+
+    def authorized(self):
+        auth = self.headers.get("Authorization", "")
+        if not auth.startswith("Bearer "):
+            return True  # an API key: not this fake's business
+        with LOCK:
+            exp = OAUTH["access"].get(auth[7:])
+        return exp is not None and exp > time.time()
+
+    def token(self, path, body):
+        if OAUTH is None:
+            return self.send_json(404, {"error": "not_found"})
+        time.sleep(0.2)  # a real endpoint is slow: widens any race between refreshers
+        rt = body.get("refresh_token") if isinstance(body, dict) else None
+        with LOCK:
+            if body.get("grant_type") != "refresh_token" or rt not in OAUTH["refresh"]:
+                if rt in OAUTH["spent"]:
+                    OAUTH["reused"] = OAUTH.get("reused", 0) + 1
+                return self.send_json(400, {"error": "invalid_grant",
+                                            "error_description": "refresh token not valid"})
+            OAUTH["refresh"].discard(rt)
+            OAUTH["spent"].add(rt)
+            OAUTH["refreshes"] += 1
+            out = issue("codex" if path == "/oauth/token" else "claude")
+        self.send_json(200, out)
 
     def anthropic(self, model, stream):
         usage = {"input_tokens": 12, "output_tokens": 7, "cache_creation_input_tokens": 0,
@@ -194,13 +272,23 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    global LOG, REPLY
+    global LOG, REPLY, OAUTH, EXPIRES_IN
     ap = argparse.ArgumentParser()
     ap.add_argument("--log", required=True)
     ap.add_argument("--reply", required=True)
+    ap.add_argument("--oauth", action="append", default=[],
+                    help="ACCESS,REFRESH[,EXPIRY_EPOCH]: a login this server accepts")
+    ap.add_argument("--oauth-expires-in", type=int, default=3600)
     a = ap.parse_args()
     LOG = open(a.log, "a")
     REPLY = a.reply
+    EXPIRES_IN = a.oauth_expires_in
+    if a.oauth:
+        OAUTH = {"access": {}, "refresh": set(), "spent": set(), "refreshes": 0}
+        for seed in a.oauth:
+            parts = seed.split(",")
+            OAUTH["access"][parts[0]] = float(parts[2]) if len(parts) > 2 else time.time() + 3600
+            OAUTH["refresh"].add(parts[1])
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
     print(srv.server_address[1], flush=True)

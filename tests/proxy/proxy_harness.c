@@ -3,9 +3,12 @@
  * host for integration tests and benchmarks, until SIGTERM/SIGINT.
  *
  *   proxy_harness --socket PATH [--relay] [--records FILE] [--max-conns N] --backend SPEC...
+ *                 [--login BACKEND=claude|codex:FILE[@TOKEN_URL]]...
  *
- * Prints one JSON line when ready: {"env": [...], "placeholders": {...}, "ports": [...]}.
- * With --records, appends one JSON line per finished request (the observer's record).
+ * Prints one JSON line when ready: {"env": [...], "placeholders": {...}, "ports": [...],
+ * "login_files": {backend: the box's login file}}; on SIGTERM, before exiting, one more:
+ * {"refreshes": {backend: N}}. With --records, appends one JSON line per finished request
+ * (the observer's record).
  */
 #include <errno.h>
 #include <jansson.h>
@@ -35,6 +38,38 @@ static void observe(void *ctx, const struct proxy_record *r)
 	fflush(f);
 	pthread_mutex_unlock(&rec_lock);
 	json_decref(o);
+}
+
+/* BACKEND=KIND:FILE[@TOKEN_URL] on an already given --backend. */
+static int login_arg(struct proxy_backend **b, size_t nb, const char *arg)
+{
+	char *copy = strdup(arg), *eq = copy ? strchr(copy, '=') : NULL, *colon, *at;
+	struct proxy_login *l = NULL;
+	int rc = 1;
+
+	colon = eq ? strchr(eq, ':') : NULL;
+	if (!colon) {
+		free(copy);
+		return util_err(-EINVAL, "--login wants BACKEND=KIND:FILE[@URL]");
+	}
+	*eq = *colon = '\0';
+	at = strchr(colon + 1, '@');
+	if (at)
+		*at++ = '\0';
+	for (size_t i = 0; i < nb; i++) {
+		if (strcmp(proxy_backend_name(b[i]), copy))
+			continue;
+		rc = proxy_login_open(
+		    &l, strcmp(eq + 1, "codex") ? PROXY_LOGIN_CLAUDE : PROXY_LOGIN_CODEX, colon + 1,
+		    at, NULL);
+		if (rc == 0)
+			proxy_backend_set_login(b[i], l);
+		break;
+	}
+	if (rc == 1)
+		rc = util_err(-EINVAL, "--login %s: no such --backend before it", arg);
+	free(copy);
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -79,6 +114,11 @@ int main(int argc, char **argv)
 			}
 			cfg.observer = observe;
 			cfg.observer_ctx = records;
+		} else if (!strcmp(a, "--login")) {
+			if (login_arg(b, nb, v) < 0) {
+				fprintf(stderr, "proxy_harness: %s\n", util_err_msg());
+				return 1;
+			}
 		} else if (!strcmp(a, "--backend") && nb < 16) {
 			if (proxy_backend_parse(&b[nb], v) < 0) {
 				fprintf(stderr, "proxy_harness: %s\n", util_err_msg());
@@ -124,6 +164,17 @@ int main(int argc, char **argv)
 			json_object_set_new(
 			    ph, proxy_backend_name(b[i]),
 			    json_string(proxy_placeholder(p, proxy_backend_name(b[i]))));
+		json_t *lf = json_object();
+
+		for (size_t i = 0; i < nb; i++) {
+			char *text = NULL;
+
+			if (proxy_login_box_file(p, proxy_backend_name(b[i]), &text) == 0)
+				json_object_set_new(lf, proxy_backend_name(b[i]),
+						    json_string(text));
+			free(text);
+		}
+		json_object_set_new(o, "login_files", lf);
 		json_object_set_new(o, "env", e);
 		json_object_set_new(o, "placeholders", ph);
 		json_object_set_new(o, "ports", pa);
@@ -133,6 +184,13 @@ int main(int argc, char **argv)
 	printf("\n");
 	fflush(stdout);
 	sigwait(&set, &sig);
+	printf("{\"refreshes\":{");
+	for (size_t i = 0, k = 0; i < nb; i++)
+		if (proxy_backend_login(b[i]))
+			printf("%s\"%s\":%u", k++ ? "," : "", proxy_backend_name(b[i]),
+			       proxy_login_refreshes(proxy_backend_login(b[i])));
+	printf("}}\n");
+	fflush(stdout);
 	proxy_relay_free(relay);
 	proxy_free(p);
 	if (records)

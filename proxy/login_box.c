@@ -1,0 +1,166 @@
+/*
+ * proxy/login_box.c: the box's side of a login. The box gets a login file of its own in which
+ * every secret is a placeholder of this proxy (the access token's is the backend's
+ * placeholder; refresh token, Codex's id token and account id have their own), valid for a
+ * year so the client does not refresh. A refresh the client sends anyway reaches the proxy's
+ * relay and is answered here with the same placeholders; it never goes upstream.
+ */
+#include "proxy/login_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+/* Non-secret fields the box's copy keeps, so the client shows the right plan. */
+static json_t *box_info(const struct proxy_login *l, json_t *root)
+{
+	static const char *const claude_keep[] = {"scopes", "subscriptionType", "rateLimitTier"};
+	json_t *out = json_object(), *src = root;
+	const char *const *keep = claude_keep;
+	size_t n = ARB_ARRAY_LEN(claude_keep);
+	static const char *const codex_keep[] = {"auth_mode"};
+
+	if (l->kind == &login_kind_claude) {
+		src = json_object_get(root, "claudeAiOauth");
+	} else {
+		keep = codex_keep;
+		n = ARB_ARRAY_LEN(codex_keep);
+	}
+	for (size_t i = 0; out && i < n; i++) {
+		json_t *v = json_object_get(src, keep[i]);
+
+		if (v && (json_is_string(v) || json_is_array(v)))
+			json_object_set_new(out, keep[i], json_deep_copy(v));
+	}
+	return out;
+}
+
+static char *uuid_placeholder(void)
+{
+	unsigned char r[16];
+
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return NULL;
+	r[6] = (unsigned char)((r[6] & 0x0f) | 0x40);
+	r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
+	return util_asprintf("%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+			     r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10],
+			     r[11], r[12], r[13], r[14], r[15]);
+}
+
+/* Codex reads plan and account from the id token: the host's claims, our account and expiry. */
+static char *id_token_placeholder(const struct proxy_login *l)
+{
+	json_t *c = login_jwt_claims(l->tok.id_token), *auth;
+	int64_t now = util_now_ns() / 1000000000;
+	char *out;
+
+	if (!c)
+		c = json_object();
+	auth = json_object_get(c, "https://api.openai.com/auth");
+	if (!json_is_object(auth)) {
+		auth = json_object();
+		json_object_set_new(c, "https://api.openai.com/auth", auth);
+	}
+	json_object_set_new(auth, "chatgpt_account_id", json_string(l->ph_account));
+	json_object_set_new(c, "iat", json_integer(now));
+	json_object_set_new(c, "exp", json_integer(now + LOGIN_BOX_LIFETIME_S));
+	out = login_jwt_make(c);
+	json_decref(c);
+	return out;
+}
+
+int login_placeholders_make(struct proxy_login *l, json_t *root)
+{
+	char buf[PROXY_PLACEHOLDER_LEN + 1];
+	int rc = proxy_placeholder_make(buf, sizeof(buf), "refresh");
+
+	if (rc < 0)
+		return rc;
+	l->ph_refresh = strdup(buf);
+	l->ph_account = uuid_placeholder();
+	l->box_info = box_info(l, root);
+	if (!l->ph_refresh || !l->ph_account || !l->box_info)
+		return util_err(-ENOMEM, "out of memory");
+	if (l->kind == &login_kind_codex) {
+		l->ph_id_token = id_token_placeholder(l);
+		if (!l->ph_id_token)
+			return util_err(-ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+int proxy_login_box_file(const struct proxy *p, const char *backend, char **out)
+{
+	const struct proxy_backend *b = NULL;
+	json_t *j;
+
+	*out = NULL;
+	for (size_t i = 0; i < p->n_backends; i++)
+		if (!strcmp(p->backends[i]->name, backend))
+			b = p->backends[i];
+	if (!b || !b->login)
+		return util_err(-ENOENT, "backend %s has no login", backend);
+	j = b->login->kind->box(b->login, b->placeholder);
+	*out = j ? json_dumps(j, b->login->kind->dump_flags) : NULL;
+	json_decref(j);
+	return *out ? 0 : util_err(-ENOMEM, "out of memory");
+}
+
+/* Constant time, as the policy compares placeholders. */
+static bool same(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned char d = la != lb;
+
+	for (size_t i = 0; i < la && i < lb; i++)
+		d |= (unsigned char)(a[i] ^ b[i]);
+	return d == 0;
+}
+
+/* The refresh_token of a JSON or form-encoded grant; NULL when absent. Caller frees. */
+static char *grant_refresh_token(const char *body, size_t len)
+{
+	json_t *j = json_loadb(body, len, 0, NULL);
+	const char *v = login_json_str(j, "refresh_token");
+	char *out = v ? strdup(v) : NULL;
+
+	json_decref(j);
+	if (out || j)
+		return out;
+	for (const char *s = body; s && s < body + len;
+	     s = memchr(s, '&', (size_t)(body + len - s))) {
+		if (*s == '&')
+			s++;
+		if (!strncmp(s, "refresh_token=", 14)) {
+			const char *e = memchr(s, '&', (size_t)(body + len - s));
+
+			return strndup(s + 14,
+				       e ? (size_t)(e - s - 14) : (size_t)(body + len - s - 14));
+		}
+	}
+	return NULL;
+}
+
+int proxy_login_box_answer(const struct proxy_backend *b, const char *body, size_t len, int *status,
+			   char **json)
+{
+	char *rt = grant_refresh_token(body, len);
+	json_t *j;
+
+	*json = NULL;
+	if (rt && same(rt, b->login->ph_refresh)) {
+		*status = 200;
+		j = b->login->kind->box_answer(b->login, b->placeholder);
+	} else {
+		*status = 400;
+		j = json_pack("{s:s, s:s}", "error", "invalid_grant", "error_description",
+			      "arborinth proxy: not this box's refresh token");
+	}
+	free(rt);
+	*json = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	return *json ? 0 : util_err(-ENOMEM, "out of memory");
+}
