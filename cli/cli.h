@@ -89,11 +89,18 @@ void cli_audit_session_end(const struct core_ws *ws, struct audit_session *s, in
 struct proxy;
 struct jail_box;
 struct cli_net_audit;
+/* A launcher's login: the backend it replaces the key of (see proxy_login_open). */
+struct cli_proxy_login {
+	const char *backend;
+	int kind; /* enum proxy_login_kind */
+	const char *path, *token_url;
+};
 struct cli_proxy_opts {
 	const char *const *backends; /* --backend specifications */
 	size_t n_backends;
-	const char *key_file;		/* --api-key-file */
-	const char *const *allow_hosts; /* --allow-host HOST[:PORT] */
+	const char *key_file;		     /* --api-key-file */
+	const struct cli_proxy_login *login; /* or NULL */
+	const char *const *allow_hosts;	     /* --allow-host HOST[:PORT] */
 	size_t n_allow_hosts;
 	bool listen;
 };
@@ -115,6 +122,7 @@ struct cli_box_extra {
 	int (*apply)(void *ctx, struct jail_box *b,
 		     struct proxy *px); /* px: NULL without backends */
 	void *ctx;
+	const struct cli_proxy_login *login; /* the launcher's login, or NULL */
 };
 int cli_shell_run(struct cli_global *g, int argc, char **argv, const struct cli_box_extra *extra);
 int cli_binds_apply(struct jail_box *b, const char *const *grants, size_t n_grants,

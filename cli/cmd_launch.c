@@ -9,12 +9,14 @@
 #include "cli/cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/core.h"
@@ -34,6 +36,8 @@ static const struct option launch_opts[] = {
     {"api-key-file", required_argument, NULL, 'k'},
     {"model", required_argument, NULL, 'M'},
     {"provider", required_argument, NULL, 'P'},
+    {"auth", required_argument, NULL, 'A'},
+    {"token-url", required_argument, NULL, 'T'},
     {0},
 };
 
@@ -60,6 +64,39 @@ int launch_env(struct jail_box *b, const char *name, const char *value)
 	return rc;
 }
 
+int launch_write_box_login(const struct launch *l, struct proxy *px, const char *sub,
+			   const char *name)
+{
+	char *text = NULL;
+	int home = -1, dir = -1, rc;
+
+	if (!l->ws_home)
+		return util_err(-EINVAL, "no workspace home for the login file");
+	rc = proxy_login_box_file(px, l->backend, &text);
+	if (rc < 0)
+		return rc;
+	/* The box can write its home: every step relative to a descriptor, no link followed. */
+	home = open(l->ws_home, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (home < 0)
+		rc = util_err(-errno, "cannot open %s: %s", l->ws_home, strerror(errno));
+	if (rc == 0 && mkdirat(home, sub, 0700) < 0 && errno != EEXIST)
+		rc = util_err(-errno, "cannot create %s/%s: %s", l->ws_home, sub, strerror(errno));
+	if (rc == 0) {
+		dir = openat(home, sub, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (dir < 0)
+			rc = util_err(-errno, "%s/%s is not a directory of the workspace (%s)",
+				      l->ws_home, sub, strerror(errno));
+	}
+	if (rc == 0)
+		rc = util_write_file_at(dir, name, text, strlen(text), 0600, (uid_t)-1, 0);
+	if (dir >= 0)
+		close(dir);
+	if (home >= 0)
+		close(home);
+	free(text);
+	return rc;
+}
+
 static void launch_clear(struct launch *l)
 {
 	free(l->grants);
@@ -70,6 +107,8 @@ static void launch_clear(struct launch *l)
 	free(l->mount_root);
 	free(l->host_home);
 	free(l->model_import);
+	free(l->login_path);
+	free(l->ws_home);
 	for (size_t i = 0; i < l->n_fixed; i++)
 		free(l->fixed_args[i]);
 	free(l->fixed_args);
@@ -134,6 +173,12 @@ static int parse(struct cli_global *g, const struct cli_cmd *cmd, int argc, char
 		case 'P':
 			l->provider = optarg;
 			break;
+		case 'A':
+			l->auth_opt = optarg;
+			break;
+		case 'T':
+			l->token_url = optarg;
+			break;
 		}
 	}
 	if (optind >= dd)
@@ -158,6 +203,19 @@ static int parse(struct cli_global *g, const struct cli_cmd *cmd, int argc, char
 	    !util_str_has_prefix(l->upstream, "https://"))
 		return cli_usage_error(cmd->name, "--upstream '%s' is not an http(s) URL",
 				       l->upstream);
+	if (l->auth_opt && strcmp(l->auth_opt, "login") && strcmp(l->auth_opt, "api-key") &&
+	    strcmp(l->auth_opt, "none"))
+		return cli_usage_error(cmd->name, "--auth '%s' is not login, api-key or none",
+				       l->auth_opt);
+	if (l->auth_opt && !strcmp(l->auth_opt, "login") && l->client->login_kind < 0)
+		return cli_usage_error(cmd->name, "%s has no host login to use; give an API key",
+				       l->client->title);
+	if (l->auth_opt && strcmp(l->auth_opt, "api-key") && l->key_file)
+		return cli_usage_error(cmd->name, "--api-key-file goes with --auth api-key");
+	if (l->token_url && !util_str_has_prefix(l->token_url, "http://") &&
+	    !util_str_has_prefix(l->token_url, "https://"))
+		return cli_usage_error(cmd->name, "--token-url '%s' is not an http(s) URL",
+				       l->token_url);
 	if (l->upstream && strchr(l->upstream, ','))
 		return cli_usage_error(cmd->name, "--upstream '%s' must not contain ','",
 				       l->upstream);
@@ -224,34 +282,91 @@ static int host_home(struct launch *l)
 	return l->host_home ? CLI_OK : cli_fail(CLI_ERR, "out of memory");
 }
 
+/* The backend specification the launch uses (caller frees). */
+static char *backend_spec(const struct launch *l)
+{
+	const char *auth = l->auth == LAUNCH_AUTH_NONE ? ",auth=none" : "";
+
+	return l->upstream ? util_asprintf("%s=%s%s", l->backend, l->upstream, auth)
+			   : util_asprintf("%s%s", l->backend, auth);
+}
+
+/*
+ * Chooses the credential: --auth, else a key when one is given (--api-key-file or the
+ * backend's variable), else the host's login when the client has one and the host file
+ * exists, else a key (whose absence check_backend reports).
+ */
+static int choose_auth(struct launch *l)
+{
+	const struct launch_client *c = l->client;
+	struct proxy_backend *pb = NULL;
+	const char *env;
+	bool key_given;
+	int rc = proxy_backend_parse(&pb, l->backend);
+
+	if (rc < 0)
+		return cli_fail(CLI_ERR, "%s: %s", c->name, util_err_msg());
+	env = getenv(proxy_backend_key_env(pb));
+	key_given = l->key_file || (env && *env);
+	proxy_backend_free(pb);
+	if (c->login_kind >= 0 && !(l->login_path = c->login_file(l)))
+		return cli_fail(CLI_ERR, "out of memory");
+	if (l->auth_opt)
+		l->auth = !strcmp(l->auth_opt, "login")	 ? LAUNCH_AUTH_LOGIN
+			  : !strcmp(l->auth_opt, "none") ? LAUNCH_AUTH_NONE
+							 : LAUNCH_AUTH_KEY;
+	else if (!key_given && l->login_path && access(l->login_path, F_OK) == 0)
+		l->auth = LAUNCH_AUTH_LOGIN;
+	else if (!key_given && l->login_path)
+		return cli_fail(CLI_ERR,
+				"%s: no credential: no API key ($%s or --api-key-file) and no %s "
+				"login at %s; %s, or give a key",
+				c->name,
+				l->backend && !strcmp(l->backend, "openai") ? "OPENAI_API_KEY"
+									    : "ANTHROPIC_API_KEY",
+				c->title, l->login_path, c->login_cmd);
+	if (l->auth == LAUNCH_AUTH_LOGIN) {
+		l->backend = c->login_backend;
+		l->login = (struct cli_proxy_login){c->login_backend, c->login_kind, l->login_path,
+						    l->token_url};
+	}
+	return CLI_OK;
+}
+
+/* What --explain says of the credential (never a secret). */
+static void explain_auth(const struct launch *l)
+{
+	if (l->auth == LAUNCH_AUTH_LOGIN)
+		printf("credential: %s login from %s (refreshed on the host; the box gets "
+		       "placeholders only)\n",
+		       l->client->title, l->login_path);
+	else if (l->auth == LAUNCH_AUTH_NONE)
+		printf("credential: none (--auth none: the upstream gets no credential)\n");
+	else if (l->key_file)
+		printf("credential: API key from %s (--api-key-file)\n", l->key_file);
+	else
+		printf("credential: API key from the host's $%s\n",
+		       !strcmp(l->backend, "openai") ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY");
+}
+
 /*
  * Checks the backend and the host credential before anything is created: a proxy without a
- * listener reads the key (-ENOKEY with a message when it is missing) and is freed at once.
+ * listener reads the key or the login (refreshing an expired one), and is freed at once.
  */
 static int check_backend(const struct launch *l)
 {
-	struct proxy_backend *pb = NULL;
-	struct proxy_config cfg = {0};
+	char *spec = backend_spec(l);
+	const char *specs[1] = {spec};
+	struct cli_proxy_opts po = {.backends = specs,
+				    .n_backends = 1,
+				    .key_file = l->key_file,
+				    .login = l->auth == LAUNCH_AUTH_LOGIN ? &l->login : NULL};
+	struct cli_net_audit *a = NULL;
 	struct proxy *px = NULL;
-	char *spec =
-	    l->upstream ? util_asprintf("%s=%s", l->backend, l->upstream) : strdup(l->backend);
-	int rc = spec ? proxy_backend_parse(&pb, spec) : util_err(-ENOMEM, "out of memory");
+	int rc =
+	    spec ? cli_proxy_start(&px, &a, NULL, NULL, &po) : util_err(-ENOMEM, "out of memory");
 
-	if (rc == 0 && l->key_file)
-		rc = proxy_backend_set(pb, "key-file", l->key_file);
-	/* The proxy takes the array and the backends on success (as in cli_proxy_start). */
-	if (rc == 0 && !(cfg.backends = calloc(1, sizeof(*cfg.backends))))
-		rc = util_err(-ENOMEM, "out of memory");
-	if (rc == 0) {
-		cfg.backends[0] = pb;
-		cfg.n_backends = 1;
-		rc = proxy_new(&px, &cfg);
-		if (rc == 0)
-			pb = NULL, cfg.backends = NULL;
-	}
-	proxy_free(px);
-	proxy_backend_free(pb);
-	free(cfg.backends);
+	cli_proxy_stop(px, a);
 	free(spec);
 	return rc < 0 ? cli_fail(CLI_ERR, "%s: %s", l->client->name, util_err_msg()) : CLI_OK;
 }
@@ -293,6 +408,8 @@ static int ensure_workspace(struct cli_global *g, struct launch *l)
 					     l->name, ws->base_commit, l->rev, hex);
 		}
 	}
+	if (status == CLI_OK && ws && !(l->ws_home = strdup(ws->home)))
+		status = cli_fail(CLI_ERR, "out of memory");
 	core_ws_free(ws);
 	core_project_free(p);
 	return status;
@@ -323,8 +440,7 @@ static char **shell_argv(const struct launch *l, int *argc_out, char **backend_o
 	size_t cap = 16 + 2 * (l->n_grants + l->n_binds + l->n_mounts + l->n_envs) + l->n_fixed +
 		     (size_t)l->n_client_args;
 	char **v = calloc(cap + 1, sizeof(*v));
-	char *backend =
-	    l->upstream ? util_asprintf("%s=%s", l->backend, l->upstream) : strdup(l->backend);
+	char *backend = backend_spec(l);
 	size_t n = 0;
 
 	if (!v || !backend) {
@@ -368,7 +484,7 @@ int launch_run(const struct launch_client *c, int argc, char **argv, void *globa
 	struct cli_global *g = global;
 	struct cli_cmd cmd = {c->name, NULL, NULL, NULL, c->usage, NULL};
 	struct launch l = {.client = c};
-	struct cli_box_extra extra = {apply_extra, &l};
+	struct cli_box_extra extra = {apply_extra, &l, NULL};
 	char **sargv = NULL, *backend = NULL;
 	int sargc = 0, status;
 
@@ -384,10 +500,14 @@ int launch_run(const struct launch_client *c, int argc, char **argv, void *globa
 		status = client_mount_root(&l);
 	if (status == CLI_OK)
 		status = host_home(&l);
+	if (status == CLI_OK)
+		status = choose_auth(&l);
 	if (status == CLI_OK && c->prepare(&l) < 0)
 		status = cli_fail_lib();
 	if (status == CLI_OK)
 		status = check_backend(&l);
+	if (status == CLI_OK && l.auth == LAUNCH_AUTH_LOGIN)
+		extra.login = &l.login;
 	if (status == CLI_OK)
 		status = ensure_workspace(g, &l);
 	if (status != CLI_OK)
@@ -397,6 +517,8 @@ int launch_run(const struct launch_client *c, int argc, char **argv, void *globa
 		status = cli_fail(CLI_ERR, "out of memory");
 		goto out;
 	}
+	if (l.explain)
+		explain_auth(&l);
 	status = cli_shell_run(g, sargc, sargv, &extra);
 out:
 	free(backend);

@@ -8,9 +8,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cli/cli.h"
+
 struct jail_box;
 struct proxy;
 struct launch;
+
+enum launch_auth { LAUNCH_AUTH_KEY, LAUNCH_AUTH_LOGIN, LAUNCH_AUTH_NONE };
 
 struct launch_client {
 	const char *name;    /* the command: claude, codex, opencode */
@@ -23,6 +27,12 @@ struct launch_client {
 	int (*prepare)(struct launch *l);
 	/* On the box: variables and config (after the proxy started; px has the placeholder). */
 	int (*box)(struct launch *l, struct jail_box *b, struct proxy *px);
+	/* The host login this client can use instead of a key (enum proxy_login_kind, or -1),
+	 * the backend that then serves it, the file (caller frees), and how to log in. */
+	int login_kind;
+	const char *login_backend;
+	char *(*login_file)(const struct launch *l);
+	const char *login_cmd;
 };
 
 /* One launch. Strings borrowed from argv unless noted. */
@@ -30,6 +40,11 @@ struct launch {
 	const struct launch_client *client;
 	const char *name, *rev, *client_path, *upstream, *key_file, *model, *provider;
 	const char *backend; /* the proxy backend in use (client default or --provider) */
+	const char *auth_opt, *token_url; /* --auth, --token-url */
+	enum launch_auth auth;		  /* what the launch uses */
+	char *login_path;		  /* owned: the host login file, with LAUNCH_AUTH_LOGIN */
+	char *ws_home;			  /* owned: the workspace's home/ on the host */
+	struct cli_proxy_login login;	  /* handed to the proxy with LAUNCH_AUTH_LOGIN */
 	bool net, explain;
 	const char **grants, **binds, **mounts, **envs;
 	size_t n_grants, n_binds, n_mounts, n_envs;
@@ -45,6 +60,12 @@ struct launch {
 
 /* Appends one owned copy of arg to l->fixed_args. -ENOMEM. */
 int launch_fixed_arg(struct launch *l, const char *arg);
+/*
+ * Writes the proxy's login file for the box at ws_home/SUB/NAME (mode 0600), never following
+ * a symlink the box may have planted there. -errno with a message.
+ */
+int launch_write_box_login(const struct launch *l, struct proxy *px, const char *sub,
+			   const char *name);
 /* Sets NAME=VALUE in the box (jail_box_add_env). */
 int launch_env(struct jail_box *b, const char *name, const char *value);
 

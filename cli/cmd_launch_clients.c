@@ -100,8 +100,20 @@ static int claude_box(struct launch *l, struct jail_box *b, struct proxy *px)
 		rc = launch_env(b, "DISABLE_ERROR_REPORTING", "1");
 	if (rc == 0 && l->model_import)
 		rc = launch_env(b, "ANTHROPIC_MODEL", l->model_import);
+	/* A subscription login: the box's own credentials file, with placeholders. */
+	if (rc == 0 && l->auth == LAUNCH_AUTH_LOGIN && px && !l->explain)
+		rc = launch_write_box_login(l, px, ".claude", ".credentials.json");
 	free(dir);
 	return rc;
+}
+
+/* $CLAUDE_CONFIG_DIR/.credentials.json, else ~/.claude/.credentials.json. */
+static char *claude_login_file(const struct launch *l)
+{
+	const char *dir = getenv("CLAUDE_CONFIG_DIR");
+
+	return dir && dir[0] == '/' ? util_path_join(dir, ".credentials.json")
+				    : util_asprintf("%s/.claude/.credentials.json", l->host_home);
 }
 
 /* ---- Codex ------------------------------------------------------------------------------ */
@@ -224,6 +236,15 @@ static int codex_box(struct launch *l, struct jail_box *b, struct proxy *px)
 	return rc;
 }
 
+/* $CODEX_HOME/auth.json, else ~/.codex/auth.json. */
+static char *codex_login_file(const struct launch *l)
+{
+	const char *dir = getenv("CODEX_HOME");
+
+	return dir && dir[0] == '/' ? util_path_join(dir, "auth.json")
+				    : util_asprintf("%s/.codex/auth.json", l->host_home);
+}
+
 /* ---- OpenCode --------------------------------------------------------------------------- */
 
 static const char *opencode_default_model(const char *backend)
@@ -310,6 +331,10 @@ static int opencode_box(struct launch *l, struct jail_box *b, struct proxy *px)
 	"  --model MODEL        the model (default: the host's setting, when there is one)\n"      \
 	"  --upstream URL       send the client's API calls to URL instead of the provider\n"      \
 	"  --api-key-file FILE  the real API key, read on the host (default: the variable)\n"      \
+	"  --auth login|api-key|none\n"                                                            \
+	"                       the credential: the host's login, an API key, or none (default:\n" \
+	"                       a key when one is given, else the host's login)\n"                 \
+	"  --token-url URL      where the host's login is refreshed (default: the client's own)\n" \
 	"  --grant NAME         a toolchain bundle (repeatable; 'arborinth grant list')\n"         \
 	"  --binds FILE         a bind file (repeatable; applied after grants)\n"                  \
 	"  --mount SPEC, --env NAME[=VALUE], --net\n"                                              \
@@ -347,16 +372,43 @@ const char cmd_opencode_usage[] =
     "\n" COMMON_OPTS "  --provider P         anthropic (default) or openai\n";
 
 const struct launch_client launch_claude = {
-    "claude",	 "Claude Code",	   "claude",	   "npm install -g @anthropic-ai/claude-code",
-    "anthropic", cmd_claude_usage, claude_prepare, claude_box,
+    .name = "claude",
+    .title = "Claude Code",
+    .program = "claude",
+    .install = "npm install -g @anthropic-ai/claude-code",
+    .backend = "anthropic",
+    .usage = cmd_claude_usage,
+    .prepare = claude_prepare,
+    .box = claude_box,
+    .login_kind = PROXY_LOGIN_CLAUDE,
+    .login_backend = "anthropic",
+    .login_file = claude_login_file,
+    .login_cmd = "run 'claude login' (or /login in claude) on the host",
 };
 const struct launch_client launch_codex = {
-    "codex",  "Codex",	       "codex",	      "npm install -g @openai/codex",
-    "openai", cmd_codex_usage, codex_prepare, codex_box,
+    .name = "codex",
+    .title = "Codex",
+    .program = "codex",
+    .install = "npm install -g @openai/codex",
+    .backend = "openai",
+    .usage = cmd_codex_usage,
+    .prepare = codex_prepare,
+    .box = codex_box,
+    .login_kind = PROXY_LOGIN_CODEX,
+    .login_backend = "chatgpt",
+    .login_file = codex_login_file,
+    .login_cmd = "run 'codex login' on the host",
 };
 const struct launch_client launch_opencode = {
-    "opencode",	 "OpenCode",	     "opencode",       "npm install -g opencode-ai",
-    "anthropic", cmd_opencode_usage, opencode_prepare, opencode_box,
+    .name = "opencode",
+    .title = "OpenCode",
+    .program = "opencode",
+    .install = "npm install -g opencode-ai",
+    .backend = "anthropic",
+    .usage = cmd_opencode_usage,
+    .prepare = opencode_prepare,
+    .box = opencode_box,
+    .login_kind = -1,
 };
 
 int cmd_claude(struct cli_global *g, int argc, char **argv)

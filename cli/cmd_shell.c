@@ -259,6 +259,7 @@ static int run_box(struct core_project *p, const struct core_ws *ws, const struc
 	struct cli_proxy_opts po = {.backends = o->backends,
 				    .n_backends = o->n_backends,
 				    .key_file = o->key_file,
+				    .login = extra ? extra->login : NULL,
 				    .allow_hosts = o->allow_hosts,
 				    .n_allow_hosts = o->n_allow_hosts,
 				    .listen = !o->explain};

@@ -91,6 +91,24 @@ void cli_proxy_stop(struct proxy *px, struct cli_net_audit *a)
 	free(a);
 }
 
+/* The launcher's login on its backend (which then holds no key). */
+static int attach_login(struct proxy_backend **b, size_t n, const struct cli_proxy_login *lg)
+{
+	struct proxy_login *l = NULL;
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(proxy_backend_name(b[i]), lg->backend))
+			continue;
+		rc = proxy_login_open(&l, (enum proxy_login_kind)lg->kind, lg->path, lg->token_url,
+				      NULL);
+		if (rc == 0)
+			proxy_backend_set_login(b[i], l);
+		return rc;
+	}
+	return util_err(-EINVAL, "no backend %s for the login", lg->backend);
+}
+
 int cli_proxy_start(struct proxy **out, struct cli_net_audit **audit, struct core_project *p,
 		    const struct core_ws *ws, const struct cli_proxy_opts *o)
 {
@@ -131,6 +149,11 @@ int cli_proxy_start(struct proxy **out, struct cli_net_audit **audit, struct cor
 			goto out;
 	}
 	cfg.n_backends = n;
+	if (o->login) {
+		rc = attach_login(cfg.backends, n, o->login);
+		if (rc < 0)
+			goto out;
+	}
 	cfg.allow_hosts = o->allow_hosts;
 	cfg.n_allow_hosts = o->n_allow_hosts;
 	if (o->listen) {

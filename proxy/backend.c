@@ -33,6 +33,15 @@ static const struct builtin builtins[] = {
      PROXY_AUTH_BEARER,
      {"POST /v1/responses*", "GET /v1/responses/*", "POST /v1/chat/completions",
       "GET /v1/models*"}},
+    /* ChatGPT's backend for Codex with a ChatGPT login (the token comes from the login). */
+    {"chatgpt",
+     "https://chatgpt.com/backend-api",
+     "CHATGPT_ACCESS_TOKEN",
+     "CHATGPT",
+     "",
+     8715,
+     PROXY_AUTH_BEARER,
+     {"POST /codex/responses*", "GET /codex/models*"}},
 };
 
 void proxy_backend_free(struct proxy_backend *b)
@@ -66,6 +75,11 @@ const char *proxy_backend_name(const struct proxy_backend *b)
 uint16_t proxy_backend_port(const struct proxy_backend *b)
 {
 	return b->port;
+}
+
+const char *proxy_backend_key_env(const struct proxy_backend *b)
+{
+	return b->key_env;
 }
 
 static int set_str(char **dst, const char *v)
@@ -210,6 +224,8 @@ int proxy_backend_set(struct proxy_backend *b, const char *key, const char *v)
 	} else if (!strcmp(key, "auth")) {
 		if (!strcmp(v, "bearer")) {
 			b->auth = PROXY_AUTH_BEARER;
+		} else if (!strcmp(v, "none")) {
+			b->auth = PROXY_AUTH_NONE;
 		} else if (!strcmp(v, "x-api-key") || util_str_has_prefix(v, "header:")) {
 			const char *h = strchr(v, ':') ? v + 7 : v;
 
@@ -222,9 +238,10 @@ int proxy_backend_set(struct proxy_backend *b, const char *key, const char *v)
 			b->auth = PROXY_AUTH_HEADER;
 			return set_str(&b->auth_header, h);
 		} else {
-			return util_err(-EINVAL,
-					"backend %s: auth must be x-api-key, bearer or header:NAME",
-					b->name);
+			return util_err(
+			    -EINVAL,
+			    "backend %s: auth must be x-api-key, bearer, header:NAME or none",
+			    b->name);
 		}
 	} else if (!strcmp(key, "key-env") || !strcmp(key, "env")) {
 		if (!env_name_valid(v))

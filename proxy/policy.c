@@ -132,9 +132,10 @@ static bool check_rules(const struct proxy_backend *b, const char *method, struc
 static bool check_credential(const struct proxy_req *r, const struct proxy_backend *b,
 			     struct proxy_verdict *v)
 {
-	const char *key_hdr = b->auth == PROXY_AUTH_HEADER	     ? b->auth_header
-			      : b->auth == PROXY_AUTH_AUTO_ANTHROPIC ? "x-api-key"
-								     : NULL;
+	const char *key_hdr = b->auth == PROXY_AUTH_HEADER ? b->auth_header
+			      : b->auth == PROXY_AUTH_AUTO_ANTHROPIC || b->auth == PROXY_AUTH_NONE
+				  ? "x-api-key"
+				  : NULL;
 	int n_auth = 0, n_key = 0;
 	const char *auth = proxy_req_header(r, "authorization", &n_auth);
 	const char *key = key_hdr ? proxy_req_header(r, key_hdr, &n_key) : NULL;

@@ -51,6 +51,8 @@ int proxy_backend_set(struct proxy_backend *b, const char *key, const char *valu
 /* Borrowed, valid while b lives. */
 const char *proxy_backend_name(const struct proxy_backend *b);
 uint16_t proxy_backend_port(const struct proxy_backend *b);
+/* The host variable the key is read from (unless key-file= is set); borrowed. */
+const char *proxy_backend_key_env(const struct proxy_backend *b);
 
 /* ---- logins (OAuth tokens kept on the host) -------------------------------------------- */
 

@@ -22,7 +22,12 @@
 #define PROXY_SEND_MS	      (300 * 1000) /* a box that stops reading is dropped */
 #define PROXY_PLACEHOLDER_LEN 96
 
-enum proxy_auth { PROXY_AUTH_HEADER, PROXY_AUTH_BEARER, PROXY_AUTH_AUTO_ANTHROPIC };
+enum proxy_auth {
+	PROXY_AUTH_HEADER,
+	PROXY_AUTH_BEARER,
+	PROXY_AUTH_AUTO_ANTHROPIC,
+	PROXY_AUTH_NONE
+};
 
 struct proxy_rule {
 	char method[16];
@@ -127,7 +132,7 @@ int proxy_login_box_answer(const struct proxy_backend *b, const char *body, size
 struct proxy_redact {
 	const char *secret;
 	size_t len;
-	char held[1024]; /* credentials are at most 1024 bytes (cred.c) */
+	char held[8192]; /* keys are at most 1024 bytes (cred.c), login tokens (JWTs) 8 KiB */
 	size_t n_held;
 	char *scratch; /* grows to the largest chunk seen */
 	size_t cap;

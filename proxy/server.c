@@ -243,7 +243,9 @@ int proxy_new(struct proxy **out, const struct proxy_config *cfg)
 		struct proxy_backend *b = cfg->backends[i];
 
 		/* A login is checked (and refreshed when it has expired) before the box starts. */
-		rc = b->login ? proxy_login_ensure(b->login) : proxy_backend_load_credential(b);
+		rc = b->login			  ? proxy_login_ensure(b->login)
+		     : b->auth == PROXY_AUTH_NONE ? 0
+						  : proxy_backend_load_credential(b);
 		rc = rc ?: proxy_placeholder_make(b->placeholder, sizeof(b->placeholder), b->name);
 		if (rc < 0)
 			goto fail;
@@ -374,11 +376,18 @@ int proxy_box_env(const struct proxy *p, char ***out)
 		}
 	for (size_t i = 0; i < p->n_backends; i++) {
 		const struct proxy_backend *b = p->backends[i];
+		bool failed;
 
 		env[k++] = util_asprintf("%s_BASE_URL=http://127.0.0.1:%u%s", b->env_prefix,
 					 b->port, b->base_path ? b->base_path : "");
-		env[k++] = util_asprintf("%s_API_KEY=%s", b->env_prefix, b->placeholder);
-		if (!env[k - 1] || !env[k - 2]) {
+		failed = !env[k - 1];
+		/* A login's placeholders live in the box's login file: a key variable would make
+		 * the client prefer an API key. */
+		if (!b->login) {
+			env[k++] = util_asprintf("%s_API_KEY=%s", b->env_prefix, b->placeholder);
+			failed = failed || !env[k - 1];
+		}
+		if (failed) {
 			for (size_t j = 0; j < k; j++)
 				free(env[j]);
 			free(env);

@@ -355,9 +355,9 @@ static int build_headers(struct fwd *f, struct curl_slist **out)
 		rc = t ? 0 : -ENOMEM;
 		l = t ? t : l;
 	}
-	if (rc == 0)
+	if (rc == 0 && f->b->auth != PROXY_AUTH_NONE)
 		rc = proxy_backend_auth_header(f->b, f->cred, &an, &av);
-	if (rc == 0) {
+	if (rc == 0 && av) {
 		line = util_asprintf("%s: %s", an, av);
 		t = line ? curl_slist_append(l, line) : NULL;
 		if (line)
@@ -517,7 +517,7 @@ void proxy_upstream_forward(struct proxy_conn *c, struct proxy_req *r,
 		goto out;
 	}
 	if (!f->b->login)
-		f->cred = strdup(f->b->credential);
+		f->cred = strdup(f->b->credential ? f->b->credential : "");
 	if (!f->cred)
 		goto out;
 	proxy_redact_init(&f->rd, f->cred);
