@@ -181,16 +181,30 @@ static int codex_prepare(struct launch *l)
 	 */
 	if (rc == 0) {
 		struct proxy_backend *pb = NULL;
+		bool login = l->auth == LAUNCH_AUTH_LOGIN;
+		unsigned port;
 
 		rc = proxy_backend_parse(&pb, l->backend);
-		arg = rc == 0
-			  ? util_asprintf(
-				"model_providers.arborinth={name=\"arborinth credential proxy\","
-				"base_url=\"http://127.0.0.1:%u/v1\",env_key=\"OPENAI_API_KEY\","
-				"wire_api=\"responses\",supports_websockets=false}",
-				proxy_backend_port(pb))
-			  : NULL;
+		port = rc == 0 ? proxy_backend_port(pb) : 0;
 		proxy_backend_free(pb);
+		/*
+		 * With a ChatGPT login: the same provider at the relay's copy of ChatGPT's backend,
+		 * authenticated by the login (auth.json in CODEX_HOME, placeholders only), and
+		 * ChatGPT's own calls (workspace routing, usage) at the relay too.
+		 */
+		arg =
+		    rc == 0 && login
+			? util_asprintf("model_providers.arborinth={name=\"arborinth credential "
+					"proxy\",base_url=\"http://127.0.0.1:%u/backend-api/"
+					"codex\",wire_api=\"responses\",requires_openai_auth=true,"
+					"supports_websockets=false}",
+					port)
+		    : rc == 0 ? util_asprintf(
+				    "model_providers.arborinth={name=\"arborinth credential "
+				    "proxy\",base_url=\"http://127.0.0.1:%u/v1\",env_key=\"OPENAI_"
+				    "API_KEY\",wire_api=\"responses\",supports_websockets=false}",
+				    port)
+			      : NULL;
 		if (rc == 0)
 			rc = arg ? launch_fixed_arg(l, "-c") : util_err(-ENOMEM, "out of memory");
 		if (rc == 0)
@@ -200,6 +214,15 @@ static int codex_prepare(struct launch *l)
 		if (rc == 0)
 			rc = launch_fixed_arg(l, "model_provider=\"arborinth\"");
 		free(arg);
+		arg = NULL;
+		if (rc == 0 && login) {
+			arg = util_asprintf("chatgpt_base_url=\"http://127.0.0.1:%u/backend-api/\"",
+					    port);
+			rc = arg ? launch_fixed_arg(l, "-c") : util_err(-ENOMEM, "out of memory");
+			if (rc == 0)
+				rc = launch_fixed_arg(l, arg);
+			free(arg);
+		}
 	}
 	/* `-c key=value` overrides Codex's config for this run; values are TOML strings. */
 	if (rc == 0 && l->model_import) {
@@ -229,9 +252,20 @@ static int codex_box(struct launch *l, struct jail_box *b, struct proxy *px)
 
 	if (rc == 0)
 		rc = launch_env(b, "CODEX_HOME", dir);
-	/* `codex exec` reads CODEX_API_KEY; the proxy sets OPENAI_API_KEY and OPENAI_BASE_URL. */
-	if (rc == 0 && ph)
+	if (rc == 0 && l->auth == LAUNCH_AUTH_LOGIN) {
+		/* The login's placeholders in auth.json; its refreshes answered by the proxy. */
+		char *url = util_asprintf("http://127.0.0.1:%u/oauth/token",
+					  px ? proxy_ports(px, &(size_t){0})[0] : 0);
+
+		rc = url ? launch_env(b, "CODEX_REFRESH_TOKEN_URL_OVERRIDE", url)
+			 : util_err(-ENOMEM, "out of memory");
+		free(url);
+		if (rc == 0 && px && !l->explain)
+			rc = launch_write_box_login(l, px, ".codex", "auth.json");
+	} else if (rc == 0 && ph) {
+		/* `codex exec` reads CODEX_API_KEY; the proxy sets OPENAI_API_KEY. */
 		rc = launch_env(b, "CODEX_API_KEY", ph);
+	}
 	free(dir);
 	return rc;
 }

@@ -35,13 +35,15 @@ static const struct builtin builtins[] = {
       "GET /v1/models*"}},
     /* ChatGPT's backend for Codex with a ChatGPT login (the token comes from the login). */
     {"chatgpt",
-     "https://chatgpt.com/backend-api",
+     "https://chatgpt.com",
      "CHATGPT_ACCESS_TOKEN",
      "CHATGPT",
-     "",
+     "/backend-api",
      8715,
      PROXY_AUTH_BEARER,
-     {"POST /codex/responses*", "GET /codex/models*"}},
+     {"POST /backend-api/codex/responses*", "GET /backend-api/codex/models*",
+      "GET /backend-api/wham/accounts/check", "GET /backend-api/wham/settings/user",
+      "GET /backend-api/wham/usage", "GET /backend-api/wham/rate-limit-reset-credits"}},
 };
 
 void proxy_backend_free(struct proxy_backend *b)

@@ -110,8 +110,10 @@ int login_oauth_refresh(struct proxy_login *l, const struct login_tokens *old,
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
 	if (cc != CURLE_OK) {
 		rc = util_err(-EHOSTUNREACH,
-			      "the %s login could not be refreshed: %s unreachable (%s)",
-			      l->kind->title, l->token_url, curl_easy_strerror(cc));
+			      "the %s login in %s could not be refreshed: %s unreachable (%s); "
+			      "check the network, or %s",
+			      l->kind->title, l->path, l->token_url, curl_easy_strerror(cc),
+			      l->kind->fix);
 		goto out;
 	}
 	if (status != 200) {

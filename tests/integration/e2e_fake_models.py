@@ -18,6 +18,7 @@ JSON line: method, path, headers (lower-case names), and the JSON body when ther
                                   answers a new access and refresh token (Codex: JWTs with
                                   exp and account claims), valid for --oauth-expires-in s
   POST .../responses              also under other prefixes (ChatGPT's /backend-api/codex)
+  GET  .../wham/accounts/check    ChatGPT's workspace routing: the account of the request
 Anything else: 404 with a JSON error.
 
 With --oauth ACCESS,REFRESH (repeatable), a model call with `Authorization: Bearer T` is
@@ -144,6 +145,12 @@ class Handler(BaseHTTPRequestHandler):
         if OAUTH is not None and not self.authorized():
             return self.send_json(401, {"type": "error", "error": {
                 "type": "authentication_error", "message": "OAuth token has expired"}})
+        if self.command == "GET" and path.endswith("/wham/accounts/check"):
+            acct = self.headers.get("chatgpt-account-id", "")
+            return self.send_json(200, {"accounts": [{
+                "id": acct, "workspace_backend_origin": "NO_CONSTRAINT",
+                "account_routing_override": "NO_CONSTRAINT", "plan_type": "pro",
+                "structure": "personal"}], "account_ordering": [acct]})
         if self.command == "POST" and path == "/v1/messages":
             return self.anthropic(model, stream)
         if self.command == "POST" and path == "/v1/messages/count_tokens":
