@@ -11,6 +11,7 @@ or the placeholder-free reply in the workspace); the client ran from its host pa
 
 A failed npm install fails the test, unless `npm ping` shows the registry is unreachable
 (then it skips, saying so). ARB_NPM_PREFIX=DIR reuses an existing install."""
+import json
 import os
 import shutil
 import subprocess
@@ -69,6 +70,102 @@ def check_run(E, client, name, cp, key, started):
          what + "control: the same search finds the reply in the client's session files")
 
 
+def start_oauth_fake(E, seeds, name):
+    """A second fake API that also plays the OAuth token endpoints (own log)."""
+    log = os.path.join(E.t, name + ".log")
+    argv = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                         "e2e_fake_models.py"), "--log", log, "--reply", REPLY]
+    for s_ in seeds:
+        argv += ["--oauth", ",".join(str(x) for x in s_)]
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    E.procs.append(p)
+    port = int(p.stdout.readline())
+    return "http://127.0.0.1:%d" % port, log
+
+
+def oauth_state(url):
+    import urllib.request
+    with urllib.request.urlopen(url + "/oauth-state", timeout=30) as r:
+        return json.loads(r.read())
+
+
+def check_login_run(E, client, name, cp, url, log, secrets, box_file):
+    what = client + " (login): "
+    C.eq(0, cp.returncode, what + "exit status (stderr %r)" % cp.stderr[-3000:])
+    C.ok(REPLY in cp.stdout, what + "prints the reply (stdout %r)" % cp.stdout[-1000:])
+    st = oauth_state(url)
+    with open(log) as f:
+        reqs = [json.loads(x) for x in f if x.strip()]
+    calls = [r for r in reqs if r["path"].endswith(("/v1/messages", "/responses"))]
+    C.ok(calls, what + "the fake API was called (%r)" % [r["path"] for r in reqs])
+    bearers = [r["headers"].get("authorization", "")[7:] for r in calls]
+    C.ok(bearers and all(b in st["access"] for b in bearers),
+         what + "every call carried a real token the endpoint issued")
+    C.ok(all("placeholder" not in json.dumps(r["headers"]) for r in reqs),
+         what + "no placeholder reached the upstream")
+    C.ok(not [r for r in reqs if r["path"].endswith("/oauth/token")
+              and "placeholder" in json.dumps(r.get("body"))],
+         what + "the token endpoint never saw anything the box chose")
+    ws = E.ws(name)
+    roots = [os.path.join(ws, d) for d in ("home", "tmp", "cache", "layer")]
+    for tok in secrets + st["access"] + st["refresh"] + st["spent"]:
+        C.eq([], search_files(roots, tok), what + "no file the box could write holds %s..." %
+             tok[:24])
+        C.ok(tok not in cp.stdout and tok not in cp.stderr, what + "no token in the output")
+    C.ok(search_files([os.path.join(ws, "home")], "placeholder"),
+         what + "control: the same search finds the placeholders in the box's login file")
+    C.ok(os.path.exists(os.path.join(ws, "home", box_file)),
+         what + "the box has its own login file " + box_file)
+
+
+def login_runs(E):
+    """Subscription / ChatGPT logins: the host token nears expiry during the run."""
+    import time
+    now = time.time()
+    a0, r0 = "sk-ant-oat01-REAL-" + os.urandom(8).hex(), "sk-ant-ort01-REAL-" + os.urandom(8).hex()
+    url, log = start_oauth_fake(E, [(a0, r0, now + 303)], "oauth-claude")
+    cdir = os.path.join(E.t, "host-claude")
+    os.makedirs(cdir)
+    with open(os.path.join(cdir, ".credentials.json"), "w") as f:
+        json.dump({"claudeAiOauth": {"accessToken": a0, "refreshToken": r0,
+                                     "expiresAt": int((now + 303) * 1000),
+                                     "scopes": ["user:inference", "user:profile"],
+                                     "subscriptionType": "max"}}, f)
+    os.chmod(os.path.join(cdir, ".credentials.json"), 0o600)
+    time.sleep(4)  # inside the refresh margin by the time the client calls
+    cp = E.arb("claude", "ccl", "--upstream", url, "--token-url", url + "/v1/oauth/token",
+               "--", "-p", "Say the magic words.", env={"CLAUDE_CONFIG_DIR": cdir},
+               timeout=300)
+    check_login_run(E, "claude", "ccl", cp, url, log, [a0, r0], ".claude/.credentials.json")
+    st = oauth_state(url)
+    C.ok(st["refreshes"] >= 1, "claude (login): the proxy refreshed the host token")
+    with open(os.path.join(cdir, ".credentials.json")) as f:
+        host = json.load(f)["claudeAiOauth"]
+    C.ok(host["accessToken"] in st["access"] and host["accessToken"] != a0,
+         "claude (login): the host file holds the refreshed token (the host's claude works)")
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import e2e_fake_models as fm
+    exp = int(now) + 3600
+    acct = {"chatgpt_account_id": "acct-REAL-7777", "chatgpt_plan_type": "pro",
+            "chatgpt_user_id": "user-REAL-1"}
+    access = fm.jwt({"exp": exp, "https://api.openai.com/auth": acct})
+    rt = "rt-REAL-" + os.urandom(8).hex()
+    url, log = start_oauth_fake(E, [(access, rt, exp)], "oauth-codex")
+    xdir = os.path.join(E.t, "host-codex")
+    os.makedirs(xdir)
+    with open(os.path.join(xdir, "auth.json"), "w") as f:
+        json.dump({"OPENAI_API_KEY": None, "tokens": {
+            "id_token": fm.jwt({"exp": exp, "email": "dev@example.com",
+                                "https://api.openai.com/auth": acct}),
+            "access_token": access, "refresh_token": rt, "account_id": "acct-REAL-7777"},
+            "last_refresh": "2026-12-01T00:00:00Z"}, f)
+    cp = E.arb("codex", "cxl", "--upstream", url, "--token-url", url + "/oauth/token",
+               "--", "exec", "--skip-git-repo-check", "Say the magic words.",
+               env={"CODEX_HOME": xdir}, timeout=300)
+    check_login_run(E, "codex", "cxl", cp, url, log, [access, rt], ".codex/auth.json")
+
+
 def main():
     with Env("e2e-real") as E:
         prefix = install(E)
@@ -91,6 +188,7 @@ def main():
         cp = E.arb("opencode", "oc", "--upstream", up, "--", "run", "Say the magic words.",
                    env={"ANTHROPIC_API_KEY": ak}, timeout=300)
         check_run(E, "opencode", "oc", cp, ak, n)
+        login_runs(E)
     C.finish()
 
 
