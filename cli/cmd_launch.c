@@ -19,6 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "core/core.h"
 #include "jail/jail.h"
 #include "proxy/proxy.h"
@@ -64,36 +66,74 @@ int launch_env(struct jail_box *b, const char *name, const char *value)
 	return rc;
 }
 
+/* ws_home/SUB, created 0700 when missing, opened without following a link the box made. */
+static int box_dir_open(const struct launch *l, const char *sub, int *out)
+{
+	int home, rc = 0;
+
+	*out = -1;
+	if (!l->ws_home)
+		return util_err(-EINVAL, "no workspace home");
+	home = open(l->ws_home, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (home < 0)
+		return util_err(-errno, "cannot open %s: %s", l->ws_home, strerror(errno));
+	if (mkdirat(home, sub, 0700) < 0 && errno != EEXIST)
+		rc = util_err(-errno, "cannot create %s/%s: %s", l->ws_home, sub, strerror(errno));
+	if (rc == 0) {
+		*out = openat(home, sub, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (*out < 0)
+			rc = util_err(-errno, "%s/%s is not a directory of the workspace (%s)",
+				      l->ws_home, sub, strerror(errno));
+	}
+	close(home);
+	return rc;
+}
+
 int launch_write_box_login(const struct launch *l, struct proxy *px, const char *sub,
 			   const char *name)
 {
 	char *text = NULL;
-	int home = -1, dir = -1, rc;
+	int dir = -1, rc = proxy_login_box_file(px, l->backend, &text);
 
-	if (!l->ws_home)
-		return util_err(-EINVAL, "no workspace home for the login file");
-	rc = proxy_login_box_file(px, l->backend, &text);
-	if (rc < 0)
-		return rc;
 	/* The box can write its home: every step relative to a descriptor, no link followed. */
-	home = open(l->ws_home, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (home < 0)
-		rc = util_err(-errno, "cannot open %s: %s", l->ws_home, strerror(errno));
-	if (rc == 0 && mkdirat(home, sub, 0700) < 0 && errno != EEXIST)
-		rc = util_err(-errno, "cannot create %s/%s: %s", l->ws_home, sub, strerror(errno));
-	if (rc == 0) {
-		dir = openat(home, sub, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		if (dir < 0)
-			rc = util_err(-errno, "%s/%s is not a directory of the workspace (%s)",
-				      l->ws_home, sub, strerror(errno));
-	}
+	rc = rc ?: box_dir_open(l, sub, &dir);
 	if (rc == 0)
 		rc = util_write_file_at(dir, name, text, strlen(text), 0600, (uid_t)-1, 0);
 	if (dir >= 0)
 		close(dir);
-	if (home >= 0)
-		close(home);
 	free(text);
+	return rc;
+}
+
+int launch_box_json_merge(const struct launch *l, const char *sub, const char *name, json_t *add)
+{
+	json_t *root = NULL;
+	char *text = NULL;
+	int dir = -1, fd = -1, rc = box_dir_open(l, sub, &dir);
+
+	if (rc < 0)
+		return rc;
+	/* What the box wrote is data only: a link or anything unreadable starts afresh. */
+	fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd >= 0) {
+		struct stat st;
+
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < (1 << 24))
+			root = json_loadfd(fd, 0, NULL);
+		close(fd);
+	}
+	if (!json_is_object(root)) {
+		json_decref(root);
+		root = json_object();
+	}
+	if (!root || json_object_update(root, add) < 0 ||
+	    !(text = json_dumps(root, JSON_INDENT(2))))
+		rc = util_err(-ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = util_write_file_at(dir, name, text, strlen(text), 0600, (uid_t)-1, 0);
+	free(text);
+	json_decref(root);
+	close(dir);
 	return rc;
 }
 

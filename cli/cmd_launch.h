@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "cli/cli.h"
 
 struct jail_box;
@@ -66,6 +68,11 @@ int launch_fixed_arg(struct launch *l, const char *arg);
  */
 int launch_write_box_login(const struct launch *l, struct proxy *px, const char *sub,
 			   const char *name);
+/*
+ * Sets the members of `add` in the JSON object file ws_home/SUB/NAME (created when missing or
+ * not a JSON object; mode 0600), never following a link. -errno with a message.
+ */
+int launch_box_json_merge(const struct launch *l, const char *sub, const char *name, json_t *add);
 /* Sets NAME=VALUE in the box (jail_box_add_env). */
 int launch_env(struct jail_box *b, const char *name, const char *value);
 

@@ -83,6 +83,30 @@ static int claude_prepare(struct launch *l)
 	return 0;
 }
 
+/*
+ * The box's .claude.json (Claude Code's own state, in CLAUDE_CONFIG_DIR): onboarding done, and
+ * the host's theme when it has one. Nothing else of the host's file (it names the account).
+ */
+static int claude_box_config(const struct launch *l)
+{
+	const char *dir = getenv("CLAUDE_CONFIG_DIR");
+	char *host = dir && dir[0] == '/' ? util_path_join(dir, ".claude.json")
+					  : util_path_join(l->host_home, ".claude.json");
+	json_t *h = host ? json_load_file(host, 0, NULL) : NULL;
+	const char *theme = json_string_value(json_object_get(h, "theme"));
+	json_t *add = json_pack("{s:b}", "hasCompletedOnboarding", 1);
+	int rc;
+
+	if (add && theme && model_ok(theme))
+		json_object_set_new(add, "theme", json_string(theme));
+	rc = add ? launch_box_json_merge(l, ".claude", ".claude.json", add)
+		 : util_err(-ENOMEM, "out of memory");
+	json_decref(add);
+	json_decref(h);
+	free(host);
+	return rc;
+}
+
 static int claude_box(struct launch *l, struct jail_box *b, struct proxy *px)
 {
 	char *dir = NULL;
@@ -103,6 +127,9 @@ static int claude_box(struct launch *l, struct jail_box *b, struct proxy *px)
 	/* A subscription login: the box's own credentials file, with placeholders. */
 	if (rc == 0 && l->auth == LAUNCH_AUTH_LOGIN && px && !l->explain)
 		rc = launch_write_box_login(l, px, ".claude", ".credentials.json");
+	/* First-run screens: the box cannot pass their check of api.anthropic.com. */
+	if (rc == 0 && !l->explain)
+		rc = claude_box_config(l);
 	free(dir);
 	return rc;
 }
