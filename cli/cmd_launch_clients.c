@@ -119,6 +119,8 @@ static int claude_box(struct launch *l, struct jail_box *b, struct proxy *px)
 	if (rc == 0)
 		rc = launch_env(b, "DISABLE_AUTOUPDATER", "1");
 	if (rc == 0)
+		rc = launch_env(b, "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL", "1");
+	if (rc == 0)
 		rc = launch_env(b, "DISABLE_TELEMETRY", "1");
 	if (rc == 0)
 		rc = launch_env(b, "DISABLE_ERROR_REPORTING", "1");

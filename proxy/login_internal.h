@@ -35,7 +35,7 @@ struct login_kind {
 	/* Fills t from the file's JSON; -EINVAL with a message naming the file. */
 	int (*parse)(const struct proxy_login *l, json_t *root, struct login_tokens *t);
 	/* The refresh grant's JSON body for refresh token rt. */
-	json_t *(*grant)(const struct login_kind *k, const char *rt);
+	json_t *(*grant)(const struct proxy_login *l, const char *rt);
 	/* Fills n from the token endpoint's answer; old: tokens kept when not rotated. */
 	int (*answer)(json_t *resp, const struct login_tokens *old, struct login_tokens *n);
 	/* Writes n into the file's JSON, keeping everything else. */

@@ -62,10 +62,31 @@ static int claude_parse(const struct proxy_login *l, json_t *root, struct login_
 	return rc;
 }
 
-static json_t *claude_grant(const struct login_kind *k, const char *rt)
+/* The file's scopes, space-separated, as the client asks for them again on refresh. */
+static void scope_string(const struct proxy_login *l, char *out, size_t size)
 {
-	return json_pack("{s:s, s:s, s:s}", "grant_type", "refresh_token", "refresh_token", rt,
-			 "client_id", k->client_id);
+	json_t *scopes = json_object_get(l->box_info, "scopes"), *s;
+	size_t i, off = 0;
+
+	out[0] = '\0';
+	json_array_foreach(scopes, i, s)
+	{
+		if (json_is_string(s) && off + strlen(json_string_value(s)) + 2 < size)
+			off += (size_t)snprintf(out + off, size - off, "%s%s", off ? " " : "",
+						json_string_value(s));
+	}
+}
+
+static json_t *claude_grant(const struct proxy_login *l, const char *rt)
+{
+	char scope[512];
+	json_t *g = json_pack("{s:s, s:s, s:s}", "grant_type", "refresh_token", "refresh_token", rt,
+			      "client_id", l->kind->client_id);
+
+	scope_string(l, scope, sizeof(scope));
+	if (g && *scope)
+		json_object_set_new(g, "scope", json_string(scope));
+	return g;
 }
 
 /* {access_token, refresh_token?, expires_in?}: shared by both token endpoints' answers. */
@@ -115,17 +136,9 @@ static json_t *claude_box(const struct proxy_login *l, const char *ph)
 
 static json_t *claude_box_answer(const struct proxy_login *l, const char *ph)
 {
-	json_t *scopes = json_object_get(l->box_info, "scopes");
-	char scope[512] = "";
-	size_t i, off = 0;
-	json_t *s;
+	char scope[512];
 
-	json_array_foreach(scopes, i, s)
-	{
-		if (json_is_string(s) && off + strlen(json_string_value(s)) + 2 < sizeof(scope))
-			off += (size_t)snprintf(scope + off, sizeof(scope) - off, "%s%s",
-						off ? " " : "", json_string_value(s));
-	}
+	scope_string(l, scope, sizeof(scope));
 	return json_pack("{s:s, s:s, s:I, s:s, s:s}", "token_type", "Bearer", "access_token", ph,
 			 "expires_in", (json_int_t)LOGIN_BOX_LIFETIME_S, "refresh_token",
 			 l->ph_refresh, "scope", scope);
@@ -135,7 +148,7 @@ const struct login_kind login_kind_claude = {
     .name = "claude",
     .title = "Claude Code subscription",
     .fix = "run 'claude login' (or '/login' in claude) on the host, or give an API key",
-    .token_url = "https://console.anthropic.com/v1/oauth/token",
+    .token_url = "https://platform.claude.com/v1/oauth/token",
     .client_id = "9d1c250a-e61b-44d9-88ed-5944d1962f5e",
     .local_path = "/v1/oauth/token",
     .account_hdr = NULL,
@@ -185,10 +198,11 @@ static int codex_parse(const struct proxy_login *l, json_t *root, struct login_t
 	return 0;
 }
 
-static json_t *codex_grant(const struct login_kind *k, const char *rt)
+/* As Codex itself asks (no scope). */
+static json_t *codex_grant(const struct proxy_login *l, const char *rt)
 {
-	return json_pack("{s:s, s:s, s:s, s:s}", "client_id", k->client_id, "grant_type",
-			 "refresh_token", "refresh_token", rt, "scope", "openid profile email");
+	return json_pack("{s:s, s:s, s:s}", "client_id", l->kind->client_id, "grant_type",
+			 "refresh_token", "refresh_token", rt);
 }
 
 static int codex_answer(json_t *resp, const struct login_tokens *old, struct login_tokens *n)

@@ -77,7 +77,7 @@ static void refusal(const struct answer *a, long status, char *out, size_t size)
 int login_oauth_refresh(struct proxy_login *l, const struct login_tokens *old,
 			struct login_tokens *n)
 {
-	json_t *grant = l->kind->grant(l->kind, old->refresh), *resp = NULL;
+	json_t *grant = l->kind->grant(l, old->refresh), *resp = NULL;
 	char *body = grant ? json_dumps(grant, JSON_COMPACT) : NULL, why[256];
 	struct curl_slist *h = NULL;
 	struct answer a = {0};
