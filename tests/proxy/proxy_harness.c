@@ -40,6 +40,13 @@ static void observe(void *ctx, const struct proxy_record *r)
 	json_decref(o);
 }
 
+/* On the way out after a failure (the proxy owns them only once it started). */
+static void free_backends(struct proxy_backend **b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		proxy_backend_free(b[i]);
+}
+
 /* BACKEND=KIND:FILE[@TOKEN_URL] on an already given --backend. */
 static int login_arg(struct proxy_backend **b, size_t nb, const char *arg)
 {
@@ -117,6 +124,7 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--login")) {
 			if (login_arg(b, nb, v) < 0) {
 				fprintf(stderr, "proxy_harness: %s\n", util_err_msg());
+				free_backends(b, nb);
 				return 1;
 			}
 		} else if (!strcmp(a, "--backend") && nb < 16) {
@@ -135,6 +143,8 @@ int main(int argc, char **argv)
 	cfg.n_backends = nb;
 	if (proxy_new(&p, &cfg) < 0) {
 		fprintf(stderr, "proxy_harness: %s\n", util_err_msg());
+		free_backends(b, nb);
+		free(cfg.backends);
 		return 1;
 	}
 	if (want_relay) {
