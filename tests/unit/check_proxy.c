@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "proxy/login_internal.h"
 #include "proxy/proxy_internal.h"
 
 /* ---- backends ---- */
@@ -814,6 +815,108 @@ START_TEST(proxy_config_errors)
 }
 END_TEST
 
+/* ---- logins ---- */
+
+START_TEST(login_jwt_roundtrip)
+{
+	json_t *c = json_pack("{s:s, s:I, s:{s:s}}", "email", "a@b", "exp", (json_int_t)42,
+			      "https://api.openai.com/auth", "chatgpt_account_id", "acct");
+	char *jwt = login_jwt_make(c), *bad[] = {"", "a", "a.b", "a.!!!.c", "a.bnVsbA.c"};
+	json_t *back;
+
+	ck_assert_ptr_nonnull(jwt);
+	ck_assert(util_str_has_prefix(jwt, "eyJ"));
+	back = login_jwt_claims(jwt);
+	ck_assert_ptr_nonnull(back);
+	ck_assert(json_equal(c, back));
+	/* Not three dot-separated parts, not base64url, not a JSON object ("null"). */
+	for (size_t i = 0; i < ARB_ARRAY_LEN(bad); i++)
+		ck_assert_ptr_null(login_jwt_claims(bad[i]));
+	json_decref(back);
+	json_decref(c);
+	free(jwt);
+}
+END_TEST
+
+/* A Claude Code login file in a temporary file; caller unlinks path. */
+static void write_login(char *path, const char *text)
+{
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+START_TEST(login_box_file_and_answer)
+{
+	char path[] = "/tmp/arb-login-XXXXXX", *text = NULL, *json = NULL;
+	const char *backends_ph;
+	struct proxy_backend *b = NULL;
+	struct proxy_login *l = NULL;
+	struct proxy_config cfg = {0};
+	struct proxy *p = NULL;
+	int status = 0;
+
+	write_login(path, "{\"claudeAiOauth\":{\"accessToken\":\"sk-ant-oat01-REAL\","
+			  "\"refreshToken\":\"sk-ant-ort01-REAL\",\"expiresAt\":99999999999999,"
+			  "\"scopes\":[\"user:inference\"],\"subscriptionType\":\"pro\"}}");
+	ck_assert_int_eq(proxy_login_open(&l, PROXY_LOGIN_CLAUDE, path, NULL, NULL), 0);
+	ck_assert_str_eq(proxy_login_path(l), path);
+	ck_assert_int_eq(proxy_backend_parse(&b, "anthropic"), 0);
+	proxy_backend_set_login(b, l);
+	cfg.backends = calloc(1, sizeof(*cfg.backends));
+	cfg.backends[0] = b;
+	cfg.n_backends = 1;
+	ck_assert_int_eq(proxy_new(&p, &cfg), 0);
+	backends_ph = proxy_placeholder(p, "anthropic");
+	ck_assert_int_eq(proxy_login_box_file(p, "anthropic", &text), 0);
+	ck_assert_ptr_null(strstr(text, "REAL"));
+	ck_assert_ptr_nonnull(strstr(text, backends_ph));
+	ck_assert_ptr_nonnull(strstr(text, "\"subscriptionType\":\"pro\""));
+	ck_assert_int_eq(proxy_login_box_file(p, "openai", &json), -ENOENT);
+	/* The box's refresh: its own placeholder (JSON or form) gets placeholders back. */
+	ck_assert_int_eq(
+	    proxy_login_box_answer(b, "{\"refresh_token\":\"nope\"}", 24, &status, &json), 0);
+	ck_assert_int_eq(status, 400);
+	free(json);
+	{
+		char *form =
+		    util_asprintf("grant_type=refresh_token&refresh_token=%s&x=1", l->ph_refresh);
+
+		ck_assert_int_eq(proxy_login_box_answer(b, form, strlen(form), &status, &json), 0);
+		ck_assert_int_eq(status, 200);
+		ck_assert_ptr_nonnull(strstr(json, backends_ph));
+		ck_assert_ptr_null(strstr(json, "REAL"));
+		free(form);
+	}
+	free(json);
+	free(text);
+	proxy_free(p);
+	unlink(path);
+}
+END_TEST
+
+START_TEST(login_open_errors)
+{
+	char path[] = "/tmp/arb-login-XXXXXX";
+	struct proxy_login *l = NULL;
+
+	ck_assert_int_eq(proxy_login_open(&l, PROXY_LOGIN_CLAUDE, "/nonexistent/x", NULL, NULL),
+			 -ENOENT);
+	ck_assert_ptr_nonnull(strstr(util_err_msg(), "claude login"));
+	write_login(path, "{\"tokens\":{\"access_token\":\"x\",\"id_token\":\"not-a-jwt\"}}");
+	ck_assert_int_eq(proxy_login_open(&l, PROXY_LOGIN_CODEX, path, NULL, NULL), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(util_err_msg(), "id_token is not a JWT"));
+	ck_assert_int_eq(proxy_login_open(&l, PROXY_LOGIN_CLAUDE, path, NULL, NULL), -EINVAL);
+	ck_assert_int_eq(
+	    proxy_login_open(&l, PROXY_LOGIN_CLAUDE, path, "http://example.com/t", NULL), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(util_err_msg(), "must be https"));
+	ck_assert_ptr_null(l);
+	unlink(path);
+}
+END_TEST
+
 static Suite *proxy_suite(void)
 {
 	Suite *s = suite_create("proxy");
@@ -840,6 +943,11 @@ static Suite *proxy_suite(void)
 	tc = tcase_create("redact");
 	tcase_add_test(tc, redact_every_split);
 	tcase_add_test(tc, redact_does_not_delay_events);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("login");
+	tcase_add_test(tc, login_jwt_roundtrip);
+	tcase_add_test(tc, login_box_file_and_answer);
+	tcase_add_test(tc, login_open_errors);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("serve");
 	tcase_set_timeout(tc, 240);
