@@ -53,10 +53,7 @@ void proxy_backend_free(struct proxy_backend *b)
 	proxy_login_free(b->login);
 	for (size_t i = 0; i < b->n_rules; i++)
 		free(b->rules[i].path);
-	if (b->credential) {
-		explicit_bzero(b->credential, strlen(b->credential));
-		free(b->credential);
-	}
+	proxy_secret_free(&b->credential);
 	free(b->name);
 	free(b->url);
 	free(b->auth_header);

@@ -26,21 +26,12 @@ const struct login_kind *login_kind_get(enum proxy_login_kind k)
 	return k == PROXY_LOGIN_CODEX ? &login_kind_codex : &login_kind_claude;
 }
 
-static void secret_free(char **s)
-{
-	if (*s) {
-		explicit_bzero(*s, strlen(*s));
-		free(*s);
-		*s = NULL;
-	}
-}
-
 void login_tokens_clear(struct login_tokens *t)
 {
-	secret_free(&t->access);
-	secret_free(&t->refresh);
-	secret_free(&t->id_token);
-	secret_free(&t->account);
+	proxy_secret_free(&t->access);
+	proxy_secret_free(&t->refresh);
+	proxy_secret_free(&t->id_token);
+	proxy_secret_free(&t->account);
 	t->expires_ms = 0;
 }
 
@@ -53,9 +44,9 @@ void proxy_login_free(struct proxy_login *l)
 	free(l->path);
 	free(l->token_url);
 	free(l->ca_file);
-	secret_free(&l->ph_refresh);
-	secret_free(&l->ph_id_token);
-	secret_free(&l->ph_account);
+	proxy_secret_free(&l->ph_refresh);
+	proxy_secret_free(&l->ph_id_token);
+	proxy_secret_free(&l->ph_account);
 	pthread_mutex_destroy(&l->lock);
 	free(l);
 }
@@ -141,11 +132,6 @@ out:
 const char *proxy_login_path(const struct proxy_login *l)
 {
 	return l->path;
-}
-
-const char *proxy_login_title(const struct proxy_login *l)
-{
-	return l->kind->title;
 }
 
 /* Locks the file, re-opening it while another process replaces it under us. */
@@ -330,9 +316,9 @@ int proxy_login_current(struct proxy_login *l, char **access, char **account)
 	}
 	pthread_mutex_unlock(&l->lock);
 	if (rc < 0) {
-		secret_free(access);
+		proxy_secret_free(access);
 		if (account)
-			secret_free(account);
+			proxy_secret_free(account);
 	}
 	return rc;
 }

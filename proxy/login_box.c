@@ -16,23 +16,14 @@
 /* Non-secret fields the box's copy keeps, so the client shows the right plan. */
 static json_t *box_info(const struct proxy_login *l, json_t *root)
 {
-	static const char *const claude_keep[] = {"scopes", "subscriptionType", "rateLimitTier"};
-	json_t *out = json_object(), *src = root;
-	const char *const *keep = claude_keep;
-	size_t n = ARB_ARRAY_LEN(claude_keep);
-	static const char *const codex_keep[] = {"auth_mode"};
+	json_t *out = json_object();
+	json_t *src = l->kind->box_keep_in ? json_object_get(root, l->kind->box_keep_in) : root;
 
-	if (l->kind == &login_kind_claude) {
-		src = json_object_get(root, "claudeAiOauth");
-	} else {
-		keep = codex_keep;
-		n = ARB_ARRAY_LEN(codex_keep);
-	}
-	for (size_t i = 0; out && i < n; i++) {
-		json_t *v = json_object_get(src, keep[i]);
+	for (const char *const *k = l->kind->box_keep; out && *k; k++) {
+		json_t *v = json_object_get(src, *k);
 
 		if (v && (json_is_string(v) || json_is_array(v)))
-			json_object_set_new(out, keep[i], json_deep_copy(v));
+			json_object_set_new(out, *k, json_deep_copy(v));
 	}
 	return out;
 }
@@ -84,7 +75,7 @@ int login_placeholders_make(struct proxy_login *l, json_t *root)
 	l->box_info = box_info(l, root);
 	if (!l->ph_refresh || !l->ph_account || !l->box_info)
 		return util_err(-ENOMEM, "out of memory");
-	if (l->kind == &login_kind_codex) {
+	if (l->tok.id_token) {
 		l->ph_id_token = id_token_placeholder(l);
 		if (!l->ph_id_token)
 			return util_err(-ENOMEM, "out of memory");
@@ -107,17 +98,6 @@ int proxy_login_box_file(const struct proxy *p, const char *backend, char **out)
 	*out = j ? json_dumps(j, b->login->kind->dump_flags) : NULL;
 	json_decref(j);
 	return *out ? 0 : util_err(-ENOMEM, "out of memory");
-}
-
-/* Constant time, as the policy compares placeholders. */
-static bool same(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	unsigned char d = la != lb;
-
-	for (size_t i = 0; i < la && i < lb; i++)
-		d |= (unsigned char)(a[i] ^ b[i]);
-	return d == 0;
 }
 
 /* The refresh_token of a JSON or form-encoded grant; NULL when absent. Caller frees. */
@@ -151,7 +131,7 @@ int proxy_login_box_answer(const struct proxy_backend *b, const char *body, size
 	json_t *j;
 
 	*json = NULL;
-	if (rt && same(rt, b->login->ph_refresh)) {
+	if (rt && proxy_secret_equal(rt, b->login->ph_refresh)) {
 		*status = 200;
 		j = b->login->kind->box_answer(b->login, b->placeholder);
 	} else {

@@ -24,7 +24,6 @@ void login_tokens_clear(struct login_tokens *t);
 
 /* What differs between the clients' login files. */
 struct login_kind {
-	const char *name;      /* claude, codex */
 	const char *title;     /* "Claude Code subscription", for messages */
 	const char *fix;       /* "run 'claude login'" */
 	const char *token_url; /* the client's own OAuth token endpoint */
@@ -32,6 +31,10 @@ struct login_kind {
 	const char *local_path;	 /* the box's refresh requests, answered by the proxy */
 	const char *account_hdr; /* header the upstream reads the account from, or NULL */
 	size_t dump_flags;	 /* json_dumps flags the client itself writes with */
+	/* Non-secret members the box's copy keeps (NULL-terminated), and the object of the
+	 * file they are in (NULL: the top level). */
+	const char *const *box_keep;
+	const char *box_keep_in;
 	/* Fills t from the file's JSON; -EINVAL with a message naming the file. */
 	int (*parse)(const struct proxy_login *l, json_t *root, struct login_tokens *t);
 	/* The refresh grant's JSON body for refresh token rt. */

@@ -144,8 +144,9 @@ static json_t *claude_box_answer(const struct proxy_login *l, const char *ph)
 			 l->ph_refresh, "scope", scope);
 }
 
+static const char *const claude_keep[] = {"scopes", "subscriptionType", "rateLimitTier", NULL};
+
 const struct login_kind login_kind_claude = {
-    .name = "claude",
     .title = "Claude Code subscription",
     .fix = "run 'claude login' (or '/login' in claude) on the host, or give an API key",
     .token_url = "https://platform.claude.com/v1/oauth/token",
@@ -153,6 +154,8 @@ const struct login_kind login_kind_claude = {
     .local_path = "/v1/oauth/token",
     .account_hdr = NULL,
     .dump_flags = JSON_COMPACT,
+    .box_keep = claude_keep,
+    .box_keep_in = "claudeAiOauth",
     .parse = claude_parse,
     .grant = claude_grant,
     .answer = oauth_answer,
@@ -262,8 +265,9 @@ static json_t *codex_box_answer(const struct proxy_login *l, const char *ph)
 			 (json_int_t)LOGIN_BOX_LIFETIME_S);
 }
 
+static const char *const codex_keep[] = {"auth_mode", NULL};
+
 const struct login_kind login_kind_codex = {
-    .name = "codex",
     .title = "Codex ChatGPT",
     .fix = "run 'codex login' on the host, or give an API key",
     .token_url = "https://auth.openai.com/oauth/token",
@@ -271,6 +275,7 @@ const struct login_kind login_kind_codex = {
     .local_path = "/oauth/token",
     .account_hdr = "chatgpt-account-id",
     .dump_flags = JSON_INDENT(2),
+    .box_keep = codex_keep,
     .parse = codex_parse,
     .grant = codex_grant,
     .answer = codex_answer,

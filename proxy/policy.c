@@ -18,8 +18,7 @@ static bool deny(struct proxy_verdict *v, int status, const char *reason)
 	return false;
 }
 
-/* Constant-time comparison of a header value against the expected secret-like string. */
-static bool same(const char *a, const char *b)
+bool proxy_secret_equal(const char *a, const char *b)
 {
 	size_t la = strlen(a), lb = strlen(b);
 	unsigned char d = la != lb;
@@ -144,9 +143,10 @@ static bool check_credential(const struct proxy_req *r, const struct proxy_backe
 		return deny(v, 401, "missing credential header");
 	if (n_auth > 1 || n_key > 1)
 		return deny(v, 401, "more than one credential header");
-	if (key && !same(key, b->placeholder))
+	if (key && !proxy_secret_equal(key, b->placeholder))
 		return deny(v, 401, "credential header does not hold this box's placeholder");
-	if (auth && (strncasecmp(auth, "Bearer ", 7) != 0 || !same(auth + 7, b->placeholder)))
+	if (auth &&
+	    (strncasecmp(auth, "Bearer ", 7) != 0 || !proxy_secret_equal(auth + 7, b->placeholder)))
 		return deny(v, 401, "credential header does not hold this box's placeholder");
 	return true;
 }

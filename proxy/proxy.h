@@ -93,9 +93,8 @@ int proxy_login_current(struct proxy_login *l, char **access, char **account) AR
 void proxy_login_refused(struct proxy_login *l, const char *access);
 /* Refreshes this process made (for tests). */
 unsigned proxy_login_refreshes(struct proxy_login *l);
-/* Borrowed: the host file (symlinks resolved), and "Claude Code subscription", ... */
+/* Borrowed: the host file (symlinks resolved). */
 const char *proxy_login_path(const struct proxy_login *l);
-const char *proxy_login_title(const struct proxy_login *l);
 /*
  * The backend sends l's access token upstream (Authorization: Bearer, and the account
  * header where the login has one) instead of a key, and answers the box's refresh requests

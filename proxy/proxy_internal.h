@@ -98,6 +98,9 @@ struct proxy_verdict {
 	char path[PROXY_TARGET_MAX];   /* the target's path (no query), for records */
 };
 
+/* Compares a value the box sent with a secret-like string in time independent of where
+ * they differ (placeholders, refresh placeholders). */
+bool proxy_secret_equal(const char *a, const char *b);
 /* Checks a parsed head against the backends. Pure: no I/O. Fails closed. */
 void proxy_policy_check(const struct proxy_req *r, struct proxy_backend *const *backends, size_t n,
 			struct proxy_verdict *v);
@@ -110,6 +113,8 @@ bool proxy_path_matches(const struct proxy_rule *rule, const char *method, const
 struct proxy_backend *proxy_backend_by_port(struct proxy_backend *const *b, size_t n,
 					    uint16_t port);
 int proxy_backend_load_credential(struct proxy_backend *b) ARB_MUST_CHECK;
+/* Clears and frees a secret string, and sets *s to NULL (NULL is fine). */
+void proxy_secret_free(char **s);
 int proxy_placeholder_make(char *out, size_t size, const char *name) ARB_MUST_CHECK;
 /* The header name and value the upstream receives credential cred in; value malloc'd. */
 int proxy_backend_auth_header(const struct proxy_backend *b, const char *cred, const char **name,

@@ -282,15 +282,8 @@ int proxy_new(struct proxy **out, const struct proxy_config *cfg)
 	return 0;
 fail:
 	/* The backends stay with the caller, without what this call loaded into them. */
-	for (size_t i = 0; i < cfg->n_backends; i++) {
-		struct proxy_backend *b = cfg->backends[i];
-
-		if (b->credential) {
-			explicit_bzero(b->credential, strlen(b->credential));
-			free(b->credential);
-			b->credential = NULL;
-		}
-	}
+	for (size_t i = 0; i < cfg->n_backends; i++)
+		proxy_secret_free(&cfg->backends[i]->credential);
 	proxy_free(p);
 	return rc;
 }

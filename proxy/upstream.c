@@ -314,12 +314,24 @@ static int progress_cb(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
 	return 0;
 }
 
+/* Appends line (owned; cleared, as it may hold a credential, and freed) to *l. -ENOMEM. */
+static int header_add(struct curl_slist **l, char *line)
+{
+	struct curl_slist *t = line ? curl_slist_append(*l, line) : NULL;
+
+	proxy_secret_free(&line);
+	if (!t)
+		return -ENOMEM;
+	*l = t;
+	return 0;
+}
+
 static int build_headers(struct fwd *f, struct curl_slist **out)
 {
 	const struct proxy_req *r = f->r;
 	struct curl_slist *l = NULL, *t;
 	const char *an, *acct = proxy_login_account_header(f->b->login);
-	char *av = NULL, *line;
+	char *av = NULL;
 	int rc = 0;
 
 	for (size_t i = 0; i < r->n_hdrs && rc == 0; i++) {
@@ -330,11 +342,7 @@ static int build_headers(struct fwd *f, struct curl_slist **out)
 		    (acct && strcasecmp(n, acct) == 0))
 			continue;
 		/* "Name;" is how libcurl sends a header with an empty value. */
-		line = *v ? util_asprintf("%s: %s", n, v) : util_asprintf("%s;", n);
-		t = line ? curl_slist_append(l, line) : NULL;
-		free(line);
-		rc = t ? 0 : -ENOMEM;
-		l = t ? t : l;
+		rc = header_add(&l, *v ? util_asprintf("%s: %s", n, v) : util_asprintf("%s;", n));
 	}
 	/* No Expect handshake upstream, no compression we could not redact, no defaults. */
 	const char *fixed[] = {"Expect:", "Accept-Encoding: identity",
@@ -348,27 +356,13 @@ static int build_headers(struct fwd *f, struct curl_slist **out)
 		l = t ? t : l;
 	}
 	/* The login's account, in place of the box's placeholder for it. */
-	if (rc == 0 && acct && f->account) {
-		line = util_asprintf("%s: %s", acct, f->account);
-		t = line ? curl_slist_append(l, line) : NULL;
-		free(line);
-		rc = t ? 0 : -ENOMEM;
-		l = t ? t : l;
-	}
+	if (rc == 0 && acct && f->account)
+		rc = header_add(&l, util_asprintf("%s: %s", acct, f->account));
 	if (rc == 0 && f->b->auth != PROXY_AUTH_NONE)
 		rc = proxy_backend_auth_header(f->b, f->cred, &an, &av);
-	if (rc == 0 && av) {
-		line = util_asprintf("%s: %s", an, av);
-		t = line ? curl_slist_append(l, line) : NULL;
-		if (line)
-			explicit_bzero(line, strlen(line));
-		free(line);
-		rc = t ? 0 : -ENOMEM;
-		l = t ? t : l;
-	}
-	if (av)
-		explicit_bzero(av, strlen(av));
-	free(av);
+	if (rc == 0 && av)
+		rc = header_add(&l, util_asprintf("%s: %s", an, av));
+	proxy_secret_free(&av);
 	*out = l;
 	return rc;
 }
@@ -479,13 +473,6 @@ static void finish(struct fwd *f, CURLcode cc, struct proxy_fwd_result *res)
 	res->bytes_down = f->bytes_down;
 }
 
-static void secret_free(char *s)
-{
-	if (s)
-		explicit_bzero(s, strlen(s));
-	free(s);
-}
-
 void proxy_upstream_forward(struct proxy_conn *c, struct proxy_req *r,
 			    const struct proxy_verdict *v, struct proxy_fwd_result *res)
 {
@@ -568,8 +555,8 @@ out:
 	free(url);
 	if (f) {
 		proxy_redact_free(&f->rd);
-		secret_free(f->cred);
-		secret_free(f->account);
+		proxy_secret_free(&f->cred);
+		proxy_secret_free(&f->account);
 	}
 	free(f);
 }
