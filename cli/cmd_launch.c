@@ -149,6 +149,7 @@ static void launch_clear(struct launch *l)
 	free(l->model_import);
 	free(l->login_path);
 	free(l->ws_home);
+	free(l->key_env);
 	for (size_t i = 0; i < l->n_fixed; i++)
 		free(l->fixed_args[i]);
 	free(l->fixed_args);
@@ -346,9 +347,12 @@ static int choose_auth(struct launch *l)
 
 	if (rc < 0)
 		return cli_fail(CLI_ERR, "%s: %s", c->name, util_err_msg());
-	env = getenv(proxy_backend_key_env(pb));
-	key_given = l->key_file || (env && *env);
+	l->key_env = strdup(proxy_backend_key_env(pb));
 	proxy_backend_free(pb);
+	if (!l->key_env)
+		return cli_fail(CLI_ERR, "out of memory");
+	env = getenv(l->key_env);
+	key_given = l->key_file || (env && *env);
 	if (c->login_kind >= 0 && !(l->login_path = c->login_file(l)))
 		return cli_fail(CLI_ERR, "out of memory");
 	if (l->auth_opt)
@@ -361,10 +365,7 @@ static int choose_auth(struct launch *l)
 		return cli_fail(CLI_ERR,
 				"%s: no credential: no API key ($%s or --api-key-file) and no %s "
 				"login at %s; %s, or give a key",
-				c->name,
-				l->backend && !strcmp(l->backend, "openai") ? "OPENAI_API_KEY"
-									    : "ANTHROPIC_API_KEY",
-				c->title, l->login_path, c->login_cmd);
+				c->name, l->key_env, c->title, l->login_path, c->login_cmd);
 	if (l->auth == LAUNCH_AUTH_LOGIN) {
 		l->backend = c->login_backend;
 		l->login = (struct cli_proxy_login){c->login_backend, c->login_kind, l->login_path,
@@ -385,8 +386,7 @@ static void explain_auth(const struct launch *l)
 	else if (l->key_file)
 		printf("credential: API key from %s (--api-key-file)\n", l->key_file);
 	else
-		printf("credential: API key from the host's $%s\n",
-		       !strcmp(l->backend, "openai") ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY");
+		printf("credential: API key from the host's $%s\n", l->key_env);
 }
 
 /*

@@ -46,6 +46,7 @@ struct launch {
 	enum launch_auth auth;		  /* what the launch uses */
 	char *login_path;		  /* owned: the host login file, with LAUNCH_AUTH_LOGIN */
 	char *ws_home;			  /* owned: the workspace's home/ on the host */
+	char *key_env;			  /* owned: the backend's key variable */
 	struct cli_proxy_login login;	  /* handed to the proxy with LAUNCH_AUTH_LOGIN */
 	bool net, explain;
 	const char **grants, **binds, **mounts, **envs;

@@ -187,13 +187,32 @@ static char *toml_top_string(const char *path, const char *key)
 	return out;
 }
 
+/* $CODEX_HOME/NAME, else ~/.codex/NAME (caller frees). */
+static char *codex_host_file(const struct launch *l, const char *name)
+{
+	const char *dir = getenv("CODEX_HOME");
+
+	return dir && dir[0] == '/' ? util_path_join(dir, name)
+				    : util_asprintf("%s/.codex/%s", l->host_home, name);
+}
+
+/* `-c KEY=VALUE` (kv owned, NULL when it could not be made): overrides Codex's config. */
+static int codex_config(struct launch *l, char *kv)
+{
+	int rc = kv ? launch_fixed_arg(l, "-c") : util_err(-ENOMEM, "out of memory");
+
+	if (rc == 0)
+		rc = launch_fixed_arg(l, kv);
+	free(kv);
+	return rc;
+}
+
 static int codex_prepare(struct launch *l)
 {
-	const char *codex_home = getenv("CODEX_HOME");
-	char *config = codex_home && codex_home[0] == '/'
-			   ? util_path_join(codex_home, "config.toml")
-			   : util_asprintf("%s/.codex/config.toml", l->host_home);
-	char *effort = NULL, *arg = NULL;
+	char *config = codex_host_file(l, "config.toml"), *effort = NULL;
+	struct proxy_backend *pb = NULL;
+	bool login = l->auth == LAUNCH_AUTH_LOGIN;
+	unsigned port = 0;
 	int rc = 0;
 
 	if (!config)
@@ -203,71 +222,43 @@ static int codex_prepare(struct launch *l)
 	else
 		set_model(l, l->model ? strdup(l->model) : toml_top_string(config, "model"));
 	effort = toml_top_string(config, "model_reasoning_effort");
+	if (rc == 0)
+		rc = proxy_backend_parse(&pb, l->backend);
+	if (rc == 0)
+		port = proxy_backend_port(pb);
+	proxy_backend_free(pb);
 	/*
 	 * Codex ignores OPENAI_BASE_URL, and its built-in provider opens a WebSocket first,
 	 * which the proxy refuses: a provider of our own, at the relay (the backend's port; the
-	 * launcher never overrides it), over plain HTTP streaming, keyed by OPENAI_API_KEY.
+	 * launcher never overrides it), over plain HTTP streaming, keyed by OPENAI_API_KEY. With
+	 * a ChatGPT login: the same provider at the relay's copy of ChatGPT's backend,
+	 * authenticated by the login (auth.json in CODEX_HOME, placeholders only), and ChatGPT's
+	 * own calls (workspace routing, usage) at the relay too.
 	 */
-	if (rc == 0) {
-		struct proxy_backend *pb = NULL;
-		bool login = l->auth == LAUNCH_AUTH_LOGIN;
-		unsigned port;
-
-		rc = proxy_backend_parse(&pb, l->backend);
-		port = rc == 0 ? proxy_backend_port(pb) : 0;
-		proxy_backend_free(pb);
-		/*
-		 * With a ChatGPT login: the same provider at the relay's copy of ChatGPT's backend,
-		 * authenticated by the login (auth.json in CODEX_HOME, placeholders only), and
-		 * ChatGPT's own calls (workspace routing, usage) at the relay too.
-		 */
-		arg =
-		    rc == 0 && login
-			? util_asprintf("model_providers.arborinth={name=\"arborinth credential "
-					"proxy\",base_url=\"http://127.0.0.1:%u/backend-api/"
-					"codex\",wire_api=\"responses\",requires_openai_auth=true,"
-					"supports_websockets=false}",
-					port)
-		    : rc == 0 ? util_asprintf(
-				    "model_providers.arborinth={name=\"arborinth credential "
-				    "proxy\",base_url=\"http://127.0.0.1:%u/v1\",env_key=\"OPENAI_"
-				    "API_KEY\",wire_api=\"responses\",supports_websockets=false}",
-				    port)
-			      : NULL;
-		if (rc == 0)
-			rc = arg ? launch_fixed_arg(l, "-c") : util_err(-ENOMEM, "out of memory");
-		if (rc == 0)
-			rc = launch_fixed_arg(l, arg);
-		if (rc == 0)
-			rc = launch_fixed_arg(l, "-c");
-		if (rc == 0)
-			rc = launch_fixed_arg(l, "model_provider=\"arborinth\"");
-		free(arg);
-		arg = NULL;
-		if (rc == 0 && login) {
-			arg = util_asprintf("chatgpt_base_url=\"http://127.0.0.1:%u/backend-api/\"",
-					    port);
-			rc = arg ? launch_fixed_arg(l, "-c") : util_err(-ENOMEM, "out of memory");
-			if (rc == 0)
-				rc = launch_fixed_arg(l, arg);
-			free(arg);
-		}
-	}
-	/* `-c key=value` overrides Codex's config for this run; values are TOML strings. */
-	if (rc == 0 && l->model_import) {
-		arg = util_asprintf("model=\"%s\"", l->model_import);
-		rc = arg ? launch_fixed_arg(l, "-c") : util_err(-ENOMEM, "out of memory");
-		if (rc == 0)
-			rc = launch_fixed_arg(l, arg);
-		free(arg);
-	}
-	if (rc == 0 && effort) {
-		arg = util_asprintf("model_reasoning_effort=\"%s\"", effort);
-		rc = arg ? launch_fixed_arg(l, "-c") : util_err(-ENOMEM, "out of memory");
-		if (rc == 0)
-			rc = launch_fixed_arg(l, arg);
-		free(arg);
-	}
+	if (rc == 0)
+		rc = codex_config(
+		    l, login
+			   ? util_asprintf("model_providers.arborinth={name=\"arborinth credential "
+					   "proxy\",base_url=\"http://127.0.0.1:%u/backend-api/"
+					   "codex\",wire_api=\"responses\",requires_openai_auth="
+					   "true,supports_websockets=false}",
+					   port)
+			   : util_asprintf("model_providers.arborinth={name=\"arborinth credential "
+					   "proxy\",base_url=\"http://127.0.0.1:%u/v1\",env_key="
+					   "\"OPENAI_API_KEY\",wire_api=\"responses\","
+					   "supports_websockets=false}",
+					   port));
+	if (rc == 0)
+		rc = codex_config(l, strdup("model_provider=\"arborinth\""));
+	if (rc == 0 && login)
+		rc = codex_config(
+		    l,
+		    util_asprintf("chatgpt_base_url=\"http://127.0.0.1:%u/backend-api/\"", port));
+	/* Values are TOML strings. */
+	if (rc == 0 && l->model_import)
+		rc = codex_config(l, util_asprintf("model=\"%s\"", l->model_import));
+	if (rc == 0 && effort)
+		rc = codex_config(l, util_asprintf("model_reasoning_effort=\"%s\"", effort));
 	free(effort);
 	free(config);
 	return rc;
@@ -283,8 +274,9 @@ static int codex_box(struct launch *l, struct jail_box *b, struct proxy *px)
 		rc = launch_env(b, "CODEX_HOME", dir);
 	if (rc == 0 && l->auth == LAUNCH_AUTH_LOGIN) {
 		/* The login's placeholders in auth.json; its refreshes answered by the proxy. */
-		char *url = util_asprintf("http://127.0.0.1:%u/oauth/token",
-					  px ? proxy_ports(px, &(size_t){0})[0] : 0);
+		size_t n = 0;
+		const uint16_t *ports = px ? proxy_ports(px, &n) : NULL;
+		char *url = util_asprintf("http://127.0.0.1:%u/oauth/token", n ? ports[0] : 0);
 
 		rc = url ? launch_env(b, "CODEX_REFRESH_TOKEN_URL_OVERRIDE", url)
 			 : util_err(-ENOMEM, "out of memory");
@@ -299,13 +291,9 @@ static int codex_box(struct launch *l, struct jail_box *b, struct proxy *px)
 	return rc;
 }
 
-/* $CODEX_HOME/auth.json, else ~/.codex/auth.json. */
 static char *codex_login_file(const struct launch *l)
 {
-	const char *dir = getenv("CODEX_HOME");
-
-	return dir && dir[0] == '/' ? util_path_join(dir, "auth.json")
-				    : util_asprintf("%s/.codex/auth.json", l->host_home);
+	return codex_host_file(l, "auth.json");
 }
 
 /* ---- OpenCode --------------------------------------------------------------------------- */
