@@ -66,6 +66,15 @@ int cmd_shell(struct cli_global *g, int argc, char **argv);
 extern const char cmd_audit_usage[];
 int cmd_audit(struct cli_global *g, int argc, char **argv);
 /*
+ * Files for the box in a workspace's home (cli/box_home.c), safe against what the box planted
+ * there. cli_home_dir_open: home/SUB (SUB relative, '/'-separated; each level created 0700
+ * when missing, none may be a link) as a directory fd in *out. cli_home_write: home/SUB/NAME
+ * replaced atomically by data (mode 0600). -errno with a message.
+ */
+int cli_home_dir_open(const char *home, const char *sub, int *out) ARB_MUST_CHECK;
+int cli_home_write(const char *home, const char *sub, const char *name,
+		   const char *data) ARB_MUST_CHECK;
+/*
  * `shell` sessions in the audit log: begin records argv, jail and this process as the leader
  * (call it right before starting the command); end records the exit status and frees s
  * (NULL is fine; a failure to record is a warning on stderr).
@@ -84,7 +93,8 @@ void cli_audit_session_end(const struct core_ws *ws, struct audit_session *s, in
  * the session the records belong to (call it once the session has begun).
  * cli_proxy_stop: stops the proxy, then writes out and closes its records (NULLs are fine).
  * cli_proxy_box_setup: the socket directory (read-only), the relay hooks and the base
- * URL/placeholder/HTTP(S)_PROXY variables on the box.
+ * URL/placeholder/HTTP(S)_PROXY variables on the box; with CLI_PROXY_TCP (--net) no socket and
+ * no relay, the placeholders in key files of the box's home instead (NAME_API_KEY_FILE).
  */
 struct proxy;
 struct jail_box;
@@ -103,13 +113,21 @@ struct cli_proxy_opts {
 	const char *const *allow_hosts;	     /* --allow-host HOST[:PORT] */
 	size_t n_allow_hosts;
 	bool listen;
+	/* --net: on the host's loopback, not the box's relay; tcp_fd (or -1) is a listener
+	 * (proxy_listen_loopback) for backend tcp_backend, kept by the caller. */
+	bool tcp;
+	int tcp_fd;
+	const char *tcp_backend;
 };
 int cli_proxy_start(struct proxy **out, struct cli_net_audit **audit, struct core_project *p,
 		    const struct core_ws *ws, const struct cli_proxy_opts *o) ARB_MUST_CHECK;
 void cli_proxy_set_session(struct cli_net_audit *a, const struct audit_session *s);
 void cli_proxy_stop(struct proxy *px, struct cli_net_audit *a);
-int cli_proxy_box_setup(struct proxy *px, struct jail_box *b,
-			const struct core_ws *ws) ARB_MUST_CHECK;
+enum { CLI_PROXY_TCP = 1, CLI_PROXY_DRY = 2 /* --explain: write nothing */ };
+int cli_proxy_box_setup(struct proxy *px, struct jail_box *b, const struct core_ws *ws,
+			unsigned flags) ARB_MUST_CHECK;
+/* Where the box finds backend's key file with --net: HOME/.arborinth/proxy/NAME.key. */
+char *cli_proxy_key_file(const char *home, const char *backend);
 /*
  * Agent launchers, grants and bind files (cli/cmd_launch*.c, cli/cmd_grant.c).
  * cli_shell_run: `shell` with argv as given to it, plus `extra`, which a launcher uses to add
@@ -123,6 +141,8 @@ struct cli_box_extra {
 		     struct proxy *px); /* px: NULL without backends */
 	void *ctx;
 	const struct cli_proxy_login *login; /* the launcher's login, or NULL */
+	int tcp_fd;			     /* with --net: the launcher's listener, or -1 */
+	const char *tcp_backend;	     /* ... for this backend */
 };
 int cli_shell_run(struct cli_global *g, int argc, char **argv, const struct cli_box_extra *extra);
 int cli_binds_apply(struct jail_box *b, const char *const *grants, size_t n_grants,

@@ -129,21 +129,13 @@ static void print_argv(const char *argv_json)
 	json_array_foreach(arr, i, v)
 	{
 		const char *s = json_string_value(v);
+		char *q = s ? util_shell_quote(s) : NULL;
 
 		if (!s)
 			continue;
-		if (*s && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-				    "0123456789-_./=:,+@%") == strlen(s)) {
-			printf("%s%s", i ? " " : "", s);
-			continue;
-		}
-		printf("%s'", i ? " " : "");
-		for (; *s; s++)
-			if (*s == '\'')
-				fputs("'\\''", stdout);
-			else
-				putchar(*s);
-		putchar('\'');
+
+		printf("%s%s", i ? " " : "", q ? q : "''");
+		free(q);
 	}
 	json_decref(arr);
 }

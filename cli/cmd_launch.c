@@ -66,41 +66,14 @@ int launch_env(struct jail_box *b, const char *name, const char *value)
 	return rc;
 }
 
-/* ws_home/SUB, created 0700 when missing, opened without following a link the box made. */
-static int box_dir_open(const struct launch *l, const char *sub, int *out)
-{
-	int home, rc = 0;
-
-	*out = -1;
-	if (!l->ws_home)
-		return util_err(-EINVAL, "no workspace home");
-	home = open(l->ws_home, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (home < 0)
-		return util_err(-errno, "cannot open %s: %s", l->ws_home, strerror(errno));
-	if (mkdirat(home, sub, 0700) < 0 && errno != EEXIST)
-		rc = util_err(-errno, "cannot create %s/%s: %s", l->ws_home, sub, strerror(errno));
-	if (rc == 0) {
-		*out = openat(home, sub, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		if (*out < 0)
-			rc = util_err(-errno, "%s/%s is not a directory of the workspace (%s)",
-				      l->ws_home, sub, strerror(errno));
-	}
-	close(home);
-	return rc;
-}
-
 int launch_write_box_login(const struct launch *l, struct proxy *px, const char *sub,
 			   const char *name)
 {
 	char *text = NULL;
-	int dir = -1, rc = proxy_login_box_file(px, l->backend, &text);
+	int rc = l->ws_home ? proxy_login_box_file(px, l->backend, &text)
+			    : util_err(-EINVAL, "no workspace home");
 
-	/* The box can write its home: every step relative to a descriptor, no link followed. */
-	rc = rc ?: box_dir_open(l, sub, &dir);
-	if (rc == 0)
-		rc = util_write_file_at(dir, name, text, strlen(text), 0600, (uid_t)-1, 0);
-	if (dir >= 0)
-		close(dir);
+	rc = rc ?: cli_home_write(l->ws_home, sub, name, text);
 	free(text);
 	return rc;
 }
@@ -109,7 +82,9 @@ int launch_box_json_merge(const struct launch *l, const char *sub, const char *n
 {
 	json_t *root = NULL;
 	char *text = NULL;
-	int dir = -1, fd = -1, rc = box_dir_open(l, sub, &dir);
+	int dir = -1, fd = -1,
+	    rc = l->ws_home ? cli_home_dir_open(l->ws_home, sub, &dir)
+			    : util_err(-EINVAL, "no workspace home");
 
 	if (rc < 0)
 		return rc;
@@ -150,6 +125,8 @@ static void launch_clear(struct launch *l)
 	free(l->login_path);
 	free(l->ws_home);
 	free(l->key_env);
+	if (l->tcp_fd >= 0)
+		close(l->tcp_fd);
 	for (size_t i = 0; i < l->n_fixed; i++)
 		free(l->fixed_args[i]);
 	free(l->fixed_args);
@@ -324,12 +301,21 @@ static int host_home(struct launch *l)
 }
 
 /* The backend specification the launch uses (caller frees). */
+/* The backend: its name, --upstream, the credential's kind, and with --net its port. */
 static char *backend_spec(const struct launch *l)
 {
 	const char *auth = l->auth == LAUNCH_AUTH_NONE ? ",auth=none" : "";
+	char port[16] = "";
 
-	return l->upstream ? util_asprintf("%s=%s%s", l->backend, l->upstream, auth)
-			   : util_asprintf("%s%s", l->backend, auth);
+	if (l->tcp_port)
+		snprintf(port, sizeof(port), ",port=%u", l->tcp_port);
+	return l->upstream ? util_asprintf("%s=%s%s%s", l->backend, l->upstream, auth, port)
+			   : util_asprintf("%s%s%s", l->backend, auth, port);
+}
+
+char *launch_key_file(const struct launch *l)
+{
+	return cli_proxy_key_file(l->host_home, l->backend);
 }
 
 /*
@@ -523,8 +509,8 @@ int launch_run(const struct launch_client *c, int argc, char **argv, void *globa
 {
 	struct cli_global *g = global;
 	struct cli_cmd cmd = {c->name, NULL, NULL, NULL, c->usage, NULL};
-	struct launch l = {.client = c};
-	struct cli_box_extra extra = {apply_extra, &l, NULL};
+	struct launch l = {.client = c, .tcp_fd = -1};
+	struct cli_box_extra extra = {apply_extra, &l, NULL, -1, NULL};
 	char **sargv = NULL, *backend = NULL;
 	int sargc = 0, status;
 
@@ -535,7 +521,11 @@ int launch_run(const struct launch_client *c, int argc, char **argv, void *globa
 		status = cli_usage_error(c->name, "%s", util_err_msg());
 		goto out;
 	}
-	status = find_client(&l);
+	/* --net: the proxy's port on the host's loopback is known before the client's config. */
+	if (l.net && proxy_listen_loopback(0, &l.tcp_fd, &l.tcp_port) < 0)
+		status = cli_fail_lib();
+	else
+		status = find_client(&l);
 	if (status == CLI_OK)
 		status = client_mount_root(&l);
 	if (status == CLI_OK)
@@ -548,6 +538,8 @@ int launch_run(const struct launch_client *c, int argc, char **argv, void *globa
 		status = check_backend(&l);
 	if (status == CLI_OK && l.auth == LAUNCH_AUTH_LOGIN)
 		extra.login = &l.login;
+	extra.tcp_fd = l.tcp_fd;
+	extra.tcp_backend = l.backend;
 	if (status == CLI_OK)
 		status = ensure_workspace(g, &l);
 	if (status != CLI_OK)

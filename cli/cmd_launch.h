@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -49,6 +50,8 @@ struct launch {
 	char *key_env;			  /* owned: the backend's key variable */
 	struct cli_proxy_login login;	  /* handed to the proxy with LAUNCH_AUTH_LOGIN */
 	bool net, explain;
+	int tcp_fd;	   /* with --net: the proxy's listener on the host's loopback, or -1 */
+	uint16_t tcp_port; /* ... and its port, the backend's (port= in its spec) */
 	const char **grants, **binds, **mounts, **envs;
 	size_t n_grants, n_binds, n_mounts, n_envs;
 	char **client_args; /* after `--` */
@@ -74,6 +77,8 @@ int launch_write_box_login(const struct launch *l, struct proxy *px, const char 
  * not a JSON object; mode 0600), never following a link. -errno with a message.
  */
 int launch_box_json_merge(const struct launch *l, const char *sub, const char *name, json_t *add);
+/* With --net: the key file (the session's token) in the box, for l->backend (caller frees). */
+char *launch_key_file(const struct launch *l);
 /* Sets NAME=VALUE in the box (jail_box_add_env). */
 int launch_env(struct jail_box *b, const char *name, const char *value);
 

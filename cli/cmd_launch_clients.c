@@ -64,10 +64,37 @@ static int home_dir(struct jail_box *b, const char *sub, const char *client, cha
 
 /* ---- Claude Code ------------------------------------------------------------------------ */
 
+/*
+ * --net with a key: no key variable in the box; Claude Code reads the session's token from
+ * the key file through an apiKeyHelper given on its command line (the path only).
+ */
+static int claude_key_helper(struct launch *l)
+{
+	char *file = launch_key_file(l), *q = file ? util_shell_quote(file) : NULL, *cmd, *text;
+	json_t *j;
+	int rc;
+
+	cmd = q ? util_asprintf("cat %s", q) : NULL;
+	j = cmd ? json_pack("{s:s}", "apiKeyHelper", cmd) : NULL;
+	text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	rc = text ? launch_fixed_arg(l, "--settings") : util_err(-ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = launch_fixed_arg(l, text);
+	free(text);
+	json_decref(j);
+	free(cmd);
+	free(q);
+	free(file);
+	return rc;
+}
+
 static int claude_prepare(struct launch *l)
 {
 	const char *env = getenv("ANTHROPIC_MODEL");
 	char *settings;
+
+	if (l->net && l->auth != LAUNCH_AUTH_LOGIN && claude_key_helper(l) < 0)
+		return -ENOMEM;
 
 	if (l->model)
 		return model_ok(l->model) ? set_model(l, strdup(l->model))
@@ -225,7 +252,7 @@ static int codex_prepare(struct launch *l)
 	if (rc == 0)
 		rc = proxy_backend_parse(&pb, l->backend);
 	if (rc == 0)
-		port = proxy_backend_port(pb);
+		port = l->tcp_port ? l->tcp_port : proxy_backend_port(pb);
 	proxy_backend_free(pb);
 	/*
 	 * Codex ignores OPENAI_BASE_URL, and its built-in provider opens a WebSocket first,
@@ -237,17 +264,18 @@ static int codex_prepare(struct launch *l)
 	 */
 	if (rc == 0)
 		rc = codex_config(
-		    l, login
-			   ? util_asprintf("model_providers.arborinth={name=\"arborinth credential "
-					   "proxy\",base_url=\"http://127.0.0.1:%u/backend-api/"
-					   "codex\",wire_api=\"responses\",requires_openai_auth="
-					   "true,supports_websockets=false}",
-					   port)
-			   : util_asprintf("model_providers.arborinth={name=\"arborinth credential "
-					   "proxy\",base_url=\"http://127.0.0.1:%u/v1\",env_key="
-					   "\"OPENAI_API_KEY\",wire_api=\"responses\","
-					   "supports_websockets=false}",
-					   port));
+		    l,
+		    login ? util_asprintf("model_providers.arborinth={name=\"arborinth credential "
+					  "proxy\",base_url=\"http://127.0.0.1:%u/backend-api/"
+					  "codex\",wire_api=\"responses\",requires_openai_auth="
+					  "true,supports_websockets=false}",
+					  port)
+			  : util_asprintf("model_providers.arborinth={name=\"arborinth credential "
+					  "proxy\",base_url=\"http://127.0.0.1:%u/v1\",%s,wire_api="
+					  "\"responses\",supports_websockets=false}",
+					  port,
+					  l->net ? "requires_openai_auth=true"
+						 : "env_key=\"OPENAI_API_KEY\""));
 	if (rc == 0)
 		rc = codex_config(l, strdup("model_provider=\"arborinth\""));
 	if (rc == 0 && login)
@@ -283,6 +311,18 @@ static int codex_box(struct launch *l, struct jail_box *b, struct proxy *px)
 		free(url);
 		if (rc == 0 && px && !l->explain)
 			rc = launch_write_box_login(l, px, ".codex", "auth.json");
+	} else if (rc == 0 && ph && l->net) {
+		/* --net: the session's token in the box's auth.json, as an API-key login. */
+		json_t *j = json_pack("{s:s, s:s}", "auth_mode", "apikey", "OPENAI_API_KEY", ph);
+		char *text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+
+		rc = !text	  ? util_err(-ENOMEM, "out of memory")
+		     : l->explain ? 0
+				  : cli_home_write(l->ws_home, ".codex", "auth.json", text);
+		if (text)
+			explicit_bzero(text, strlen(text));
+		free(text);
+		json_decref(j);
 	} else if (rc == 0 && ph) {
 		/* `codex exec` reads CODEX_API_KEY; the proxy sets OPENAI_API_KEY. */
 		rc = launch_env(b, "CODEX_API_KEY", ph);
@@ -339,6 +379,7 @@ static int opencode_box(struct launch *l, struct jail_box *b, struct proxy *px)
 	size_t n = 0;
 	const uint16_t *ports = px ? proxy_ports(px, &n) : NULL;
 	char *url = n ? util_asprintf("http://127.0.0.1:%u/v1", ports[0]) : NULL, *text = NULL;
+	char *key = NULL;
 	json_t *cfg = NULL;
 	int rc = 0;
 
@@ -350,10 +391,21 @@ static int opencode_box(struct launch *l, struct jail_box *b, struct proxy *px)
 	/* The model listed too, so one the bundled catalogue lacks is still accepted. */
 	const char *slash = strchr(l->model_import, '/');
 
+	/* --net: no key in the environment; OpenCode reads the session's token from the file. */
+	if (l->net) {
+		char *file = launch_key_file(l);
+
+		key = file ? util_asprintf("{file:%s}", file) : NULL;
+		free(file);
+		if (!key) {
+			free(url);
+			return util_err(-ENOMEM, "out of memory");
+		}
+	}
 	cfg = json_pack("{s:s, s:b, s:s, s:s, s:{s:{s:{s:s, s:s}, s:{s:{}}}}}", "$schema",
 			"https://opencode.ai/config.json", "autoupdate", 0, "share", "disabled",
 			"model", l->model_import, "provider", l->backend, "options", "baseURL", url,
-			"apiKey", ph, "models", slash ? slash + 1 : l->model_import);
+			"apiKey", key ? key : ph, "models", slash ? slash + 1 : l->model_import);
 	text = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
 	rc = text ? launch_env(b, "OPENCODE_CONFIG_CONTENT", text)
 		  : util_err(-ENOMEM, "out of memory");
@@ -369,6 +421,7 @@ static int opencode_box(struct launch *l, struct jail_box *b, struct proxy *px)
 		rc = launch_env(b, "OPENCODE_DISABLE_SHARE", "1");
 	free(text);
 	json_decref(cfg);
+	free(key);
 	free(url);
 	return rc;
 }

@@ -43,7 +43,10 @@ const char cmd_shell_usage[] =
     "                          gets NAME_BASE_URL (a relay on 127.0.0.1) and NAME_API_KEY=a\n"
     "                          random placeholder; the real key ($ANTHROPIC_API_KEY,\n"
     "                          $OPENAI_API_KEY, key-env= or key-file=) stays on the host\n"
-    "                          (repeatable; see README \"Credential proxy\")\n"
+    "                          (repeatable; see README \"Credential proxy\"). With --net\n"
+    "                          the proxy listens on the host's 127.0.0.1 at a port of its\n"
+    "                          own per session, and the placeholder, which every request\n"
+    "                          must carry, is in the file NAME_API_KEY_FILE names instead\n"
     "  --api-key-file FILE     the credential of the one --backend, read from FILE\n"
     "  --allow-host HOST[:PORT]\n"
     "                          give the box an HTTP proxy (HTTPS_PROXY, HTTP_PROXY on\n"
@@ -186,6 +189,9 @@ static int parse_options(struct cli_global *g, int argc, char **argv, struct she
 				       "--jail bubblewrap (--jail none runs on the host as it is)");
 	if (o->key_file && o->n_backends != 1)
 		return cli_usage_error("shell", "--api-key-file needs exactly one --backend");
+	if (o->net && o->n_allow_hosts)
+		return cli_usage_error("shell", "--allow-host is for boxes without --net (with "
+						"--net the box reaches every host itself)");
 	if (!strcmp(o->jail, "none") && o->n_allow_hosts)
 		return cli_usage_error("shell", "--allow-host needs --jail bubblewrap (--jail none "
 						"runs on the host as it is)");
@@ -237,7 +243,9 @@ static int make_box(struct core_project *p, const struct core_ws *ws, const stru
 		if (jail_box_add_env(b, o->envs[i]) < 0)
 			status = cli_usage_error("shell", "%s", util_err_msg());
 	/* After --env: the placeholders win over a host variable of the same name. */
-	if (status == CLI_OK && px && cli_proxy_box_setup(px, b, ws) < 0)
+	if (status == CLI_OK && px &&
+	    cli_proxy_box_setup(
+		px, b, ws, (o->net ? CLI_PROXY_TCP : 0) | (o->explain ? CLI_PROXY_DRY : 0)) < 0)
 		status = cli_fail_lib();
 	if (status == CLI_OK && (jail_box_set_command(b, cmd) < 0 || jail_box_finish(b) < 0))
 		status = cli_fail_lib();
@@ -262,7 +270,10 @@ static int run_box(struct core_project *p, const struct core_ws *ws, const struc
 				    .login = extra ? extra->login : NULL,
 				    .allow_hosts = o->allow_hosts,
 				    .n_allow_hosts = o->n_allow_hosts,
-				    .listen = !o->explain};
+				    .listen = !o->explain,
+				    .tcp = o->net,
+				    .tcp_fd = extra ? extra->tcp_fd : -1,
+				    .tcp_backend = extra ? extra->tcp_backend : NULL};
 	char *text = NULL;
 	int status, exit_status = 0;
 

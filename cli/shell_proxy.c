@@ -8,10 +8,12 @@
 #include "cli/cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "audit/audit.h"
 #include "core/core.h"
@@ -19,6 +21,8 @@
 #include "proxy/proxy.h"
 
 #define BOX_PROXY_DIR "/run/arborinth-proxy"
+/* With --net: where each backend's key file (the session's token) is, under $HOME. */
+#define BOX_KEY_SUB ".arborinth/proxy"
 
 /* The observer's state: the recorder, and the session once it has begun. */
 struct cli_net_audit {
@@ -116,7 +120,7 @@ int cli_proxy_start(struct proxy **out, struct cli_net_audit **audit, struct cor
 	char *dir = NULL, *sock = NULL, *esock = NULL;
 	struct cli_net_audit *a = NULL;
 	size_t made = 0, n = o->n_backends;
-	int rc = -ENOMEM;
+	int rc = -ENOMEM, *tcp_fds = NULL;
 
 	*out = NULL;
 	*audit = NULL;
@@ -156,6 +160,21 @@ int cli_proxy_start(struct proxy **out, struct cli_net_audit **audit, struct cor
 	}
 	cfg.allow_hosts = o->allow_hosts;
 	cfg.n_allow_hosts = o->n_allow_hosts;
+	if (o->tcp) {
+		/* The box shares the host's network: listeners on its loopback (one given). */
+		cfg.tcp = true;
+		cfg.tcp_fds = tcp_fds = malloc(n * sizeof(*tcp_fds) + 1);
+		if (!tcp_fds) {
+			rc = util_err(-ENOMEM, "out of memory");
+			goto out;
+		}
+		for (size_t i = 0; i < n; i++)
+			tcp_fds[i] =
+			    o->tcp_fd >= 0 && o->tcp_backend &&
+				    !strcmp(proxy_backend_name(cfg.backends[i]), o->tcp_backend)
+				? fcntl(o->tcp_fd, F_DUPFD_CLOEXEC, 0)
+				: -1;
+	}
 	if (o->listen) {
 		dir = util_path_join(ws->run, "proxy");
 		sock = dir ? util_path_join(dir, "proxy.sock") : NULL;
@@ -164,12 +183,13 @@ int cli_proxy_start(struct proxy **out, struct cli_net_audit **audit, struct cor
 		rc = rc ?: net_audit_open(&a, p, ws);
 		if (rc < 0)
 			goto out;
-		cfg.socket_path = n ? sock : NULL;
+		cfg.socket_path = n && !o->tcp ? sock : NULL;
 		cfg.egress_socket_path = o->n_allow_hosts ? esock : NULL;
 		cfg.observer = net_observe;
 		cfg.observer_ctx = a;
 	}
 	rc = proxy_new(out, &cfg);
+	cfg.tcp_fds = NULL; /* the proxy's now, whether it started or not */
 	if (rc == 0) {
 		cfg.backends = NULL; /* the proxy owns them now */
 		*audit = a;
@@ -177,6 +197,10 @@ int cli_proxy_start(struct proxy **out, struct cli_net_audit **audit, struct cor
 	}
 out:
 	cli_proxy_stop(NULL, a);
+	for (size_t i = 0; cfg.tcp_fds && i < n; i++)
+		if (tcp_fds[i] >= 0)
+			close(tcp_fds[i]);
+	free(tcp_fds);
 	free(esock);
 	if (cfg.backends) {
 		for (size_t i = 0; i < made; i++)
@@ -188,9 +212,43 @@ out:
 	return rc;
 }
 
-int cli_proxy_box_setup(struct proxy *px, struct jail_box *b, const struct core_ws *ws)
+char *cli_proxy_key_file(const char *home, const char *backend)
 {
-	char *dir = util_path_join(ws->run, "proxy"), *relay = NULL, **env = NULL, *what = NULL;
+	return util_asprintf("%s/%s/%s.key", home, BOX_KEY_SUB, backend);
+}
+
+/*
+ * --net: each backend's placeholder (the session's token) in a file of the box's home, the
+ * box told where by NAME_API_KEY_FILE; nothing to mount, no relay.
+ */
+static int box_setup_tcp(struct proxy *px, struct jail_box *b, const struct core_ws *ws, bool dry,
+			 char **key_dir)
+{
+	const struct proxy_backend *pb;
+	int rc = 0;
+
+	*key_dir = util_path_join(jail_box_home(b), BOX_KEY_SUB);
+	if (!*key_dir)
+		return util_err(-ENOMEM, "out of memory");
+	for (size_t i = 0; rc == 0 && !dry && (pb = proxy_backend_at(px, i)); i++) {
+		const char *name = proxy_backend_name(pb);
+		char *file;
+
+		if (proxy_backend_login(pb))
+			continue; /* its placeholders are in the box's login file */
+		file = util_asprintf("%s.key", name);
+
+		rc = file ? cli_home_write(ws->home, BOX_KEY_SUB, file, proxy_placeholder(px, name))
+			  : util_err(-ENOMEM, "out of memory");
+		free(file);
+	}
+	return rc;
+}
+
+/* Without --net: the socket directory (read-only) and box-init's relays to it. */
+static int box_setup_relay(struct proxy *px, struct jail_box *b, const struct core_ws *ws)
+{
+	char *dir = util_path_join(ws->run, "proxy"), *relay = NULL, *what = NULL;
 	size_t n = 0, off = 0, cap = 64, n_allow = 0;
 	const uint16_t *ports = proxy_ports(px, &n);
 	const char *const *allowed = proxy_allowed_hosts(px, &n_allow);
@@ -223,16 +281,27 @@ int cli_proxy_box_setup(struct proxy *px, struct jail_box *b, const struct core_
 		sprintf(relay, "%u=%s/egress.sock", PROXY_EGRESS_PORT, BOX_PROXY_DIR);
 		rc = jail_box_add_init_hook(b, "relay", relay);
 	}
+	free(what);
+	free(relay);
+	free(dir);
+	return rc;
+}
+
+int cli_proxy_box_setup(struct proxy *px, struct jail_box *b, const struct core_ws *ws,
+			unsigned flags)
+{
+	char **env = NULL, *key_dir = NULL;
+	int rc = flags & CLI_PROXY_TCP ? box_setup_tcp(px, b, ws, flags & CLI_PROXY_DRY, &key_dir)
+				       : box_setup_relay(px, b, ws);
+
 	if (rc == 0)
-		rc = proxy_box_env(px, &env);
+		rc = proxy_box_env(px, key_dir, &env);
 	for (char **e = env; e && *e; e++) {
 		if (rc == 0)
 			rc = jail_box_add_env(b, *e);
 		free(*e);
 	}
 	free(env);
-	free(what);
-	free(relay);
-	free(dir);
+	free(key_dir);
 	return rc;
 }

@@ -13,18 +13,10 @@
 /* Shell-quotes s when it holds anything but plainly safe characters. */
 static void put_word(FILE *f, const char *s)
 {
-	if (*s && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-			    "_-./:=,+@%") == strlen(s)) {
-		fputs(s, f);
-		return;
-	}
-	fputc('\'', f);
-	for (; *s; s++)
-		if (*s == '\'')
-			fputs("'\\''", f);
-		else
-			fputc(*s, f);
-	fputc('\'', f);
+	char *q = util_shell_quote(s);
+
+	fputs(q ? q : "''", f);
+	free(q);
 }
 
 static void put_words(FILE *f, char *const *v)

@@ -154,7 +154,7 @@ static bool check_credential(const struct proxy_req *r, const struct proxy_backe
 void proxy_policy_check(const struct proxy_req *r, struct proxy_backend *const *backends, size_t n,
 			struct proxy_verdict *v)
 {
-	const char *method, *local;
+	const char *method, *local, *upgrade;
 
 	v->status = 500;
 	v->reason = "internal error";
@@ -181,8 +181,13 @@ void proxy_policy_check(const struct proxy_req *r, struct proxy_backend *const *
 	}
 	if (!check_target(r, v))
 		return;
-	if (r->parser.upgrade || proxy_req_header(r, "upgrade", NULL)) {
-		deny(v, 400, "protocol upgrades are not allowed");
+	upgrade = proxy_req_header(r, "upgrade", NULL);
+	if (r->parser.upgrade || upgrade) {
+		/* 426: a client that tries a WebSocket first (Codex) falls back to HTTP. */
+		if (upgrade && strcasestr(upgrade, "websocket"))
+			deny(v, 426, "WebSocket is not supported by the proxy; use HTTP");
+		else
+			deny(v, 400, "protocol upgrades are not allowed");
 		return;
 	}
 	if (!check_host(r, backends, n, v) || !check_framing(r, v))

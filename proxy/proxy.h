@@ -169,6 +169,15 @@ struct proxy_config {
 	proxy_observer_fn observer; /* optional */
 	void *observer_ctx;
 	unsigned max_conns; /* 0: 256 */
+	/*
+	 * tcp (for boxes that share the host's network): instead of the Unix socket, listen on
+	 * 127.0.0.1 of the host, one port per backend, which becomes the backend's port (the
+	 * Host header still names the backend by it). tcp_fds: per backend, a listener made by
+	 * proxy_listen_loopback (its port then is the backend's), or -1 for a new one on a port
+	 * the kernel chooses; may be NULL. The proxy owns the given fds whether it starts or not.
+	 */
+	bool tcp;
+	const int *tcp_fds;
 };
 
 /*
@@ -183,21 +192,31 @@ void proxy_free(struct proxy *p);
 
 /*
  * The box's environment for the backends: for each, PREFIX_BASE_URL=http://127.0.0.1:PORT
- * (plus its base path) and PREFIX_API_KEY=<placeholder>; with allowed hosts also
- * HTTPS_PROXY, HTTP_PROXY, https_proxy, http_proxy = http://127.0.0.1:PROXY_EGRESS_PORT and
- * NO_PROXY, no_proxy = 127.0.0.1 (the relays; "localhost" is proxied, so an allowed host
- * "localhost" means the host's). NULL-terminated "K=V" strings; caller frees each and the
- * array. Never contains a credential.
+ * (plus its base path) and PREFIX_API_KEY=<placeholder>, or, with key_dir,
+ * PREFIX_API_KEY_FILE=key_dir/NAME.key (the caller writes proxy_placeholder() there); a
+ * login's backend gets neither (its placeholders are in the box's login file). With allowed
+ * hosts also HTTPS_PROXY, HTTP_PROXY, https_proxy, http_proxy =
+ * http://127.0.0.1:PROXY_EGRESS_PORT and NO_PROXY, no_proxy = 127.0.0.1 (the relays;
+ * "localhost" is proxied, so an allowed host "localhost" means the host's). NULL-terminated
+ * "K=V" strings; caller frees each and the array. Never contains a credential.
  */
-int proxy_box_env(const struct proxy *p, char ***out) ARB_MUST_CHECK;
+int proxy_box_env(const struct proxy *p, const char *key_dir, char ***out) ARB_MUST_CHECK;
 /* The placeholder of backend `name`; borrowed, NULL when there is no such backend. */
 const char *proxy_placeholder(const struct proxy *p, const char *name);
+/* Backend i (in configuration order) of the proxy, or NULL past the last. Borrowed. */
+const struct proxy_backend *proxy_backend_at(const struct proxy *p, size_t i);
 /* The in-box ports, in backend order; *n receives the count. Borrowed. */
 const uint16_t *proxy_ports(const struct proxy *p, size_t *n);
 /* The allowed hosts as "host:port" (IPv6 bracketed), in order; *n receives the count. */
 const char *const *proxy_allowed_hosts(const struct proxy *p, size_t *n);
 /* Number of connections being served right now (for tests). Thread-safe. */
 unsigned proxy_active_conns(struct proxy *p);
+
+/*
+ * Listens on 127.0.0.1:port (0: a port the kernel chooses, stored in *bound when not NULL),
+ * close-on-exec. For proxy_config.tcp_fds and the relay. -errno with a message.
+ */
+int proxy_listen_loopback(uint16_t port, int *fd, uint16_t *bound) ARB_MUST_CHECK;
 
 /* ---- in-box relay -------------------------------------------------------------------- */
 

@@ -170,6 +170,8 @@ struct proxy {
 	uint16_t *ports;
 	char *socket_path;
 	int listen_fd;
+	int *tcp_fds; /* proxy_config.tcp: a listener per backend (n_backends of them) */
+	size_t n_tcp;
 	proxy_observer_fn observer;
 	void *observer_ctx;
 	unsigned max_conns;

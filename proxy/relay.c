@@ -177,26 +177,6 @@ static void *accept_main(void *arg)
 	return NULL;
 }
 
-static int listen_tcp(uint16_t port, int *out)
-{
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0)
-		return util_err(-errno, "socket: %s", strerror(errno));
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0) {
-		int rc =
-		    util_err(-errno, "cannot listen on 127.0.0.1:%u: %s", port, strerror(errno));
-
-		close(fd);
-		return rc;
-	}
-	*out = fd;
-	return 0;
-}
-
 int proxy_relay_start(struct proxy_relay **out, const char *socket_path, const uint16_t *ports,
 		      size_t n)
 {
@@ -216,7 +196,7 @@ int proxy_relay_start(struct proxy_relay **out, const char *socket_path, const u
 		goto fail;
 	}
 	for (; r->n < n; r->n++) {
-		rc = listen_tcp(ports[r->n], &r->lfds[r->n]);
+		rc = proxy_listen_loopback(ports[r->n], &r->lfds[r->n], NULL);
 		if (rc < 0)
 			goto fail;
 	}

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,15 +93,21 @@ static void client_start(struct proxy *p, int fd, bool egress)
 static void *accept_main(void *arg)
 {
 	struct proxy *p = arg;
-	/* Negative fds (no such listener) are ignored by poll. */
-	struct pollfd pfd[3] = {{.fd = p->listen_fd, .events = POLLIN},
-				{.fd = p->egress_fd, .events = POLLIN},
-				{.fd = p->wake[0], .events = POLLIN}};
+	size_t n = 3 + p->n_tcp;
+	struct pollfd *pfd = calloc(n, sizeof(*pfd));
 
+	if (!pfd)
+		return NULL;
+	/* Negative fds (no such listener) are ignored by poll. */
+	pfd[0] = (struct pollfd){.fd = p->wake[0], .events = POLLIN};
+	pfd[1] = (struct pollfd){.fd = p->egress_fd, .events = POLLIN};
+	pfd[2] = (struct pollfd){.fd = p->listen_fd, .events = POLLIN};
+	for (size_t i = 0; i < p->n_tcp; i++)
+		pfd[3 + i] = (struct pollfd){.fd = p->tcp_fds[i], .events = POLLIN};
 	while (!atomic_load(&p->stopping)) {
-		if (poll(pfd, 3, -1) < 0 || pfd[2].revents)
+		if (poll(pfd, (nfds_t)n, -1) < 0 || pfd[0].revents)
 			continue;
-		for (int i = 0; i < 2; i++) {
+		for (size_t i = 1; i < n; i++) {
 			int fd;
 
 			if (!(pfd[i].revents & POLLIN))
@@ -112,6 +119,7 @@ static void *accept_main(void *arg)
 				usleep(10000);
 		}
 	}
+	free(pfd);
 	return NULL;
 }
 
@@ -156,6 +164,30 @@ out:
 	if (dirfd >= 0)
 		close(dirfd);
 	return rc;
+}
+
+/* proxy_config.tcp: a listener on the host's loopback per backend, whose port it takes. */
+static int listen_tcp(struct proxy *p, const struct proxy_config *cfg)
+{
+	p->tcp_fds = malloc((cfg->n_backends ? cfg->n_backends : 1) * sizeof(*p->tcp_fds));
+	if (!p->tcp_fds)
+		return util_err(-ENOMEM, "out of memory");
+	while (p->n_tcp < cfg->n_backends) {
+		size_t i = p->n_tcp;
+		int fd = cfg->tcp_fds ? cfg->tcp_fds[i] : -1, rc;
+		struct sockaddr_in sa;
+		socklen_t len = sizeof(sa);
+
+		if (fd < 0 && (rc = proxy_listen_loopback(0, &fd, NULL)) < 0)
+			return rc;
+		p->tcp_fds[p->n_tcp++] = fd; /* closed by proxy_free from here on */
+		if (getsockname(fd, (struct sockaddr *)&sa, &len) < 0 || sa.sin_family != AF_INET)
+			return util_err(-EINVAL, "backend %s: not a loopback TCP listener",
+					cfg->backends[i]->name);
+		cfg->backends[i]->port = ntohs(sa.sin_port);
+		p->ports[i] = cfg->backends[i]->port;
+	}
+	return 0;
 }
 
 static int check_config(const struct proxy_config *cfg)
@@ -219,11 +251,14 @@ int proxy_new(struct proxy **out, const struct proxy_config *cfg)
 	*out = NULL;
 	rc = check_config(cfg);
 	rc = rc ?: proxy_upstream_global_init();
-	if (rc < 0)
-		return rc;
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return util_err(-ENOMEM, "out of memory");
+	p = rc == 0 ? calloc(1, sizeof(*p)) : NULL;
+	if (!p) {
+		/* The given listeners are the proxy's even when it does not start. */
+		for (size_t i = 0; cfg->tcp && cfg->tcp_fds && i < cfg->n_backends; i++)
+			if (cfg->tcp_fds[i] >= 0)
+				close(cfg->tcp_fds[i]);
+		return rc < 0 ? rc : util_err(-ENOMEM, "out of memory");
+	}
 	p->listen_fd = p->egress_fd = p->wake[0] = p->wake[1] = -1;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
@@ -251,7 +286,12 @@ int proxy_new(struct proxy **out, const struct proxy_config *cfg)
 			goto fail;
 		p->ports[i] = b->port;
 	}
-	if (cfg->socket_path || (cfg->n_allow_hosts && cfg->egress_socket_path)) {
+	if (cfg->tcp) {
+		rc = listen_tcp(p, cfg);
+		if (rc < 0)
+			goto fail;
+	}
+	if (cfg->socket_path || cfg->tcp || (cfg->n_allow_hosts && cfg->egress_socket_path)) {
 		if (pipe2(p->wake, O_CLOEXEC) < 0) {
 			rc = util_err(-errno, "out of resources");
 			goto fail;
@@ -282,8 +322,11 @@ int proxy_new(struct proxy **out, const struct proxy_config *cfg)
 	return 0;
 fail:
 	/* The backends stay with the caller, without what this call loaded into them. */
-	for (size_t i = 0; i < cfg->n_backends; i++)
+	for (size_t i = 0; i < cfg->n_backends; i++) {
 		proxy_secret_free(&cfg->backends[i]->credential);
+		if (cfg->tcp && cfg->tcp_fds && i >= p->n_tcp && cfg->tcp_fds[i] >= 0)
+			close(cfg->tcp_fds[i]);
+	}
 	proxy_free(p);
 	return rc;
 }
@@ -321,6 +364,9 @@ void proxy_free(struct proxy *p)
 		pthread_cond_wait(&p->cond, &p->lock);
 	pthread_mutex_unlock(&p->lock);
 	unlisten(p->listen_fd, p->socket_path);
+	for (size_t i = 0; i < p->n_tcp; i++)
+		close(p->tcp_fds[i]);
+	free(p->tcp_fds);
 	unlisten(p->egress_fd, p->egress_socket_path);
 	for (size_t i = 0; p->allow && i < p->n_allow; i++)
 		free(p->allow[i].host);
@@ -344,7 +390,7 @@ void proxy_free(struct proxy *p)
 	free(p);
 }
 
-int proxy_box_env(const struct proxy *p, char ***out)
+int proxy_box_env(const struct proxy *p, const char *key_dir, char ***out)
 {
 	static const char *const proxy_vars[] = {"HTTPS_PROXY", "HTTP_PROXY", "https_proxy",
 						 "http_proxy"};
@@ -377,7 +423,10 @@ int proxy_box_env(const struct proxy *p, char ***out)
 		/* A login's placeholders live in the box's login file: a key variable would make
 		 * the client prefer an API key. */
 		if (!b->login) {
-			env[k++] = util_asprintf("%s_API_KEY=%s", b->env_prefix, b->placeholder);
+			env[k++] =
+			    key_dir ? util_asprintf("%s_API_KEY_FILE=%s/%s.key", b->env_prefix,
+						    key_dir, b->name)
+				    : util_asprintf("%s_API_KEY=%s", b->env_prefix, b->placeholder);
 			failed = failed || !env[k - 1];
 		}
 		if (failed) {
@@ -397,6 +446,11 @@ const char *proxy_placeholder(const struct proxy *p, const char *name)
 		if (!strcmp(p->backends[i]->name, name))
 			return p->backends[i]->placeholder;
 	return NULL;
+}
+
+const struct proxy_backend *proxy_backend_at(const struct proxy *p, size_t i)
+{
+	return i < p->n_backends ? p->backends[i] : NULL;
 }
 
 const char *const *proxy_allowed_hosts(const struct proxy *p, size_t *n)

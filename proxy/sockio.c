@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 int proxy_send_all(int fd, const void *buf, size_t len)
 {
@@ -54,5 +56,27 @@ int proxy_sockaddr(const char *path, struct sockaddr_un *sa, socklen_t *len, int
 		snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d%s", *dirfd, slash);
 	}
 	*len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(sa->sun_path) + 1);
+	return 0;
+}
+
+int proxy_listen_loopback(uint16_t port, int *fd_out, uint16_t *bound)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, rc;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0)
+		return util_err(-errno, "socket: %s", strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
+		rc = util_err(-errno, "cannot listen on 127.0.0.1:%u: %s", port, strerror(errno));
+		close(fd);
+		return rc;
+	}
+	*fd_out = fd;
+	if (bound)
+		*bound = ntohs(sa.sin_port);
 	return 0;
 }

@@ -71,3 +71,30 @@ bool util_utf8_valid(const char *str, size_t len)
 	}
 	return true;
 }
+
+char *util_shell_quote(const char *s)
+{
+	size_t n = strlen(s), quotes = 0;
+	char *out, *o;
+
+	if (n && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+			   "_-./:=,+@%") == n)
+		return strdup(s);
+	for (const char *c = s; *c; c++)
+		quotes += *c == '\'';
+	o = out = malloc(n + 3 * quotes + 3);
+	if (!out)
+		return NULL;
+	*o++ = '\'';
+	for (; *s; s++) {
+		if (*s == '\'') {
+			memcpy(o, "'\\''", 4);
+			o += 4;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o++ = '\'';
+	*o = '\0';
+	return out;
+}

@@ -29,6 +29,11 @@ char *util_asprintf(const char *fmt, ...) ARB_PRINTF(1, 2);
 char *util_path_join(const char *a, const char *b);
 bool util_utf8_valid(const char *s, size_t len);
 bool util_str_has_prefix(const char *s, const char *prefix);
+/*
+ * s as one word for a POSIX shell: unchanged when it holds only plainly safe characters
+ * (letters, digits, _-./:=,+@%), else in single quotes ('\'' for a quote). NULL on ENOMEM.
+ */
+char *util_shell_quote(const char *s);
 
 /*
  * The first executable regular file `name` in an absolute directory of $PATH, or NULL (also

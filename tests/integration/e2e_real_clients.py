@@ -118,6 +118,29 @@ def check_login_run(E, client, name, cp, url, log, secrets, box_file):
          what + "the box has its own login file " + box_file)
 
 
+def codex_host_login(E, name):
+    """A host CODEX_HOME with a ChatGPT login (tokens valid for an hour) and a fake API that
+    issued them: (CODEX_HOME, access token, refresh token, fake URL, fake log)."""
+    import time
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import e2e_fake_models as fm
+    exp = int(time.time()) + 3600
+    acct = {"chatgpt_account_id": "acct-REAL-7777", "chatgpt_plan_type": "pro",
+            "chatgpt_user_id": "user-REAL-1"}
+    access = fm.jwt({"exp": exp, "https://api.openai.com/auth": acct})
+    rt = "rt-REAL-" + os.urandom(8).hex()
+    url, log = start_oauth_fake(E, [(access, rt, exp)], "oauth-" + name)
+    xdir = os.path.join(E.t, "host-" + name)
+    os.makedirs(xdir)
+    with open(os.path.join(xdir, "auth.json"), "w") as f:
+        json.dump({"OPENAI_API_KEY": None, "tokens": {
+            "id_token": fm.jwt({"exp": exp, "email": "dev@example.com",
+                                "https://api.openai.com/auth": acct}),
+            "access_token": access, "refresh_token": rt, "account_id": "acct-REAL-7777"},
+            "last_refresh": "2026-12-01T00:00:00Z"}, f)
+    return xdir, access, rt, url, log
+
+
 def login_runs(E):
     """Subscription / ChatGPT logins: the host token nears expiry during the run."""
     import time
@@ -144,26 +167,38 @@ def login_runs(E):
     C.ok(host["accessToken"] in st["access"] and host["accessToken"] != a0,
          "claude (login): the host file holds the refreshed token (the host's claude works)")
 
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import e2e_fake_models as fm
-    exp = int(now) + 3600
-    acct = {"chatgpt_account_id": "acct-REAL-7777", "chatgpt_plan_type": "pro",
-            "chatgpt_user_id": "user-REAL-1"}
-    access = fm.jwt({"exp": exp, "https://api.openai.com/auth": acct})
-    rt = "rt-REAL-" + os.urandom(8).hex()
-    url, log = start_oauth_fake(E, [(access, rt, exp)], "oauth-codex")
-    xdir = os.path.join(E.t, "host-codex")
-    os.makedirs(xdir)
-    with open(os.path.join(xdir, "auth.json"), "w") as f:
-        json.dump({"OPENAI_API_KEY": None, "tokens": {
-            "id_token": fm.jwt({"exp": exp, "email": "dev@example.com",
-                                "https://api.openai.com/auth": acct}),
-            "access_token": access, "refresh_token": rt, "account_id": "acct-REAL-7777"},
-            "last_refresh": "2026-12-01T00:00:00Z"}, f)
+    xdir, access, rt, url, log = codex_host_login(E, "codex")
     cp = E.arb("codex", "cxl", "--upstream", url, "--token-url", url + "/oauth/token",
                "--", "exec", "--skip-git-repo-check", "Say the magic words.",
                env={"CODEX_HOME": xdir}, timeout=300)
     check_login_run(E, "codex", "cxl", cp, url, log, [access, rt], ".codex/auth.json")
+
+
+def net_runs(E, up, ak, ok):
+    """--net: the proxy on the host's loopback; each client reads the session's token from
+    its key file (Claude Code through an apiKeyHelper, OpenCode through {file:...}, Codex
+    from its auth.json); no key variable, no token on a command line."""
+    for client, name, env, args in (
+            ("claude", "ccn", {"ANTHROPIC_API_KEY": ak}, ["-p", "Say the magic words."]),
+            ("codex", "cxn", {"OPENAI_API_KEY": ok},
+             ["exec", "--skip-git-repo-check", "Say the magic words."]),
+            ("opencode", "ocn", {"ANTHROPIC_API_KEY": ak}, ["run", "Say the magic words."])):
+        n = len(E.models_requests())
+        cp = E.arb(client, name, "--net", "--upstream", up, "--", *args, env=env, timeout=300)
+        check_run(E, client + " --net", name, cp, env[next(iter(env))], n)
+        ex = E.arb(client, name, "--net", "--upstream", up, "--explain", env=env)
+        C.eq(0, ex.returncode, client + " --net --explain (%r)" % ex.stderr[-500:])
+        C.ok("placeholder-" not in ex.stdout and "_API_KEY=" not in ex.stdout,
+             client + " --net: no token in the box's environment or argv (--explain)")
+        ctl = E.arb(client, name, "--upstream", up, "--explain", env=env)
+        C.ok("placeholder-" in ctl.stdout,
+             client + ": control: without --net the placeholder is in the box's environment")
+    # Codex with a ChatGPT login and --net: the login's placeholders, the proxy on loopback.
+    xdir, access, rt, url, log = codex_host_login(E, "codex-net")
+    cp = E.arb("codex", "cxln", "--net", "--upstream", url, "--token-url", url + "/oauth/token",
+               "--", "exec", "--skip-git-repo-check", "Say the magic words.",
+               env={"CODEX_HOME": xdir}, timeout=300)
+    check_login_run(E, "codex --net", "cxln", cp, url, log, [access, rt], ".codex/auth.json")
 
 
 def main():
@@ -189,6 +224,7 @@ def main():
                    env={"ANTHROPIC_API_KEY": ak}, timeout=300)
         check_run(E, "opencode", "oc", cp, ak, n)
         login_runs(E)
+        net_runs(E, up, ak, ok)
     C.finish()
 
 

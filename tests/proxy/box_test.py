@@ -8,11 +8,10 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxytest import Checks, Procs, make_ca, read_log, start_upstream  # noqa: E402
+from proxytest import Arb, Checks, Procs, make_ca, read_log, start_upstream  # noqa: E402
 
 ARB, T = sys.argv[1], sys.argv[2]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -21,32 +20,16 @@ C = Checks()
 P = Procs()
 
 
-def arb(*args, env=None, cwd=None, timeout=120):
-    e = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    e.update(env or {})
-    return subprocess.run([ARB] + list(args), capture_output=True, text=True, env=e,
-                          cwd=cwd or REPO, timeout=timeout)
 
 
-def one_line_error(cp, code, pattern, what):
-    C.eq(code, cp.returncode, what + ": exit status")
-    lines = [ln for ln in cp.stderr.splitlines() if ln.strip()]
-    C.eq(1, len(lines), what + ": one line on stderr (%r)" % cp.stderr)
-    C.ok(pattern in cp.stderr, "%s: %r in %r" % (what, pattern, cp.stderr))
 
 
 REPO = os.path.join(T, "repo")
+arb = Arb(ARB, REPO, C)
 
 
 def main():
-    os.makedirs(REPO)
-    q = dict(cwd=REPO, check=True, stdout=subprocess.DEVNULL)
-    subprocess.run(["git", "init", "-q", "-b", "main"], **q)
-    with open(os.path.join(REPO, "README"), "w") as f:
-        f.write("hello\n")
-    subprocess.run(["git", "-c", "user.email=t@e", "-c", "user.name=t", "add", "README"], **q)
-    subprocess.run(["git", "-c", "user.email=t@e", "-c", "user.name=t", "commit", "-qm", "a"], **q)
-    C.eq(0, arb("workspace", "create", "w").returncode, "workspace create")
+    arb.make_repo("w")
     ws = os.path.join(REPO, ".arborinth", "workspaces", "w")
     shutil.copy(os.path.join(HERE, "box_client.py"), os.path.join(ws, "tmp", "box_client.py"))
     up_log = os.path.join(T, "up.log")
@@ -135,19 +118,19 @@ def main():
     C.ok(KEY not in cp.stdout, "--explain does not show the key")
 
     # --- input errors: one line, right status, nothing left behind ---
-    one_line_error(arb("shell", "w", "--backend", "anthropic", "--", "true"), 1,
+    arb.one_line_error(arb("shell", "w", "--backend", "anthropic", "--", "true"), 1,
                    "ANTHROPIC_API_KEY", "no credential")
-    one_line_error(arb("shell", "w", "--backend", "frob", "--", "true"), 1,
+    arb.one_line_error(arb("shell", "w", "--backend", "frob", "--", "true"), 1,
                    "not built in", "unknown backend name")
-    one_line_error(arb("shell", "w", "--backend", "anthropic=ftp://x", "--", "true",
+    arb.one_line_error(arb("shell", "w", "--backend", "anthropic=ftp://x", "--", "true",
                        env={"ANTHROPIC_API_KEY": KEY}), 1, "http or https", "bad URL")
-    one_line_error(arb("shell", "w", "--backend", "anthropic", "--api-key-file", os.path.join(T, "no-such-key"),
+    arb.one_line_error(arb("shell", "w", "--backend", "anthropic", "--api-key-file", os.path.join(T, "no-such-key"),
                        "--", "true"), 1, "cannot read key file", "missing key file")
-    one_line_error(arb("shell", "w", "--jail", "none", "--backend", "anthropic", "--", "true",
+    arb.one_line_error(arb("shell", "w", "--jail", "none", "--backend", "anthropic", "--", "true",
                        env={"ANTHROPIC_API_KEY": KEY}), 2, "--backend", "--jail none")
-    one_line_error(arb("shell", "w", "--backend", "anthropic", "--backend", "openai",
+    arb.one_line_error(arb("shell", "w", "--backend", "anthropic", "--backend", "openai",
                        "--api-key-file", kf, "--", "true"), 2, "exactly one", "key file, 2 backends")
-    one_line_error(arb("shell", "w", "--backend", "anthropic", "--backend", "anthropic", "--",
+    arb.one_line_error(arb("shell", "w", "--backend", "anthropic", "--backend", "anthropic", "--",
                        "true", env={"ANTHROPIC_API_KEY": KEY}), 1, "given twice", "same backend twice")
     C.ok(not os.path.exists(os.path.join(ws, "run", "proxy", "proxy.sock")),
          "no socket left after failed starts")

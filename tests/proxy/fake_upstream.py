@@ -23,7 +23,6 @@ import hashlib
 import json
 import socket
 import ssl
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer

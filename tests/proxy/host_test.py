@@ -282,7 +282,10 @@ def main():
     C.eq(200, via_unix(raw).status, "control: 60 extra headers")
     raw = request("GET", "/v1/models", a_host, a_key + [("Connection", "Upgrade"),
                                                          ("Upgrade", "websocket")])
-    refused(via_unix(raw), 400, "upgrade", "websocket upgrade")
+    refused(via_unix(raw), 426, "WebSocket", "websocket upgrade (426: the client falls back)")
+    raw = request("GET", "/v1/models", a_host, a_key + [("Connection", "Upgrade"),
+                                                         ("Upgrade", "h2c")])
+    refused(via_unix(raw), 400, "upgrade", "h2c upgrade")
     refused(via_unix(request("GET", "/v1/models", a_host, a_key + [("Expect", "fancy")])), 417,
             "Expect", "unsupported Expect")
     refused(via_unix(request("GET", "/v1/models", a_host, a_key, version="HTTP/2.0")), 505,

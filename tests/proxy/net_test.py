@@ -15,25 +15,20 @@ import json
 import os
 import shutil
 import socket
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxytest import Checks, Procs, free_port, make_ca, start_upstream  # noqa: E402
+from proxytest import Arb, Checks, Procs, free_port, make_ca, start_upstream  # noqa: E402
 
 ARB, T = sys.argv[1], sys.argv[2]
 KEY = "sk-ant-api03-NETKEY-" + os.urandom(12).hex()
 C = Checks()
 P = Procs()
 REPO = os.path.join(T, "repo")
+arb = Arb(ARB, REPO, C)
 EGRESS = 8712
 
 
-def arb(*args, env=None, timeout=120):
-    e = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    e.update(env or {})
-    return subprocess.run([ARB] + list(args), capture_output=True, text=True, env=e, cwd=REPO,
-                          timeout=timeout)
 
 
 def box(args, script, env=None):
@@ -61,11 +56,6 @@ def db_bytes():
     return data
 
 
-def one_line_error(cp, code, pattern, what):
-    C.eq(code, cp.returncode, what + ": exit status")
-    lines = [ln for ln in cp.stderr.splitlines() if ln.strip()]
-    C.eq(1, len(lines), what + ": one line on stderr (%r)" % cp.stderr)
-    C.ok(pattern in cp.stderr, "%s: %r in %r" % (what, pattern, cp.stderr))
 
 
 def other_host_name():
@@ -337,13 +327,13 @@ def part_egress(other):
         C.ok(want in cp.stdout, "--explain shows %r" % want)
 
     # Input errors: one line, usage status.
-    one_line_error(arb("shell", "w", "--allow-host", "bad host", "--", "true"), 2,
+    arb.one_line_error(arb("shell", "w", "--allow-host", "bad host", "--", "true"), 2,
                    "--allow-host", "bad host name")
-    one_line_error(arb("shell", "w", "--allow-host", "localhost:0", "--", "true"), 2,
+    arb.one_line_error(arb("shell", "w", "--allow-host", "localhost:0", "--", "true"), 2,
                    "port is not 1..65535", "port 0")
-    one_line_error(arb("shell", "w", "--allow-host", "::1", "--", "true"), 2,
+    arb.one_line_error(arb("shell", "w", "--allow-host", "::1", "--", "true"), 2,
                    "brackets", "bare IPv6")
-    one_line_error(arb("shell", "w", "--jail", "none", "--allow-host", "localhost", "--",
+    arb.one_line_error(arb("shell", "w", "--jail", "none", "--allow-host", "localhost", "--",
                        "true"), 2, "--allow-host", "--jail none")
     C.ok(not os.path.exists(os.path.join(ws, "run", "proxy", "egress.sock")),
          "no egress socket left behind")
@@ -354,15 +344,7 @@ UP = 0
 
 def main():
     global UP
-    os.makedirs(REPO)
-    q = dict(cwd=REPO, check=True, stdout=subprocess.DEVNULL)
-    subprocess.run(["git", "init", "-q", "-b", "main"], **q)
-    with open(os.path.join(REPO, "README"), "w") as f:
-        f.write("hello\n")
-    subprocess.run(["git", "-c", "user.email=t@e", "-c", "user.name=t", "add", "README"], **q)
-    subprocess.run(["git", "-c", "user.email=t@e", "-c", "user.name=t", "commit", "-qm", "a"],
-                   **q)
-    C.eq(0, arb("workspace", "create", "w").returncode, "workspace create")
+    arb.make_repo("w")
     _, UP = start_upstream(P, os.path.join(T, "up.log"))
     ph, _ = part_audit(UP)
     other = other_host_name()

@@ -157,7 +157,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (proxy_box_env(p, &env) == 0) {
+	if (proxy_box_env(p, NULL, &env) == 0) {
 		json_t *o = json_object(), *e = json_array(), *ph = json_object(),
 		       *pa = json_array();
 		size_t n;

@@ -35,6 +35,38 @@ class Checks:
         print("all %d checks passed" % self.n)
 
 
+class Arb:
+    """The arborinth CLI in a test repository (made by make_repo), without the host's keys."""
+
+    def __init__(self, exe, repo, checks):
+        self.exe, self.repo, self.C = exe, repo, checks
+
+    def __call__(self, *args, env=None, timeout=120):
+        e = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+        e.update(env or {})
+        return subprocess.run([self.exe] + list(args), capture_output=True, text=True, env=e,
+                              cwd=self.repo, timeout=timeout)
+
+    def make_repo(self, *workspaces):
+        """A git repository with one commit, and workspaces created in it."""
+        os.makedirs(self.repo)
+        q = dict(cwd=self.repo, check=True, stdout=subprocess.DEVNULL)
+        git = ["git", "-c", "user.email=t@e", "-c", "user.name=t"]
+        subprocess.run(["git", "init", "-q", "-b", "main"], **q)
+        with open(os.path.join(self.repo, "README"), "w") as f:
+            f.write("hello\n")
+        subprocess.run(git + ["add", "README"], **q)
+        subprocess.run(git + ["commit", "-qm", "a"], **q)
+        for name in workspaces:
+            self.C.eq(0, self("workspace", "create", name).returncode, "workspace create " + name)
+
+    def one_line_error(self, cp, code, pattern, what):
+        self.C.eq(code, cp.returncode, what + ": exit status")
+        lines = [ln for ln in cp.stderr.splitlines() if ln.strip()]
+        self.C.eq(1, len(lines), what + ": one line on stderr (%r)" % cp.stderr)
+        self.C.ok(pattern in cp.stderr, "%s: %r in %r" % (what, pattern, cp.stderr))
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))

@@ -302,6 +302,9 @@ START_TEST(policy_verdicts)
 	     "unsupported Expect"},
 	    {"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:8713\r\nUpgrade: h2c\r\n\r\n", 400,
 	     "protocol upgrades are not allowed"},
+	    {"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:8713\r\nConnection: Upgrade\r\n"
+	     "Upgrade: websocket\r\n\r\n",
+	     426, "WebSocket is not supported by the proxy; use HTTP"},
 	    {"POST /v1/messages HTTP/1.0\r\nHost: 127.0.0.1:8713\r\nTransfer-Encoding: chunked\r\n"
 	     "\r\n",
 	     400, "Transfer-Encoding in an HTTP/1.0 request"},

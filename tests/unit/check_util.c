@@ -49,6 +49,27 @@ static void mk_tmp(void)
 	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
 }
 
+START_TEST(shell_quote)
+{
+	static const char *const cases[][2] = {
+	    {"/home/u/.arborinth/proxy/a.key", "/home/u/.arborinth/proxy/a.key"},
+	    {"", "''"},
+	    {"a b", "'a b'"},
+	    {"it's", "'it'\\''s'"},
+	    {"$HOME;rm -rf /", "'$HOME;rm -rf /'"},
+	    {"'", "''\\'''"},
+	};
+
+	for (size_t i = 0; i < ARB_ARRAY_LEN(cases); i++) {
+		char *q = util_shell_quote(cases[i][0]);
+
+		ck_assert_ptr_nonnull(q);
+		ck_assert_str_eq(q, cases[i][1]);
+		free(q);
+	}
+}
+END_TEST
+
 START_TEST(files_roundtrip_and_rm_rf_no_follow)
 {
 	char *buf = NULL, *p, *outside, *link;
@@ -154,6 +175,7 @@ static Suite *util_suite(void)
 	tcase_add_test(tc, utf8_accepts_valid);
 	tcase_add_test(tc, utf8_rejects_invalid);
 	tcase_add_test(tc, path_join);
+	tcase_add_test(tc, shell_quote);
 	tcase_add_test(tc, err_message);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("files");
