@@ -40,6 +40,7 @@ static const struct option launch_opts[] = {
     {"provider", required_argument, NULL, 'P'},
     {"auth", required_argument, NULL, 'A'},
     {"token-url", required_argument, NULL, 'T'},
+    {"no-upstream-auth", no_argument, NULL, 'N'},
     {0},
 };
 
@@ -125,6 +126,12 @@ static void launch_clear(struct launch *l)
 	free(l->login_path);
 	free(l->ws_home);
 	free(l->key_env);
+	free(l->backend_own);
+	free(l->backend_opts);
+	free(l->key_source);
+	free(l->key_hint);
+	free(l->upstream_own);
+	json_decref(l->client_conf);
 	if (l->tcp_fd >= 0)
 		close(l->tcp_fd);
 	for (size_t i = 0; i < l->n_fixed; i++)
@@ -192,10 +199,21 @@ static int parse(struct cli_global *g, const struct cli_cmd *cmd, int argc, char
 			l->provider = optarg;
 			break;
 		case 'A':
+			if (l->auth_opt && strcmp(l->auth_opt, optarg))
+				return cli_usage_error(
+				    cmd->name, "--auth %s conflicts with --%s", optarg,
+				    strcmp(l->auth_opt, "none") ? "auth" : "no-upstream-auth");
 			l->auth_opt = optarg;
 			break;
 		case 'T':
 			l->token_url = optarg;
+			break;
+		case 'N':
+			if (l->auth_opt && strcmp(l->auth_opt, "none"))
+				return cli_usage_error(
+				    cmd->name, "--no-upstream-auth is --auth none, not --auth %s",
+				    l->auth_opt);
+			l->auth_opt = "none";
 			break;
 		}
 	}
@@ -209,14 +227,8 @@ static int parse(struct cli_global *g, const struct cli_cmd *cmd, int argc, char
 	if (l->model && !*l->model)
 		return cli_usage_error(cmd->name, "--model needs a model name");
 	l->backend = l->client->backend;
-	if (l->provider) {
-		if (strcmp(l->client->name, "opencode"))
-			return cli_usage_error(cmd->name, "--provider is only for opencode");
-		if (strcmp(l->provider, "anthropic") && strcmp(l->provider, "openai"))
-			return cli_usage_error(
-			    cmd->name, "unknown provider '%s' (anthropic or openai)", l->provider);
-		l->backend = l->provider;
-	}
+	if (l->provider && !l->client->resolve)
+		return cli_usage_error(cmd->name, "--provider is only for opencode");
 	if (l->upstream && !util_str_has_prefix(l->upstream, "http://") &&
 	    !util_str_has_prefix(l->upstream, "https://"))
 		return cli_usage_error(cmd->name, "--upstream '%s' is not an http(s) URL",
@@ -300,17 +312,20 @@ static int host_home(struct launch *l)
 	return l->host_home ? CLI_OK : cli_fail(CLI_ERR, "out of memory");
 }
 
-/* The backend specification the launch uses (caller frees). */
-/* The backend: its name, --upstream, the credential's kind, and with --net its port. */
-static char *backend_spec(const struct launch *l)
+/*
+ * The backend specification the launch uses (caller frees): its name, --upstream, what the
+ * client's resolve added, the credential's kind, and with --net its port.
+ */
+char *launch_backend_spec(const struct launch *l)
 {
 	const char *auth = l->auth == LAUNCH_AUTH_NONE ? ",auth=none" : "";
+	const char *opts = l->backend_opts ? l->backend_opts : "";
 	char port[16] = "";
 
 	if (l->tcp_port)
 		snprintf(port, sizeof(port), ",port=%u", l->tcp_port);
-	return l->upstream ? util_asprintf("%s=%s%s%s", l->backend, l->upstream, auth, port)
-			   : util_asprintf("%s%s%s", l->backend, auth, port);
+	return l->upstream ? util_asprintf("%s=%s%s%s%s", l->backend, l->upstream, opts, auth, port)
+			   : util_asprintf("%s%s%s%s", l->backend, opts, auth, port);
 }
 
 char *launch_key_file(const struct launch *l)
@@ -327,10 +342,12 @@ static int choose_auth(struct launch *l)
 {
 	const struct launch_client *c = l->client;
 	struct proxy_backend *pb = NULL;
+	char *spec = launch_backend_spec(l);
 	const char *env;
 	bool key_given;
-	int rc = proxy_backend_parse(&pb, l->backend);
+	int rc = spec ? proxy_backend_parse(&pb, spec) : util_err(-ENOMEM, "out of memory");
 
+	free(spec);
 	if (rc < 0)
 		return cli_fail(CLI_ERR, "%s: %s", c->name, util_err_msg());
 	l->key_env = strdup(proxy_backend_key_env(pb));
@@ -338,7 +355,7 @@ static int choose_auth(struct launch *l)
 	if (!l->key_env)
 		return cli_fail(CLI_ERR, "out of memory");
 	env = getenv(l->key_env);
-	key_given = l->key_file || (env && *env);
+	key_given = l->key_file || (env && *env) || l->key_source;
 	if (c->login_kind >= 0 && !(l->login_path = c->login_file(l)))
 		return cli_fail(CLI_ERR, "out of memory");
 	if (l->auth_opt)
@@ -352,6 +369,11 @@ static int choose_auth(struct launch *l)
 				"%s: no credential: no API key ($%s or --api-key-file) and no %s "
 				"login at %s; %s, or give a key",
 				c->name, l->key_env, c->title, l->login_path, c->login_cmd);
+	if (l->auth == LAUNCH_AUTH_KEY && !key_given && l->key_hint)
+		return cli_fail(CLI_ERR,
+				"%s: no credential for %s: no API key ($%s or --api-key-file)%s; "
+				"--no-upstream-auth for a server that needs none",
+				c->name, l->backend, l->key_env, l->key_hint);
 	if (l->auth == LAUNCH_AUTH_LOGIN) {
 		l->backend = c->login_backend;
 		l->login = (struct cli_proxy_login){c->login_backend, c->login_kind, l->login_path,
@@ -371,6 +393,8 @@ static void explain_auth(const struct launch *l)
 		printf("credential: none (--auth none: the upstream gets no credential)\n");
 	else if (l->key_file)
 		printf("credential: API key from %s (--api-key-file)\n", l->key_file);
+	else if (l->key_source)
+		printf("credential: API key from %s\n", l->key_source);
 	else
 		printf("credential: API key from the host's $%s\n", l->key_env);
 }
@@ -381,7 +405,7 @@ static void explain_auth(const struct launch *l)
  */
 static int check_backend(const struct launch *l)
 {
-	char *spec = backend_spec(l);
+	char *spec = launch_backend_spec(l);
 	const char *specs[1] = {spec};
 	struct cli_proxy_opts po = {.backends = specs,
 				    .n_backends = 1,
@@ -466,7 +490,7 @@ static char **shell_argv(const struct launch *l, int *argc_out, char **backend_o
 	size_t cap = 16 + 2 * (l->n_grants + l->n_binds + l->n_mounts + l->n_envs) + l->n_fixed +
 		     (size_t)l->n_client_args;
 	char **v = calloc(cap + 1, sizeof(*v));
-	char *backend = backend_spec(l);
+	char *backend = launch_backend_spec(l);
 	size_t n = 0;
 
 	if (!v || !backend) {
@@ -530,6 +554,8 @@ int launch_run(const struct launch_client *c, int argc, char **argv, void *globa
 		status = client_mount_root(&l);
 	if (status == CLI_OK)
 		status = host_home(&l);
+	if (status == CLI_OK && c->resolve && c->resolve(&l) < 0)
+		status = cli_fail_lib();
 	if (status == CLI_OK)
 		status = choose_auth(&l);
 	if (status == CLI_OK && c->prepare(&l) < 0)

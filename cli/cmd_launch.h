@@ -26,6 +26,8 @@ struct launch_client {
 	const char *install; /* how to install it, for the error when it is missing */
 	const char *backend; /* the proxy backend it needs by default */
 	const char *usage;   /* `arborinth NAME --help` */
+	/* Optional, first on the host: chooses the backend (l->backend) and its key source. */
+	int (*resolve)(struct launch *l);
 	/* On the host, before the box is built: imports settings, adds fixed client args. */
 	int (*prepare)(struct launch *l);
 	/* On the box: variables and config (after the proxy started; px has the placeholder). */
@@ -62,6 +64,14 @@ struct launch {
 	char *model_import; /* owned: the model chosen by --model or the host's settings, or NULL */
 	char **fixed_args;  /* owned, NULL-terminated: client args put before the user's */
 	size_t n_fixed;
+	/* Set by the client's resolve (owned): the backend's name when it is not a built-in
+	 * one, more options for its specification (",KEY=VALUE..."), its upstream (when not
+	 * --upstream; l->upstream points to it), where its key comes
+	 * from when not the variable or --api-key-file (for --explain), and the client's own
+	 * settings for the box. */
+	char *backend_own, *backend_opts, *key_source, *upstream_own;
+	char *key_hint; /* owned: where else a key was looked for, for the no-credential error */
+	json_t *client_conf;
 };
 
 /* Appends one owned copy of arg to l->fixed_args. -ENOMEM. */
@@ -77,10 +87,43 @@ int launch_write_box_login(const struct launch *l, struct proxy *px, const char 
  * not a JSON object; mode 0600), never following a link. -errno with a message.
  */
 int launch_box_json_merge(const struct launch *l, const char *sub, const char *name, json_t *add);
+/*
+ * The backend specification the launch uses (caller frees): its name, --upstream, what the
+ * client's resolve added, the credential's kind, and with --net its port.
+ */
+char *launch_backend_spec(const struct launch *l);
 /* With --net: the key file (the session's token) in the box, for l->backend (caller frees). */
 char *launch_key_file(const struct launch *l);
 /* Sets NAME=VALUE in the box (jail_box_add_env). */
 int launch_env(struct jail_box *b, const char *name, const char *value);
+
+/* A model name safe to pass on: letters, digits and . _ - / : @ [ ] only. */
+bool launch_model_ok(const char *m);
+/* The string member `key` of the JSON file at path, or NULL (missing, unreadable, other). */
+char *launch_json_file_string(const char *path, const char *key);
+/* Replaces l->model_import by model (owned; NULL: none). Returns 0. */
+int launch_set_model(struct launch *l, char *model);
+
+/* The options every launcher's help lists. */
+#define LAUNCH_COMMON_OPTS                                                                         \
+	"  --rev REV            base NAME on REV when creating it (default HEAD)\n"                \
+	"  --client PATH        the client binary (default: found on PATH); bound read-only\n"     \
+	"                       at its host path in the box\n"                                     \
+	"  --model MODEL        the model (default: the host's setting, when there is one)\n"      \
+	"  --upstream URL       send the client's API calls to URL instead of the provider\n"      \
+	"  --api-key-file FILE  the real API key, read on the host (default: the variable)\n"      \
+	"  --auth login|api-key|none\n"                                                            \
+	"                       the credential: the host's login, an API key, or none (default:\n" \
+	"                       a key when one is given, else the host's login)\n"                 \
+	"  --no-upstream-auth   the same as --auth none: the upstream gets no credential\n"        \
+	"  --token-url URL      where the host's login is refreshed (default: the client's own)\n" \
+	"  --grant NAME         a toolchain bundle (repeatable; 'arborinth grant list')\n"         \
+	"  --binds FILE         a bind file (repeatable; applied after grants)\n"                  \
+	"  --mount SPEC, --env NAME[=VALUE]\n"                                                     \
+	"                       as for 'arborinth shell'\n"                                        \
+	"  --net                share the host's network; the proxy then listens on the host's\n"  \
+	"                       127.0.0.1 and the client reads the session's token from a file\n"  \
+	"  --explain            print the resolved box and the client's argv, run nothing\n"
 
 extern const struct launch_client launch_claude, launch_codex, launch_opencode;
 

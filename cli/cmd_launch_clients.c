@@ -18,8 +18,7 @@
 #include "jail/jail.h"
 #include "proxy/proxy.h"
 
-/* A model name safe to pass on: letters, digits and . _ - / : @ [ ] only. */
-static bool model_ok(const char *m)
+bool launch_model_ok(const char *m)
 {
 	return m && *m && strlen(m) < 200 &&
 	       strspn(m,
@@ -27,18 +26,17 @@ static bool model_ok(const char *m)
 		   strlen(m);
 }
 
-/* The string member `key` of the JSON file at path, or NULL (missing, unreadable, other). */
-static char *json_file_string(const char *path, const char *key)
+char *launch_json_file_string(const char *path, const char *key)
 {
 	json_t *root = json_load_file(path, JSON_ALLOW_NUL, NULL);
 	const char *v = root ? json_string_value(json_object_get(root, key)) : NULL;
-	char *out = v && model_ok(v) ? strdup(v) : NULL;
+	char *out = v && launch_model_ok(v) ? strdup(v) : NULL;
 
 	json_decref(root);
 	return out;
 }
 
-static int set_model(struct launch *l, char *model)
+int launch_set_model(struct launch *l, char *model)
 {
 	free(l->model_import);
 	l->model_import = model;
@@ -97,15 +95,16 @@ static int claude_prepare(struct launch *l)
 		return -ENOMEM;
 
 	if (l->model)
-		return model_ok(l->model) ? set_model(l, strdup(l->model))
-					  : util_err(-EINVAL, "claude: bad --model '%s'", l->model);
-	if (env && model_ok(env))
-		return set_model(l, strdup(env));
+		return launch_model_ok(l->model)
+			   ? launch_set_model(l, strdup(l->model))
+			   : util_err(-EINVAL, "claude: bad --model '%s'", l->model);
+	if (env && launch_model_ok(env))
+		return launch_set_model(l, strdup(env));
 	/* ~/.claude/settings.json holds preferences; the credentials are in another file. */
 	settings = util_asprintf("%s/.claude/settings.json", l->host_home);
 	if (!settings)
 		return util_err(-ENOMEM, "out of memory");
-	set_model(l, json_file_string(settings, "model"));
+	launch_set_model(l, launch_json_file_string(settings, "model"));
 	free(settings);
 	return 0;
 }
@@ -124,7 +123,7 @@ static int claude_box_config(const struct launch *l)
 	json_t *add = json_pack("{s:b}", "hasCompletedOnboarding", 1);
 	int rc;
 
-	if (add && theme && model_ok(theme))
+	if (add && theme && launch_model_ok(theme))
 		json_object_set_new(add, "theme", json_string(theme));
 	rc = add ? launch_box_json_merge(l, ".claude", ".claude.json", add)
 		 : util_err(-ENOMEM, "out of memory");
@@ -207,7 +206,7 @@ static char *toml_top_string(const char *path, const char *key)
 		if (!end)
 			continue;
 		*end = '\0';
-		if (model_ok(p + 1))
+		if (launch_model_ok(p + 1))
 			out = strdup(p + 1);
 	}
 	free(text);
@@ -244,10 +243,10 @@ static int codex_prepare(struct launch *l)
 
 	if (!config)
 		return util_err(-ENOMEM, "out of memory");
-	if (l->model && !model_ok(l->model))
+	if (l->model && !launch_model_ok(l->model))
 		rc = util_err(-EINVAL, "codex: bad --model '%s'", l->model);
 	else
-		set_model(l, l->model ? strdup(l->model) : toml_top_string(config, "model"));
+		launch_set_model(l, l->model ? strdup(l->model) : toml_top_string(config, "model"));
 	effort = toml_top_string(config, "model_reasoning_effort");
 	if (rc == 0)
 		rc = proxy_backend_parse(&pb, l->backend);
@@ -336,114 +335,7 @@ static char *codex_login_file(const struct launch *l)
 	return codex_host_file(l, "auth.json");
 }
 
-/* ---- OpenCode --------------------------------------------------------------------------- */
-
-static const char *opencode_default_model(const char *backend)
-{
-	return !strcmp(backend, "openai") ? "openai/gpt-5" : "anthropic/claude-sonnet-4-5";
-}
-
-static int opencode_prepare(struct launch *l)
-{
-	const char *cfg = getenv("OPENCODE_CONFIG"), *xdg = getenv("XDG_CONFIG_HOME");
-	char *path, *m;
-	size_t blen = strlen(l->backend);
-
-	if (l->model) {
-		if (!model_ok(l->model))
-			return util_err(-EINVAL, "opencode: bad --model '%s'", l->model);
-		/* provider/model, or a bare model of the provider in use. */
-		return set_model(l, strchr(l->model, '/')
-					? strdup(l->model)
-					: util_asprintf("%s/%s", l->backend, l->model));
-	}
-	path = cfg && cfg[0] == '/' ? strdup(cfg)
-	       : xdg && xdg[0] == '/'
-		   ? util_asprintf("%s/opencode/opencode.json", xdg)
-		   : util_asprintf("%s/.config/opencode/opencode.json", l->host_home);
-	if (!path)
-		return util_err(-ENOMEM, "out of memory");
-	m = json_file_string(path, "model");
-	free(path);
-	/* Only a model of the provider the box can reach. */
-	if (m && (strncmp(m, l->backend, blen) || m[blen] != '/')) {
-		free(m);
-		m = NULL;
-	}
-	return set_model(l, m ? m : strdup(opencode_default_model(l->backend)));
-}
-
-static int opencode_box(struct launch *l, struct jail_box *b, struct proxy *px)
-{
-	const char *ph = px ? proxy_placeholder(px, l->backend) : NULL;
-	size_t n = 0;
-	const uint16_t *ports = px ? proxy_ports(px, &n) : NULL;
-	char *url = n ? util_asprintf("http://127.0.0.1:%u/v1", ports[0]) : NULL, *text = NULL;
-	char *key = NULL;
-	json_t *cfg = NULL;
-	int rc = 0;
-
-	if (!ph || !url) {
-		free(url);
-		return util_err(-EINVAL, "opencode: no %s backend on the proxy", l->backend);
-	}
-	/* A provider pointing at the relay, with the placeholder as its key. */
-	/* The model listed too, so one the bundled catalogue lacks is still accepted. */
-	const char *slash = strchr(l->model_import, '/');
-
-	/* --net: no key in the environment; OpenCode reads the session's token from the file. */
-	if (l->net) {
-		char *file = launch_key_file(l);
-
-		key = file ? util_asprintf("{file:%s}", file) : NULL;
-		free(file);
-		if (!key) {
-			free(url);
-			return util_err(-ENOMEM, "out of memory");
-		}
-	}
-	cfg = json_pack("{s:s, s:b, s:s, s:s, s:{s:{s:{s:s, s:s}, s:{s:{}}}}}", "$schema",
-			"https://opencode.ai/config.json", "autoupdate", 0, "share", "disabled",
-			"model", l->model_import, "provider", l->backend, "options", "baseURL", url,
-			"apiKey", key ? key : ph, "models", slash ? slash + 1 : l->model_import);
-	text = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
-	rc = text ? launch_env(b, "OPENCODE_CONFIG_CONTENT", text)
-		  : util_err(-ENOMEM, "out of memory");
-	if (rc == 0)
-		rc = launch_env(b, "OPENCODE_DISABLE_AUTOUPDATE", "1");
-	if (rc == 0)
-		rc = launch_env(b, "OPENCODE_DISABLE_MODELS_FETCH", "1");
-	if (rc == 0)
-		rc = launch_env(b, "OPENCODE_DISABLE_DEFAULT_PLUGINS", "1");
-	if (rc == 0)
-		rc = launch_env(b, "OPENCODE_DISABLE_LSP_DOWNLOAD", "1");
-	if (rc == 0)
-		rc = launch_env(b, "OPENCODE_DISABLE_SHARE", "1");
-	free(text);
-	json_decref(cfg);
-	free(key);
-	free(url);
-	return rc;
-}
-
 /* ---- the table -------------------------------------------------------------------------- */
-
-#define COMMON_OPTS                                                                                \
-	"  --rev REV            base NAME on REV when creating it (default HEAD)\n"                \
-	"  --client PATH        the client binary (default: found on PATH); bound read-only\n"     \
-	"                       at its host path in the box\n"                                     \
-	"  --model MODEL        the model (default: the host's setting, when there is one)\n"      \
-	"  --upstream URL       send the client's API calls to URL instead of the provider\n"      \
-	"  --api-key-file FILE  the real API key, read on the host (default: the variable)\n"      \
-	"  --auth login|api-key|none\n"                                                            \
-	"                       the credential: the host's login, an API key, or none (default:\n" \
-	"                       a key when one is given, else the host's login)\n"                 \
-	"  --token-url URL      where the host's login is refreshed (default: the client's own)\n" \
-	"  --grant NAME         a toolchain bundle (repeatable; 'arborinth grant list')\n"         \
-	"  --binds FILE         a bind file (repeatable; applied after grants)\n"                  \
-	"  --mount SPEC, --env NAME[=VALUE], --net\n"                                              \
-	"                       as for 'arborinth shell'\n"                                        \
-	"  --explain            print the resolved box and the client's argv, run nothing\n"
 
 const char cmd_claude_usage[] =
     "usage: arborinth claude NAME [OPTIONS] [-- CLAUDE ARGS...]\n"
@@ -453,7 +345,7 @@ const char cmd_claude_usage[] =
     "ANTHROPIC_API_KEY a placeholder; the real key ($ANTHROPIC_API_KEY or --api-key-file) stays\n"
     "on the host. CLAUDE_CONFIG_DIR is NAME's home/.claude, so sessions persist per\n"
     "workspace; non-essential traffic is off. Arguments after -- go to claude unchanged.\n"
-    "\n" COMMON_OPTS;
+    "\n" LAUNCH_COMMON_OPTS;
 
 const char cmd_codex_usage[] =
     "usage: arborinth codex NAME [OPTIONS] [-- CODEX ARGS...]\n"
@@ -464,16 +356,7 @@ const char cmd_codex_usage[] =
     "--api-key-file) stays on the host. CODEX_HOME is NAME's home/.codex. The host's model and\n"
     "reasoning effort (~/.codex/config.toml) are passed as -c overrides. Arguments after -- go\n"
     "to codex unchanged.\n"
-    "\n" COMMON_OPTS;
-
-const char cmd_opencode_usage[] =
-    "usage: arborinth opencode NAME [OPTIONS] [-- OPENCODE ARGS...]\n"
-    "\n"
-    "Runs OpenCode in workspace NAME (created from --rev when missing) inside a box, with a\n"
-    "provider config (OPENCODE_CONFIG_CONTENT) whose baseURL is the in-box relay and whose key\n"
-    "is a placeholder; the real key stays on the host. Auto-update, model list fetches,\n"
-    "default plugins, LSP downloads and sharing are off. Arguments after -- go to opencode.\n"
-    "\n" COMMON_OPTS "  --provider P         anthropic (default) or openai\n";
+    "\n" LAUNCH_COMMON_OPTS;
 
 const struct launch_client launch_claude = {
     .name = "claude",
@@ -503,18 +386,6 @@ const struct launch_client launch_codex = {
     .login_file = codex_login_file,
     .login_cmd = "run 'codex login' on the host",
 };
-const struct launch_client launch_opencode = {
-    .name = "opencode",
-    .title = "OpenCode",
-    .program = "opencode",
-    .install = "npm install -g opencode-ai",
-    .backend = "anthropic",
-    .usage = cmd_opencode_usage,
-    .prepare = opencode_prepare,
-    .box = opencode_box,
-    .login_kind = -1,
-};
-
 int cmd_claude(struct cli_global *g, int argc, char **argv)
 {
 	return launch_run(&launch_claude, argc, argv, g);
@@ -523,9 +394,4 @@ int cmd_claude(struct cli_global *g, int argc, char **argv)
 int cmd_codex(struct cli_global *g, int argc, char **argv)
 {
 	return launch_run(&launch_codex, argc, argv, g);
-}
-
-int cmd_opencode(struct cli_global *g, int argc, char **argv)
-{
-	return launch_run(&launch_opencode, argc, argv, g);
 }

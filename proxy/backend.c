@@ -59,6 +59,7 @@ void proxy_backend_free(struct proxy_backend *b)
 	free(b->auth_header);
 	free(b->key_env);
 	free(b->key_file);
+	free(b->key_json);
 	free(b->env_prefix);
 	free(b->base_path);
 	free(b->ca_file);
@@ -251,6 +252,14 @@ int proxy_backend_set(struct proxy_backend *b, const char *key, const char *v)
 		if (!*v)
 			return util_err(-EINVAL, "backend %s: %s needs a path", b->name, key);
 		return set_str(!strcmp(key, "ca-file") ? &b->ca_file : &b->key_file, v);
+	} else if (!strcmp(key, "key-json")) {
+		const char *hash = strrchr(v, '#');
+
+		if (!hash || hash == v || hash[1] != '/')
+			return util_err(-EINVAL,
+					"backend %s: key-json needs FILE#/json/pointer, not '%s'",
+					b->name, v);
+		return set_str(&b->key_json, v);
 	} else if (!strcmp(key, "base-path")) {
 		if ((*v && *v != '/') || strpbrk(v, "?#% \\") || strstr(v, ".."))
 			return util_err(-EINVAL, "backend %s: bad base-path '%s'", b->name, v);

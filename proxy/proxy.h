@@ -39,6 +39,7 @@ struct proxy_backend;
  * Options: port=N (in-box port), allow=METHOD:PATH (exact) or METHOD:PATH* (prefix at a
  * segment boundary; repeatable; replaces a built-in's list), auth=x-api-key|bearer|
  * header:NAME (how the upstream gets the credential), key-env=VAR, key-file=FILE,
+ * key-json=FILE#/POINTER (the string at that JSON pointer of a JSON or JSONC file),
  * env=PREFIX (box gets PREFIX_BASE_URL, PREFIX_API_KEY), base-path=/v1 (appended to the
  * box's base URL), ca-file=FILE (trust these CAs for the upstream instead of the system's),
  * connect-timeout=SECONDS, idle-timeout=SECONDS (no upstream byte for that long: 504).

@@ -42,6 +42,7 @@ struct proxy_backend {
 	enum proxy_auth auth;
 	char *auth_header; /* PROXY_AUTH_HEADER: the header the upstream reads ("x-api-key") */
 	char *key_env, *key_file, *env_prefix, *base_path, *ca_file;
+	char *key_json; /* key-json=FILE#/json/pointer */
 	long connect_timeout_s, idle_timeout_s;
 	struct proxy_rule rules[PROXY_RULES_MAX];
 	size_t n_rules;

@@ -34,6 +34,12 @@ bool util_str_has_prefix(const char *s, const char *prefix);
  * (letters, digits, _-./:=,+@%), else in single quotes ('\'' for a quote). NULL on ENOMEM.
  */
 char *util_shell_quote(const char *s);
+/*
+ * JSONC to JSON in place (util/jsonc.c): // and block comments outside strings become
+ * spaces (newlines kept, so a parser's line numbers stay right), and so does a comma
+ * before '}' or ']'. Anything else is left for the JSON parser to judge.
+ */
+void util_jsonc_strip(char *s, size_t len);
 
 /*
  * The first executable regular file `name` in an absolute directory of $PATH, or NULL (also
