@@ -232,6 +232,45 @@ def test_errors(E):
     C.one_line_error(cp, 2, "has no host login", "--auth login on opencode")
     cp = E.arb("claude", "n1", "--auth", "maybe")
     C.one_line_error(cp, 2, "--auth 'maybe'", "bad --auth")
+    cp = E.arb("claude", "n1", "--auth", "login", "--no-upstream-auth")
+    C.one_line_error(cp, 2, "--no-upstream-auth is --auth none", "--auth with --no-upstream-auth")
+    # OpenCode: providers and keys from the host's OpenCode config and login store.
+    oc = os.path.join(E.t, "oc-host")
+    xdg = {"XDG_CONFIG_HOME": os.path.join(oc, "conf"), "XDG_DATA_HOME": os.path.join(oc, "data"),
+           "ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""}
+    E.write(os.path.join(oc, "data", "opencode", "auth.json"), json.dumps(
+        {"openai": {"type": "oauth", "access": "at-OAUTH", "refresh": "rt-OAUTH", "expires": 1},
+         "broken": {"type": "api", "key": "has space"}}), 0o600)
+    E.write(os.path.join(oc, "conf", "opencode", "opencode.json"), json.dumps({"provider": {
+        "nobase": {"npm": "@ai-sdk/openai-compatible", "options": {}},
+        "other": {"npm": "@ai-sdk/anthropic", "options": {"baseURL": "http://127.0.0.1:1"}},
+        "broken": {"npm": "@ai-sdk/openai-compatible",
+                   "options": {"baseURL": "http://127.0.0.1:1/v1"}, "models": {"m": {}}},
+        "empty": {"npm": "@ai-sdk/openai-compatible",
+                  "options": {"baseURL": "http://127.0.0.1:1/v1", "apiKey": "k"}}}}), 0o600)
+    oc_cli = ["--client", "/bin/true"]
+    for prov, pattern, what in (
+            ("nope", "provider 'nope' is not anthropic, openai or an OpenAI-compatible",
+             "unknown provider"),
+            ("nobase", "with an http(s) options.baseURL", "provider without a base URL"),
+            ("other", "OpenAI-compatible provider", "provider of another SDK"),
+            ("empty", "provider 'empty' lists no model; give --model", "provider without models"),
+            ("anthropic", "no key for anthropic in %s" % os.path.join(oc, "data", "opencode",
+                                                                   "auth.json"),
+             "no key anywhere")):
+        cp = E.arb("opencode", "n1", *oc_cli, "--provider", prov, env=xdg)
+        C.one_line_error(cp, 1, pattern, "opencode: " + what)
+    cp = E.arb("opencode", "n1", *oc_cli, "--provider", "openai", env=xdg)
+    C.one_line_error(cp, 1, "is an OpenCode 'oauth' login, which the proxy cannot use",
+                     "opencode: an OAuth login of OpenCode's")
+    C.ok("OAUTH" not in cp.stderr, "opencode: no token of the login store in the message")
+    cp = E.arb("opencode", "n1", *oc_cli, "--provider", "broken", env=xdg)
+    C.one_line_error(cp, 1, "must be 1-1024 printable", "opencode: a malformed key in auth.json")
+    C.ok("has space" not in cp.stderr, "opencode: the malformed key is not in the message")
+    cp = E.arb("opencode", "n1", *oc_cli, "--provider", "openai", "--model", "anthropic/x",
+               env=dict(xdg, OPENAI_API_KEY="k"))
+    C.one_line_error(cp, 1, "--model 'anthropic/x' is not of provider 'openai'",
+                     "opencode: --model of another provider")
     C.eq(ws_before, sorted(os.listdir(os.path.join(E.repo, ".arborinth", "workspaces"))),
          "failed launches created no workspace")
     cp = E.arb("claude", "--help")

@@ -201,6 +201,74 @@ def net_runs(E, up, ak, ok):
     check_login_run(E, "codex --net", "cxln", cp, url, log, [access, rt], ".codex/auth.json")
 
 
+def opencode_runs(E, up):
+    """OpenCode with the host's own OpenCode setup: a key from its login store (auth.json),
+    an OpenAI-compatible provider from its opencode.jsonc (comments, trailing commas, the key
+    from {env:VAR}), the same with --net, and --no-upstream-auth for a server that needs no
+    key. Only the base URL, model, names and limits are imported (control: a header the host
+    config sets never reaches the upstream)."""
+    data, conf = os.path.join(E.t, "oc-data"), os.path.join(E.t, "oc-conf")
+    os.makedirs(os.path.join(data, "opencode"))
+    os.makedirs(os.path.join(conf, "opencode"))
+    ak = "sk-ant-api03-AUTHJSON-" + os.urandom(8).hex()
+    with open(os.path.join(data, "opencode", "auth.json"), "w") as f:
+        json.dump({"anthropic": {"type": "api", "key": ak}}, f)
+    xdg = {"XDG_DATA_HOME": data, "XDG_CONFIG_HOME": conf}
+    n = len(E.models_requests())
+    cp = E.arb("opencode", "oca", "--upstream", up, "--", "run", "Say the magic words.",
+               env=xdg, timeout=300)
+    check_run(E, "opencode (auth.json)", "oca", cp, ak, n)
+    ex = E.arb("opencode", "oca", "--upstream", up, "--explain", env=xdg)
+    C.ok("credential: API key from %s/opencode/auth.json (anthropic)" % data in ex.stdout,
+         "opencode (auth.json): --explain names the login store (%r)" % ex.stdout[:300])
+
+    mk = "sk-myprov-REAL-" + os.urandom(8).hex()
+    with open(os.path.join(conf, "opencode", "opencode.jsonc"), "w") as f:
+        f.write("""// the host's own OpenCode config
+{
+  "model": "myprov/m1", /* its default model */
+  "provider": {
+    "myprov": {
+      "npm": "@ai-sdk/openai-compatible",
+      "name": "My Gateway",
+      "options": {"baseURL": "%s/v1", "apiKey": "{env:MYPROV_KEY}",
+                  "headers": {"X-Host-Only": "host-header-value"},},
+      "models": {"m1": {"name": "Model One", "limit": {"context": 64000, "output": 4096}},},
+    },
+  },
+}
+""" % up)
+    env = dict(xdg, MYPROV_KEY=mk)
+    for name, extra in (("occ", []), ("occn", ["--net"])):
+        n = len(E.models_requests())
+        cp = E.arb("opencode", name, *extra, "--", "run", "Say the magic words.", env=env,
+                   timeout=300)
+        what = "opencode (custom provider%s)" % (" --net" if extra else "")
+        check_run(E, what, name, cp, mk, n)
+        reqs = E.models_requests()[n:]
+        C.ok([r for r in reqs if r["path"] == "/v1/chat/completions" and
+              (r.get("body") or {}).get("model") == "m1"],
+             what + ": chat completions for model m1 at the provider's base URL")
+        C.ok(all("x-host-only" not in r["headers"] for r in reqs),
+             what + ": the host config's other options were not imported")
+    ex = E.arb("opencode", "occ", "--explain", env=env)
+    C.ok('"limit":{"context":64000,"output":4096}' in ex.stdout and "My Gateway" in ex.stdout
+         and "X-Host-Only" not in ex.stdout and mk not in ex.stdout,
+         "opencode (custom provider): the box's config has the name and limits only")
+    n = len(E.models_requests())
+    cp = E.arb("opencode", "occ", "--no-upstream-auth", "--", "run", "Say the magic words.",
+               env=xdg, timeout=300)
+    C.eq(0, cp.returncode, "opencode --no-upstream-auth: exit (%r)" % cp.stderr[-1000:])
+    C.ok(REPLY in cp.stdout, "opencode --no-upstream-auth: the reply")
+    calls = [r for r in E.models_requests()[n:] if r["path"] == "/v1/chat/completions"]
+    C.ok(calls and all("authorization" not in r["headers"] for r in calls),
+         "opencode --no-upstream-auth: the upstream got no credential")
+    cp = E.arb("opencode", "occ", "--", "run", "x", env=xdg)
+    C.ok(cp.returncode == 1 and "no credential for myprov" in cp.stderr and
+         "MYPROV_KEY" in cp.stderr and "--no-upstream-auth" in cp.stderr,
+         "opencode: no key anywhere: one line naming where it looked (%r)" % cp.stderr)
+
+
 def main():
     with Env("e2e-real") as E:
         prefix = install(E)
@@ -225,6 +293,7 @@ def main():
         check_run(E, "opencode", "oc", cp, ak, n)
         login_runs(E)
         net_runs(E, up, ak, ok)
+        opencode_runs(E, up)
     C.finish()
 
 

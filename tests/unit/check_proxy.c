@@ -818,6 +818,56 @@ START_TEST(proxy_config_errors)
 }
 END_TEST
 
+/* key-json=FILE#/POINTER: a key inside a JSON or JSONC file, found by a JSON pointer. */
+START_TEST(key_json)
+{
+	char dir[] = "/tmp/arb-keyjson-XXXXXX", path[64], spec[160];
+	static const char text[] = "// OpenCode's login store, with comments\n"
+				   "{\"a/b\": {\"key\": \"sk-slash\"}, /* block */\n"
+				   " \"t~x\": {\"key\": \"sk-tilde\",},\n"
+				   " \"n\": {\"key\": 5}, \"sp\": {\"key\": \"has space\"}}\n";
+	static const char *const good[][2] = {{"/a~1b/key", "sk-slash"}, {"/t~0x/key", "sk-tilde"}};
+	static const char *const bad[][2] = {{"/nope/key", "holds no key at /nope/key"},
+					     {"/n/key", "holds no key at /n/key"},
+					     {"/sp/key", "must be 1-1024 printable"}};
+	struct proxy_backend *b = NULL;
+	FILE *f;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/auth.json", dir);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+	for (size_t i = 0; i < ARB_ARRAY_LEN(good); i++) {
+		snprintf(spec, sizeof(spec), "anthropic,key-json=%s#%s", path, good[i][0]);
+		ck_assert_int_eq(proxy_backend_parse(&b, spec), 0);
+		ck_assert_int_eq(proxy_backend_load_credential(b), 0);
+		ck_assert_str_eq(b->credential, good[i][1]);
+		proxy_backend_free(b);
+	}
+	for (size_t i = 0; i < ARB_ARRAY_LEN(bad); i++) {
+		snprintf(spec, sizeof(spec), "anthropic,key-json=%s#%s", path, bad[i][0]);
+		ck_assert_int_eq(proxy_backend_parse(&b, spec), 0);
+		ck_assert_int_eq(proxy_backend_load_credential(b), -ENOKEY);
+		ck_assert_msg(strstr(util_err_msg(), bad[i][1]), "%s", util_err_msg());
+		ck_assert(!strstr(util_err_msg(), "has space"));
+		ck_assert_ptr_null(b->credential);
+		proxy_backend_free(b);
+	}
+	/* A missing file names the file; a specification without a pointer is refused. */
+	snprintf(spec, sizeof(spec), "anthropic,key-json=%s/none.json#/a", dir);
+	ck_assert_int_eq(proxy_backend_parse(&b, spec), 0);
+	ck_assert_int_eq(proxy_backend_load_credential(b), -ENOKEY);
+	ck_assert(strstr(util_err_msg(), "none.json"));
+	proxy_backend_free(b);
+	ck_assert_int_eq(proxy_backend_parse(&b, "anthropic,key-json=/x/auth.json"), -EINVAL);
+	ck_assert(strstr(util_err_msg(), "FILE#/json/pointer"));
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 /* ---- logins ---- */
 
 START_TEST(login_jwt_roundtrip)
@@ -932,6 +982,7 @@ static Suite *proxy_suite(void)
 	tcase_add_test(tc, rule_matching);
 	tcase_add_test(tc, relay_args);
 	tcase_add_test(tc, proxy_config_errors);
+	tcase_add_test(tc, key_json);
 	tcase_add_test(tc, allow_host_parse);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("parse");

@@ -70,6 +70,31 @@ START_TEST(shell_quote)
 }
 END_TEST
 
+/* JSONC: comments and trailing commas become spaces, strings are left alone. */
+START_TEST(jsonc_strip)
+{
+	static const char *const cases[][2] = {
+	    {"{\"a\": 1, // one\n\"b\": [1, 2,],}", "{\"a\": 1,       \n\"b\": [1, 2 ] }"},
+	    {"/* head */{\"u\": \"http://x//y /* no */\"}",
+	     "          {\"u\": \"http://x//y /* no */\"}"},
+	    {"{\"q\": \"a\\\"//b\", /* x\ny */ \"c\": 3}",
+	     "{\"q\": \"a\\\"//b\",     \n     \"c\": 3}"},
+	    {"[1, /* , */ ]", "[1          ]"},
+	    {"{\"s\": \",}\"}", "{\"s\": \",}\"}"},
+	    {"[1] /* open", "[1]        "},
+	};
+
+	for (size_t i = 0; i < ARB_ARRAY_LEN(cases); i++) {
+		char *s = strdup(cases[i][0]);
+
+		ck_assert_ptr_nonnull(s);
+		util_jsonc_strip(s, strlen(s));
+		ck_assert_str_eq(s, cases[i][1]);
+		free(s);
+	}
+}
+END_TEST
+
 START_TEST(files_roundtrip_and_rm_rf_no_follow)
 {
 	char *buf = NULL, *p, *outside, *link;
@@ -176,6 +201,7 @@ static Suite *util_suite(void)
 	tcase_add_test(tc, utf8_rejects_invalid);
 	tcase_add_test(tc, path_join);
 	tcase_add_test(tc, shell_quote);
+	tcase_add_test(tc, jsonc_strip);
 	tcase_add_test(tc, err_message);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("files");
