@@ -273,6 +273,7 @@ static int run_box(struct core_project *p, const struct core_ws *ws, const struc
 				    .listen = !o->explain,
 				    .tcp = o->net,
 				    .tcp_fd = extra ? extra->tcp_fd : -1,
+				    .tcp_tls_fd = extra ? extra->tcp_tls_fd : -1,
 				    .tcp_backend = extra ? extra->tcp_backend : NULL};
 	char *text = NULL;
 	int status, exit_status = 0;
