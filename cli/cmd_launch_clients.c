@@ -109,11 +109,16 @@ static int claude_prepare(struct launch *l)
 	return 0;
 }
 
+/* Claude Code remembers an approved API key by its last 20 characters. */
+#define CLAUDE_KEY_TAIL 20
+
 /*
- * The box's .claude.json (Claude Code's own state, in CLAUDE_CONFIG_DIR): onboarding done, and
- * the host's theme when it has one. Nothing else of the host's file (it names the account).
+ * The box's .claude.json (Claude Code's own state, in CLAUDE_CONFIG_DIR): onboarding done, the
+ * host's theme when it has one, and with a key in the environment this session's placeholder
+ * approved (else the client asks whether to use "a custom API key" and defaults to No).
+ * Nothing else of the host's file (it names the account).
  */
-static int claude_box_config(const struct launch *l)
+static int claude_box_config(const struct launch *l, const char *ph)
 {
 	const char *dir = getenv("CLAUDE_CONFIG_DIR");
 	char *host = dir && dir[0] == '/' ? util_path_join(dir, ".claude.json")
@@ -125,6 +130,10 @@ static int claude_box_config(const struct launch *l)
 
 	if (add && theme && launch_model_ok(theme))
 		json_object_set_new(add, "theme", json_string(theme));
+	if (add && ph && strlen(ph) > CLAUDE_KEY_TAIL)
+		json_object_set_new(add, "customApiKeyResponses",
+				    json_pack("{s:[s], s:[]}", "approved",
+					      ph + strlen(ph) - CLAUDE_KEY_TAIL, "rejected"));
 	rc = add ? launch_box_json_merge(l, ".claude", ".claude.json", add)
 		 : util_err(-ENOMEM, "out of memory");
 	json_decref(add);
@@ -157,7 +166,9 @@ static int claude_box(struct launch *l, struct jail_box *b, struct proxy *px)
 		rc = launch_write_box_login(l, px, ".claude", ".credentials.json");
 	/* First-run screens: the box cannot pass their check of api.anthropic.com. */
 	if (rc == 0 && !l->explain)
-		rc = claude_box_config(l);
+		rc = claude_box_config(l, l->auth == LAUNCH_AUTH_KEY && !l->net && px
+					      ? proxy_placeholder(px, l->backend)
+					      : NULL);
 	free(dir);
 	return rc;
 }

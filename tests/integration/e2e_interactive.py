@@ -173,6 +173,32 @@ def codex_session(E, tm):
     C.ok("REAL" not in box["account_id"], "codex: the box's account id is a placeholder")
 
 
+def key_session(E, tm, client, name, var, key, trust, ready, quit_cmd, extra=()):
+    """A client with an API key (the model fake of E): trust answered, two prompts; the
+    upstream got the real key; no file the box could write holds it."""
+    up = E.start_models(REPLY)
+    n = len(E.models_requests())
+    env = E.env({var: key, "TERM": "xterm-256color",
+                 "CODEX_HOME": os.path.join(E.t, "empty-codex-home")})
+    who = "%s (API key%s)" % (client, ", " + " ".join(extra) if extra else "")
+    tm.start(E.repo, " ".join([ARB, client, name, "--upstream", up] + list(extra)), env)
+    s = tm.wait(lambda s: trust in s, who + ": the folder-trust question")
+    C.ok(s is not None, who + ": asks whether to trust the workspace's folder")
+    tm.keys("Enter")
+    # Claude Code asks before using "a custom API key" unless it was approved for the box.
+    s = tm.wait(lambda s: ready in s and trust not in s or "Detected a custom API key" in s,
+                who + ": the prompt")
+    C.ok(s is not None and "Detected a custom API key" not in s,
+         who + ": no question about the key; the prompt appears")
+    converse(tm, who, ready, trust, time.time(), quit_cmd)
+    calls = [r for r in E.models_requests()[n:] if r["path"].startswith("/v1/")]
+    creds = [r["headers"].get("x-api-key") or r["headers"].get("authorization", "")[7:]
+             for r in calls]
+    C.ok(len(calls) >= 2 and all(c == key for c in creds),
+         who + ": every call carried the real key (%d calls)" % len(calls))
+    scan_box(E, who, name, [key], control=REPLY)
+
+
 def opencode_session(E, tm):
     ak = "sk-ant-api03-REAL-" + os.urandom(8).hex()
     up = E.start_models(REPLY)
@@ -196,6 +222,15 @@ def main():
             claude_session(E, tm)
             codex_session(E, tm)
             opencode_session(E, tm)
+            ak = "sk-ant-api03-REAL-" + os.urandom(8).hex()
+            ok = "sk-proj-REAL-" + os.urandom(8).hex()
+            key_session(E, tm, "claude", "ktty", "ANTHROPIC_API_KEY", ak, "trust this folder",
+                        "\u276f", "/exit")
+            key_session(E, tm, "claude", "kntty", "ANTHROPIC_API_KEY", ak, "trust this folder",
+                        "\u276f", "/exit", extra=("--net",))
+            os.makedirs(os.path.join(E.t, "empty-codex-home"), exist_ok=True)
+            key_session(E, tm, "codex", "xktty", "OPENAI_API_KEY", ok, "Trust this folder",
+                        "Ask Codex to do anything", "/quit")
         finally:
             if tm.sock:
                 tm.run("kill-server", check=False)
