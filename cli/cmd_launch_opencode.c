@@ -220,7 +220,7 @@ static int custom_backend(struct launch *l, const char *id, const json_t *prov)
 	const char *npm = json_string_value(json_object_get(prov, "npm"));
 	const char *rest, *path;
 	char *origin = NULL, *base = NULL, *rule = NULL, port[8];
-	json_t *models = json_object(), *m;
+	json_t *models = NULL, *m;
 	const char *mid;
 	int rc;
 
@@ -232,6 +232,7 @@ static int custom_backend(struct launch *l, const char *id, const json_t *prov)
 		    "OpenAI-compatible provider of the host's OpenCode config (\"npm\": "
 		    "\"" COMPAT_NPM "\" with an http(s) options.baseURL)",
 		    id);
+	models = json_object();
 	rest = strstr(url, "://") + 3;
 	path = rest + strcspn(rest, "/?#");
 	origin = strndup(url, (size_t)(path - url));
