@@ -158,6 +158,16 @@ int cmd_grant(struct cli_global *g, int argc, char **argv);
 int cmd_claude(struct cli_global *g, int argc, char **argv);
 int cmd_codex(struct cli_global *g, int argc, char **argv);
 int cmd_opencode(struct cli_global *g, int argc, char **argv);
+/* Checkpoints, undo and history (cli/cmd_checkpoint.c, cli/cmd_log.c). */
+extern const char cmd_checkpoint_usage[], cmd_rewind_usage[], cmd_restore_usage[], cmd_log_usage[],
+    cmd_diff_usage[];
+int cmd_checkpoint(struct cli_global *g, int argc, char **argv);
+int cmd_rewind(struct cli_global *g, int argc, char **argv);
+int cmd_restore(struct cli_global *g, int argc, char **argv);
+int cmd_log(struct cli_global *g, int argc, char **argv);
+int cmd_diff(struct cli_global *g, int argc, char **argv);
+struct core_ckpt;
+json_t *cli_ckpt_json(const struct core_ckpt *c);
 /* Plugins: `arborinth NAME ARGS...` runs arborinth-NAME from PATH (cli/plugin.c). */
 int cli_plugin_run(const char *name, int argc, char **argv);
 int cmd_fs_daemon(struct cli_global *g, int argc, char **argv);
