@@ -346,7 +346,7 @@ int core_ws_diff(struct core_project *p, const struct core_ws *ws, const git_oid
 		if (git_diff_get_stats(&stats, diff) < 0 ||
 		    git_diff_stats_to_buf(&buf, stats, GIT_DIFF_STATS_FULL, 80) < 0)
 			rc = util_err(-EIO, "diff: %s", git_error_last()->message);
-		else
+		else if (git_diff_stats_files_changed(stats)) /* as git: nothing for no change */
 			fwrite(buf.ptr, 1, buf.size, f);
 	} else if (rc == 0 && fmt == CORE_DIFF_NAME_STATUS) {
 		/* As `git diff --name-status -M`: a rename with its similarity and both paths. */

@@ -178,6 +178,14 @@ int core_ws_rewind(struct core_project *p, struct core_ws *ws, const git_oid *tr
  */
 int core_ws_restore(struct core_project *p, struct core_ws *ws, const git_oid *tree,
 		    const char *const *paths, size_t n) ARB_MUST_CHECK;
+/*
+ * `workspace create NAME --from FROM[@CKPT]`: NAME's base is FROM's checkpoint CKPT (any
+ * core_ws_tree name; NULL: a checkpoint of FROM's view taken now), as a commit in the origin's
+ * store over FROM's base. Copies what the checkpoint has beyond the origin; NAME is
+ * independent of FROM afterwards.
+ */
+int core_ws_fork(struct core_project *p, const char *name, const char *from, const char *ckpt,
+		 struct core_ws **out) ARB_MUST_CHECK;
 /* The session of ws still running (its leader alive and no exit recorded), or 0. */
 int core_ws_session_running(struct core_project *p, const struct core_ws *ws,
 			    int64_t *session) ARB_MUST_CHECK;

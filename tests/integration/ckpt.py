@@ -201,8 +201,46 @@ def run_all(fx):
     p.wait(timeout=60)
     C.eq(0, fx.arb("rewind", fx.name, "--to", "1", check=False).returncode,
          "control: rewind once the session ended")
+    bad_input(fx, view)
+    fork(fx, view, s, after)
 
-    # --- bad input ---
+
+def fork(fx, view, s, after):
+    """A new workspace from a checkpoint, independent of its source afterwards."""
+    end = str(s.get("end_checkpoint"))
+    cp = fx.arb("workspace", "create", "fork", "--from", "%s@%s" % (fx.name, end), check=False)
+    C.eq(0, cp.returncode, "workspace create --from NAME@CKPT (%s)" % cp.stderr)
+    fork_view = fx.view("fork")
+    same(after, gitish(fork_view), "the fork's view is the checkpoint's tree, byte for byte")
+    C.eq("", fx.arb("diff", "fork").stdout, "the fork's base is that state: no diff")
+    with open(os.path.join(view, "only-in-source"), "w") as f:
+        f.write("x\n")
+    C.ok(not os.path.exists(os.path.join(fork_view, "only-in-source")),
+         "the fork does not see later changes of its source")
+    cp = fx.arb("workspace", "create", "fork2", "--from", "fork", check=False)
+    C.eq(0, cp.returncode, "a fork of a fork, from its view now (%s)" % cp.stderr)
+    fx.arb("workspace", "delete", fx.name)
+    fx.arb("workspace", "unmount", "fork")
+    fx.arb("workspace", "mount", "fork")
+    same(after, gitish(fork_view), "the fork works with its source deleted")
+    fsck = fslib.git(fx.repo, "fsck", "--no-dangling", check=False)
+    C.eq(0, fsck.returncode, "the origin's object store is whole (%s)" % fsck.stderr[-300:])
+    g = fslib.run("git", "-C", fork_view, "log", "--oneline", "-1", check=False)
+    C.ok(g.returncode == 0 and "forked from" in g.stdout,
+         "git in the fork sees its base commit (%r)" % g.stdout)
+    for args, code, pattern in (
+            (["workspace", "create", "fork", "--from", "fork2"], 1, "already exists"),
+            (["workspace", "create", "f3", "--from", "nope"], 1, "nope"),
+            (["workspace", "create", "f3", "--from", "fork@99"], 1, "no checkpoint 99"),
+            (["workspace", "create", "f3", "--from", "@1"], 2, "--from needs"),
+            (["workspace", "create", "f3", "--from", "fork", "--rev", "HEAD"], 2, "without")):
+        one_line_error(fx.arb(*args, check=False), code, pattern, " ".join(args))
+    C.ok(not os.path.exists(os.path.join(fx.repo, ".arborinth", "workspaces", "f3")),
+         "failed forks created nothing")
+
+
+def bad_input(fx, view):
+    """Each bad input: one line on stderr, exit 2 (usage) or 1, nothing changed."""
     snap = gitish(view)
     for args, code, pattern in (
             (["rewind", fx.name], 2, "exactly one of --to"),
