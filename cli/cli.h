@@ -168,6 +168,10 @@ int cmd_log(struct cli_global *g, int argc, char **argv);
 int cmd_diff(struct cli_global *g, int argc, char **argv);
 struct core_ckpt;
 json_t *cli_ckpt_json(const struct core_ckpt *c);
+/* Bringing work home (cli/cmd_home.c). */
+extern const char cmd_merge_usage[], cmd_apply_usage[];
+int cmd_merge(struct cli_global *g, int argc, char **argv);
+int cmd_apply(struct cli_global *g, int argc, char **argv);
 /* Plugins: `arborinth NAME ARGS...` runs arborinth-NAME from PATH (cli/plugin.c). */
 int cli_plugin_run(const char *name, int argc, char **argv);
 int cmd_fs_daemon(struct cli_global *g, int argc, char **argv);

@@ -186,6 +186,24 @@ int core_ws_restore(struct core_project *p, struct core_ws *ws, const git_oid *t
  */
 int core_ws_fork(struct core_project *p, const char *name, const char *from, const char *ckpt,
 		 struct core_ws **out) ARB_MUST_CHECK;
+/*
+ * Bringing work home (core/home.c). merge: the workspace's branch into the origin's current
+ * branch, fetched through the remote arborinth/NAME: a fast-forward, or a merge commit made in
+ * memory first; -EEXIST listing the conflicting paths, -EBUSY when the origin's own uncommitted
+ * changes are in the way; either way nothing changes. apply: the workspace's changes against
+ * its base (the view now: committed and not) into the origin's working tree as unstaged
+ * changes, checked whole first (-EEXIST, nothing written, when a file is not as the base has it
+ * or a new path exists). Neither runs hooks.
+ */
+enum core_merge_kind { CORE_MERGE_UP_TO_DATE, CORE_MERGE_FAST_FORWARD, CORE_MERGE_COMMIT };
+struct core_merge {
+	enum core_merge_kind kind;
+	char branch[256];		/* the origin's branch */
+	char commit[GIT_OID_HEXSZ + 1]; /* its new head */
+};
+int core_ws_merge(struct core_project *p, const struct core_ws *ws,
+		  struct core_merge *out) ARB_MUST_CHECK;
+int core_ws_apply(struct core_project *p, const struct core_ws *ws, size_t *files) ARB_MUST_CHECK;
 /* The session of ws still running (its leader alive and no exit recorded), or 0. */
 int core_ws_session_running(struct core_project *p, const struct core_ws *ws,
 			    int64_t *session) ARB_MUST_CHECK;
