@@ -1,0 +1,260 @@
+/*
+ * audit/verify.c: walking a workspace's hash chain in the database: checking it (`arborinth
+ * audit --verify`) and chaining the rows written before the chain existed (the migration).
+ */
+#include "audit/audit_internal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *audit_chain_select_sql(void)
+{
+	sqlite3_str *sql = sqlite3_str_new(NULL);
+
+	sqlite3_str_appendall(sql, "SELECT ");
+	for (size_t i = 0; i < AUDIT_CHAIN_COLS; i++)
+		sqlite3_str_appendf(sql, "%s, ", audit_chain_cols[i]);
+	sqlite3_str_appendall(sql, "hash FROM audit_events WHERE ws = ? ORDER BY seq");
+	return sqlite3_str_finish(sql);
+}
+
+int audit_ws_id(sqlite3 *db, int64_t ws_key, char **out)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = -ENOENT;
+
+	*out = NULL;
+	if (sqlite3_prepare_v2(db, "SELECT id FROM audit_workspaces WHERE key = ?", -1, &st,
+			       NULL) != SQLITE_OK)
+		return util_err(-EIO, "state database: %s", sqlite3_errmsg(db));
+	sqlite3_bind_int64(st, 1, ws_key);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		*out = strdup((const char *)sqlite3_column_text(st, 0));
+		rc = *out ? 0 : -ENOMEM;
+	}
+	sqlite3_finalize(st);
+	if (rc == -ENOENT)
+		util_err(rc, "no workspace history with key %lld", (long long)ws_key);
+	return rc;
+}
+
+void audit_verify_start(struct audit_verifier *v, const uint8_t genesis[AUDIT_HASH_LEN],
+			struct audit_verify_result *res)
+{
+	memcpy(v->prev, genesis, AUDIT_HASH_LEN);
+	v->prev_seq = 0;
+	memset(res, 0, sizeof(*res));
+	res->ok = true;
+	audit_chain_hex(genesis, res->head);
+}
+
+static int broken(struct audit_verify_result *res, int64_t seq, const char *fmt, ...)
+    ARB_PRINTF(3, 4);
+
+static int broken(struct audit_verify_result *res, int64_t seq, const char *fmt, ...)
+{
+	va_list ap;
+
+	res->ok = false;
+	res->broken_seq = seq;
+	va_start(ap, fmt);
+	vsnprintf(res->reason, sizeof(res->reason), fmt, ap);
+	va_end(ap);
+	return 1;
+}
+
+int audit_verify_step(struct audit_verifier *v, const struct audit_val *vals, const void *hash,
+		      size_t hash_len, struct audit_verify_result *res)
+{
+	const struct audit_val *seq = &vals[AUDIT_COL_SEQ], *prev = &vals[AUDIT_COL_PREV_SEQ];
+	int64_t claimed = prev->type == AUDIT_VAL_INT ? prev->i : 0;
+	uint8_t want[AUDIT_HASH_LEN];
+	int rc;
+
+	if (seq->type != AUDIT_VAL_INT)
+		return broken(res, 0, "a row without a seq follows seq %lld",
+			      (long long)v->prev_seq);
+	if (prev->type != AUDIT_VAL_NULL && prev->type != AUDIT_VAL_INT)
+		return broken(res, seq->i, "seq %lld: prev_seq is not a number", (long long)seq->i);
+	if (claimed >= seq->i)
+		return broken(res, seq->i,
+			      "seq %lld is out of order: its content says it follows seq %lld "
+			      "(rows reordered)",
+			      (long long)seq->i, (long long)claimed);
+	if (claimed > v->prev_seq) {
+		char after[48] = "first in the chain";
+
+		if (v->prev_seq)
+			snprintf(after, sizeof(after), "after seq %lld", (long long)v->prev_seq);
+		return broken(res, claimed,
+			      "seq %lld is missing: seq %lld follows it, but comes %s (removed, "
+			      "or moved elsewhere)",
+			      (long long)claimed, (long long)seq->i, after);
+	}
+	if (claimed != v->prev_seq && claimed)
+		return broken(res, v->prev_seq,
+			      "seq %lld does not belong before seq %lld, which follows seq %lld "
+			      "(a row inserted, or moved here)",
+			      (long long)v->prev_seq, (long long)seq->i, (long long)claimed);
+	if (claimed != v->prev_seq)
+		return broken(res, seq->i,
+			      "seq %lld starts the chain but comes after seq %lld (moved here, or "
+			      "the rows before it were inserted)",
+			      (long long)seq->i, (long long)v->prev_seq);
+	rc = audit_chain_hash(v->prev, vals, want);
+	if (rc < 0)
+		return rc;
+	if (hash_len != AUDIT_HASH_LEN || memcmp(want, hash, AUDIT_HASH_LEN) != 0)
+		return broken(res, seq->i,
+			      "seq %lld was changed: its hash does not match its content",
+			      (long long)seq->i);
+	memcpy(v->prev, want, AUDIT_HASH_LEN);
+	v->prev_seq = seq->i;
+	res->rows++;
+	audit_chain_hex(want, res->head);
+	return 0;
+}
+
+/* Calls fn for every row of ws_key's chain in seq order, with its values and stored hash. */
+typedef int (*row_fn)(void *ctx, struct audit_val *vals, const void *hash, size_t hash_len,
+		      int64_t rowid);
+
+static int each_row(sqlite3 *db, int64_t ws_key, row_fn fn, void *ctx)
+{
+	struct audit_val vals[AUDIT_CHAIN_COLS];
+	char *sql = audit_chain_select_sql();
+	sqlite3_stmt *st = NULL;
+	int rc = 0, step;
+
+	if (!sql)
+		return -ENOMEM;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		rc = util_err(-EIO, "state database: %s", sqlite3_errmsg(db));
+		goto out;
+	}
+	sqlite3_bind_int64(st, 1, ws_key);
+	while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+		for (int i = 0; i < AUDIT_CHAIN_COLS; i++)
+			audit_val_column(&vals[i], st, i);
+		rc = fn(ctx, vals, sqlite3_column_blob(st, AUDIT_CHAIN_COLS),
+			(size_t)sqlite3_column_bytes(st, AUDIT_CHAIN_COLS),
+			sqlite3_column_int64(st, AUDIT_COL_SEQ));
+	}
+	if (rc == 0 && step != SQLITE_DONE)
+		rc = util_err(-EIO, "state database: %s", sqlite3_errmsg(db));
+out:
+	sqlite3_finalize(st);
+	sqlite3_free(sql);
+	return rc;
+}
+
+struct verify_ctx {
+	struct audit_verifier v;
+	struct audit_verify_result *res;
+	audit_row_cb cb;
+	void *cb_ctx;
+};
+
+static int verify_row(void *arg, struct audit_val *vals, const void *hash, size_t hash_len,
+		      int64_t rowid)
+{
+	struct verify_ctx *c = arg;
+	int rc = audit_verify_step(&c->v, vals, hash, hash_len, c->res);
+
+	if (rc == 0 && c->cb)
+		rc = c->cb(c->cb_ctx, vals, hash);
+	return rc;
+}
+
+int audit_verify_each(sqlite3 *db, int64_t ws_key, struct audit_verify_result *res, audit_row_cb cb,
+		      void *cb_ctx)
+{
+	struct verify_ctx c = {.res = res, .cb = cb, .cb_ctx = cb_ctx};
+	uint8_t genesis[AUDIT_HASH_LEN];
+	char *id = NULL;
+	int rc;
+
+	rc = audit_ws_id(db, ws_key, &id);
+	if (rc == 0)
+		rc = audit_chain_genesis(id, genesis);
+	free(id);
+	if (rc < 0)
+		return rc;
+	audit_verify_start(&c.v, genesis, res);
+	/* One read transaction: the rows of one moment, whatever the recorder adds meanwhile. */
+	rc = audit_db_exec(db, "BEGIN");
+	if (rc < 0)
+		return rc;
+	rc = each_row(db, ws_key, verify_row, &c);
+	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+	return rc < 0 ? rc : 0;
+}
+
+int audit_verify_db(sqlite3 *db, int64_t ws_key, struct audit_verify_result *res)
+{
+	return audit_verify_each(db, ws_key, res, NULL, NULL);
+}
+
+/* --- the migration --- */
+
+struct backfill_ctx {
+	sqlite3_stmt *upd;
+	uint8_t prev[AUDIT_HASH_LEN];
+	int64_t prev_seq;
+};
+
+static int backfill_row(void *arg, struct audit_val *vals, const void *hash, size_t hash_len,
+			int64_t rowid)
+{
+	struct backfill_ctx *c = arg;
+	uint8_t h[AUDIT_HASH_LEN];
+	int rc;
+
+	vals[AUDIT_COL_PREV_SEQ] = c->prev_seq
+				       ? (struct audit_val){.type = AUDIT_VAL_INT, .i = c->prev_seq}
+				       : (struct audit_val){.type = AUDIT_VAL_NULL};
+	rc = audit_chain_hash(c->prev, vals, h);
+	if (rc < 0)
+		return rc;
+	if (c->prev_seq)
+		sqlite3_bind_int64(c->upd, 1, c->prev_seq);
+	else
+		sqlite3_bind_null(c->upd, 1);
+	sqlite3_bind_blob(c->upd, 2, h, AUDIT_HASH_LEN, SQLITE_STATIC);
+	sqlite3_bind_int64(c->upd, 3, rowid);
+	rc = sqlite3_step(c->upd) == SQLITE_DONE ? 0 : -EIO;
+	sqlite3_reset(c->upd);
+	memcpy(c->prev, h, AUDIT_HASH_LEN);
+	c->prev_seq = rowid;
+	return rc;
+}
+
+int audit_chain_backfill(sqlite3 *db)
+{
+	sqlite3_stmt *ws = NULL;
+	struct backfill_ctx c = {0};
+	int rc = 0, step;
+
+	if (sqlite3_prepare_v2(db, "SELECT key, id FROM audit_workspaces", -1, &ws, NULL) !=
+		SQLITE_OK ||
+	    sqlite3_prepare_v2(db, "UPDATE audit_events SET prev_seq = ?, hash = ? WHERE seq = ?",
+			       -1, &c.upd, NULL) != SQLITE_OK) {
+		rc = util_err(-EIO, "state database: %s", sqlite3_errmsg(db));
+		goto out;
+	}
+	while (rc == 0 && (step = sqlite3_step(ws)) == SQLITE_ROW) {
+		rc = audit_chain_genesis((const char *)sqlite3_column_text(ws, 1), c.prev);
+		c.prev_seq = 0;
+		if (rc == 0)
+			rc = each_row(db, sqlite3_column_int64(ws, 0), backfill_row, &c);
+	}
+	if (rc == 0 && step != SQLITE_DONE)
+		rc = -EIO;
+out:
+	sqlite3_finalize(ws);
+	sqlite3_finalize(c.upd);
+	return rc;
+}
