@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,7 +29,7 @@ const char cmd_audit_usage[] =
     "  --path GLOB      only paths matching GLOB ('*' also matches '/': 'src/*')\n"
     "  --op OP[,OP]     only these operations (create write truncate unlink mkdir rmdir\n"
     "                   rename link symlink chmod chown utimens setxattr removexattr mknod\n"
-    "                   gap exec exit request tunnel)\n"
+    "                   gap exec exit request tunnel unattributed unattributed-delete)\n"
     "  --kind KIND      fs (file system), exec (shell sessions) or net (proxy requests and\n"
     "                   tunnels); may be repeated\n"
     "  --session ID     only what session ID did\n"
@@ -153,11 +154,37 @@ static void print_argv(const char *argv_json)
 	json_decref(arr);
 }
 
+/* An "unattributed" row (crash reconciliation): what the upper layer showed. */
+static void print_unattributed(const struct audit_row *r)
+{
+	mode_t m = r->mode >= 0 ? (mode_t)r->mode : 0;
+	char sz[32], when[48];
+
+	fputs(S_ISDIR(m)   ? "  directory"
+	      : S_ISLNK(m) ? "  symlink"
+	      : S_ISREG(m) ? "  file"
+			   : "  special file",
+	      stdout);
+	if (r->size >= 0) {
+		format_size(sz, sizeof(sz), r->size);
+		printf(" %s", sz);
+	}
+	printf(" mode %04llo", (long long)(m & 07777));
+	if (r->mtime_ns >= 0) {
+		format_time(when, sizeof(when), r->mtime_ns, false);
+		printf(" mtime %s", when);
+	}
+}
+
 static void print_detail(const struct audit_row *r)
 {
 	char sz[32];
 
-	if (!strcmp(r->op, "write") && r->size >= 0) {
+	if (!strcmp(r->op, "unattributed")) {
+		print_unattributed(r);
+	} else if (!strcmp(r->op, "unattributed-delete")) {
+		fputs("  (deleted: a whiteout)", stdout);
+	} else if (!strcmp(r->op, "write") && r->size >= 0) {
 		format_size(sz, sizeof(sz), r->size);
 		printf("  %s", sz);
 		if (r->count > 1)
@@ -306,6 +333,7 @@ static void print_row_json(const struct audit_opts *o, const struct audit_row *r
 	json_object_set_new(obj, "off_lo", opt_int(r->off_lo, r->off_lo >= 0));
 	json_object_set_new(obj, "off_hi", opt_int(r->off_hi, r->off_hi >= 0));
 	json_object_set_new(obj, "mode", opt_int(r->mode, r->mode >= 0));
+	json_object_set_new(obj, "mtime_ns", opt_int(r->mtime_ns, r->mtime_ns >= 0));
 	json_object_set_new(obj, "argv", argv ? argv : json_null());
 	json_object_set_new(obj, "jail", opt_str(exec ? r->jail : NULL));
 	json_object_set_new(obj, "backend", opt_str(net ? r->backend : NULL));

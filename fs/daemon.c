@@ -264,6 +264,8 @@ int fs_daemon_run(const struct fs_config *cfg, int ready_fd)
 	fs_git_init();
 	rc = fs_setup(&fs, cfg);
 	if (rc == 0)
+		rc = fs_reconcile(&fs);
+	if (rc == 0)
 		rc = serve(&fs, cfg, &ready_fd);
 	signal_ready(&ready_fd, 1);
 	fs_teardown(&fs);

@@ -198,6 +198,13 @@ char *fs_node_path(struct fs *fs, struct fs_node *n, const char *child);
 
 /* lower.c: the base tree. Require fs->lock. */
 int fs_lower_init(struct fs *fs) ARB_MUST_CHECK;
+
+/*
+ * reconcile.c: before serving, when the last run of the daemon crashed, records every entry
+ * of the upper layer changed since its events may be missing as an "unattributed" row; then
+ * begins this run's record (audit_log_run_check/run_begin). No-op without audit.
+ */
+int fs_reconcile(struct fs *fs) ARB_MUST_CHECK;
 /* The directory's lower tree (NULL when it has none). */
 int fs_lower_tree(struct fs *fs, struct fs_node *dir, git_tree **out) ARB_MUST_CHECK;
 /* Looks name up in dir's lower tree; 0 and *entry (borrowed) or -ENOENT. */
