@@ -154,8 +154,9 @@ int audit_chain_backfill(sqlite3 *db) ARB_MUST_CHECK;
  * the chain (res filled), negative errno on failure.
  */
 struct audit_verifier {
-	uint8_t prev[AUDIT_HASH_LEN];
-	int64_t prev_seq;
+	uint8_t genesis[AUDIT_HASH_LEN];
+	uint8_t prev[AUDIT_HASH_LEN], prev2[AUDIT_HASH_LEN]; /* the last two rows' hashes */
+	int64_t prev_seq, prev2_seq;			     /* 0: genesis; prev2 -1: none */
 };
 void audit_verify_start(struct audit_verifier *v, const uint8_t genesis[AUDIT_HASH_LEN],
 			struct audit_verify_result *res);

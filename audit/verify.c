@@ -44,8 +44,10 @@ int audit_ws_id(sqlite3 *db, int64_t ws_key, char **out)
 void audit_verify_start(struct audit_verifier *v, const uint8_t genesis[AUDIT_HASH_LEN],
 			struct audit_verify_result *res)
 {
+	memcpy(v->genesis, genesis, AUDIT_HASH_LEN);
 	memcpy(v->prev, genesis, AUDIT_HASH_LEN);
 	v->prev_seq = 0;
+	v->prev2_seq = -1;
 	memset(res, 0, sizeof(*res));
 	res->ok = true;
 	audit_chain_hex(genesis, res->head);
@@ -64,6 +66,43 @@ static int broken(struct audit_verify_result *res, int64_t seq, const char *fmt,
 	vsnprintf(res->reason, sizeof(res->reason), fmt, ap);
 	va_end(ap);
 	return 1;
+}
+
+/* "seq N", or for 0 the genesis. */
+static void seq_name(char *buf, size_t size, int64_t seq)
+{
+	if (seq)
+		snprintf(buf, size, "seq %lld", (long long)seq);
+	else
+		snprintf(buf, size, "the chain's start");
+}
+
+/*
+ * The row says it follows an earlier row than the one before it. Either the row before it is
+ * an intruder (inserted, or moved there), and this row still hashes right over the row it
+ * names, or this row is (a copy, or moved here with a new seq).
+ */
+static int misplaced(const struct audit_verifier *v, const struct audit_val *vals, const void *hash,
+		     size_t hash_len, struct audit_verify_result *res)
+{
+	int64_t seq = vals[AUDIT_COL_SEQ].i;
+	int64_t claimed =
+	    vals[AUDIT_COL_PREV_SEQ].type == AUDIT_VAL_INT ? vals[AUDIT_COL_PREV_SEQ].i : 0;
+	const uint8_t *basis = claimed == v->prev2_seq ? v->prev2 : claimed ? NULL : v->genesis;
+	uint8_t want[AUDIT_HASH_LEN];
+	char named[48];
+
+	seq_name(named, sizeof(named), claimed);
+	if (basis && audit_chain_hash(basis, vals, want) == 0 && hash_len == AUDIT_HASH_LEN &&
+	    memcmp(want, hash, AUDIT_HASH_LEN) == 0)
+		return broken(res, v->prev_seq,
+			      "seq %lld does not belong before seq %lld, which follows %s (a row "
+			      "inserted, or moved here)",
+			      (long long)v->prev_seq, (long long)seq, named);
+	return broken(res, seq,
+		      "seq %lld is out of place: it says it follows %s, but comes after seq %lld "
+		      "(copied, or moved here)",
+		      (long long)seq, named, (long long)v->prev_seq);
 }
 
 int audit_verify_step(struct audit_verifier *v, const struct audit_val *vals, const void *hash,
@@ -85,25 +124,16 @@ int audit_verify_step(struct audit_verifier *v, const struct audit_val *vals, co
 			      "(rows reordered)",
 			      (long long)seq->i, (long long)claimed);
 	if (claimed > v->prev_seq) {
-		char after[48] = "first in the chain";
+		char after[48];
 
-		if (v->prev_seq)
-			snprintf(after, sizeof(after), "after seq %lld", (long long)v->prev_seq);
+		seq_name(after, sizeof(after), v->prev_seq);
 		return broken(res, claimed,
-			      "seq %lld is missing: seq %lld follows it, but comes %s (removed, "
-			      "or moved elsewhere)",
+			      "seq %lld is missing: seq %lld follows it, but comes after %s "
+			      "(removed, or moved elsewhere)",
 			      (long long)claimed, (long long)seq->i, after);
 	}
-	if (claimed != v->prev_seq && claimed)
-		return broken(res, v->prev_seq,
-			      "seq %lld does not belong before seq %lld, which follows seq %lld "
-			      "(a row inserted, or moved here)",
-			      (long long)v->prev_seq, (long long)seq->i, (long long)claimed);
 	if (claimed != v->prev_seq)
-		return broken(res, seq->i,
-			      "seq %lld starts the chain but comes after seq %lld (moved here, or "
-			      "the rows before it were inserted)",
-			      (long long)seq->i, (long long)v->prev_seq);
+		return misplaced(v, vals, hash, hash_len, res);
 	rc = audit_chain_hash(v->prev, vals, want);
 	if (rc < 0)
 		return rc;
@@ -111,6 +141,8 @@ int audit_verify_step(struct audit_verifier *v, const struct audit_val *vals, co
 		return broken(res, seq->i,
 			      "seq %lld was changed: its hash does not match its content",
 			      (long long)seq->i);
+	memcpy(v->prev2, v->prev, AUDIT_HASH_LEN);
+	v->prev2_seq = v->prev_seq;
 	memcpy(v->prev, want, AUDIT_HASH_LEN);
 	v->prev_seq = seq->i;
 	res->rows++;
