@@ -232,10 +232,8 @@ int audit_chain_insert(struct audit_chain *c, struct audit_val *vals)
 	uint8_t hash[AUDIT_HASH_LEN];
 	int rc;
 
-	vals[AUDIT_COL_SEQ] = (struct audit_val){.type = AUDIT_VAL_INT, .i = c->next_seq};
-	vals[AUDIT_COL_PREV_SEQ] = c->prev_seq
-				       ? (struct audit_val){.type = AUDIT_VAL_INT, .i = c->prev_seq}
-				       : (struct audit_val){.type = AUDIT_VAL_NULL};
+	vals[AUDIT_COL_SEQ] = audit_val_int(c->next_seq, true);
+	vals[AUDIT_COL_PREV_SEQ] = audit_val_int(c->prev_seq, c->prev_seq != 0);
 	rc = audit_chain_hash(c->prev, vals, hash);
 	if (rc < 0)
 		return rc;

@@ -245,9 +245,7 @@ static int backfill_row(void *arg, struct audit_val *vals, const void *hash, siz
 	uint8_t h[AUDIT_HASH_LEN];
 	int rc;
 
-	vals[AUDIT_COL_PREV_SEQ] = c->prev_seq
-				       ? (struct audit_val){.type = AUDIT_VAL_INT, .i = c->prev_seq}
-				       : (struct audit_val){.type = AUDIT_VAL_NULL};
+	vals[AUDIT_COL_PREV_SEQ] = audit_val_int(c->prev_seq, c->prev_seq != 0);
 	rc = audit_chain_hash(c->prev, vals, h);
 	if (rc < 0)
 		return rc;
