@@ -113,7 +113,7 @@ assert len(lines) == 2, lines
 rows = [json.loads(l) for l in lines]
 keys = ["seq", "time", "time_ns", "workspace", "kind", "op", "path", "path2", "result", "errno",
         "exit_status", "pid", "comm", "exe", "session", "size", "count", "off_lo", "off_hi",
-        "mode", "argv", "jail", "backend", "method", "host", "port", "status", "bytes_up",
+        "mode", "mtime_ns", "argv", "jail", "backend", "method", "host", "port", "status", "bytes_up",
         "bytes_down", "duration_ns", "decision", "reason"]
 for r in rows:
     assert list(r.keys()) == keys, list(r.keys())
