@@ -9,10 +9,12 @@
 #include "core/core.h"
 
 const char cmd_workspace_usage[] =
-    "usage: arborinth workspace create NAME [--rev REV] [--dirty] [--json]\n"
+    "usage: arborinth workspace create NAME [--rev REV] [--dirty] [--allow-other] [--json]\n"
     "       arborinth workspace list [--json]\n"
     "       arborinth workspace info NAME [--json]\n"
     "       arborinth workspace delete NAME [--purge]\n"
+    "       arborinth workspace mount NAME [--allow-other] [--json]\n"
+    "       arborinth workspace unmount NAME [--json]\n"
     "\n"
     "A workspace is a writable copy-on-write view of one commit of the repository, at\n"
     ".arborinth/workspaces/NAME/workdir, with its own git branch arborinth/NAME. The origin\n"
@@ -21,6 +23,9 @@ const char cmd_workspace_usage[] =
     "  --rev REV   base the workspace on REV (default: HEAD)\n"
     "  --dirty     (create) also carry the origin's uncommitted changes: modified and\n"
     "              untracked (not ignored) files, and deletions\n"
+    "  --allow-other  (create, mount) other users of the machine may use the view too,\n"
+    "              with the usual permission checks (default: only you); needs\n"
+    "              user_allow_other in /etc/fuse.conf when not root\n"
     "  --json      machine-readable output\n"
     "  --purge     (delete) also remove the workspace's audit history, and that of every\n"
     "              earlier workspace of that name; works on an already deleted one too\n"
@@ -76,18 +81,17 @@ static void ws_print(const struct core_ws *ws)
 		printf("mounted:  no\n");
 }
 
-/* `create --dirty`, set by parse(). */
-static bool create_dirty;
+/* `create --dirty` and `create|mount --allow-other`, set by parse(). */
+static bool create_dirty, allow_other;
 
 /* Parses [--json] (and --rev, --purge where rev, purge are given) plus `npos` positionals. */
 static int parse(struct cli_global *g, const char *sub, int argc, char **argv, bool *json,
 		 const char **rev, bool *purge, const char **pos, int npos, int *status)
 {
-	static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-					     {"rev", required_argument, NULL, 'r'},
-					     {"purge", no_argument, NULL, 'P'},
-					     {"dirty", no_argument, NULL, 'D'},
-					     {0}};
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},	     {"rev", required_argument, NULL, 'r'},
+	    {"purge", no_argument, NULL, 'P'},	     {"dirty", no_argument, NULL, 'D'},
+	    {"allow-other", no_argument, NULL, 'O'}, {0}};
 	const struct cli_cmd *cmd = cli_cmd_find(cmd_workspace_subs, sub);
 	int c;
 
@@ -103,6 +107,8 @@ static int parse(struct cli_global *g, const char *sub, int argc, char **argv, b
 			*purge = true;
 		} else if (c == 'D' && !strcmp(sub, "create")) {
 			create_dirty = true;
+		} else if (c == 'O' && (!strcmp(sub, "create") || !strcmp(sub, "mount"))) {
+			allow_other = true;
 		} else {
 			*status =
 			    cli_usage_error(cmd->path, "unknown option '%s'", argv[optind - 1]);
@@ -136,7 +142,10 @@ static int ws_create(struct cli_global *g, int argc, char **argv)
 	if (core_ws_name_check(name) < 0)
 		return cli_fail_lib();
 	if (core_project_open(&p, g->workdir) < 0 ||
-	    core_ws_create_opts(p, name, rev, create_dirty ? CORE_WS_DIRTY : 0, &ws) < 0) {
+	    core_ws_create_opts(p, name, rev,
+				(create_dirty ? CORE_WS_DIRTY : 0) |
+				    (allow_other ? CORE_WS_ALLOW_OTHER : 0),
+				&ws) < 0) {
 		status = cli_fail_lib();
 		goto out;
 	}
@@ -251,7 +260,8 @@ static int ws_mount_common(struct cli_global *g, int argc, char **argv, bool mou
 		  &status) < 0)
 		return status;
 	if (core_project_open(&p, g->workdir) < 0 || core_ws_get(p, name, &ws) < 0 ||
-	    (mount ? core_ws_mount(p, ws) : core_ws_unmount(p, ws)) < 0) {
+	    (mount ? core_ws_mount(p, ws, allow_other ? CORE_WS_ALLOW_OTHER : 0)
+		   : core_ws_unmount(p, ws)) < 0) {
 		status = cli_fail_lib();
 		goto out;
 	}

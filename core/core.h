@@ -77,7 +77,8 @@ void core_ws_free(struct core_ws *ws);
 int core_ws_create(struct core_project *p, const char *name, const char *rev,
 		   struct core_ws **out) ARB_MUST_CHECK;
 /* Flags of core_ws_create_opts. */
-#define CORE_WS_DIRTY 0x1 /* also carry the origin's uncommitted working-tree state */
+#define CORE_WS_DIRTY	    0x1 /* also carry the origin's uncommitted working-tree state */
+#define CORE_WS_ALLOW_OTHER 0x2 /* mount it for other users too (see core_ws_mount) */
 int core_ws_create_opts(struct core_project *p, const char *name, const char *rev,
 			unsigned int flags, struct core_ws **out) ARB_MUST_CHECK;
 /* -ENOENT (with message) for an unknown workspace. */
@@ -99,9 +100,13 @@ int core_ws_purge(struct core_project *p, const char *name) ARB_MUST_CHECK;
 
 /*
  * Mounts the workspace view (starts its daemon, which detaches) and returns once it is live;
- * a no-op when mounted. A dead mount left by a killed daemon is cleared first.
+ * a no-op when mounted (whatever flags say). A dead mount left by a killed daemon is cleared
+ * first. flags: 0 (private: only the daemon's user may use the view; the workspace folder is
+ * 0700) or CORE_WS_ALLOW_OTHER (FUSE allow_other: every user, with the view's permission
+ * checks; the workspace folder is 0711 so others can reach workdir/ but list nothing).
+ * -EPERM with a message when allow_other needs user_allow_other in /etc/fuse.conf (not root).
  */
-int core_ws_mount(struct core_project *p, struct core_ws *ws) ARB_MUST_CHECK;
+int core_ws_mount(struct core_project *p, struct core_ws *ws, unsigned int flags) ARB_MUST_CHECK;
 /* Unmounts the view and waits for its daemon to finish; a no-op when not mounted. */
 int core_ws_unmount(struct core_project *p, struct core_ws *ws) ARB_MUST_CHECK;
 /* The live daemon's pid from run/daemon.pid, or 0. */
