@@ -217,9 +217,9 @@ void audit_session_free(struct audit_session *s);
 int audit_ws_resolve(sqlite3 *db, const char *name, int64_t *key,
 		     int64_t *deleted_ns) ARB_MUST_CHECK;
 /*
- * Deletes every event and session of every workspace ever called name, and their history
- * rows (the live workspace's row too: it is added back when the database is next written for
- * it). Run inside the caller's transaction when there is one. *removed (optional) counts the
+ * Deletes every event, session and daemon run of every workspace ever called name, and their
+ * history rows (the live workspace's row too: it is added back when the database is next written
+ * for it). Run inside the caller's transaction when there is one. *removed (optional) counts the
  * events removed. -ENOENT when there is no history of that name.
  */
 int audit_ws_purge(sqlite3 *db, const char *name, int64_t *removed) ARB_MUST_CHECK;

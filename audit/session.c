@@ -169,6 +169,11 @@ int audit_ws_purge(sqlite3 *db, const char *name, int64_t *removed)
 				"(SELECT key FROM audit_workspaces WHERE name = ?)",
 				name, NULL);
 	if (rc == 0)
+		rc = exec_bound(db,
+				"DELETE FROM audit_runs WHERE ws IN "
+				"(SELECT key FROM audit_workspaces WHERE name = ?)",
+				name, NULL);
+	if (rc == 0)
 		rc = exec_bound(db, "DELETE FROM audit_workspaces WHERE name = ?", name, &rows);
 	if (rc == 0 && rows == 0)
 		rc = util_err(-ENOENT, "no history of a workspace named '%s'", name);
