@@ -145,6 +145,14 @@ int audit_chain_new(struct audit_chain **out, sqlite3 *db, int64_t ws_key,
 void audit_chain_free(struct audit_chain *c);
 int audit_chain_load(struct audit_chain *c) ARB_MUST_CHECK;
 int audit_chain_insert(struct audit_chain *c, struct audit_val *vals) ARB_MUST_CHECK;
+/* Records the chain's head in audit_heads; call before COMMIT of a transaction that inserted. */
+int audit_chain_finish(struct audit_chain *c) ARB_MUST_CHECK;
+/* The statement behind it (prepared by the caller with AUDIT_HEAD_SAVE_SQL). */
+#define AUDIT_HEAD_SAVE_SQL                                                                        \
+	"INSERT INTO audit_heads (ws, seq, hash) VALUES (?, ?, ?) ON CONFLICT(ws) DO UPDATE SET "  \
+	"seq = excluded.seq, hash = excluded.hash"
+int audit_head_save(sqlite3_stmt *save, int64_t ws_key, int64_t seq,
+		    const uint8_t hash[AUDIT_HASH_LEN]) ARB_MUST_CHECK;
 /* Chains every row of every workspace in seq order (the migration that added the chain). */
 int audit_chain_backfill(sqlite3 *db) ARB_MUST_CHECK;
 

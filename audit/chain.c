@@ -157,7 +157,8 @@ static void val_bind(sqlite3_stmt *st, int col, const struct audit_val *v)
 
 struct audit_chain {
 	sqlite3 *db;
-	sqlite3_stmt *ins, *head, *top;
+	sqlite3_stmt *ins, *head, *top, *save;
+	bool dirty; /* rows inserted since the head was saved */
 	int64_t ws_key;
 	uint8_t genesis[AUDIT_HASH_LEN];
 	uint8_t prev[AUDIT_HASH_LEN];
@@ -197,7 +198,9 @@ int audit_chain_new(struct audit_chain **out, sqlite3 *db, int64_t ws_key, const
 				"ORDER BY seq DESC LIMIT 1",
 				-1, SQLITE_PREPARE_PERSISTENT, &c->head, NULL) != SQLITE_OK ||
 	     sqlite3_prepare_v3(db, "SELECT ifnull(max(seq), 0) FROM audit_events", -1,
-				SQLITE_PREPARE_PERSISTENT, &c->top, NULL) != SQLITE_OK))
+				SQLITE_PREPARE_PERSISTENT, &c->top, NULL) != SQLITE_OK ||
+	     sqlite3_prepare_v3(db, AUDIT_HEAD_SAVE_SQL, -1, SQLITE_PREPARE_PERSISTENT, &c->save,
+				NULL) != SQLITE_OK))
 		rc = util_err(-EIO, "state database: %s", sqlite3_errmsg(db));
 	sqlite3_free(text);
 	if (rc < 0) {
@@ -215,6 +218,7 @@ void audit_chain_free(struct audit_chain *c)
 	sqlite3_finalize(c->ins);
 	sqlite3_finalize(c->head);
 	sqlite3_finalize(c->top);
+	sqlite3_finalize(c->save);
 	free(c);
 }
 
@@ -224,6 +228,7 @@ int audit_chain_load(struct audit_chain *c)
 
 	memcpy(c->prev, c->genesis, AUDIT_HASH_LEN);
 	c->prev_seq = 0;
+	c->dirty = false;
 	sqlite3_bind_int64(c->head, 1, c->ws_key);
 	switch (sqlite3_step(c->head)) {
 	case SQLITE_ROW:
@@ -267,5 +272,28 @@ int audit_chain_insert(struct audit_chain *c, struct audit_val *vals)
 		return rc;
 	memcpy(c->prev, hash, AUDIT_HASH_LEN);
 	c->prev_seq = c->next_seq++;
+	c->dirty = true;
 	return 0;
+}
+
+int audit_head_save(sqlite3_stmt *save, int64_t ws_key, int64_t seq,
+		    const uint8_t hash[AUDIT_HASH_LEN])
+{
+	int rc;
+
+	sqlite3_bind_int64(save, 1, ws_key);
+	sqlite3_bind_int64(save, 2, seq);
+	sqlite3_bind_blob(save, 3, hash, AUDIT_HASH_LEN, SQLITE_STATIC);
+	rc = sqlite3_step(save) == SQLITE_DONE ? 0 : -EIO;
+	sqlite3_reset(save);
+	return rc;
+}
+
+int audit_chain_finish(struct audit_chain *c)
+{
+	int rc = c->dirty ? audit_head_save(c->save, c->ws_key, c->prev_seq, c->prev) : 0;
+
+	if (rc == 0)
+		c->dirty = false;
+	return rc;
 }

@@ -99,13 +99,20 @@ static const struct migration {
     /*
      * 3 -> 4: tamper evidence and crash reconciliation. Each row's hash chains over the
      * previous row of its workspace (prev_seq); rows already there are chained now (C step).
-     * mtime_ns: an "unattributed" row's file mtime. audit_runs: one row per view daemon run
-     * (see runs.c): a run without end_ns crashed, and the next one reconciles.
+     * audit_heads: each workspace's last row (seq, hash), written with the rows, so rows cut
+     * from the end show. mtime_ns: an "unattributed" row's file mtime. audit_runs: one row
+     * per view daemon run (see runs.c): a run without end_ns crashed, and the next one
+     * reconciles.
      */
     {"ALTER TABLE audit_events ADD COLUMN mtime_ns INTEGER;"
      "ALTER TABLE audit_events ADD COLUMN prev_seq INTEGER;"
      "ALTER TABLE audit_events ADD COLUMN hash BLOB;"
      "CREATE INDEX audit_events_ws_seq ON audit_events(ws, seq);"
+     "CREATE TABLE audit_heads ("
+     "  ws INTEGER PRIMARY KEY,"
+     "  seq INTEGER NOT NULL,"
+     "  hash BLOB NOT NULL"
+     ");"
      "CREATE TABLE audit_runs ("
      "  id INTEGER PRIMARY KEY,"
      "  ws INTEGER NOT NULL,"

@@ -485,6 +485,8 @@ static int write_batch(struct audit_log *log, const struct rec_list *batch, uint
 		rc = insert_gap(log, gap, gap_first_ns);
 	for (struct rec *r = batch->head; r && rc == 0; r = r->next)
 		rc = insert_rec(log, r);
+	if (rc == 0)
+		rc = audit_chain_finish(log->chain);
 	if (rc == 0 && run_id)
 		rc = audit_runs_synced(log->db, run_id, taken_ns, false);
 	if (rc == 0 && sqlite3_exec(log->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)

@@ -170,6 +170,11 @@ int audit_ws_purge(sqlite3 *db, const char *name, int64_t *removed)
 				name, NULL);
 	if (rc == 0)
 		rc = exec_bound(db,
+				"DELETE FROM audit_heads WHERE ws IN "
+				"(SELECT key FROM audit_workspaces WHERE name = ?)",
+				name, NULL);
+	if (rc == 0)
+		rc = exec_bound(db,
 				"DELETE FROM audit_runs WHERE ws IN "
 				"(SELECT key FROM audit_workspaces WHERE name = ?)",
 				name, NULL);
@@ -204,6 +209,8 @@ static int session_row(struct audit_session *s, const char *op, int64_t time_ns,
 	rc = audit_chain_load(s->chain);
 	if (rc == 0)
 		rc = audit_chain_insert(s->chain, v);
+	if (rc == 0)
+		rc = audit_chain_finish(s->chain);
 	return rc == -EIO ? db_fail(s->db) : rc;
 }
 

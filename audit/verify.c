@@ -188,6 +188,10 @@ struct verify_ctx {
 	struct audit_verify_result *res;
 	audit_row_cb cb;
 	void *cb_ctx;
+	/* audit_heads' record of the chain's last row, and where the walk met it */
+	bool has_head, saw_head;
+	int64_t head_seq, after_head;
+	uint8_t head[AUDIT_HASH_LEN];
 };
 
 static int verify_row(void *arg, struct audit_val *vals, const void *hash, size_t hash_len,
@@ -196,9 +200,62 @@ static int verify_row(void *arg, struct audit_val *vals, const void *hash, size_
 	struct verify_ctx *c = arg;
 	int rc = audit_verify_step(&c->v, vals, hash, hash_len, c->res);
 
+	if (rc == 0 && c->has_head && c->v.prev_seq == c->head_seq &&
+	    !memcmp(c->v.prev, c->head, AUDIT_HASH_LEN))
+		c->saw_head = true;
+	else if (rc == 0 && c->saw_head && !c->after_head)
+		c->after_head = c->v.prev_seq;
 	if (rc == 0 && c->cb)
 		rc = c->cb(c->cb_ctx, vals, hash);
 	return rc;
+}
+
+static int read_head(sqlite3 *db, int64_t ws_key, struct verify_ctx *c)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = 0;
+
+	if (sqlite3_prepare_v2(db, "SELECT seq, hash FROM audit_heads WHERE ws = ?", -1, &st,
+			       NULL) != SQLITE_OK)
+		return util_err(-EIO, "state database: %s", sqlite3_errmsg(db));
+	sqlite3_bind_int64(st, 1, ws_key);
+	switch (sqlite3_step(st)) {
+	case SQLITE_ROW:
+		c->has_head = true;
+		c->head_seq = sqlite3_column_int64(st, 0);
+		if (sqlite3_column_bytes(st, 1) == AUDIT_HASH_LEN)
+			memcpy(c->head, sqlite3_column_blob(st, 1), AUDIT_HASH_LEN);
+		break;
+	case SQLITE_DONE:
+		break;
+	default:
+		rc = util_err(-EIO, "state database: %s", sqlite3_errmsg(db));
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* After an intact walk: the recorded head must be the last row (rows cut or added at the end). */
+static void check_head(const struct verify_ctx *c, struct audit_verify_result *res)
+{
+	char end[48];
+
+	seq_name(end, sizeof(end), c->v.prev_seq);
+	if (!c->has_head && res->rows)
+		broken(res, 0, "the chain's recorded head is missing (audit_heads)");
+	else if (c->has_head && !c->saw_head && c->head_seq > c->v.prev_seq)
+		broken(
+		    res, c->head_seq,
+		    "seq %lld, the chain's recorded head, is missing: the chain ends at %s (rows "
+		    "cut from the end)",
+		    (long long)c->head_seq, end);
+	else if (c->has_head && !c->saw_head)
+		broken(res, c->head_seq, "the chain's recorded head (seq %lld) does not match it",
+		       (long long)c->head_seq);
+	else if (c->after_head)
+		broken(res, c->after_head,
+		       "seq %lld comes after the chain's recorded head (seq %lld): added by hand",
+		       (long long)c->after_head, (long long)c->head_seq);
 }
 
 int audit_verify_each(sqlite3 *db, int64_t ws_key, struct audit_verify_result *res, audit_row_cb cb,
@@ -220,8 +277,12 @@ int audit_verify_each(sqlite3 *db, int64_t ws_key, struct audit_verify_result *r
 	rc = audit_db_exec(db, "BEGIN");
 	if (rc < 0)
 		return rc;
-	rc = each_row(db, ws_key, verify_row, &c);
+	rc = read_head(db, ws_key, &c);
+	if (rc == 0)
+		rc = each_row(db, ws_key, verify_row, &c);
 	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+	if (rc == 0 && res->ok)
+		check_head(&c, res);
 	return rc < 0 ? rc : 0;
 }
 
@@ -233,7 +294,7 @@ int audit_verify_db(sqlite3 *db, int64_t ws_key, struct audit_verify_result *res
 /* --- the migration --- */
 
 struct backfill_ctx {
-	sqlite3_stmt *upd;
+	sqlite3_stmt *upd, *save;
 	uint8_t prev[AUDIT_HASH_LEN];
 	int64_t prev_seq;
 };
@@ -271,7 +332,8 @@ int audit_chain_backfill(sqlite3 *db)
 	if (sqlite3_prepare_v2(db, "SELECT key, id FROM audit_workspaces", -1, &ws, NULL) !=
 		SQLITE_OK ||
 	    sqlite3_prepare_v2(db, "UPDATE audit_events SET prev_seq = ?, hash = ? WHERE seq = ?",
-			       -1, &c.upd, NULL) != SQLITE_OK) {
+			       -1, &c.upd, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, AUDIT_HEAD_SAVE_SQL, -1, &c.save, NULL) != SQLITE_OK) {
 		rc = util_err(-EIO, "state database: %s", sqlite3_errmsg(db));
 		goto out;
 	}
@@ -280,11 +342,15 @@ int audit_chain_backfill(sqlite3 *db)
 		c.prev_seq = 0;
 		if (rc == 0)
 			rc = each_row(db, sqlite3_column_int64(ws, 0), backfill_row, &c);
+		if (rc == 0 && c.prev_seq)
+			rc = audit_head_save(c.save, sqlite3_column_int64(ws, 0), c.prev_seq,
+					     c.prev);
 	}
 	if (rc == 0 && step != SQLITE_DONE)
 		rc = -EIO;
 out:
 	sqlite3_finalize(ws);
 	sqlite3_finalize(c.upd);
+	sqlite3_finalize(c.save);
 	return rc;
 }

@@ -116,8 +116,8 @@ class Chain:
         self.sql(stmt)
         p = self.verify("w", "--verify")
         self.c.eq(1, p.returncode, what + ": exit status")
-        self.c.ok("broken at seq %d:" % seq in p.stderr,
-                  "%s: names seq %d: %r" % (what, seq, p.stderr))
+        want = "broken at seq %d:" % seq if seq else "broken: "
+        self.c.ok(want in p.stderr, "%s: %r in %r" % (what, want, p.stderr))
         self.c.eq(1, len(p.stderr.strip().splitlines()), what + ": one line")
         self.c.eq("", p.stdout, what + ": nothing on stdout")
         self.restore()
@@ -178,6 +178,9 @@ def check_db_tampering(c, ch, rows):
     ch.broken("retyped", "UPDATE audit_events SET size = 'two' WHERE seq = %d" % s[4], s[4])
     ch.broken("deleted", "DELETE FROM audit_events WHERE seq = %d" % s[4], s[4])
     ch.broken("deleted first", "DELETE FROM audit_events WHERE seq = %d" % s[0], s[0])
+    ch.broken("deleted last", "DELETE FROM audit_events WHERE seq = %d" % s[-1], s[-1])
+    ch.broken("head edited", "UPDATE audit_heads SET hash = zeroblob(32)", s[-1])
+    ch.broken("head removed", "DELETE FROM audit_heads", 0)
     ch.broken("moved to the end", "UPDATE audit_events SET seq = 100000 WHERE seq = %d" % s[2],
               s[2])
     ch.broken("swapped", "UPDATE audit_events SET seq = -1 WHERE seq = %d;"
@@ -249,7 +252,7 @@ def check_bad_input(fx, c, ch, bundle):
 
 def check_migration(fx, c, ch):
     """A database from before the chain (schema 3) gets its rows chained when opened."""
-    ch.sql("DROP INDEX audit_events_ws_seq; DROP TABLE audit_runs;"
+    ch.sql("DROP INDEX audit_events_ws_seq; DROP TABLE audit_runs; DROP TABLE audit_heads;"
            "ALTER TABLE audit_events DROP COLUMN hash;"
            "ALTER TABLE audit_events DROP COLUMN prev_seq;"
            "ALTER TABLE audit_events DROP COLUMN mtime_ns; PRAGMA user_version = 3;")

@@ -144,14 +144,20 @@ START_TEST(verify_names_the_broken_link)
 		ck_assert(verify().ok);
 	}
 	free(copy);
-	/* What a chain cannot show: rows cut from its end (keep the head elsewhere). */
+	/* Rows cut from the end: the head recorded with the chain names the last one. */
 	{
 		struct audit_verify_result before = verify(), after;
 
-		sql("DELETE FROM audit_events WHERE seq = 13");
+		sql("DELETE FROM audit_events WHERE seq >= 12");
+		after = verify();
+		ck_assert(!after.ok);
+		ck_assert_int_eq(after.broken_seq, 13);
+		/* What a chain cannot show: the same with the recorded head moved back too. */
+		sql("UPDATE audit_heads SET seq = 11, hash = (SELECT hash FROM audit_events "
+		    "WHERE seq = 11)");
 		after = verify();
 		ck_assert(after.ok);
-		ck_assert_int_eq(after.rows, before.rows - 1);
+		ck_assert_int_eq(after.rows, before.rows - 2);
 		ck_assert_str_ne(after.head, before.head);
 	}
 }
