@@ -8,6 +8,7 @@
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "util/util.h"
@@ -88,7 +89,8 @@ struct audit_event {
 	int64_t count;	  /* writes coalesced into this event (write), else 0 */
 	int64_t off_lo;	  /* lowest offset written (write) */
 	int64_t off_hi;	  /* highest end offset written (write) */
-	uint32_t mode;	  /* chmod/create/mkdir/mknod mode, else 0 */
+	uint32_t mode;	  /* chmod/create/mkdir/mknod mode, else 0; "unattributed": st_mode */
+	int64_t mtime_ns; /* "unattributed": the entry's mtime; else 0 (not stored) */
 	const char *kind; /* NULL: "fs"; "net" for the proxy's requests (fields below) */
 	/*
 	 * > 0: the session this event belongs to, taken as is (the proxy knows its box's
@@ -161,8 +163,30 @@ void audit_log_proc_note(struct audit_log *log, pid_t pid);
 int audit_log_flush(struct audit_log *log) ARB_MUST_CHECK;
 /* Counters so far. Thread-safe. */
 void audit_log_stats(struct audit_log *log, struct audit_log_stats *out);
-/* Drains the queue into the database, stops the writer and frees log. NULL is fine. */
+/*
+ * Drains the queue into the database, stops the writer and frees log. NULL is fine. A run
+ * begun with audit_log_run_begin() is marked as ended cleanly once everything is written.
+ */
 void audit_log_close(struct audit_log *log);
+
+/*
+ * Crash reconciliation, for the view daemon (one run of it per mount). A run is recorded in
+ * audit_runs when it begins; each committed batch notes in it the time the batch was taken
+ * (every event queued before then is in); audit_log_close() marks it ended once everything
+ * is written. A run with no end crashed (kill -9, power cut, a close that gave up) and may
+ * have lost the events of changes made up to 10 s before its last note (writes coalesce for a
+ * second; an event is queued after its change) or since it began.
+ *
+ * audit_log_run_check(): before serving, *since_ns = the earliest change time that unfinished
+ * runs of this workspace may not have recorded (minus 1 s for coarse kernel timestamps), or 0
+ * when the last run ended cleanly. The caller then appends an "unattributed" event for each
+ * entry of the upper layer whose ctime is at or after it, and calls audit_log_run_begin():
+ * it waits until those are committed, marks the unfinished runs as reconciled and begins this
+ * one. A crash before that leaves them unfinished, so the next start reconciles again. Call
+ * both from one thread, before any other append.
+ */
+int audit_log_run_check(struct audit_log *log, int64_t *since_ns) ARB_MUST_CHECK;
+int audit_log_run_begin(struct audit_log *log) ARB_MUST_CHECK;
 
 /*
  * Sessions: one row per `arborinth shell` run, written through their own connection.
@@ -193,9 +217,9 @@ void audit_session_free(struct audit_session *s);
 int audit_ws_resolve(sqlite3 *db, const char *name, int64_t *key,
 		     int64_t *deleted_ns) ARB_MUST_CHECK;
 /*
- * Deletes every event and session of every workspace ever called name, and their history
- * rows (the live workspace's row too: it is added back when the database is next written for
- * it). Run inside the caller's transaction when there is one. *removed (optional) counts the
+ * Deletes every event, session and daemon run of every workspace ever called name, and their
+ * history rows (the live workspace's row too: it is added back when the database is next written
+ * for it). Run inside the caller's transaction when there is one. *removed (optional) counts the
  * events removed. -ENOENT when there is no history of that name.
  */
 int audit_ws_purge(sqlite3 *db, const char *name, int64_t *removed) ARB_MUST_CHECK;
@@ -238,6 +262,7 @@ struct audit_row {
 	int64_t count;			      /* writes coalesced; events lost for "gap" */
 	int64_t off_lo, off_hi;		      /* -1: not applicable */
 	int64_t mode;			      /* -1: not applicable */
+	int64_t mtime_ns;		      /* "unattributed" rows; -1: not applicable */
 	const char *argv_json, *jail;	      /* "exec"/"exit" rows: the session's argv, jail */
 	/* "net" rows (see struct audit_event); NULL / -1 on other rows. */
 	const char *backend, *method, *host, *decision, *reason;
@@ -262,6 +287,42 @@ int audit_query_next(struct audit_query *q, struct audit_row *row) ARB_MUST_CHEC
 void audit_query_free(struct audit_query *q);
 /* The highest seq in the database (0 when empty). */
 int audit_seq_max(sqlite3 *db, int64_t *out) ARB_MUST_CHECK;
+
+/*
+ * Tamper evidence. Every row of a workspace's timeline carries a SHA-256 hash chained over the
+ * row before it (same workspace, seq order) and the seq of that row; the recorder computes
+ * them as it inserts. The encoding and the bundle format are in README.md.
+ *
+ * audit_verify_db(): walks the workspace's chain (ws_key from audit_ws_resolve()). 0 when it
+ * could be read: res->ok tells whether it is intact; if not, res->broken_seq names the first
+ * broken link (a changed row, or the seq of a row missing or moved from before the next one)
+ * and res->reason says which. A chain cut at its end cannot be told from a shorter one: keep
+ * the head (res->head) somewhere the workload cannot write.
+ */
+struct audit_verify_result {
+	bool ok;
+	int64_t rows;	     /* rows checked (all of them when ok) */
+	char head[65];	     /* hex hash of the last row checked ("" when none) */
+	int64_t broken_seq;  /* the first broken link, 0 when ok or not tied to a row */
+	char reason[200];    /* why it is broken */
+	char workspace[128]; /* bundles: the workspace name recorded in it */
+};
+int audit_verify_db(sqlite3 *db, int64_t ws_key, struct audit_verify_result *res) ARB_MUST_CHECK;
+/*
+ * Writes the workspace's chain as a bundle (JSON lines: a header, one line per row with every
+ * chained column and its hash, a trailer with the head and the row count) to out, checking
+ * the chain as it goes. -EBADMSG (res filled as above) when the chain is broken: the caller
+ * discards what was written.
+ */
+int audit_export(sqlite3 *db, int64_t ws_key, const char *ws_name, FILE *out,
+		 struct audit_verify_result *res) ARB_MUST_CHECK;
+/*
+ * Checks a bundle written by audit_export(): every row's link and hash, then that the trailer
+ * names the last row's hash and the row count. 0 when the file could be read (res->ok says
+ * whether it verifies); -EINVAL with a message (the line number) for a file that is not a
+ * bundle; -errno when it cannot be read.
+ */
+int audit_verify_bundle(const char *path, struct audit_verify_result *res) ARB_MUST_CHECK;
 
 /*
  * --summary: one entry per path, from fs rows fed in timeline order. status is "added" (did

@@ -1,97 +1,129 @@
 /* audit/db.c: opening state.db and migrating its schema. */
-#include "audit/audit.h"
+#include "audit/audit_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 /*
- * migrations[i] takes the schema from user_version i to i + 1. Append only: a released
- * migration is never edited, so every database reaches the same schema.
+ * migrations[i] takes the schema from user_version i to i + 1: its SQL, then its step in C
+ * (when it has one). Append only: a released migration is never edited, so every database
+ * reaches the same schema.
  */
-static const char *const migrations[] = {
+static const struct migration {
+	const char *sql;
+	int (*step)(sqlite3 *db);
+} migrations[] = {
     /* 0 -> 1: workspaces. */
-    "CREATE TABLE workspaces ("
-    "  id TEXT PRIMARY KEY,"
-    "  name TEXT NOT NULL UNIQUE,"
-    "  base_commit TEXT NOT NULL,"
-    "  branch TEXT NOT NULL,"
-    "  created_ns INTEGER NOT NULL,"
-    "  state TEXT NOT NULL DEFAULT 'ready'"
-    ");",
+    {"CREATE TABLE workspaces ("
+     "  id TEXT PRIMARY KEY,"
+     "  name TEXT NOT NULL UNIQUE,"
+     "  base_commit TEXT NOT NULL,"
+     "  branch TEXT NOT NULL,"
+     "  created_ns INTEGER NOT NULL,"
+     "  state TEXT NOT NULL DEFAULT 'ready'"
+     ");"},
     /*
      * 1 -> 2: audit. History rows outlive their workspace (triggers keep them in step), events
      * and sessions refer to a history row by its integer key.
      */
-    "CREATE TABLE audit_workspaces ("
-    "  key INTEGER PRIMARY KEY,"
-    "  id TEXT NOT NULL UNIQUE,"
-    "  name TEXT NOT NULL,"
-    "  created_ns INTEGER NOT NULL,"
-    "  deleted_ns INTEGER"
-    ");"
-    "CREATE INDEX audit_workspaces_name ON audit_workspaces(name);"
-    "INSERT INTO audit_workspaces (id, name, created_ns)"
-    "  SELECT id, name, created_ns FROM workspaces;"
-    "CREATE TRIGGER audit_workspaces_insert AFTER INSERT ON workspaces BEGIN"
-    "  INSERT OR IGNORE INTO audit_workspaces (id, name, created_ns)"
-    "    VALUES (new.id, new.name, new.created_ns);"
-    "END;"
-    "CREATE TRIGGER audit_workspaces_delete AFTER DELETE ON workspaces BEGIN"
-    "  UPDATE audit_workspaces SET deleted_ns ="
-    "    CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) * 1000000"
-    "    WHERE id = old.id;"
-    "END;"
-    "CREATE TABLE audit_sessions ("
-    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
-    "  ws INTEGER NOT NULL,"
-    "  argv TEXT NOT NULL,"
-    "  jail TEXT NOT NULL,"
-    "  leader_pid INTEGER NOT NULL,"
-    "  leader_start INTEGER NOT NULL,"
-    "  leader_pidns INTEGER,"
-    "  box_pidns INTEGER,"
-    "  start_ns INTEGER NOT NULL,"
-    "  end_ns INTEGER,"
-    "  exit_status INTEGER"
-    ");"
-    "CREATE INDEX audit_sessions_ws ON audit_sessions(ws, start_ns);"
-    "CREATE TABLE audit_events ("
-    "  seq INTEGER PRIMARY KEY,"
-    "  ws INTEGER NOT NULL,"
-    "  time_ns INTEGER NOT NULL,"
-    "  kind TEXT NOT NULL,"
-    "  op TEXT NOT NULL,"
-    "  path TEXT,"
-    "  path2 TEXT,"
-    "  result INTEGER NOT NULL DEFAULT 0,"
-    "  pid INTEGER,"
-    "  comm TEXT,"
-    "  exe TEXT,"
-    "  session INTEGER,"
-    "  size INTEGER,"
-    "  count INTEGER,"
-    "  off_lo INTEGER,"
-    "  off_hi INTEGER,"
-    "  mode INTEGER"
-    ");"
-    "CREATE INDEX audit_events_ws_time ON audit_events(ws, time_ns);"
-    "CREATE INDEX audit_events_ws_path ON audit_events(ws, path);"
-    "CREATE INDEX audit_events_session ON audit_events(session) WHERE session IS NOT NULL;",
+    {"CREATE TABLE audit_workspaces ("
+     "  key INTEGER PRIMARY KEY,"
+     "  id TEXT NOT NULL UNIQUE,"
+     "  name TEXT NOT NULL,"
+     "  created_ns INTEGER NOT NULL,"
+     "  deleted_ns INTEGER"
+     ");"
+     "CREATE INDEX audit_workspaces_name ON audit_workspaces(name);"
+     "INSERT INTO audit_workspaces (id, name, created_ns)"
+     "  SELECT id, name, created_ns FROM workspaces;"
+     "CREATE TRIGGER audit_workspaces_insert AFTER INSERT ON workspaces BEGIN"
+     "  INSERT OR IGNORE INTO audit_workspaces (id, name, created_ns)"
+     "    VALUES (new.id, new.name, new.created_ns);"
+     "END;"
+     "CREATE TRIGGER audit_workspaces_delete AFTER DELETE ON workspaces BEGIN"
+     "  UPDATE audit_workspaces SET deleted_ns ="
+     "    CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) * 1000000"
+     "    WHERE id = old.id;"
+     "END;"
+     "CREATE TABLE audit_sessions ("
+     "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+     "  ws INTEGER NOT NULL,"
+     "  argv TEXT NOT NULL,"
+     "  jail TEXT NOT NULL,"
+     "  leader_pid INTEGER NOT NULL,"
+     "  leader_start INTEGER NOT NULL,"
+     "  leader_pidns INTEGER,"
+     "  box_pidns INTEGER,"
+     "  start_ns INTEGER NOT NULL,"
+     "  end_ns INTEGER,"
+     "  exit_status INTEGER"
+     ");"
+     "CREATE INDEX audit_sessions_ws ON audit_sessions(ws, start_ns);"
+     "CREATE TABLE audit_events ("
+     "  seq INTEGER PRIMARY KEY,"
+     "  ws INTEGER NOT NULL,"
+     "  time_ns INTEGER NOT NULL,"
+     "  kind TEXT NOT NULL,"
+     "  op TEXT NOT NULL,"
+     "  path TEXT,"
+     "  path2 TEXT,"
+     "  result INTEGER NOT NULL DEFAULT 0,"
+     "  pid INTEGER,"
+     "  comm TEXT,"
+     "  exe TEXT,"
+     "  session INTEGER,"
+     "  size INTEGER,"
+     "  count INTEGER,"
+     "  off_lo INTEGER,"
+     "  off_hi INTEGER,"
+     "  mode INTEGER"
+     ");"
+     "CREATE INDEX audit_events_ws_time ON audit_events(ws, time_ns);"
+     "CREATE INDEX audit_events_ws_path ON audit_events(ws, path);"
+     "CREATE INDEX audit_events_session ON audit_events(session) WHERE session IS NOT NULL;"},
     /*
      * 2 -> 3: the proxy's rows (kind 'net'): what was asked, what was answered, and why.
      * NULL on every other kind of row.
      */
-    "ALTER TABLE audit_events ADD COLUMN backend TEXT;"
-    "ALTER TABLE audit_events ADD COLUMN method TEXT;"
-    "ALTER TABLE audit_events ADD COLUMN host TEXT;"
-    "ALTER TABLE audit_events ADD COLUMN port INTEGER;"
-    "ALTER TABLE audit_events ADD COLUMN status INTEGER;"
-    "ALTER TABLE audit_events ADD COLUMN bytes_up INTEGER;"
-    "ALTER TABLE audit_events ADD COLUMN bytes_down INTEGER;"
-    "ALTER TABLE audit_events ADD COLUMN duration_ns INTEGER;"
-    "ALTER TABLE audit_events ADD COLUMN decision TEXT;"
-    "ALTER TABLE audit_events ADD COLUMN reason TEXT;",
+    {"ALTER TABLE audit_events ADD COLUMN backend TEXT;"
+     "ALTER TABLE audit_events ADD COLUMN method TEXT;"
+     "ALTER TABLE audit_events ADD COLUMN host TEXT;"
+     "ALTER TABLE audit_events ADD COLUMN port INTEGER;"
+     "ALTER TABLE audit_events ADD COLUMN status INTEGER;"
+     "ALTER TABLE audit_events ADD COLUMN bytes_up INTEGER;"
+     "ALTER TABLE audit_events ADD COLUMN bytes_down INTEGER;"
+     "ALTER TABLE audit_events ADD COLUMN duration_ns INTEGER;"
+     "ALTER TABLE audit_events ADD COLUMN decision TEXT;"
+     "ALTER TABLE audit_events ADD COLUMN reason TEXT;"},
+    /*
+     * 3 -> 4: tamper evidence and crash reconciliation. Each row's hash chains over the
+     * previous row of its workspace (prev_seq); rows already there are chained now (C step).
+     * audit_heads: each workspace's last row (seq, hash), written with the rows, so rows cut
+     * from the end show. mtime_ns: an "unattributed" row's file mtime. audit_runs: one row
+     * per view daemon run (see runs.c): a run without end_ns crashed, and the next one
+     * reconciles.
+     */
+    {"ALTER TABLE audit_events ADD COLUMN mtime_ns INTEGER;"
+     "ALTER TABLE audit_events ADD COLUMN prev_seq INTEGER;"
+     "ALTER TABLE audit_events ADD COLUMN hash BLOB;"
+     "CREATE INDEX audit_events_ws_seq ON audit_events(ws, seq);"
+     "CREATE TABLE audit_heads ("
+     "  ws INTEGER PRIMARY KEY,"
+     "  seq INTEGER NOT NULL,"
+     "  hash BLOB NOT NULL"
+     ");"
+     "CREATE TABLE audit_runs ("
+     "  id INTEGER PRIMARY KEY,"
+     "  ws INTEGER NOT NULL,"
+     "  pid INTEGER NOT NULL,"
+     "  start_ns INTEGER NOT NULL,"
+     "  synced_ns INTEGER,"
+     "  end_ns INTEGER,"
+     "  clean INTEGER"
+     ");"
+     "CREATE INDEX audit_runs_ws ON audit_runs(ws, end_ns);",
+     audit_chain_backfill},
 };
 
 int audit_db_schema_version(void)
@@ -151,7 +183,9 @@ static int db_migrate(sqlite3 *db)
 	for (; version < audit_db_schema_version(); version++) {
 		char pragma[64];
 
-		rc = audit_db_exec(db, migrations[version]);
+		rc = audit_db_exec(db, migrations[version].sql);
+		if (rc == 0 && migrations[version].step)
+			rc = migrations[version].step(db);
 		if (rc < 0)
 			goto out;
 		snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", version + 1);

@@ -30,7 +30,7 @@
 struct rec {
 	struct rec *next;
 	struct audit_proc *proc;
-	int64_t time_ns, size, count, off_lo, off_hi;
+	int64_t time_ns, size, count, off_lo, off_hi, mtime_ns;
 	uint32_t mode;
 	int result;
 	pid_t pid;
@@ -76,6 +76,9 @@ struct audit_log {
 	struct audit_log_stats st;
 	struct audit_log_opts opts;
 	pthread_t thread;
+	int64_t run_id; /* this daemon run (audit_log_run_begin), 0: none */
+	bool gave_up;	/* close could not write everything: the run stays unfinished */
+	char *db_path;
 
 	struct audit_proc_cache *procs;
 	uint64_t self_pidns;
@@ -83,7 +86,8 @@ struct audit_log {
 	/* writer thread only */
 	sqlite3 *db;
 	int64_t ws_key;
-	sqlite3_stmt *ins, *version;
+	struct audit_chain *chain;
+	sqlite3_stmt *version;
 	int64_t data_version;
 	struct sess *sess;
 	size_t nsess;
@@ -153,6 +157,7 @@ static struct rec *rec_new(const struct audit_event *ev)
 	r->off_lo = ev->off_lo;
 	r->off_hi = ev->off_hi;
 	r->mode = ev->mode;
+	r->mtime_ns = ev->mtime_ns;
 	r->result = ev->result;
 	r->pid = ev->pid;
 	r->kind = copy_str(&cursor, kind);
@@ -413,93 +418,77 @@ static int64_t sess_resolve(struct audit_log *log, struct audit_proc *p, int64_t
 
 /* --- writing --- */
 
-static void bind_opt(sqlite3_stmt *st, int col, int64_t v, bool present)
-{
-	if (present)
-		sqlite3_bind_int64(st, col, v);
-	else
-		sqlite3_bind_null(st, col);
-}
-
-static void bind_str(sqlite3_stmt *st, int col, const char *s)
-{
-	if (s && *s)
-		sqlite3_bind_text(st, col, s, -1, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(st, col);
-}
-
 static int insert_rec(struct audit_log *log, const struct rec *r)
 {
-	sqlite3_stmt *st = log->ins;
 	bool write = !strcmp(r->op, "write"), net = !strcmp(r->kind, "net");
 	int64_t session = r->session > 0 ? r->session : sess_resolve(log, r->proc, r->time_ns);
-	int rc;
+	struct audit_val v[AUDIT_CHAIN_COLS] = {0};
 
-	sqlite3_bind_int64(st, 1, log->ws_key);
-	sqlite3_bind_int64(st, 2, r->time_ns);
-	sqlite3_bind_text(st, 3, r->kind, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 4, r->op, -1, SQLITE_STATIC);
-	bind_str(st, 5, r->path);
-	bind_str(st, 6, r->path2);
-	sqlite3_bind_int(st, 7, r->result);
-	bind_opt(st, 8, r->pid, r->pid > 0);
-	bind_str(st, 9, r->proc ? r->proc->comm : NULL);
-	bind_str(st, 10, r->proc ? r->proc->exe : NULL);
-	bind_opt(st, 11, session, session > 0);
-	bind_opt(st, 12, r->size, r->size >= 0);
-	bind_opt(st, 13, r->count, write || r->count > 0);
-	bind_opt(st, 14, r->off_lo, write);
-	bind_opt(st, 15, r->off_hi, write);
-	bind_opt(st, 16, r->mode, r->mode != 0);
+	v[AUDIT_COL_TIME_NS] = audit_val_int(r->time_ns, true);
+	v[AUDIT_COL_KIND] = audit_val_str(r->kind);
+	v[AUDIT_COL_OP] = audit_val_str(r->op);
+	v[AUDIT_COL_PATH] = audit_val_str(r->path);
+	v[AUDIT_COL_PATH2] = audit_val_str(r->path2);
+	v[AUDIT_COL_RESULT] = audit_val_int(r->result, true);
+	v[AUDIT_COL_PID] = audit_val_int(r->pid, r->pid > 0);
+	v[AUDIT_COL_COMM] = audit_val_str(r->proc ? r->proc->comm : NULL);
+	v[AUDIT_COL_EXE] = audit_val_str(r->proc ? r->proc->exe : NULL);
+	v[AUDIT_COL_SESSION] = audit_val_int(session, session > 0);
+	v[AUDIT_COL_SIZE] = audit_val_int(r->size, r->size >= 0);
+	v[AUDIT_COL_COUNT] = audit_val_int(r->count, write || r->count > 0);
+	v[AUDIT_COL_OFF_LO] = audit_val_int(r->off_lo, write);
+	v[AUDIT_COL_OFF_HI] = audit_val_int(r->off_hi, write);
+	v[AUDIT_COL_MODE] = audit_val_int(r->mode, r->mode != 0);
+	v[AUDIT_COL_MTIME_NS] = audit_val_int(r->mtime_ns, r->mtime_ns != 0);
 	if (net) {
-		bind_str(st, 17, r->backend);
-		bind_str(st, 18, r->method);
-		bind_str(st, 19, r->host);
-		bind_opt(st, 20, r->port, r->port > 0);
-		sqlite3_bind_int(st, 21, r->status);
-		sqlite3_bind_int64(st, 22, r->bytes_up);
-		sqlite3_bind_int64(st, 23, r->bytes_down);
-		sqlite3_bind_int64(st, 24, r->duration_ns);
-		bind_str(st, 25, r->decision);
-		bind_str(st, 26, r->reason);
+		v[AUDIT_COL_BACKEND] = audit_val_str(r->backend);
+		v[AUDIT_COL_METHOD] = audit_val_str(r->method);
+		v[AUDIT_COL_HOST] = audit_val_str(r->host);
+		v[AUDIT_COL_PORT] = audit_val_int(r->port, r->port > 0);
+		v[AUDIT_COL_STATUS] = audit_val_int(r->status, true);
+		v[AUDIT_COL_BYTES_UP] = audit_val_int(r->bytes_up, true);
+		v[AUDIT_COL_BYTES_DOWN] = audit_val_int(r->bytes_down, true);
+		v[AUDIT_COL_DURATION_NS] = audit_val_int(r->duration_ns, true);
+		v[AUDIT_COL_DECISION] = audit_val_str(r->decision);
+		v[AUDIT_COL_REASON] = audit_val_str(r->reason);
 	}
-	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	return rc == SQLITE_DONE ? 0 : -EIO;
+	return audit_chain_insert(log->chain, v);
 }
 
 static int insert_gap(struct audit_log *log, uint64_t count, int64_t first_ns)
 {
-	sqlite3_stmt *st = log->ins;
-	int rc;
+	struct audit_val v[AUDIT_CHAIN_COLS] = {0};
 
-	sqlite3_bind_int64(st, 1, log->ws_key);
-	sqlite3_bind_int64(st, 2, first_ns);
-	sqlite3_bind_text(st, 3, "fs", -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 4, "gap", -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 7, 0);
-	sqlite3_bind_int64(st, 13, (sqlite3_int64)count);
-	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	return rc == SQLITE_DONE ? 0 : -EIO;
+	v[AUDIT_COL_TIME_NS] = audit_val_int(first_ns, true);
+	v[AUDIT_COL_KIND] = audit_val_str("fs");
+	v[AUDIT_COL_OP] = audit_val_str("gap");
+	v[AUDIT_COL_RESULT] = audit_val_int(0, true);
+	v[AUDIT_COL_COUNT] = audit_val_int((int64_t)count, true);
+	return audit_chain_insert(log->chain, v);
 }
 
-/* One transaction: the gap row (if any), then the batch. 0, or -EBUSY/-EIO (rolled back). */
+/*
+ * One transaction: the gap row (if any), then the batch, then (run_id) the run's note that
+ * everything queued before taken_ns is in. 0, or -EBUSY/-EIO (rolled back).
+ */
 static int write_batch(struct audit_log *log, const struct rec_list *batch, uint64_t gap,
-		       int64_t gap_first_ns)
+		       int64_t gap_first_ns, int64_t run_id, int64_t taken_ns)
 {
 	int rc;
 
 	if (sqlite3_exec(log->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
 		return -EBUSY;
-	rc = sess_refresh(log);
+	rc = audit_chain_load(log->chain);
+	if (rc == 0)
+		rc = sess_refresh(log);
 	if (rc == 0 && gap)
 		rc = insert_gap(log, gap, gap_first_ns);
 	for (struct rec *r = batch->head; r && rc == 0; r = r->next)
 		rc = insert_rec(log, r);
+	if (rc == 0)
+		rc = audit_chain_finish(log->chain);
+	if (rc == 0 && run_id)
+		rc = audit_runs_synced(log->db, run_id, taken_ns, false);
 	if (rc == 0 && sqlite3_exec(log->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 		rc = -EIO;
 	if (rc < 0)
@@ -514,6 +503,7 @@ static void give_up(struct audit_log *log, struct rec_list *batch)
 
 	list_free(batch);
 	list_free(&log->queue);
+	log->gave_up = true;
 	log->held_bytes = 0;
 	log->st.dropped += n;
 	log->gap_count = 0;
@@ -526,14 +516,14 @@ static void *writer_main(void *arg)
 {
 	struct audit_log *log = arg;
 	struct rec_list batch = {0};
-	int64_t fail_since = 0;
+	int64_t fail_since = 0, taken_ns = 0;
 	int backoff = 0;
 	bool gathered = false;
 
 	pthread_mutex_lock(&log->lock);
 	for (;;) {
 		uint64_t gap;
-		int64_t gap_first;
+		int64_t gap_first, run_id;
 		int rc;
 
 		if (!batch.head && log->queue.n > 0 && log->queue.n < GATHER_MIN && !gathered &&
@@ -546,8 +536,10 @@ static void *writer_main(void *arg)
 			continue;
 		}
 		gathered = false;
-		if (!batch.head)
+		if (!batch.head) {
 			take_batch(log, &batch);
+			taken_ns = now_ns();
+		}
 		if (!batch.head && !log->gap_count) {
 			if (log->closing)
 				break;
@@ -557,8 +549,9 @@ static void *writer_main(void *arg)
 		gap = log->gap_count;
 		gap_first = log->gap_first_ns;
 		log->gap_count = 0;
+		run_id = log->run_id;
 		pthread_mutex_unlock(&log->lock);
-		rc = write_batch(log, &batch, gap, gap_first);
+		rc = write_batch(log, &batch, gap, gap_first, run_id, taken_ns);
 		pthread_mutex_lock(&log->lock);
 		if (rc == 0) {
 			log->st.written += batch.n;
@@ -622,15 +615,13 @@ static int log_prepare(struct audit_log *log, const char *db_path, const char *w
 	if (rc < 0)
 		return rc;
 	sqlite3_busy_timeout(log->db, WRITER_BUSY_MS);
-	if (sqlite3_prepare_v3(
-		log->db,
-		"INSERT INTO audit_events (ws, time_ns, kind, op, path, path2, "
-		"result, pid, comm, exe, session, size, count, off_lo, off_hi, "
-		"mode, backend, method, host, port, status, bytes_up, bytes_down, "
-		"duration_ns, decision, reason) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-		"?,?,?,?,?,?,?,?,?,?,?)",
-		-1, SQLITE_PREPARE_PERSISTENT, &log->ins, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v3(log->db, "PRAGMA data_version", -1, SQLITE_PREPARE_PERSISTENT,
+	log->db_path = strdup(db_path);
+	if (!log->db_path)
+		return -ENOMEM;
+	rc = audit_chain_new(&log->chain, log->db, log->ws_key, ws_id);
+	if (rc < 0)
+		return rc;
+	if (sqlite3_prepare_v3(log->db, "PRAGMA data_version", -1, SQLITE_PREPARE_PERSISTENT,
 			       &log->version, NULL) != SQLITE_OK)
 		return util_err(-EIO, "state database: %s", sqlite3_errmsg(log->db));
 	log->data_version = -1;
@@ -640,7 +631,8 @@ static int log_prepare(struct audit_log *log, const char *db_path, const char *w
 static void log_free(struct audit_log *log)
 {
 	list_free(&log->queue);
-	sqlite3_finalize(log->ins);
+	audit_chain_free(log->chain);
+	free(log->db_path);
 	sqlite3_finalize(log->version);
 	audit_db_close(log->db);
 	audit_proc_cache_free(log->procs);
@@ -751,5 +743,44 @@ void audit_log_close(struct audit_log *log)
 	pthread_mutex_unlock(&log->lock);
 	if (log->thread_started)
 		pthread_join(log->thread, NULL);
+	/* The writer is gone: its connection is ours. Everything is in: the run ended clean. */
+	if (log->run_id && !log->gave_up) {
+		sqlite3_busy_timeout(log->db, log->opts.close_timeout_ms);
+		/* On failure it stays unfinished and the next run reconciles: nothing is lost. */
+		(void)!audit_runs_synced(log->db, log->run_id, util_now_ns(), true);
+	}
 	log_free(log);
+}
+
+int audit_log_run_check(struct audit_log *log, int64_t *since_ns)
+{
+	sqlite3 *db = NULL;
+	int rc;
+
+	*since_ns = 0;
+	rc = audit_db_open(&db, log->db_path);
+	if (rc == 0)
+		rc = audit_runs_unclean_since(db, log->ws_key, since_ns);
+	audit_db_close(db);
+	return rc;
+}
+
+int audit_log_run_begin(struct audit_log *log)
+{
+	sqlite3 *db = NULL;
+	int64_t id = 0;
+	int rc;
+
+	rc = audit_log_flush(log);
+	if (rc == 0)
+		rc = audit_db_open(&db, log->db_path);
+	if (rc == 0)
+		rc = audit_runs_begin(db, log->ws_key, &id);
+	audit_db_close(db);
+	if (rc == 0) {
+		pthread_mutex_lock(&log->lock);
+		log->run_id = id;
+		pthread_mutex_unlock(&log->lock);
+	}
+	return rc;
 }

@@ -6,9 +6,18 @@
 #include <string.h>
 
 static const char *const known_ops[] = {
-    "create", "write",	 "truncate", "unlink", "mkdir",	  "rmdir",    "rename",
-    "link",   "symlink", "chmod",    "chown",  "utimens", "setxattr", "removexattr",
-    "mknod",  "gap",	 "exec",     "exit",   "request", "tunnel",   NULL,
+    "create",	    "write",
+    "truncate",	    "unlink",
+    "mkdir",	    "rmdir",
+    "rename",	    "link",
+    "symlink",	    "chmod",
+    "chown",	    "utimens",
+    "setxattr",	    "removexattr",
+    "mknod",	    "gap",
+    "exec",	    "exit",
+    "request",	    "tunnel",
+    "unattributed", "unattributed-delete",
+    NULL,
 };
 
 bool audit_op_known(const char *op)
@@ -46,12 +55,13 @@ static char *build_sql(const struct audit_filter *f, bool by_seq)
 	size_t nk = 0;
 
 	sqlite3_str_appendall(
-	    sql, "SELECT e.seq, e.time_ns, e.kind, e.op, e.path, e.path2, e.result, e.pid, "
-		 "e.comm, e.exe, e.session, e.size, e.count, e.off_lo, e.off_hi, e.mode, s.argv, "
-		 "s.jail, e.backend, e.method, e.host, e.decision, e.reason, e.port, e.status, "
-		 "e.bytes_up, e.bytes_down, e.duration_ns FROM audit_events e LEFT JOIN "
-		 "audit_sessions s "
-		 "ON e.kind = 'exec' AND s.id = e.session WHERE e.ws = ?1");
+	    sql,
+	    "SELECT e.seq, e.time_ns, e.kind, e.op, e.path, e.path2, e.result, e.pid, "
+	    "e.comm, e.exe, e.session, e.size, e.count, e.off_lo, e.off_hi, e.mode, s.argv, "
+	    "s.jail, e.backend, e.method, e.host, e.decision, e.reason, e.port, e.status, "
+	    "e.bytes_up, e.bytes_down, e.duration_ns, e.mtime_ns FROM audit_events e LEFT JOIN "
+	    "audit_sessions s "
+	    "ON e.kind = 'exec' AND s.id = e.session WHERE e.ws = ?1");
 	if (f->since_ns)
 		sqlite3_str_appendall(sql, " AND e.time_ns >= ?2");
 	if (f->until_ns)
@@ -170,6 +180,7 @@ int audit_query_next(struct audit_query *q, struct audit_row *row)
 	    .bytes_up = col_int(st, 25, -1),
 	    .bytes_down = col_int(st, 26, -1),
 	    .duration_ns = col_int(st, 27, -1),
+	    .mtime_ns = col_int(st, 28, -1),
 	};
 	return 1;
 }

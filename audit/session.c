@@ -12,6 +12,7 @@
 
 struct audit_session {
 	sqlite3 *db;
+	struct audit_chain *chain;
 	int64_t id, ws_key;
 	pid_t leader;
 };
@@ -168,6 +169,16 @@ int audit_ws_purge(sqlite3 *db, const char *name, int64_t *removed)
 				"(SELECT key FROM audit_workspaces WHERE name = ?)",
 				name, NULL);
 	if (rc == 0)
+		rc = exec_bound(db,
+				"DELETE FROM audit_heads WHERE ws IN "
+				"(SELECT key FROM audit_workspaces WHERE name = ?)",
+				name, NULL);
+	if (rc == 0)
+		rc = exec_bound(db,
+				"DELETE FROM audit_runs WHERE ws IN "
+				"(SELECT key FROM audit_workspaces WHERE name = ?)",
+				name, NULL);
+	if (rc == 0)
 		rc = exec_bound(db, "DELETE FROM audit_workspaces WHERE name = ?", name, &rows);
 	if (rc == 0 && rows == 0)
 		rc = util_err(-ENOENT, "no history of a workspace named '%s'", name);
@@ -176,34 +187,31 @@ int audit_ws_purge(sqlite3 *db, const char *name, int64_t *removed)
 	return rc;
 }
 
-/* One row of the timeline for a session's start or end. */
+/* One row of the timeline for a session's start or end (in the caller's transaction). */
 static int session_row(struct audit_session *s, const char *op, int64_t time_ns, int result)
 {
+	struct audit_val v[AUDIT_CHAIN_COLS] = {0};
 	char comm[17] = "";
 	pid_t ppid = 0;
 	uint64_t start = 0;
-	sqlite3_stmt *st = NULL;
-	int rc = 0;
+	int rc;
 
 	if (audit_proc_stat(0, comm, &ppid, &start) < 0)
 		comm[0] = '\0';
-	if (sqlite3_prepare_v2(
-		s->db,
-		"INSERT INTO audit_events (ws, time_ns, kind, op, result, pid, comm, "
-		"session) VALUES (?, ?, 'exec', ?, ?, ?, ?, ?)",
-		-1, &st, NULL) != SQLITE_OK)
-		return db_fail(s->db);
-	sqlite3_bind_int64(st, 1, s->ws_key);
-	sqlite3_bind_int64(st, 2, time_ns);
-	sqlite3_bind_text(st, 3, op, -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 4, result);
-	sqlite3_bind_int64(st, 5, s->leader);
-	sqlite3_bind_text(st, 6, comm, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 7, s->id);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		rc = db_fail(s->db);
-	sqlite3_finalize(st);
-	return rc;
+	v[AUDIT_COL_TIME_NS] = audit_val_int(time_ns, true);
+	v[AUDIT_COL_KIND] = audit_val_str("exec");
+	v[AUDIT_COL_OP] = audit_val_str(op);
+	v[AUDIT_COL_RESULT] = audit_val_int(result, true);
+	v[AUDIT_COL_PID] = audit_val_int(s->leader, true);
+	v[AUDIT_COL_COMM] =
+	    (struct audit_val){.type = AUDIT_VAL_TEXT, .s = comm, .n = strlen(comm)};
+	v[AUDIT_COL_SESSION] = audit_val_int(s->id, true);
+	rc = audit_chain_load(s->chain);
+	if (rc == 0)
+		rc = audit_chain_insert(s->chain, v);
+	if (rc == 0)
+		rc = audit_chain_finish(s->chain);
+	return rc == -EIO ? db_fail(s->db) : rc;
 }
 
 static int session_insert(struct audit_session *s, const char *jail, const char *argv,
@@ -257,6 +265,8 @@ int audit_session_begin(struct audit_session **out, const char *db_path, const c
 	if (rc < 0)
 		goto out;
 	rc = audit_ws_key(s->db, ws_id, ws_name, &s->ws_key);
+	if (rc == 0)
+		rc = audit_chain_new(&s->chain, s->db, s->ws_key, ws_id);
 	if (rc == 0)
 		rc = session_insert(s, jail, json, start_ns);
 	if (rc == 0)
@@ -316,6 +326,7 @@ void audit_session_free(struct audit_session *s)
 {
 	if (!s)
 		return;
+	audit_chain_free(s->chain);
 	audit_db_close(s->db);
 	free(s);
 }

@@ -130,7 +130,8 @@ int audit_summary_add(struct audit_summary *s, const struct audit_row *r)
 	for (size_t i = 0; creating[i]; i++)
 		if (!strcmp(r->op, creating[i]))
 			eff = CREATE;
-	if (!strcmp(r->op, "unlink") || !strcmp(r->op, "rmdir") || !strcmp(r->op, "rename"))
+	if (!strcmp(r->op, "unlink") || !strcmp(r->op, "rmdir") || !strcmp(r->op, "rename") ||
+	    !strcmp(r->op, "unattributed-delete"))
 		eff = REMOVE;
 	p = lookup(s, r->path);
 	if (!p)

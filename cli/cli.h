@@ -78,12 +78,26 @@ int cli_home_write(const char *home, const char *sub, const char *name,
 struct jail_box;
 int cli_box_env(struct jail_box *b, const char *name, const char *value) ARB_MUST_CHECK;
 /*
+ * The project, its state database and the history key of workspace name (deleted_ns: when it
+ * was deleted, else 0; a mounted view's pending writes are recorded first). The database is
+ * the project's (borrowed); caller frees *p with core_project_free().
+ */
+struct core_project;
+struct sqlite3;
+int cli_audit_open(struct core_project **p, struct sqlite3 **db, const char *workdir,
+		   const char *name, int64_t *ws_key, int64_t *deleted_ns) ARB_MUST_CHECK;
+/*
+ * `audit --verify[=FILE]` and `audit --export FILE` (cmd_audit_chain.c): args are the
+ * positional arguments (NAME, none for a bundle); filtered: a timeline option was given too.
+ */
+int cli_audit_chain(struct cli_global *g, bool filtered, const char *verify_file,
+		    const char *export_file, int nargs, char **args);
+/*
  * `shell` sessions in the audit log: begin records argv, jail and this process as the leader
  * (call it right before starting the command); end records the exit status and frees s
  * (NULL is fine; a failure to record is a warning on stderr).
  */
 struct audit_session;
-struct core_project;
 struct core_ws;
 int cli_audit_session_begin(struct audit_session **out, struct core_project *p,
 			    const struct core_ws *ws, const char *jail, char *const cmd[]);

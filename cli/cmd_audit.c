@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,7 +29,7 @@ const char cmd_audit_usage[] =
     "  --path GLOB      only paths matching GLOB ('*' also matches '/': 'src/*')\n"
     "  --op OP[,OP]     only these operations (create write truncate unlink mkdir rmdir\n"
     "                   rename link symlink chmod chown utimens setxattr removexattr mknod\n"
-    "                   gap exec exit request tunnel)\n"
+    "                   gap exec exit request tunnel unattributed unattributed-delete)\n"
     "  --kind KIND      fs (file system), exec (shell sessions) or net (proxy requests and\n"
     "                   tunnels); may be repeated\n"
     "  --session ID     only what session ID did\n"
@@ -38,6 +39,10 @@ const char cmd_audit_usage[] =
     "                   bytes written, first and last change\n"
     "  --json           one JSON object per line (fields in README.md)\n"
     "  --follow         keep printing new events as they arrive (Ctrl-C stops)\n"
+    "  --verify         check the hash chain of NAME's audit: the first broken link (exit 1)\n"
+    "                   or 'ok' with the row count and the head hash\n"
+    "  --verify=FILE    check a bundle written by --export (no NAME)\n"
+    "  --export FILE    write NAME's audit as a verifiable bundle (JSON lines; '-': stdout)\n"
     "  --workdir DIR    the repository (default: the current directory)\n";
 
 static const struct cli_cmd audit_cmd = {"audit", NULL, cmd_audit, NULL, cmd_audit_usage};
@@ -49,7 +54,8 @@ struct audit_opts {
 	const char *ops[MAX_OPS + 1];
 	size_t nops;
 	const char *name;
-	bool summary, json, follow, color;
+	bool summary, json, follow, color, filtered, verify;
+	const char *verify_file, *export_file;
 };
 
 /* --- output --- */
@@ -140,11 +146,37 @@ static void print_argv(const char *argv_json)
 	json_decref(arr);
 }
 
+/* An "unattributed" row (crash reconciliation): what the upper layer showed. */
+static void print_unattributed(const struct audit_row *r)
+{
+	mode_t m = r->mode >= 0 ? (mode_t)r->mode : 0;
+	char sz[32], when[48];
+
+	fputs(S_ISDIR(m)   ? "  directory"
+	      : S_ISLNK(m) ? "  symlink"
+	      : S_ISREG(m) ? "  file"
+			   : "  special file",
+	      stdout);
+	if (r->size >= 0) {
+		format_size(sz, sizeof(sz), r->size);
+		printf(" %s", sz);
+	}
+	printf(" mode %04llo", (long long)(m & 07777));
+	if (r->mtime_ns >= 0) {
+		format_time(when, sizeof(when), r->mtime_ns, false);
+		printf(" mtime %s", when);
+	}
+}
+
 static void print_detail(const struct audit_row *r)
 {
 	char sz[32];
 
-	if (!strcmp(r->op, "write") && r->size >= 0) {
+	if (!strcmp(r->op, "unattributed")) {
+		print_unattributed(r);
+	} else if (!strcmp(r->op, "unattributed-delete")) {
+		fputs("  (deleted: a whiteout)", stdout);
+	} else if (!strcmp(r->op, "write") && r->size >= 0) {
 		format_size(sz, sizeof(sz), r->size);
 		printf("  %s", sz);
 		if (r->count > 1)
@@ -293,6 +325,7 @@ static void print_row_json(const struct audit_opts *o, const struct audit_row *r
 	json_object_set_new(obj, "off_lo", opt_int(r->off_lo, r->off_lo >= 0));
 	json_object_set_new(obj, "off_hi", opt_int(r->off_hi, r->off_hi >= 0));
 	json_object_set_new(obj, "mode", opt_int(r->mode, r->mode >= 0));
+	json_object_set_new(obj, "mtime_ns", opt_int(r->mtime_ns, r->mtime_ns >= 0));
 	json_object_set_new(obj, "argv", argv ? argv : json_null());
 	json_object_set_new(obj, "jail", opt_str(exec ? r->jail : NULL));
 	json_object_set_new(obj, "backend", opt_str(net ? r->backend : NULL));
@@ -430,6 +463,25 @@ static void sync_mounted(struct core_project *p, const char *name)
 	core_ws_free(ws);
 }
 
+int cli_audit_open(struct core_project **p, sqlite3 **db, const char *workdir, const char *name,
+		   int64_t *ws_key, int64_t *deleted_ns)
+{
+	int rc;
+
+	*db = NULL;
+	rc = core_project_open(p, workdir);
+	if (rc == 0) {
+		rc = core_project_db(*p, false, db);
+		if (rc == -ENOENT)
+			rc = util_err(-ENOENT, "no workspace named '%s'", name);
+	}
+	if (rc == 0)
+		rc = audit_ws_resolve(*db, name, ws_key, deleted_ns);
+	if (rc == 0 && !*deleted_ns)
+		sync_mounted(*p, name);
+	return rc;
+}
+
 static int audit_show(struct cli_global *g, struct audit_opts *o)
 {
 	struct core_project *p = NULL;
@@ -438,16 +490,7 @@ static int audit_show(struct cli_global *g, struct audit_opts *o)
 	int64_t deleted_ns = 0, top = 0;
 	int rc;
 
-	rc = core_project_open(&p, g->workdir);
-	if (rc == 0) {
-		rc = core_project_db(p, false, &db);
-		if (rc == -ENOENT)
-			rc = util_err(-ENOENT, "no workspace named '%s'", o->name);
-	}
-	if (rc == 0)
-		rc = audit_ws_resolve(db, o->name, &o->f.ws_key, &deleted_ns);
-	if (rc == 0 && !deleted_ns)
-		sync_mounted(p, o->name);
+	rc = cli_audit_open(&p, &db, g->workdir, o->name, &o->f.ws_key, &deleted_ns);
 	if (rc == 0 && o->summary)
 		rc = audit_summary_new(&sum);
 	if (rc == 0)
@@ -523,8 +566,29 @@ static int parse_session(const char *arg, int64_t *out)
 	return 0;
 }
 
+static int parse_chain_opt(struct audit_opts *o, int c, const char *arg)
+{
+	if (o->verify || o->export_file)
+		return cli_usage_error("audit",
+				       "--verify and --export cannot be combined or repeated");
+	if (c == 'e') {
+		if (!*arg)
+			return cli_usage_error("audit", "--export: empty file name");
+		o->export_file = arg;
+		return 0;
+	}
+	if (arg && !*arg)
+		return cli_usage_error("audit", "--verify=: empty file name");
+	o->verify = true;
+	o->verify_file = arg;
+	return 0;
+}
+
 static int parse_opt(struct audit_opts *o, int c, const char *arg)
 {
+	if (c == 'V' || c == 'e')
+		return parse_chain_opt(o, c, arg);
+	o->filtered = true;
 	switch (c) {
 	case 'S':
 		return parse_time("since", arg, &o->f.since_ns);
@@ -571,12 +635,13 @@ static bool want_color(void)
 int cmd_audit(struct cli_global *g, int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"since", required_argument, NULL, 'S'}, {"until", required_argument, NULL, 'U'},
-	    {"path", required_argument, NULL, 'p'},  {"op", required_argument, NULL, 'o'},
-	    {"kind", required_argument, NULL, 'k'},  {"session", required_argument, NULL, 's'},
-	    {"failed", no_argument, NULL, 'F'},	     {"all", no_argument, NULL, 'a'},
-	    {"summary", no_argument, NULL, 'm'},     {"json", no_argument, NULL, 'j'},
-	    {"follow", no_argument, NULL, 'f'},	     {0},
+	    {"since", required_argument, NULL, 'S'},  {"until", required_argument, NULL, 'U'},
+	    {"path", required_argument, NULL, 'p'},   {"op", required_argument, NULL, 'o'},
+	    {"kind", required_argument, NULL, 'k'},   {"session", required_argument, NULL, 's'},
+	    {"failed", no_argument, NULL, 'F'},	      {"all", no_argument, NULL, 'a'},
+	    {"summary", no_argument, NULL, 'm'},      {"json", no_argument, NULL, 'j'},
+	    {"follow", no_argument, NULL, 'f'},	      {"verify", optional_argument, NULL, 'V'},
+	    {"export", required_argument, NULL, 'e'}, {0},
 	};
 	struct audit_opts o = {0};
 	int status = CLI_OK, c;
@@ -588,6 +653,11 @@ int cmd_audit(struct cli_global *g, int argc, char **argv)
 		status = parse_opt(&o, c, optarg);
 		if (status != 0)
 			goto out;
+	}
+	if (o.verify || o.export_file) {
+		status = cli_audit_chain(g, o.filtered, o.verify_file, o.export_file, argc - optind,
+					 argv + optind);
+		goto out;
 	}
 	if (optind >= argc) {
 		status = cli_usage_error("audit", "missing workspace NAME");

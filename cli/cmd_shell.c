@@ -394,7 +394,7 @@ int cli_shell_run(struct cli_global *g, int argc, char **argv, const struct cli_
 		goto out;
 	}
 	/* The view may be down (after a reboot, say): bring it up; --explain changes nothing. */
-	if (!o.explain && core_ws_mount(p, ws) < 0) {
+	if (!o.explain && core_ws_mount(p, ws, 0) < 0) {
 		status = cli_fail_lib();
 		goto out;
 	}

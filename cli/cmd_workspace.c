@@ -9,11 +9,13 @@
 #include "core/core.h"
 
 const char cmd_workspace_usage[] =
-    "usage: arborinth workspace create NAME [--rev REV] [--dirty] [--json]\n"
-    "       arborinth workspace create NAME --from OTHER[@CKPT] [--json]\n"
+    "usage: arborinth workspace create NAME [--rev REV] [--dirty] [--allow-other] [--json]\n"
+    "       arborinth workspace create NAME --from OTHER[@CKPT] [--allow-other] [--json]\n"
     "       arborinth workspace list [--json]\n"
     "       arborinth workspace info NAME [--json]\n"
     "       arborinth workspace delete NAME [--purge]\n"
+    "       arborinth workspace mount NAME [--allow-other] [--json]\n"
+    "       arborinth workspace unmount NAME [--json]\n"
     "\n"
     "A workspace is a writable copy-on-write view of one commit of the repository, at\n"
     ".arborinth/workspaces/NAME/workdir, with its own git branch arborinth/NAME. The origin\n"
@@ -26,6 +28,9 @@ const char cmd_workspace_usage[] =
     "              (create) fork workspace OTHER: the new one starts from OTHER's\n"
     "              checkpoint CKPT (default: a checkpoint of OTHER's view taken now);\n"
     "              independent of OTHER afterwards\n"
+    "  --allow-other  (create, mount) other users of the machine may use the view too,\n"
+    "              with the usual permission checks (default: only you); needs\n"
+    "              user_allow_other in /etc/fuse.conf when not root\n"
     "  --json      machine-readable output\n"
     "  --purge     (delete) also remove the workspace's audit history, and that of every\n"
     "              earlier workspace of that name; works on an already deleted one too\n"
@@ -81,18 +86,21 @@ static void ws_print(const struct core_ws *ws)
 		printf("mounted:  no\n");
 }
 
-/* `create --dirty` and `--from`, set by parse(). */
-static bool create_dirty;
+/* `create --dirty`, `--from` and `create|mount --allow-other`, set by parse(). */
+static bool create_dirty, allow_other;
 static const char *create_from;
 
 /* Parses [--json] (and --rev, --purge where rev, purge are given) plus `npos` positionals. */
 static int parse(struct cli_global *g, const char *sub, int argc, char **argv, bool *json,
 		 const char **rev, bool *purge, const char **pos, int npos, int *status)
 {
-	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},	    {"rev", required_argument, NULL, 'r'},
-	    {"purge", no_argument, NULL, 'P'},	    {"dirty", no_argument, NULL, 'D'},
-	    {"from", required_argument, NULL, 'F'}, {0}};
+	static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+					     {"rev", required_argument, NULL, 'r'},
+					     {"purge", no_argument, NULL, 'P'},
+					     {"dirty", no_argument, NULL, 'D'},
+					     {"allow-other", no_argument, NULL, 'O'},
+					     {"from", required_argument, NULL, 'F'},
+					     {0}};
 	const struct cli_cmd *cmd = cli_cmd_find(cmd_workspace_subs, sub);
 	int c;
 
@@ -110,6 +118,8 @@ static int parse(struct cli_global *g, const char *sub, int argc, char **argv, b
 			create_dirty = true;
 		} else if (c == 'F' && !strcmp(sub, "create")) {
 			create_from = optarg;
+		} else if (c == 'O' && (!strcmp(sub, "create") || !strcmp(sub, "mount"))) {
+			allow_other = true;
 		} else {
 			*status =
 			    cli_usage_error(cmd->path, "unknown option '%s'", argv[optind - 1]);
@@ -152,7 +162,8 @@ static int ws_create(struct cli_global *g, int argc, char **argv)
 		if (at)
 			*at++ = '\0';
 		if (!from || core_project_open(&p, g->workdir) < 0 ||
-		    core_ws_fork(p, name, from, at && *at ? at : NULL, &ws) < 0)
+		    core_ws_fork(p, name, from, at && *at ? at : NULL,
+				 allow_other ? CORE_WS_ALLOW_OTHER : 0, &ws) < 0)
 			status = from ? cli_fail_lib() : cli_fail(CLI_ERR, "out of memory");
 		else
 			status = CLI_OK;
@@ -160,7 +171,10 @@ static int ws_create(struct cli_global *g, int argc, char **argv)
 		if (status != CLI_OK)
 			goto out;
 	} else if (core_project_open(&p, g->workdir) < 0 ||
-		   core_ws_create_opts(p, name, rev, create_dirty ? CORE_WS_DIRTY : 0, &ws) < 0) {
+		   core_ws_create_opts(p, name, rev,
+				       (create_dirty ? CORE_WS_DIRTY : 0) |
+					   (allow_other ? CORE_WS_ALLOW_OTHER : 0),
+				       &ws) < 0) {
 		status = cli_fail_lib();
 		goto out;
 	}
@@ -275,7 +289,8 @@ static int ws_mount_common(struct cli_global *g, int argc, char **argv, bool mou
 		  &status) < 0)
 		return status;
 	if (core_project_open(&p, g->workdir) < 0 || core_ws_get(p, name, &ws) < 0 ||
-	    (mount ? core_ws_mount(p, ws) : core_ws_unmount(p, ws)) < 0) {
+	    (mount ? core_ws_mount(p, ws, allow_other ? CORE_WS_ALLOW_OTHER : 0)
+		   : core_ws_unmount(p, ws)) < 0) {
 		status = cli_fail_lib();
 		goto out;
 	}

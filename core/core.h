@@ -78,7 +78,8 @@ void core_ws_free(struct core_ws *ws);
 int core_ws_create(struct core_project *p, const char *name, const char *rev,
 		   struct core_ws **out) ARB_MUST_CHECK;
 /* Flags of core_ws_create_opts. */
-#define CORE_WS_DIRTY 0x1 /* also carry the origin's uncommitted working-tree state */
+#define CORE_WS_DIRTY	    0x1 /* also carry the origin's uncommitted working-tree state */
+#define CORE_WS_ALLOW_OTHER 0x2 /* mount it for other users too (see core_ws_mount) */
 int core_ws_create_opts(struct core_project *p, const char *name, const char *rev,
 			unsigned int flags, struct core_ws **out) ARB_MUST_CHECK;
 /* -ENOENT (with message) for an unknown workspace. */
@@ -100,9 +101,13 @@ int core_ws_purge(struct core_project *p, const char *name) ARB_MUST_CHECK;
 
 /*
  * Mounts the workspace view (starts its daemon, which detaches) and returns once it is live;
- * a no-op when mounted. A dead mount left by a killed daemon is cleared first.
+ * a no-op when mounted (whatever flags say). A dead mount left by a killed daemon is cleared
+ * first. flags: 0 (private: only the daemon's user may use the view; the workspace folder is
+ * 0700) or CORE_WS_ALLOW_OTHER (FUSE allow_other: every user, with the view's permission
+ * checks; the workspace folder is 0711 so others can reach workdir/ but list nothing).
+ * -EPERM with a message when allow_other needs user_allow_other in /etc/fuse.conf (not root).
  */
-int core_ws_mount(struct core_project *p, struct core_ws *ws) ARB_MUST_CHECK;
+int core_ws_mount(struct core_project *p, struct core_ws *ws, unsigned int flags) ARB_MUST_CHECK;
 /* Unmounts the view and waits for its daemon to finish; a no-op when not mounted. */
 int core_ws_unmount(struct core_project *p, struct core_ws *ws) ARB_MUST_CHECK;
 /* The live daemon's pid from run/daemon.pid, or 0. */
@@ -182,10 +187,10 @@ int core_ws_restore(struct core_project *p, struct core_ws *ws, const git_oid *t
  * `workspace create NAME --from FROM[@CKPT]`: NAME's base is FROM's checkpoint CKPT (any
  * core_ws_tree name; NULL: a checkpoint of FROM's view taken now), as a commit in the origin's
  * store over FROM's base. Copies what the checkpoint has beyond the origin; NAME is
- * independent of FROM afterwards.
+ * independent of FROM afterwards. flags as for core_ws_create_opts (not CORE_WS_DIRTY).
  */
 int core_ws_fork(struct core_project *p, const char *name, const char *from, const char *ckpt,
-		 struct core_ws **out) ARB_MUST_CHECK;
+		 unsigned int flags, struct core_ws **out) ARB_MUST_CHECK;
 /*
  * Bringing work home (core/home.c). merge: the workspace's branch into the origin's current
  * branch, fetched through the remote arborinth/NAME: a fast-forward, or a merge commit made in

@@ -51,7 +51,7 @@ out:
 }
 
 int core_ws_fork(struct core_project *p, const char *name, const char *from, const char *ckpt,
-		 struct core_ws **out)
+		 unsigned int flags, struct core_ws **out)
 {
 	struct core_ws *src = NULL;
 	git_repository *srepo = NULL;
@@ -106,7 +106,7 @@ int core_ws_fork(struct core_project *p, const char *name, const char *from, con
 		rc = util_err(-EIO, "fork: %s", git_error_last()->message);
 	if (rc == 0) {
 		git_oid_tostr(hex, sizeof(hex), &cid);
-		rc = core_ws_create(p, name, hex, out);
+		rc = core_ws_create_opts(p, name, hex, flags, out);
 	}
 	free(msg);
 	git_signature_free(sig);

@@ -146,16 +146,51 @@ static void clear_stale_mount(const char *workdir)
 	}
 }
 
-int core_ws_mount(struct core_project *p, struct core_ws *ws)
+/* True when /etc/fuse.conf has a user_allow_other line (what fusermount3 reads). */
+static bool fuse_conf_allows_other(void)
+{
+	char *buf = NULL, *line, *save = NULL;
+	size_t len;
+	bool found = false;
+
+	if (util_read_file("/etc/fuse.conf", &buf, &len) < 0)
+		return false;
+	for (line = strtok_r(buf, "\n", &save); line && !found; line = strtok_r(NULL, "\n", &save))
+		found = !strncmp(line + strspn(line, " \t"), "user_allow_other", 16);
+	free(buf);
+	return found;
+}
+
+/*
+ * Who may reach the view: the workspace folder is 0700 for a private view and 0711 (search
+ * only) when others may use it, so they can reach workdir/ and list nothing beside it.
+ */
+static int set_share(const struct core_ws *ws, bool allow_other)
+{
+	if (allow_other && geteuid() != 0 && !fuse_conf_allows_other())
+		return util_err(-EPERM,
+				"--allow-other: /etc/fuse.conf has no 'user_allow_other' line "
+				"(needed when not root)");
+	if (chmod(ws->root, allow_other ? 0711 : 0700) < 0)
+		return util_err(-errno, "%s: %s", ws->root, strerror(errno));
+	return 0;
+}
+
+int core_ws_mount(struct core_project *p, struct core_ws *ws, unsigned int flags)
 {
 	char *blobs = NULL, *pidfile = NULL, *log = NULL, *db = NULL, *commondir = NULL;
-	int rc = -ENOMEM;
+	bool allow_other = flags & CORE_WS_ALLOW_OTHER;
+	int rc;
 
 	clear_stale_mount(ws->workdir);
 	if (fs_is_mounted(ws->workdir)) {
 		ws->mounted = true;
 		return 0;
 	}
+	rc = set_share(ws, allow_other);
+	if (rc < 0)
+		return rc;
+	rc = -ENOMEM;
 	blobs = util_path_join(p->state_dir, "blobs");
 	pidfile = util_path_join(ws->run, "daemon.pid");
 	log = util_path_join(ws->run, "fs.log");
@@ -163,12 +198,33 @@ int core_ws_mount(struct core_project *p, struct core_ws *ws)
 	commondir = strdup(git_repository_commondir(p->repo));
 	if (!blobs || !pidfile || !log || !db || !commondir)
 		goto out;
-	char *argv[] = {
-	    "arborinth", "__fs-daemon",	  "--mountpoint", ws->workdir, "--layer",    ws->layer,
-	    "--gitdir",	 ws->gitdir,	  "--repo",	  commondir,   "--blobs",    blobs,
-	    "--base",	 ws->base_commit, "--pidfile",	  pidfile,     "--db",	     db,
-	    "--ws-id",	 ws->id,	  "--ws-name",	  ws->name,    "--ready-fd", NULL,
-	    NULL};
+	char *argv[] = {"arborinth",
+			"__fs-daemon",
+			"--mountpoint",
+			ws->workdir,
+			"--layer",
+			ws->layer,
+			"--gitdir",
+			ws->gitdir,
+			"--repo",
+			commondir,
+			"--blobs",
+			blobs,
+			"--base",
+			ws->base_commit,
+			"--pidfile",
+			pidfile,
+			"--db",
+			db,
+			"--ws-id",
+			ws->id,
+			"--ws-name",
+			ws->name,
+			"--share",
+			allow_other ? "other" : "private",
+			"--ready-fd",
+			NULL,
+			NULL};
 	rc = spawn(argv, (int)ARB_ARRAY_LEN(argv) - 1, log);
 	if (rc == 0) {
 		ws->mounted = true;

@@ -182,6 +182,14 @@ static int layer_build(git_repository *repo, const struct core_ws *ws, const cha
 	return rc;
 }
 
+/* How the view is shared now (core/mount.c makes the folder 0711 for --allow-other). */
+static unsigned view_sharing(const struct core_ws *ws)
+{
+	struct stat st;
+
+	return stat(ws->root, &st) == 0 && (st.st_mode & 0001) ? CORE_WS_ALLOW_OTHER : 0;
+}
+
 int core_ws_rewind(struct core_project *p, struct core_ws *ws, const git_oid *tree,
 		   struct core_ckpt *before)
 {
@@ -191,6 +199,7 @@ int core_ws_rewind(struct core_project *p, struct core_ws *ws, const git_oid *tr
 	git_repository *repo = NULL;
 	int64_t running = 0;
 	bool was_mounted = fs_is_mounted(ws->workdir) == 1;
+	unsigned shared = view_sharing(ws);
 	int rc = fresh && old ? 0 : util_err(-ENOMEM, "out of memory");
 
 	memset(before, 0, sizeof(*before));
@@ -228,7 +237,7 @@ int core_ws_rewind(struct core_project *p, struct core_ws *ws, const git_oid *tr
 	} else if (fresh) {
 		(void)util_rm_rf(fresh);
 	}
-	if (was_mounted && core_ws_mount(p, ws) < 0 && rc == 0)
+	if (was_mounted && core_ws_mount(p, ws, shared) < 0 && rc == 0)
 		rc = -EIO; /* the mount's message stands */
 	git_repository_free(repo);
 	free(old);
@@ -301,7 +310,7 @@ int core_ws_restore(struct core_project *p, struct core_ws *ws, const git_oid *t
 
 	for (size_t i = 0; rc == 0 && i < n; i++)
 		rc = path_check(paths[i]);
-	rc = rc ?: core_ws_mount(p, ws);
+	rc = rc ?: core_ws_mount(p, ws, view_sharing(ws));
 	rc = rc ?: ckpt_repo_open(ws, &repo);
 	if (rc == 0 && git_tree_lookup(&t, repo, tree) < 0)
 		rc = util_err(-EIO, "restore: %s", git_error_last()->message);

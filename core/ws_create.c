@@ -150,7 +150,8 @@ out:
 }
 
 /* Mounts the new workspace; on failure removes it again, keeping the reason. */
-static int mount_new(struct core_project *p, const char *name, struct core_ws **out)
+static int mount_new(struct core_project *p, const char *name, unsigned int flags,
+		     struct core_ws **out)
 {
 	struct core_ws *ws = NULL;
 	char reason[1024];
@@ -160,7 +161,7 @@ static int mount_new(struct core_project *p, const char *name, struct core_ws **
 		return rc;
 	rc = core_fault("mount");
 	if (rc == 0)
-		rc = core_ws_mount(p, ws);
+		rc = core_ws_mount(p, ws, flags & CORE_WS_ALLOW_OTHER);
 	if (rc == 0) {
 		if (out)
 			*out = ws;
@@ -217,7 +218,7 @@ int core_ws_create_opts(struct core_project *p, const char *name, const char *re
 	if (staging)
 		(void)util_rm_rf(staging);
 	if (rc == 0)
-		rc = mount_new(p, name, out);
+		rc = mount_new(p, name, flags, out);
 out:
 	free(wsdir);
 	free(staging);

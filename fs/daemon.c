@@ -205,7 +205,10 @@ static int write_pidfile(const char *path)
 static int serve(struct fs *fs, const struct fs_config *cfg, int *ready_fd)
 {
 	char *argv[] = {"arborinth-fs", "-o",
-			"default_permissions,fsname=arborinth,subtype=arborinth", "-d", NULL};
+			cfg->allow_other
+			    ? "default_permissions,allow_other,fsname=arborinth,subtype=arborinth"
+			    : "default_permissions,fsname=arborinth,subtype=arborinth",
+			"-d", NULL};
 	struct fuse_args args = FUSE_ARGS_INIT(cfg->debug ? 4 : 3, argv);
 	struct fuse_loop_config *loop = NULL;
 	int rc = -EIO;
@@ -263,6 +266,8 @@ int fs_daemon_run(const struct fs_config *cfg, int ready_fd)
 	raise_nofile();
 	fs_git_init();
 	rc = fs_setup(&fs, cfg);
+	if (rc == 0)
+		rc = fs_reconcile(&fs);
 	if (rc == 0)
 		rc = serve(&fs, cfg, &ready_fd);
 	signal_ready(&ready_fd, 1);

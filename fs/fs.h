@@ -24,7 +24,8 @@ struct fs_config {
 	const char *db_path;	/* state.db, for the audit; NULL: no audit */
 	const char *ws_id;	/* workspace id and name, for the audit */
 	const char *ws_name;
-	int debug; /* libfuse debug output to stderr */
+	bool allow_other; /* other users may use the view (FUSE allow_other) */
+	int debug;	  /* libfuse debug output to stderr */
 };
 
 /*

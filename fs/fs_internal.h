@@ -198,6 +198,13 @@ char *fs_node_path(struct fs *fs, struct fs_node *n, const char *child);
 
 /* lower.c: the base tree. Require fs->lock. */
 int fs_lower_init(struct fs *fs) ARB_MUST_CHECK;
+
+/*
+ * reconcile.c: before serving, when the last run of the daemon crashed, records every entry
+ * of the upper layer changed since its events may be missing as an "unattributed" row; then
+ * begins this run's record (audit_log_run_check/run_begin). No-op without audit.
+ */
+int fs_reconcile(struct fs *fs) ARB_MUST_CHECK;
 /* The directory's lower tree (NULL when it has none). */
 int fs_lower_tree(struct fs *fs, struct fs_node *dir, git_tree **out) ARB_MUST_CHECK;
 /* Looks name up in dir's lower tree; 0 and *entry (borrowed) or -ENOENT. */
@@ -216,6 +223,12 @@ int fs_upper_copy_up(struct fs *fs, struct fs_node *n) ARB_MUST_CHECK;
 int fs_upper_whiteout(struct fs *fs, struct fs_node *dir, const char *name) ARB_MUST_CHECK;
 bool fs_upper_is_whiteout(const struct stat *st);
 int fs_upper_set_opaque(struct fs *fs, int dirfd) ARB_MUST_CHECK;
+/*
+ * owner.c: gives the new upper entry p/name (just made with mode) to the caller of req: its
+ * fsuid, and its fsgid unless p is set-group-ID. Requires fs->lock.
+ */
+int fs_upper_own(struct fs *fs, fuse_req_t req, struct fs_node *p, const char *name,
+		 mode_t mode) ARB_MUST_CHECK;
 /* Reopens an O_PATH fd with flags (through /proc/self/fd). */
 int fs_upper_reopen(int fd, int flags);
 /*

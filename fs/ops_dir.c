@@ -63,7 +63,20 @@ static void reply_entry_or_err(fuse_req_t req, int rc, struct fuse_entry_param *
 		fuse_reply_entry(req, e);
 }
 
-static int do_mkdir(struct fs *fs, struct fs_node *p, const char *name, mode_t mode)
+/* A node just made in p's upper directory: given to the caller, then its entry (or undone). */
+static int new_upper_entry(struct fs *fs, fuse_req_t req, struct fs_node *p, const char *name,
+			   mode_t mode, struct fuse_entry_param *e)
+{
+	int rc = fs_upper_own(fs, req, p, name, mode);
+
+	if (rc < 0) {
+		unlinkat(p->fd, name, 0);
+		return rc;
+	}
+	return new_entry(fs, p, name, e);
+}
+
+static int do_mkdir(struct fs *fs, fuse_req_t req, struct fs_node *p, const char *name, mode_t mode)
 {
 	bool covered = false;
 	int rc = fs_prepare_new(fs, p, name, &covered);
@@ -73,8 +86,12 @@ static int do_mkdir(struct fs *fs, struct fs_node *p, const char *name, mode_t m
 		return rc;
 	if (mkdirat(p->fd, name, mode & 07777) < 0)
 		return -errno;
-	if (!covered)
-		return 0;
+	rc = fs_upper_own(fs, req, p, name, mode);
+	if (rc < 0 || !covered) {
+		if (rc < 0)
+			unlinkat(p->fd, name, AT_REMOVEDIR);
+		return rc;
+	}
 	/* A directory made where the base had an entry must not show the old children. */
 	fd = openat(p->fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
@@ -95,7 +112,7 @@ void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 
 	pthread_mutex_lock(&fs->lock);
 	p = fs_node_get(fs, parent);
-	rc = p ? do_mkdir(fs, p, name, mode) : -ESTALE;
+	rc = p ? do_mkdir(fs, req, p, name, mode) : -ESTALE;
 	if (rc == 0)
 		rc = new_entry(fs, p, name, &e);
 	if (p)
@@ -123,7 +140,7 @@ void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 	if (rc == 0 && mknodat(p->fd, name, mode, rdev) < 0)
 		rc = -errno;
 	if (rc == 0)
-		rc = new_entry(fs, p, name, &e);
+		rc = new_upper_entry(fs, req, p, name, mode, &e);
 	if (p)
 		fs_record_mode(fs, req, "mknod", p, name, mode, rc);
 	fs_unlock(fs);
@@ -144,7 +161,7 @@ void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const ch
 	if (rc == 0 && symlinkat(link, p->fd, name) < 0)
 		rc = -errno;
 	if (rc == 0)
-		rc = new_entry(fs, p, name, &e);
+		rc = new_upper_entry(fs, req, p, name, S_IFLNK | 0777, &e);
 	if (p)
 		fs_record(fs, req, "symlink", p, name, link, rc);
 	fs_unlock(fs);

@@ -157,8 +157,9 @@ static int open_nohandle(struct fs *fs, struct fs_node *n, int flags)
 	return rc < 0 ? rc : fs_upper_truncate(fs, n, 0);
 }
 
-static int do_create(struct fs *fs, struct fs_node *p, const char *name, mode_t mode,
-		     struct fuse_file_info *fi, struct fuse_entry_param *e, struct fs_handle **h)
+static int do_create(struct fs *fs, fuse_req_t req, struct fs_node *p, const char *name,
+		     mode_t mode, struct fuse_file_info *fi, struct fuse_entry_param *e,
+		     struct fs_handle **h)
 {
 	struct fs_node *n = NULL;
 	bool covered;
@@ -182,6 +183,12 @@ static int do_create(struct fs *fs, struct fs_node *p, const char *name, mode_t 
 		    mode & 07777);
 	if (fd < 0)
 		return -errno;
+	rc = fs_upper_own(fs, req, p, name, mode);
+	if (rc < 0) {
+		close(fd);
+		unlinkat(p->fd, name, 0);
+		return rc;
+	}
 	rc = fs_lookup_upper(fs, p, name, &n);
 	if (rc > 0)
 		rc = -ENOENT;
@@ -213,7 +220,7 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 
 	pthread_mutex_lock(&fs->lock);
 	p = fs_node_get(fs, parent);
-	rc = p ? do_create(fs, p, name, mode, fi, &e, &h) : -ESTALE;
+	rc = p ? do_create(fs, req, p, name, mode, fi, &e, &h) : -ESTALE;
 	if (p)
 		fs_record_mode(fs, req, "create", p, name, mode & 07777, rc);
 	fs_unlock(fs);

@@ -113,11 +113,11 @@ assert len(lines) == 2, lines
 rows = [json.loads(l) for l in lines]
 keys = ["seq", "time", "time_ns", "workspace", "kind", "op", "path", "path2", "result", "errno",
         "exit_status", "pid", "comm", "exe", "session", "size", "count", "off_lo", "off_hi",
-        "mode", "argv", "jail", "backend", "method", "host", "port", "status", "bytes_up",
+        "mode", "mtime_ns", "argv", "jail", "backend", "method", "host", "port", "status", "bytes_up",
         "bytes_down", "duration_ns", "decision", "reason"]
 for r in rows:
     assert list(r.keys()) == keys, list(r.keys())
-    assert all(r[k] is None for k in keys[22:]), r  # the proxy's fields, on fs rows
+    assert all(r[k] is None for k in keys[23:]), r  # the proxy's fields, on fs rows
 w = rows[1]
 assert w["op"] == "write" and w["kind"] == "fs" and w["path"] == "src/new.c", w
 assert w["size"] == 1500 and w["count"] == 1 and w["off_lo"] == 0 and w["off_hi"] == 1500, w
