@@ -114,14 +114,9 @@ struct binds_grant_ctx {
 int binds_grant_add(struct binds_set *s, const char *name,
 		    const struct binds_grant_ctx *ctx) ARB_MUST_CHECK;
 
-/* ---- credentials ------------------------------------------------------------------------ */
-
 /*
- * Host files that hold credentials (~/.ssh, ~/.claude/.credentials.json, ~/.codex/auth.json,
- * ~/.npmrc, ...). Returns the first such path (absolute, under home) that `path` is, lies
- * inside or contains, else NULL. Bind files and grants may not mount one (tmpfs may cover
- * one). *out (when not NULL) receives a malloc'd copy; the return value says whether.
+ * Credential paths (util_secret_path in util/util.h: ~/.ssh, ~/.npmrc, ...): bind files and
+ * grants may not mount one, nor a folder containing one (tmpfs may cover one).
  */
-bool binds_secret_path(const char *path, const char *home, char **out);
 
 #endif

@@ -77,7 +77,5 @@ const char *binds_key_name(enum binds_key k);
  */
 int binds_path_expand(const char *value, const char *home, const char *base_dir,
 		      char **out) ARB_MUST_CHECK;
-/* True when path is dir or lies below it (both normalised). */
-bool binds_path_under(const char *path, const char *dir);
 
 #endif

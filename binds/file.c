@@ -11,15 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-bool binds_path_under(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	if (!strcmp(dir, "/"))
-		return path[0] == '/';
-	return !strncmp(path, dir, n) && (path[n] == '\0' || path[n] == '/');
-}
-
 /* Normalises absolute `path` into a new string; -EINVAL for "." or ".." components. */
 static int norm(const char *path, char **out)
 {
@@ -223,7 +214,7 @@ static int own_keys(struct binds_set *s, const struct binds_doc *d, const char *
 			break;
 		}
 		for (size_t j = 0; j < nm && !covered; j++)
-			covered = binds_path_under(p, mounts[j]);
+			covered = util_path_under(p, mounts[j]);
 		if (!covered) {
 			rc = util_err(
 			    -EINVAL,

@@ -28,7 +28,7 @@ static int apply_mounts(struct jail_box *b, const struct binds_set *s, const cha
 		char *secret = NULL, *why;
 		int rc;
 
-		if (m[i].kind != BINDS_TMPFS && binds_secret_path(m[i].path, home, &secret)) {
+		if (m[i].kind != BINDS_TMPFS && util_secret_path(m[i].path, home, &secret)) {
 			cli_fail(CLI_USAGE,
 				 "%s%s: %s would expose host credentials (%s); they are never "
 				 "mounted into a box",

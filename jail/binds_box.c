@@ -34,8 +34,8 @@ static const struct jail_mount *other_guard(const struct jail_box *b, const char
 
 		if (g->origin != JAIL_FROM_GUARD || is_home_guard(b, g))
 			continue;
-		if (jail_path_under(path, g->dest) ||
-		    (g->protects && jail_path_under(path, g->protects)))
+		if (util_path_under(path, g->dest) ||
+		    (g->protects && util_path_under(path, g->protects)))
 			return g;
 	}
 	return NULL;
@@ -52,9 +52,9 @@ static const struct jail_mount *exposes(const struct jail_box *b, const char *re
 
 		if (!x->protects)
 			continue;
-		if (jail_path_under(x->protects, real))
+		if (util_path_under(x->protects, real))
 			return x;
-		if (jail_path_under(real, x->protects) && !is_home_guard(b, x))
+		if (util_path_under(real, x->protects) && !is_home_guard(b, x))
 			return x;
 	}
 	return NULL;

@@ -123,14 +123,14 @@ static int resolve_dirs(struct jail_box *b)
 
 	/* A cache at or above $HOME would unmask it: fall back to the default. */
 	if (xdg && xdg[0] == '/' && jail_path_norm(xdg, &norm) == 0 &&
-	    !jail_path_under(b->home, norm))
+	    !util_path_under(b->home, norm))
 		b->cache_dest = norm;
 	else
 		free(norm), b->cache_dest = util_path_join(b->home, ".cache");
 	norm = NULL;
 	xdg = jail_env_get(b->host.v, "XDG_RUNTIME_DIR");
 	if (xdg && xdg[0] == '/' && jail_path_norm(xdg, &norm) == 0 &&
-	    jail_path_under(norm, "/run") && strcmp(norm, "/run"))
+	    util_path_under(norm, "/run") && strcmp(norm, "/run"))
 		b->runtime_dir = norm;
 	else
 		free(norm), b->runtime_dir = util_asprintf("/run/user/%u", (unsigned)getuid());

@@ -106,8 +106,8 @@ static const struct jail_mount *path_entry_conflict(const struct jail_box *b, co
 		const char *p = m->v[i].protects;
 
 		/* Containing a hidden path reopens it; inside one, only $HOME's may be shown. */
-		if (p && (jail_path_under(p, real) ||
-			  (jail_path_under(real, p) && strcmp(m->v[i].dest, b->home))))
+		if (p && (util_path_under(p, real) ||
+			  (util_path_under(real, p) && strcmp(m->v[i].dest, b->home))))
 			return &m->v[i];
 	}
 	return NULL;
@@ -125,7 +125,7 @@ static int add_path_entry(struct jail_box *b, const char *entry)
 	real = jail_path_real(norm);
 	if (!real || stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
 		goto out;
-	if (!jail_path_under(norm, b->home) && !jail_path_under(real, b->home_real))
+	if (!util_path_under(norm, b->home) && !util_path_under(real, b->home_real))
 		goto out;
 	if ((c = path_entry_conflict(b, real))) {
 		jail_strv_pushf(&b->notes, "PATH entry %s not mounted: %s would expose %s (%s)",
@@ -133,7 +133,7 @@ static int add_path_entry(struct jail_box *b, const char *entry)
 		goto out;
 	}
 	/* At its own path when that is under $HOME; else where its symlink leads. */
-	const char *dest = jail_path_under(norm, b->home) ? norm : real;
+	const char *dest = util_path_under(norm, b->home) ? norm : real;
 
 	if (jail_mounts_find(&b->mounts, dest))
 		goto out; /* listed twice, or already mounted */

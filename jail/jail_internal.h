@@ -37,8 +37,6 @@ void jail_strv_clear(struct jail_strv *s);
  * components are refused (-EINVAL, no message: callers word it). *out: caller frees.
  */
 int jail_path_norm(const char *path, char **out) ARB_MUST_CHECK;
-/* True when normalised `path` is `dir` or lies below it (component-wise). */
-bool jail_path_under(const char *path, const char *dir);
 /*
  * The host's real path for `path`: symlinks resolved in its longest existing prefix, the
  * rest appended as written. NULL only on ENOMEM. Caller frees.

@@ -106,8 +106,8 @@ const struct jail_mount *jail_mounts_guard_for(const struct jail_mounts *m, cons
 		const struct jail_mount *g = &m->v[i];
 
 		if (g->origin == JAIL_FROM_GUARD &&
-		    (jail_path_under(path, g->dest) ||
-		     (g->protects && jail_path_under(path, g->protects))))
+		    (util_path_under(path, g->dest) ||
+		     (g->protects && util_path_under(path, g->protects))))
 			return g;
 	}
 	return NULL;
@@ -117,7 +117,7 @@ const struct jail_mount *jail_mounts_guard_for(const struct jail_mounts *m, cons
 static const struct jail_mount *hidden_below(const struct jail_mounts *m, const char *src)
 {
 	for (size_t i = 0; i < m->n; i++)
-		if (m->v[i].protects && jail_path_under(m->v[i].protects, src))
+		if (m->v[i].protects && util_path_under(m->v[i].protects, src))
 			return &m->v[i];
 	return NULL;
 }
@@ -125,7 +125,7 @@ static const struct jail_mount *hidden_below(const struct jail_mounts *m, const 
 static const struct jail_mount *hidden_above(const struct jail_mounts *m, const char *src)
 {
 	for (size_t i = 0; i < m->n; i++)
-		if (m->v[i].protects && jail_path_under(src, m->v[i].protects))
+		if (m->v[i].protects && util_path_under(src, m->v[i].protects))
 			return &m->v[i];
 	return NULL;
 }
@@ -255,7 +255,7 @@ void jail_mounts_sort(struct jail_mounts *m)
 static ssize_t parent_of(const struct jail_mounts *m, size_t i)
 {
 	for (size_t j = i; j-- > 0;)
-		if (jail_path_under(m->v[i].dest, m->v[j].dest))
+		if (util_path_under(m->v[i].dest, m->v[j].dest))
 			return (ssize_t)j;
 	return -1;
 }
@@ -358,7 +358,7 @@ void jail_mounts_args(const struct jail_mounts *m, struct jail_strv *a)
 	}
 	for (size_t i = 0; i <= m->n; i++) {
 		while (depth > 0 &&
-		       (i == m->n || !jail_path_under(m->v[i].dest, open[depth - 1]->dest))) {
+		       (i == m->n || !util_path_under(m->v[i].dest, open[depth - 1]->dest))) {
 			jail_strv_push(a, "--remount-ro");
 			jail_strv_push(a, open[--depth]->dest);
 		}

@@ -497,27 +497,6 @@ START_TEST(grants)
 }
 END_TEST
 
-START_TEST(secrets)
-{
-	char *hit = NULL;
-
-	ck_assert(binds_secret_path(HOME "/.ssh", HOME, &hit));
-	ck_assert_str_eq(hit, HOME "/.ssh");
-	free(hit);
-	ck_assert(binds_secret_path(HOME "/.ssh/id_ed25519", HOME, NULL));
-	ck_assert(binds_secret_path(HOME "/.claude", HOME, &hit)); /* contains the credentials */
-	ck_assert_str_eq(hit, HOME "/.claude/.credentials.json");
-	free(hit);
-	ck_assert(binds_secret_path(HOME, HOME, NULL));
-	ck_assert(binds_secret_path("/", HOME, NULL));
-	ck_assert(binds_secret_path(HOME "/.codex/auth.json", HOME, NULL));
-	ck_assert(!binds_secret_path(HOME "/.claude/settings.json", HOME, &hit));
-	ck_assert_ptr_null(hit);
-	ck_assert(!binds_secret_path(HOME "/.sshx", HOME, NULL));
-	ck_assert(!binds_secret_path("/opt", HOME, NULL));
-}
-END_TEST
-
 int main(void)
 {
 	Suite *s = suite_create("binds");
@@ -537,7 +516,6 @@ int main(void)
 	tcase_add_test(tc, include_errors_name_the_included_file);
 	tcase_add_test(tc, later_files_win);
 	tcase_add_test(tc, grants);
-	tcase_add_test(tc, secrets);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

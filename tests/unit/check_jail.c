@@ -70,11 +70,11 @@ START_TEST(path_under_and_order)
 {
 	const char *sorted[] = {"/", "/a", "/a/b", "/a/b/c", "/a-b", "/a0", "/ab", "/b"};
 
-	ck_assert(jail_path_under("/a/b", "/a"));
-	ck_assert(jail_path_under("/a", "/a"));
-	ck_assert(jail_path_under("/x", "/"));
-	ck_assert(!jail_path_under("/ab", "/a"));
-	ck_assert(!jail_path_under("/a", "/a/b"));
+	ck_assert(util_path_under("/a/b", "/a"));
+	ck_assert(util_path_under("/a", "/a"));
+	ck_assert(util_path_under("/x", "/"));
+	ck_assert(!util_path_under("/ab", "/a"));
+	ck_assert(!util_path_under("/a", "/a/b"));
 	/* jail_path_cmp: every directory right before its subtree, '/' lowest. */
 	for (size_t i = 0; i + 1 < ARB_ARRAY_LEN(sorted); i++)
 		ck_assert_msg(jail_path_cmp(sorted[i], sorted[i + 1]) < 0, "%s < %s", sorted[i],
