@@ -59,6 +59,9 @@ const char cmd_shell_usage[] =
     "  --binds FILE            a bind file (TOML: ro, rw, tmpfs, path, env, include;\n"
     "                          repeatable, applied after the grants, so a file wins; see\n"
     "                          README \"Bind files and grants\")\n"
+    "  --no-tool-managers      mount only the PATH entries under $HOME, not what their tool\n"
+    "                          managers need (pyenv's versions, rustup's toolchains, an nvm\n"
+    "                          node's lib, a script's interpreter, ...; see --explain)\n"
     "  --explain               print the resolved box (inputs, mounts, environment,\n"
     "                          seccomp rules, the exact bwrap argv) and run nothing\n";
 
@@ -75,12 +78,13 @@ static const struct option shell_opts[] = {
     {"allow-host", required_argument, NULL, 'H'},
     {"grant", required_argument, NULL, 'g'},
     {"binds", required_argument, NULL, 'B'},
+    {"no-tool-managers", no_argument, NULL, 'T'},
     {0},
 };
 
 struct shell_opts {
 	const char *jail;
-	bool net, explain;
+	bool net, explain, no_tool_managers;
 	const char **mounts, **envs, **backends; /* borrowed from argv */
 	size_t n_mounts, n_envs, n_backends;
 	const char *key_file;
@@ -177,16 +181,20 @@ static int parse_options(struct cli_global *g, int argc, char **argv, struct she
 		case 'B':
 			o->binds[o->n_binds++] = optarg;
 			break;
+		case 'T':
+			o->no_tool_managers = true;
+			break;
 		}
 	}
 	if (strcmp(o->jail, "bubblewrap") && strcmp(o->jail, "none"))
 		return cli_usage_error("shell", "unknown jail '%s' (available: bubblewrap, none)",
 				       o->jail);
-	if (!strcmp(o->jail, "none") &&
-	    (o->n_mounts || o->n_envs || o->net || o->n_backends || o->n_grants || o->n_binds))
-		return cli_usage_error("shell",
-				       "--mount, --env, --net, --backend, --grant and --binds need "
-				       "--jail bubblewrap (--jail none runs on the host as it is)");
+	if (!strcmp(o->jail, "none") && (o->n_mounts || o->n_envs || o->net || o->n_backends ||
+					 o->n_grants || o->n_binds || o->no_tool_managers))
+		return cli_usage_error(
+		    "shell", "--mount, --env, --net, --backend, --grant, --binds and "
+			     "--no-tool-managers need --jail bubblewrap (--jail none runs "
+			     "on the host as it is)");
 	if (o->key_file && o->n_backends != 1)
 		return cli_usage_error("shell", "--api-key-file needs exactly one --backend");
 	if (o->net && o->n_allow_hosts)
@@ -225,6 +233,7 @@ static int make_box(struct core_project *p, const struct core_ws *ws, const stru
 	    .origin_objects = core_project_objects_dir(p),
 	    .state_dir = core_project_state_dir(p),
 	    .net = o->net,
+	    .no_tool_managers = o->no_tool_managers,
 	};
 	struct jail_box *b = NULL;
 	int status = CLI_OK;

@@ -133,6 +133,8 @@ int jail_box_add_extra_mount(struct jail_box *b, enum jail_mount_type type, cons
 			      "%s already has a default mount (%s: %s) that cannot be replaced",
 			      x.dest, jail_mount_type_name(old->type), old->why);
 	}
+	if (rc == 0)
+		jail_mounts_drop_below(&b->mounts, x.dest, JAIL_MOUNT_TOOL);
 out:
 	free(x.src);
 	free(x.dest);

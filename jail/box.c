@@ -212,6 +212,11 @@ int jail_box_new(struct jail_box **out, const struct jail_box_config *cfg)
 		rc = jail_box_defaults(b);
 	if (rc == 0)
 		rc = jail_box_env_defaults(b);
+	if (rc == 0 && !cfg->no_tool_managers)
+		rc = jail_box_tools(b);
+	else if (rc == 0)
+		jail_strv_push(&b->notes, "tool managers on PATH get only their PATH entries "
+					  "mounted (tool-manager mounts turned off)");
 	if (rc < 0) {
 		jail_box_free(b);
 		return rc;

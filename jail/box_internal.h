@@ -38,5 +38,27 @@ int jail_box_defaults(struct jail_box *b) ARB_MUST_CHECK;
 /* box_env.c: the environment from the host allowlist, then sorted when finishing. */
 int jail_box_env_defaults(struct jail_box *b) ARB_MUST_CHECK;
 int jail_box_env_finish(struct jail_box *b) ARB_MUST_CHECK;
+/* box_defaults.c: calls fn for each entry of the host's $PATH, in order, until one fails. */
+int jail_box_path_each(struct jail_box *b,
+		       int (*fn)(struct jail_box *b, const char *entry)) ARB_MUST_CHECK;
+/* box_defaults.c: the mount whose hidden host path `real` would reveal (but $HOME's), or NULL. */
+const struct jail_mount *jail_box_path_conflict(const struct jail_box *b, const char *real);
+
+/*
+ * toolmgr.c: for each PATH entry under $HOME that was mounted, what its tool manager needs
+ * (read-only mounts, variables) and what its programs lead to (toolscan.c). After the
+ * environment defaults. Each mount and variable is explained with the entry it is for.
+ */
+int jail_box_tools(struct jail_box *b) ARB_MUST_CHECK;
+/*
+ * Mounts `path` read-only at its path in the box (a replaceable default, listed with
+ * `why`) when it exists below $HOME and is not shown already; refused with a note when it is
+ * $HOME, a credential path, a folder holding one, or would reveal what a mount hides.
+ */
+int jail_box_tool_mount(struct jail_box *b, const char *path, const char *why) ARB_MUST_CHECK;
+/* toolscan.c: links and script interpreters of PATH entry `norm` (real path `real`). */
+int jail_box_tool_scan(struct jail_box *b, const char *norm, const char *real) ARB_MUST_CHECK;
+/* `path` with $HOME written as "~". Caller frees; NULL on ENOMEM. */
+char *jail_box_tilde(const struct jail_box *b, const char *path);
 
 #endif

@@ -53,8 +53,10 @@ struct jail_box_config {
 	const char *origin_objects; /* its object store (bound read-only) */
 	const char *state_dir;	    /* the origin's .arborinth/ (hidden) */
 	bool net;		    /* share the host network namespace */
-	char *const *host_env;	    /* the host environment; NULL: environ */
-	const char *bwrap;	    /* the bwrap program; NULL: "bwrap" on the host PATH */
+	/* Do not mount what tool managers on PATH need (jail/toolmgr.c), only the entries. */
+	bool no_tool_managers;
+	char *const *host_env; /* the host environment; NULL: environ */
+	const char *bwrap;     /* the bwrap program; NULL: "bwrap" on the host PATH */
 	/*
 	 * The box-init program, bound into the box and run as `PROGRAM __box-init ...`. NULL:
 	 * arborinth_box_init beside the running binary, else the running binary itself.
@@ -95,7 +97,8 @@ int jail_box_set_command(struct jail_box *b, char *const argv[]) ARB_MUST_CHECK;
  * the $HOME guard (toolchains live there), never at $HOME or /, at or below another guard,
  * nor (ro/rw) reopen a path a mount hides other than $HOME. It replaces an earlier extra or
  * user mount or a replaceable default at the same destination; later --mount may replace
- * it. Listed as "user" with `why`. -EINVAL with a message (no prefix: the caller adds one).
+ * it; the tool-manager mounts below it are dropped (a bind file's tmpfs hides them). Listed
+ * as "user" with `why`. -EINVAL with a message (no prefix: the caller adds one).
  */
 int jail_box_add_extra_mount(struct jail_box *b, enum jail_mount_type type, const char *path,
 			     const char *why) ARB_MUST_CHECK;

@@ -80,6 +80,11 @@ enum {
 	JAIL_MOUNT_SEAL = 1u << 1,
 	/* The source is writable from inside the box: paths below it are checked for links. */
 	JAIL_MOUNT_BOX_WRITABLE = 1u << 2,
+	/*
+	 * What a tool manager on PATH needs (toolmgr.c): dropped when a grant or bind file
+	 * mounts something at or above it, so a bind file's tmpfs hides it.
+	 */
+	JAIL_MOUNT_TOOL = 1u << 3,
 };
 
 struct jail_mount {
@@ -115,6 +120,8 @@ int jail_mounts_add(struct jail_mounts *m, const struct jail_mount *mnt) ARB_MUS
  * destination of a replaceable default or of an earlier user mount replaces it.
  */
 int jail_mounts_add_user(struct jail_mounts *m, const char *spec) ARB_MUST_CHECK;
+/* Removes the mounts with `flag` strictly below dest. */
+void jail_mounts_drop_below(struct jail_mounts *m, const char *dest, unsigned flag);
 /* Borrowed; NULL when nothing is mounted at dest. */
 const struct jail_mount *jail_mounts_find(const struct jail_mounts *m, const char *dest);
 /* The guard whose destination or hidden path covers `path`, or NULL. */

@@ -77,6 +77,20 @@ static struct jail_mount *find(const struct jail_mounts *m, const char *dest)
 	return NULL;
 }
 
+void jail_mounts_drop_below(struct jail_mounts *m, const char *dest, unsigned flag)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < m->n; i++) {
+		if ((m->v[i].flags & flag) && util_path_under(m->v[i].dest, dest) &&
+		    strcmp(m->v[i].dest, dest))
+			mount_free(&m->v[i]);
+		else
+			m->v[o++] = m->v[i];
+	}
+	m->n = o;
+}
+
 const struct jail_mount *jail_mounts_find(const struct jail_mounts *m, const char *dest)
 {
 	return find(m, dest);
