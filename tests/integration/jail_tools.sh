@@ -158,6 +158,75 @@ mv "$H/rusthome" "$H/.rustup"
 expect_status 0 "PATH entry in ~/.ssh" -- env PATH="$H/.ssh:$PATH" "$ARB" shell w --explain -- true
 expect_match "PATH entry $H/.ssh not mounted: it would expose credentials" "$OUT" "PATH entry credential note"
 
+# --- the rest of the table: each manager's program runs, and not without its mounts --------
+# fnm: the PATH entry is a per-shell link to an installation; its bin links into its lib.
+F=$H/.local/share/fnm/node-versions/v1/installation
+mkexe "$F/lib/node_modules/x/run" '#!/bin/sh
+echo "fnm-ran FNM_DIR=$FNM_DIR"'
+mkdir -p "$F/bin" "$H/.local/state/fnm_multishells"
+ln -s ../lib/node_modules/x/run "$F/bin/fakefnm"
+ln -s "$F" "$H/.local/state/fnm_multishells/1_2"
+# volta: every tool is a link to volta-shim, which reads $VOLTA_HOME/tools.
+mkexe "$H/.volta/bin/volta-shim" '#!/bin/sh
+cat "$VOLTA_HOME/tools/user/platform.json"'
+ln -s volta-shim "$H/.volta/bin/fakevolta"
+mkdir -p "$H/.volta/tools/user" && echo '{"node":"volta-ran"}' >"$H/.volta/tools/user/platform.json"
+# bun: global packages' bins link into install/global.
+mkexe "$H/.bun/bin/bun" '#!/bin/sh'
+mkexe "$H/.bun/install/global/node_modules/x/cli" '#!/bin/sh
+echo "bun-ran BUN_INSTALL=$BUN_INSTALL"'
+ln -s ../install/global/node_modules/x/cli "$H/.bun/bin/fakebunx"
+# sdkman: candidates/java/current links to a version; java needs its lib.
+mkexe "$H/.sdkman/bin/sdkman-init.sh" '# sdkman'
+mkexe "$H/.sdkman/candidates/java/9.0/bin/fakejava" '#!/bin/sh
+cat "$(dirname "$0")/../lib/modules"'
+echo java-ran >"$H/.sdkman/candidates/java/9.0/lib/modules" 2>/dev/null ||
+	{ mkdir -p "$H/.sdkman/candidates/java/9.0/lib" && echo java-ran >"$H/.sdkman/candidates/java/9.0/lib/modules"; }
+ln -s 9.0 "$H/.sdkman/candidates/java/current"
+# asdf and mise: shims exec the installed version from the data folder.
+mkexe "$H/.asdf/installs/x/1/bin/fakeasdf" '#!/bin/sh
+echo "asdf-ran $(cat "$HOME/.tool-versions")"'
+mkexe "$H/.asdf/shims/fakeasdf" '#!/bin/sh
+exec "$ASDF_DATA_DIR/installs/x/1/bin/fakeasdf" "$@"'
+echo 'x 1' >"$H/.tool-versions"
+mkexe "$H/.local/share/mise/installs/y/2/bin/fakemise" '#!/bin/sh
+echo mise-ran'
+mkexe "$H/.local/share/mise/shims/fakemise" '#!/bin/sh
+exec "$MISE_DATA_DIR/installs/y/2/bin/fakemise" "$@"'
+# Go: a GOROOT's go needs its pkg/tool; GOPATH's bin is self-contained but told its GOPATH.
+mkexe "$H/sdk/go9/bin/fakego" '#!/bin/sh
+cat "$GOROOT/pkg/tool/linux_amd64/compile"'
+mkdir -p "$H/sdk/go9/pkg/tool/linux_amd64" && echo go-ran >"$H/sdk/go9/pkg/tool/linux_amd64/compile"
+mkexe "$H/go/bin/fakegopath" '#!/bin/sh
+echo "gopath-ran GOPATH=$GOPATH"'
+mkdir -p "$H/go/pkg/mod"
+MORE="$H/.local/state/fnm_multishells/1_2/bin:$H/.volta/bin:$H/.bun/bin"
+MORE="$MORE:$H/.sdkman/candidates/java/current/bin:$H/.asdf/shims:$H/.local/share/mise/shims"
+MORE="$MORE:$H/sdk/go9/bin:$H/go/bin"
+morebox() { env PATH="$MORE:$PATH" "$ARB" shell w "$@"; }
+manager() { # NAME PROGRAM WANT-REGEX
+	expect_status 0 "$1" -- morebox -- "$2"
+	expect_match "$3" "$OUT" "$1: $2 runs"
+	# Control: without the managers' mounts and variables it fails, or runs without them.
+	OUT=$(morebox --no-tool-managers -- "$2" 2>/dev/null) || true
+	if grep -Eq -- "$3" <<<"$OUT"; then fail "control: $1's $2 worked with --no-tool-managers"; else pass; fi
+}
+manager fnm fakefnm "^fnm-ran FNM_DIR=$H/.local/share/fnm$"
+manager volta fakevolta '^\{"node":"volta-ran"\}$'
+manager bun fakebunx "^bun-ran BUN_INSTALL=$H/.bun$"
+manager sdkman fakejava "^java-ran$"
+manager asdf fakeasdf "^asdf-ran x 1$"
+manager mise fakemise "^mise-ran$"
+manager go fakego "^go-ran$"
+manager gopath fakegopath "^gopath-ran GOPATH=$H/go$"
+expect_status 0 "explain the rest" -- morebox --explain -- true
+for m in "fnm_multishells/1_2/lib  ro $F/lib .*\(fnm\)" "volta/tools/user  ro .*\(volta\)" \
+	"bun/install/global  ro .*\(bun\)" "java/current  ro $H/.sdkman/candidates/java/9.0 .*\(sdkman\)" \
+	"asdf/installs  ro .*\(asdf\)" "$H/.tool-versions  ro .*\(asdf\)" "mise/installs  ro .*\(mise\)" \
+	"sdk/go9  ro .*\(go\)" "GOPATH=$H/go set for path entry ~/go/bin \(gopath\)"; do
+	expect_match "$m" "$OUT" "explain: $m"
+done
+
 # --- the machine's own pyenv python3 and rustup cargo ---------------------------------------
 real_tool() { # NAME MANAGER-DIR: the real tool, when it runs through that manager
 	local p
