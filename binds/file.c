@@ -160,7 +160,10 @@ out:
 
 static enum binds_kind kind_of(enum binds_key k)
 {
-	return k == BINDS_KEY_RO ? BINDS_RO : k == BINDS_KEY_RW ? BINDS_RW : BINDS_TMPFS;
+	return k == BINDS_KEY_RO	? BINDS_RO
+	       : k == BINDS_KEY_RW	? BINDS_RW
+	       : k == BINDS_KEY_OVERLAY ? BINDS_OVERLAY
+					: BINDS_TMPFS;
 }
 
 /* This file's own mounts, PATH entries (each covered by one of its mounts) and variables. */
@@ -178,7 +181,7 @@ static int own_keys(struct binds_set *s, const struct binds_doc *d, const char *
 		char *p = NULL, *origin = NULL;
 
 		if (it->key != BINDS_KEY_RO && it->key != BINDS_KEY_RW &&
-		    it->key != BINDS_KEY_TMPFS)
+		    it->key != BINDS_KEY_TMPFS && it->key != BINDS_KEY_OVERLAY)
 			continue;
 		rc = binds_path_expand(it->value, home, NULL, &p);
 		if (rc < 0) {
@@ -216,11 +219,11 @@ static int own_keys(struct binds_set *s, const struct binds_doc *d, const char *
 		for (size_t j = 0; j < nm && !covered; j++)
 			covered = util_path_under(p, mounts[j]);
 		if (!covered) {
-			rc = util_err(
-			    -EINVAL,
-			    "%s:%u:%u: path: %s is not covered by an ro, rw or tmpfs entry "
-			    "of this file (path grants no filesystem access by itself)",
-			    name, it->line, it->col, p);
+			rc = util_err(-EINVAL,
+				      "%s:%u:%u: path: %s is not covered by an ro, rw, overlay or "
+				      "tmpfs entry "
+				      "of this file (path grants no filesystem access by itself)",
+				      name, it->line, it->col, p);
 			free(p);
 			break;
 		}

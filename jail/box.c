@@ -317,6 +317,9 @@ int jail_box_finish(struct jail_box *b)
 		return rc;
 	if (!b->command.n)
 		return util_err(-EINVAL, "jail: no command to run");
+	rc = jail_box_overlays_prepare(b);
+	if (rc < 0)
+		return rc;
 	jail_mounts_sort(&b->mounts);
 	rc = jail_mounts_check_links(&b->mounts);
 	if (rc < 0)

@@ -61,4 +61,26 @@ int jail_box_tool_scan(struct jail_box *b, const char *norm, const char *real) A
 /* `path` with $HOME written as "~". Caller frees; NULL on ENOMEM. */
 char *jail_box_tilde(const struct jail_box *b, const char *path);
 
+/* ---- overlays (overlay.c) ------------------------------------------------------------ */
+
+/* At finish: each overlay's folder in the workspace (src = DIR/merged, upper = DIR/upper). */
+int jail_box_overlays_prepare(struct jail_box *b) ARB_MUST_CHECK;
+
+/* What the child mounts before it execs bwrap, made before the fork. */
+struct jail_overlays {
+	struct jail_strv targets, options, labels; /* one per overlay */
+	bool userns;				   /* not root: a user namespace too */
+	char uid_map[32], gid_map[32];
+};
+
+/* Creates each overlay's upper, work and merged folders and its mount options. */
+int jail_overlays_plan(const struct jail_box *b, struct jail_overlays *o) ARB_MUST_CHECK;
+void jail_overlays_clear(struct jail_overlays *o);
+/*
+ * In the forked child, before exec: a private mount namespace (and user namespace) with the
+ * overlays mounted. Does nothing without overlays; on failure prints one line and exits
+ * JAIL_EXIT_SETUP.
+ */
+void jail_overlays_enter(const struct jail_overlays *o);
+
 #endif

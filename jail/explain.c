@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Shell-quotes s when it holds anything but plainly safe characters. */
 static void put_word(FILE *f, const char *s)
@@ -62,6 +63,7 @@ static const char *origin_name(const struct jail_mount *m)
 static void explain_mounts(FILE *f, const struct jail_box *b)
 {
 	const struct jail_mounts *m = &b->mounts;
+	size_t overlays = 0;
 
 	fprintf(f, "\n== mounts by destination (ancestors first, so the deeper mount wins; "
 		   "* guard: no user mount at or below it) ==\n");
@@ -70,14 +72,23 @@ static void explain_mounts(FILE *f, const struct jail_box *b)
 
 		fprintf(f, "  %*s%s%s  %s", (int)(2 * jail_mounts_depth(m, i)), "", x->dest,
 			x->origin == JAIL_FROM_GUARD ? " *" : "", jail_mount_type_name(x->type));
-		if (x->src)
+		if (x->type == JAIL_MOUNT_OVERLAY)
+			fprintf(f, " %s, writes in %s", x->lower, x->upper);
+		else if (x->src)
 			fprintf(f, " %s", x->src);
 		if (x->perms)
 			fprintf(f, " mode %04o", x->perms);
 		if (x->flags & JAIL_MOUNT_SEAL)
 			fprintf(f, ", then read-only");
 		fprintf(f, "  [%s] %s\n", origin_name(x), x->why);
+		overlays += x->type == JAIL_MOUNT_OVERLAY;
 	}
+	if (overlays)
+		fprintf(f,
+			"  (overlays: kernel overlayfs mounted on the workspace's merged folder "
+			"in a private mount namespace%s just before bwrap, which binds it; the "
+			"host never sees the mount and the source never changes)\n",
+			geteuid() ? " and user namespace" : "");
 }
 
 static void explain_env(FILE *f, const struct jail_box *b)

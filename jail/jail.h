@@ -39,6 +39,11 @@ enum jail_mount_type {
 	JAIL_MOUNT_DEV,	  /* private /dev */
 	JAIL_MOUNT_PROC,  /* procfs of the box's pid namespace */
 	JAIL_MOUNT_DIR,	  /* a directory created in whatever is mounted above it */
+	/*
+	 * The source as the lower layer of an overlay whose writes land in the workspace
+	 * (NAME/overlay/DEST/upper); the host's source never changes (jail/overlay.c).
+	 */
+	JAIL_MOUNT_OVERLAY,
 };
 
 /* What the box is built from. Strings are copied; paths absolute. */
@@ -73,7 +78,10 @@ struct jail_box;
 int jail_box_new(struct jail_box **out, const struct jail_box_config *cfg) ARB_MUST_CHECK;
 void jail_box_free(struct jail_box *b);
 
-/* --mount SPEC: -EINVAL with a message quoting the spec (syntax, missing source, guard). */
+/*
+ * --mount SPEC (TYPE ro, rw, overlay, tmpfs, dev or proc): -EINVAL with a message quoting the
+ * spec (syntax, missing source, guard).
+ */
 int jail_box_add_mount(struct jail_box *b, const char *spec) ARB_MUST_CHECK;
 /*
  * A mount that is part of the box's policy rather than the user's (for other modules, e.g.
@@ -93,7 +101,7 @@ int jail_box_set_command(struct jail_box *b, char *const argv[]) ARB_MUST_CHECK;
 
 /*
  * Grants, bind files and agent launchers (jail/binds_box.c). An extra mount binds host path
- * `path` at the same path (ro, rw) or puts a tmpfs there. Unlike --mount it may land below
+ * `path` at the same path (ro, rw, overlay) or puts a tmpfs there. Unlike --mount it may land below
  * the $HOME guard (toolchains live there), never at $HOME or /, at or below another guard,
  * nor (ro/rw) reopen a path a mount hides other than $HOME. It replaces an earlier extra or
  * user mount or a replaceable default at the same destination; later --mount may replace

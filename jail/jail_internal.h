@@ -50,19 +50,19 @@ int jail_path_cmp(const char *a, const char *b);
 /* A parsed --mount SPEC. */
 struct jail_spec {
 	enum jail_mount_type type;
-	char *src;  /* binds only: as written (normalised); NULL otherwise */
+	char *src;  /* binds and overlays only: as written (normalised); NULL otherwise */
 	char *dest; /* normalised */
 };
 
 /*
- * Parses "TYPE:dest" or "TYPE:source:dest" (TYPE one of ro, rw, tmpfs, dev, proc). ro/rw
- * without a source bind dest itself; tmpfs, dev and proc take only a destination. Paths
- * must be absolute without "." or ".."; a bind source must exist. -EINVAL with a message
- * that quotes the spec and says what is wrong. Clear with jail_spec_clear().
+ * Parses "TYPE:dest" or "TYPE:source:dest" (TYPE one of ro, rw, overlay, tmpfs, dev, proc).
+ * ro/rw/overlay without a source bind dest itself; tmpfs, dev and proc take only a destination.
+ * Paths must be absolute without "." or ".."; a bind source must exist. -EINVAL with a message that
+ * quotes the spec and says what is wrong. Clear with jail_spec_clear().
  */
 int jail_spec_parse(const char *text, struct jail_spec *out) ARB_MUST_CHECK;
 void jail_spec_clear(struct jail_spec *s);
-/* "ro", "rw", "tmpfs", "dev", "proc", "dir". */
+/* "ro", "rw", "tmpfs", "dev", "proc", "dir", "overlay". */
 const char *jail_mount_type_name(enum jail_mount_type t);
 
 /* ---- the mount tree ------------------------------------------------------------------- */
@@ -92,7 +92,9 @@ struct jail_mount {
 	enum jail_mount_origin origin;
 	unsigned flags;
 	unsigned perms; /* tmpfs and dir: mode, 0 for the default */
-	char *src;	/* binds: the host path bound (resolved) */
+	char *src;	/* binds: the host path bound (resolved); overlay: DIR/merged */
+	char *lower;	/* overlay: the host path it shows (resolved) */
+	char *upper;	/* overlay: DIR/upper, its folder DIR in the workspace (overlay.c) */
 	char *dest;	/* normalised destination in the box */
 	char *protects; /* the real host path this mount hides, or NULL */
 	char *why;	/* where it came from, for --explain */

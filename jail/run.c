@@ -1,7 +1,8 @@
 /*
  * jail/run.c: launching a finished box. bwrap gets the seccomp BPF, an info pipe (box-init's
  * host pid, for signal forwarding) and a ready pipe (box-init's word that the command
- * started) on fixed descriptors, and nothing else of ours; it dies with us.
+ * started) on fixed descriptors, and nothing else of ours; it dies with us. Overlays are
+ * mounted in the child's own mount namespace just before it execs bwrap (overlay.c).
  */
 #include "jail/box_internal.h"
 
@@ -52,8 +53,8 @@ static int ensure_dirs(const struct jail_box *b)
 }
 
 /* In the child: fds to their fixed numbers, everything else closed, then exec bwrap. */
-static void child_exec(const struct jail_box *b, pid_t parent, int seccomp_fd, int info_fd,
-		       int ready_fd)
+static void child_exec(const struct jail_box *b, const struct jail_overlays *ovl, pid_t parent,
+		       int seccomp_fd, int info_fd, int ready_fd)
 {
 	int want[] = {JAIL_FD_SECCOMP, JAIL_FD_INFO, JAIL_FD_READY};
 	int have[] = {seccomp_fd, info_fd, ready_fd};
@@ -83,6 +84,7 @@ static void child_exec(const struct jail_box *b, pid_t parent, int seccomp_fd, i
 	sigaction(SIGPIPE, &dfl, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	jail_overlays_enter(ovl);
 	execve(b->argv.v[0], b->argv.v, b->env.v);
 	fprintf(stderr, "arborinth: cannot run %s: %s\n", b->argv.v[0], strerror(errno));
 	_exit(JAIL_EXIT_SETUP);
@@ -125,6 +127,7 @@ int jail_box_run(const struct jail_box *b, int *exit_status)
 	struct sigaction old[ARB_ARRAY_LEN(forwarded)];
 	sigset_t mask;
 	int seccomp_fd = -1, info[2] = {-1, -1}, ready[2] = {-1, -1};
+	struct jail_overlays ovl = {0};
 	pid_t parent = getpid(), pid;
 	int rc, status = 0;
 	char byte = 0;
@@ -133,9 +136,11 @@ int jail_box_run(const struct jail_box *b, int *exit_status)
 		return util_err(-EINVAL, "jail: run needs a finished box");
 	rc = ensure_dirs(b);
 	if (rc == 0)
+		rc = jail_overlays_plan(b, &ovl);
+	if (rc == 0)
 		rc = jail_seccomp_export(&seccomp_fd);
 	if (rc < 0)
-		return rc;
+		goto out;
 	if (pipe2(info, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0) {
 		rc = util_err(-errno, "cannot create a pipe: %s", strerror(errno));
 		goto out;
@@ -151,7 +156,7 @@ int jail_box_run(const struct jail_box *b, int *exit_status)
 	init_pid = 0;
 	pid = fork();
 	if (pid == 0)
-		child_exec(b, parent, seccomp_fd, info[1], ready[1]);
+		child_exec(b, &ovl, parent, seccomp_fd, info[1], ready[1]);
 	if (pid < 0) {
 		rc = util_err(-errno, "cannot fork: %s", strerror(errno));
 		restore(old);
@@ -176,6 +181,7 @@ int jail_box_run(const struct jail_box *b, int *exit_status)
 	else
 		*exit_status = util_wait_status_to_exit(status);
 out:
+	jail_overlays_clear(&ovl);
 	if (seccomp_fd >= 0)
 		close(seccomp_fd);
 	for (int i = 0; i < 2; i++) {

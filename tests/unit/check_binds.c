@@ -200,7 +200,7 @@ START_TEST(errors)
 		const char *text, *msg;
 	} cases[] = {
 	    {"foo = []\n",
-	     "t.toml:1:1: unknown key 'foo' (bind files know ro, rw, tmpfs, path, env, "
+	     "t.toml:1:1: unknown key 'foo' (bind files know ro, rw, overlay, tmpfs, path, env, "
 	     "include)"},
 	    {"ro = []\nro = []\n", "t.toml:2:1: duplicate key 'ro' (first at 1:1)"},
 	    {"ro = \"/a\"\n", "t.toml:1:6: 'ro' takes an array of strings, found a string"},
@@ -252,11 +252,12 @@ START_TEST(errors)
 	    {"ro = [\"/a\", \"/a/\"]\n", "t.toml:1:13: ro: /a is listed twice in this file"},
 	    {"ro = [\"/a\"]\nrw = [\"/a\"]\n", "t.toml:2:7: rw: /a is listed twice in this file"},
 	    {"ro = [\"/opt/a\"]\npath = [\"/opt/ab/bin\"]\n",
-	     "t.toml:2:9: path: /opt/ab/bin is not covered by an ro, rw or tmpfs entry of this "
+	     "t.toml:2:9: path: /opt/ab/bin is not covered by an ro, rw, overlay or tmpfs entry of "
+	     "this "
 	     "file (path grants no filesystem access by itself)"},
-	    {"path = [\"/usr/bin\"]\n",
-	     "t.toml:1:9: path: /usr/bin is not covered by an ro, rw or tmpfs entry of this file "
-	     "(path grants no filesystem access by itself)"},
+	    {"path = [\"/usr/bin\"]\n", "t.toml:1:9: path: /usr/bin is not covered by an ro, rw, "
+					"overlay or tmpfs entry of this file "
+					"(path grants no filesystem access by itself)"},
 	    {"include = [\"/nonexistent/x.toml\"]\n",
 	     "t.toml:1:12: include '/nonexistent/x.toml': No such file or directory"},
 	};

@@ -139,8 +139,8 @@ START_TEST(spec_errors)
 	    {"ro", "--mount 'ro': missing ':' (expected TYPE:dest or TYPE:source:dest)"},
 	    {"ro:/a:/b:/c", "--mount 'ro:/a:/b:/c': too many ':'"},
 	    {":/x", "--mount ':/x': missing TYPE before ':'"},
-	    {"RO:/x",
-	     "--mount 'RO:/x': unknown type 'RO' (expected one of ro, rw, tmpfs, dev, proc)"},
+	    {"RO:/x", "--mount 'RO:/x': unknown type 'RO' (expected one of ro, rw, overlay, tmpfs, "
+		      "dev, proc)"},
 	    {"dir:/x", "--mount 'dir:/x': unknown type 'dir'"},
 	    {"tmpfs:/a:/b",
 	     "--mount 'tmpfs:/a:/b': type 'tmpfs' takes only a destination (tmpfs:dest)"},
