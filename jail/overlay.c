@@ -1,7 +1,7 @@
 /*
  * jail/overlay.c: overlay mounts (--mount overlay:SRC:DEST, a bind file's overlay = [...]).
  * The box sees SRC at DEST and may write there; the writes land in the workspace
- * (NAME/overlay/ENCODED-DEST/upper, kept across runs) and SRC never changes.
+ * (NAME/overlay/ENCODED-DEST.HASH-OF-SRC/upper, kept across runs) and SRC never changes.
  *
  * bwrap gained --overlay-src/--overlay only in 0.9.0 (Debian 12 has 0.8.0), so arborinth
  * mounts the kernel's overlayfs itself, the same way with every bwrap: the child that is
@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,9 +46,37 @@ static bool option_safe(const char *path)
 	return !strpbrk(path, ",:\\");
 }
 
+/* FNV-1a of s: tells apart the sources overlaid at one destination. */
+static uint64_t fnv1a(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+/* NAME/overlay/ENCODED-DEST.HASH-OF-SOURCE: one upper layer per destination and source. */
+static int overlay_dir(const struct jail_box *b, const struct jail_mount *m, char **out)
+{
+	char *name = encode(m->dest);
+	int rc = 0;
+
+	*out = NULL;
+	if (!name)
+		return util_err(-ENOMEM, "out of memory");
+	if (strlen(name) > 200)
+		rc = util_err(-ENAMETOOLONG, "overlay at %s: the destination is too long", m->dest);
+	else if (!(*out = util_asprintf("%s/overlay/%s.%016llx", b->ws_root, name,
+					(unsigned long long)fnv1a(m->lower))))
+		rc = util_err(-ENOMEM, "out of memory");
+	free(name);
+	return rc;
+}
+
 static int prepare_one(const struct jail_box *b, struct jail_mount *m)
 {
-	char *name = encode(m->dest), *dir = NULL;
+	char *dir = NULL;
 	struct stat st;
 	int rc = 0;
 
@@ -61,16 +90,17 @@ static int prepare_one(const struct jail_box *b, struct jail_mount *m)
 			      m->dest, option_safe(m->lower) ? b->ws_root : m->lower);
 	if (rc < 0)
 		goto out;
-	dir = name ? util_asprintf("%s/overlay/%s", b->ws_root, name) : NULL;
+	rc = overlay_dir(b, m, &dir);
+	if (rc < 0)
+		goto out;
 	free(m->src);
 	free(m->upper);
-	m->src = dir ? util_path_join(dir, "merged") : NULL;
-	m->upper = dir ? util_path_join(dir, "upper") : NULL;
+	m->src = util_path_join(dir, "merged");
+	m->upper = util_path_join(dir, "upper");
 	if (!m->src || !m->upper)
 		rc = util_err(-ENOMEM, "out of memory");
 out:
 	free(dir);
-	free(name);
 	return rc;
 }
 

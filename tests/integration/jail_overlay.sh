@@ -21,7 +21,7 @@ expect_status 0 "overlay: write, create, delete" -- box --mount "overlay:$D:/mnt
 expect_eq "orig
 d f g keep " "$OUT" "the box sees SRC and its own changes"
 expect_eq "$before" "$(tree_hash "$D")" "the host's SRC is unchanged"
-UP="$WS/overlay/%2Fmnt/upper"
+UP=$(echo "$WS"/overlay/%2Fmnt.*/upper)
 expect_eq "changed" "$(cat "$UP/f")" "the change is in the workspace's upper dir"
 [ -c "$UP/sub" ] && pass || fail "the deletion is a whiteout in the upper dir"
 expect_status 0 "overlay: changes persist in the workspace" -- box --mount "overlay:$D:/mnt" -- sh -c 'cat /mnt/f /mnt/g; ls /mnt | tr "\n" " "'
@@ -30,6 +30,10 @@ new
 d f g keep " "$OUT" "a second run sees the first run's changes"
 expect_status 0 "overlay: another workspace starts from SRC" -- "$ARB" shell w2 --mount "overlay:$D:/mnt" -- cat /mnt/f
 expect_eq "orig" "$OUT" "w2 does not see w's changes"
+mkdir -p "$T/data2" && printf 'other\n' >"$T/data2/f"
+expect_status 0 "overlay: another source at the same destination" -- box --mount "overlay:$T/data2:/mnt" -- sh -c 'cat /mnt/f; ls /mnt | tr "\n" " "'
+expect_eq "other
+f " "$OUT" "another source starts from itself, not from the first one's changes"
 # Control: a read-only bind of the same source cannot be written.
 expect_status 2 "control: ro bind is read-only" -- box --mount "ro:$D:/mnt" -- sh -c 'echo x >/mnt/f'
 expect_match "Read-only file system" "$ERR" "control: ro bind refuses the write"
@@ -85,7 +89,7 @@ expect_match "bad.toml:1:" "$ERR" "bad overlay value located"
 expect_status 0 "explain overlay" -- box --explain --mount "overlay:$D:/mnt" -- true
 expect_match "/mnt  overlay $D, writes in $UP  \[user\] --mount 'overlay:$D:/mnt'" "$OUT" "explain: the overlay and its upper dir"
 expect_match "kernel overlayfs mounted on the workspace's merged folder" "$OUT" "explain: how"
-expect_match "--bind $WS/overlay/%2Fmnt/merged /mnt" "$OUT" "explain: bwrap binds the merged folder"
+expect_match "--bind $WS/overlay/%2Fmnt\.[0-9a-f]{16}/merged /mnt" "$OUT" "explain: bwrap binds the merged folder"
 
 # --- as an ordinary user: a user namespace of its own for the mount ------------------------
 user=arbtest
@@ -108,7 +112,7 @@ else
 	expect_eq "$user
 user-changed" "$OUT" "an ordinary user's overlay"
 	expect_eq "user-orig" "$(cat "$U/d/f")" "the user's source is unchanged"
-	expect_eq "$user" "$(stat -c %U "$U/r/.arborinth/workspaces/u/overlay/%2Fmnt/upper/f")" "upper file owned by the user"
+	expect_eq "$user" "$(stat -c %U "$(echo "$U"/r/.arborinth/workspaces/u/overlay/%2Fmnt.*/upper/f)")" "upper file owned by the user"
 	expect_status 0 "delete as $user" -- as_user "$U/arborinth" --workdir "$U/r" workspace delete u
 fi
 finish
