@@ -4,12 +4,14 @@
  */
 #include "cli/cli.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "audit/audit.h"
 #include "core/core.h"
 #include "jail/jail.h"
 #include "proxy/proxy.h"
@@ -59,6 +61,9 @@ const char cmd_shell_usage[] =
     "  --binds FILE            a bind file (TOML: ro, rw, tmpfs, path, env, include;\n"
     "                          repeatable, applied after the grants, so a file wins; see\n"
     "                          README \"Bind files and grants\")\n"
+    "  --timeout DURATION      stop the box after DURATION (30s, 10m, 2h, 1d): SIGTERM to\n"
+    "                          CMD, SIGKILL to every process of the box 2 s later; exits\n"
+    "                          124\n"
     "  --no-tool-managers      mount only the PATH entries under $HOME, not what their tool\n"
     "                          managers need (pyenv's versions, rustup's toolchains, an nvm\n"
     "                          node's lib, a script's interpreter, ...; see --explain)\n"
@@ -79,6 +84,7 @@ static const struct option shell_opts[] = {
     {"grant", required_argument, NULL, 'g'},
     {"binds", required_argument, NULL, 'B'},
     {"no-tool-managers", no_argument, NULL, 'T'},
+    {"timeout", required_argument, NULL, 't'},
     {0},
 };
 
@@ -88,6 +94,7 @@ struct shell_opts {
 	const char **mounts, **envs, **backends; /* borrowed from argv */
 	size_t n_mounts, n_envs, n_backends;
 	const char *key_file;
+	int64_t timeout_ms;	  /* 0: none */
 	const char **allow_hosts; /* borrowed from argv */
 	size_t n_allow_hosts;
 	const char **grants, **binds; /* borrowed from argv */
@@ -140,6 +147,19 @@ static const char *default_shell(void)
 	return bash ? "bash" : "sh";
 }
 
+/* --timeout: "30s", "10m", "2h", "1d", "1w" (the units of audit's --since). */
+static int parse_timeout(const char *arg, int64_t *ms)
+{
+	int64_t back = 0;
+
+	/* A duration is parsed as that long before time 0: a negative instant. */
+	if (audit_time_parse(arg, 0, &back) < 0 || back >= 0 || arg[0] == '@')
+		return util_err(
+		    -EINVAL, "--timeout '%s': expected a duration such as 30s, 10m, 2h or 1d", arg);
+	*ms = -back / 1000000;
+	return 0;
+}
+
 /* Parses options in argv[0..argc); *name_at: index of NAME. */
 static int parse_options(struct cli_global *g, int argc, char **argv, struct shell_opts *o,
 			 int *name_at)
@@ -184,17 +204,22 @@ static int parse_options(struct cli_global *g, int argc, char **argv, struct she
 		case 'T':
 			o->no_tool_managers = true;
 			break;
+		case 't':
+			if (parse_timeout(optarg, &o->timeout_ms) < 0)
+				return cli_usage_error("shell", "%s", util_err_msg());
+			break;
 		}
 	}
 	if (strcmp(o->jail, "bubblewrap") && strcmp(o->jail, "none"))
 		return cli_usage_error("shell", "unknown jail '%s' (available: bubblewrap, none)",
 				       o->jail);
-	if (!strcmp(o->jail, "none") && (o->n_mounts || o->n_envs || o->net || o->n_backends ||
-					 o->n_grants || o->n_binds || o->no_tool_managers))
-		return cli_usage_error(
-		    "shell", "--mount, --env, --net, --backend, --grant, --binds and "
-			     "--no-tool-managers need --jail bubblewrap (--jail none runs "
-			     "on the host as it is)");
+	if (!strcmp(o->jail, "none") &&
+	    (o->n_mounts || o->n_envs || o->net || o->n_backends || o->n_grants || o->n_binds ||
+	     o->no_tool_managers || o->timeout_ms))
+		return cli_usage_error("shell",
+				       "--mount, --env, --net, --backend, --grant, --binds, "
+				       "--no-tool-managers and --timeout need --jail bubblewrap "
+				       "(--jail none runs on the host as it is)");
 	if (o->key_file && o->n_backends != 1)
 		return cli_usage_error("shell", "--api-key-file needs exactly one --backend");
 	if (o->net && o->n_allow_hosts)
@@ -256,7 +281,8 @@ static int make_box(struct core_project *p, const struct core_ws *ws, const stru
 	    cli_proxy_box_setup(
 		px, b, ws, (o->net ? CLI_PROXY_TCP : 0) | (o->explain ? CLI_PROXY_DRY : 0)) < 0)
 		status = cli_fail_lib();
-	if (status == CLI_OK && (jail_box_set_command(b, cmd) < 0 || jail_box_finish(b) < 0))
+	if (status == CLI_OK && (jail_box_set_timeout(b, o->timeout_ms) < 0 ||
+				 jail_box_set_command(b, cmd) < 0 || jail_box_finish(b) < 0))
 		status = cli_fail_lib();
 	if (status != CLI_OK) {
 		jail_box_free(b);
@@ -310,7 +336,11 @@ static int run_box(struct core_project *p, const struct core_ws *ws, const struc
 	} else {
 		/* The proxy's records belong to this session from the box's first request. */
 		cli_proxy_set_session(net, session);
-		if (jail_box_run(b, &exit_status) < 0)
+		int rc = jail_box_run(b, &exit_status);
+
+		if (rc == -ETIME)
+			status = cli_fail(JAIL_EXIT_TIMEOUT, "--timeout: %s", util_err_msg());
+		else if (rc < 0)
 			status = cli_fail(JAIL_EXIT_SETUP, "%s", util_err_msg());
 		else
 			status = exit_status;

@@ -257,6 +257,17 @@ int jail_box_add_init_hook(struct jail_box *b, const char *name, const char *arg
 	return jail_strv_ok(&b->hooks);
 }
 
+int jail_box_set_timeout(struct jail_box *b, int64_t ms)
+{
+	int rc = check_open(b);
+
+	if (rc == 0 && ms < 0)
+		rc = util_err(-EINVAL, "jail: a negative timeout");
+	if (rc == 0)
+		b->timeout_ms = ms;
+	return rc;
+}
+
 int jail_box_set_command(struct jail_box *b, char *const argv[])
 {
 	int rc = check_open(b);

@@ -24,6 +24,7 @@ struct jail_box {
 	struct jail_strv notes;	   /* decisions --explain reports (skipped PATH entries ...) */
 	struct jail_strv hooks;	   /* box-init options: "--NAME", "ARG", ... */
 	struct jail_strv command;
+	int64_t timeout_ms; /* 0: none */
 	/* Finished. */
 	struct jail_strv argv;
 	bool finished;

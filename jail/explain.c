@@ -44,6 +44,11 @@ static void explain_inputs(FILE *f, const struct jail_box *b)
 	fprintf(f, "  command    ");
 	put_words(f, b->command.v);
 	fprintf(f, "\n  directory  %s\n", b->workdir);
+	if (b->timeout_ms)
+		fprintf(f,
+			"  timeout    %lld ms: then SIGTERM to the command, SIGKILL to the box 2 s "
+			"later (exit %d)\n",
+			(long long)b->timeout_ms, JAIL_EXIT_TIMEOUT);
 	for (size_t i = 0; i < b->notes.n; i++)
 		fprintf(f, "  note       %s\n", b->notes.v[i]);
 }

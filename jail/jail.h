@@ -96,6 +96,11 @@ int jail_box_add_env(struct jail_box *b, const char *arg) ARB_MUST_CHECK;
  * the hook must exist in the box-init hook table (cli/cmd_box_init.c).
  */
 int jail_box_add_init_hook(struct jail_box *b, const char *name, const char *arg) ARB_MUST_CHECK;
+/*
+ * Stops the box `ms` milliseconds after it starts (--timeout): SIGTERM to the command, SIGKILL
+ * to the whole box 2 s later; jail_box_run() then reports JAIL_EXIT_TIMEOUT. 0: no limit.
+ */
+int jail_box_set_timeout(struct jail_box *b, int64_t ms) ARB_MUST_CHECK;
 /* The command to run (argv[0] searched on the box's PATH). Required before finishing. */
 int jail_box_set_command(struct jail_box *b, char *const argv[]) ARB_MUST_CHECK;
 
@@ -129,13 +134,16 @@ int jail_box_explain(const struct jail_box *b, char **out) ARB_MUST_CHECK;
 
 /* Exit status when the box itself could not be started (bwrap or box-init failed). */
 #define JAIL_EXIT_SETUP 125
+/* Exit status when the box ran out of time (as timeout(1)). */
+#define JAIL_EXIT_TIMEOUT 124
 
 /*
  * Runs the finished box and waits: creates missing workspace tmp/cache/home folders,
  * exports the seccomp BPF, starts bwrap (which dies with us), forwards SIGTERM, SIGHUP,
  * SIGUSR1, SIGUSR2 (and SIGINT/SIGQUIT sent by a process rather than the terminal) to
- * box-init. *exit_status: the command's status (128+N when killed by signal N). When the box
- * could not be started returns -ECHILD with a message (bwrap's own is on stderr).
+ * box-init. *exit_status: the command's status (128+N when killed by signal N), or
+ * JAIL_EXIT_TIMEOUT when the box's timeout stopped it. When the box could not be started
+ * returns -ECHILD with a message (bwrap's own is on stderr).
  */
 int jail_box_run(const struct jail_box *b, int *exit_status) ARB_MUST_CHECK;
 
