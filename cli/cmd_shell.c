@@ -11,7 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "audit/audit.h"
 #include "core/core.h"
 #include "jail/jail.h"
 #include "proxy/proxy.h"
@@ -64,6 +63,11 @@ const char cmd_shell_usage[] =
     "  --timeout DURATION      stop the box after DURATION (30s, 10m, 2h, 1d): SIGTERM to\n"
     "                          CMD, SIGKILL to every process of the box 2 s later; exits\n"
     "                          124\n"
+    "  --memory SIZE           at most SIZE (512M, 2G) of memory and swap for the whole box;\n"
+    "                          beyond it the kernel's OOM killer ends a process of the box\n"
+    "  --cpus N                at most N CPUs' worth of time (0.5, 2)\n"
+    "  --pids N                at most N processes and threads at once; further forks fail\n"
+    "                          (limits: a cgroup of the box's own, cgroup v1 as root)\n"
     "  --no-tool-managers      mount only the PATH entries under $HOME, not what their tool\n"
     "                          managers need (pyenv's versions, rustup's toolchains, an nvm\n"
     "                          node's lib, a script's interpreter, ...; see --explain)\n"
@@ -85,6 +89,9 @@ static const struct option shell_opts[] = {
     {"binds", required_argument, NULL, 'B'},
     {"no-tool-managers", no_argument, NULL, 'T'},
     {"timeout", required_argument, NULL, 't'},
+    {"memory", required_argument, NULL, 'M'},
+    {"cpus", required_argument, NULL, 'C'},
+    {"pids", required_argument, NULL, 'P'},
     {0},
 };
 
@@ -94,7 +101,8 @@ struct shell_opts {
 	const char **mounts, **envs, **backends; /* borrowed from argv */
 	size_t n_mounts, n_envs, n_backends;
 	const char *key_file;
-	int64_t timeout_ms;	  /* 0: none */
+	int64_t timeout_ms; /* 0: none */
+	struct jail_limits limits;
 	const char **allow_hosts; /* borrowed from argv */
 	size_t n_allow_hosts;
 	const char **grants, **binds; /* borrowed from argv */
@@ -147,19 +155,6 @@ static const char *default_shell(void)
 	return bash ? "bash" : "sh";
 }
 
-/* --timeout: "30s", "10m", "2h", "1d", "1w" (the units of audit's --since). */
-static int parse_timeout(const char *arg, int64_t *ms)
-{
-	int64_t back = 0;
-
-	/* A duration is parsed as that long before time 0: a negative instant. */
-	if (audit_time_parse(arg, 0, &back) < 0 || back >= 0 || arg[0] == '@')
-		return util_err(
-		    -EINVAL, "--timeout '%s': expected a duration such as 30s, 10m, 2h or 1d", arg);
-	*ms = -back / 1000000;
-	return 0;
-}
-
 /* Parses options in argv[0..argc); *name_at: index of NAME. */
 static int parse_options(struct cli_global *g, int argc, char **argv, struct shell_opts *o,
 			 int *name_at)
@@ -205,7 +200,14 @@ static int parse_options(struct cli_global *g, int argc, char **argv, struct she
 			o->no_tool_managers = true;
 			break;
 		case 't':
-			if (parse_timeout(optarg, &o->timeout_ms) < 0)
+		case 'M':
+		case 'C':
+		case 'P':
+			if (cli_shell_limit_parse(c == 't'   ? "timeout"
+						  : c == 'M' ? "memory"
+						  : c == 'C' ? "cpus"
+							     : "pids",
+						  optarg, &o->limits, &o->timeout_ms) < 0)
 				return cli_usage_error("shell", "%s", util_err_msg());
 			break;
 		}
@@ -215,10 +217,11 @@ static int parse_options(struct cli_global *g, int argc, char **argv, struct she
 				       o->jail);
 	if (!strcmp(o->jail, "none") &&
 	    (o->n_mounts || o->n_envs || o->net || o->n_backends || o->n_grants || o->n_binds ||
-	     o->no_tool_managers || o->timeout_ms))
+	     o->no_tool_managers || o->timeout_ms || o->limits.memory || o->limits.cpu_milli ||
+	     o->limits.pids))
 		return cli_usage_error("shell",
 				       "--mount, --env, --net, --backend, --grant, --binds, "
-				       "--no-tool-managers and --timeout need --jail bubblewrap "
+				       "--no-tool-managers and the limits need --jail bubblewrap "
 				       "(--jail none runs on the host as it is)");
 	if (o->key_file && o->n_backends != 1)
 		return cli_usage_error("shell", "--api-key-file needs exactly one --backend");
@@ -281,8 +284,9 @@ static int make_box(struct core_project *p, const struct core_ws *ws, const stru
 	    cli_proxy_box_setup(
 		px, b, ws, (o->net ? CLI_PROXY_TCP : 0) | (o->explain ? CLI_PROXY_DRY : 0)) < 0)
 		status = cli_fail_lib();
-	if (status == CLI_OK && (jail_box_set_timeout(b, o->timeout_ms) < 0 ||
-				 jail_box_set_command(b, cmd) < 0 || jail_box_finish(b) < 0))
+	if (status == CLI_OK &&
+	    (jail_box_set_timeout(b, o->timeout_ms) < 0 || jail_box_set_limits(b, &o->limits) < 0 ||
+	     jail_box_set_command(b, cmd) < 0 || jail_box_finish(b) < 0))
 		status = cli_fail_lib();
 	if (status != CLI_OK) {
 		jail_box_free(b);
@@ -336,8 +340,10 @@ static int run_box(struct core_project *p, const struct core_ws *ws, const struc
 	} else {
 		/* The proxy's records belong to this session from the box's first request. */
 		cli_proxy_set_session(net, session);
-		int rc = jail_box_run(b, &exit_status);
+		struct jail_run_stats stats = {0};
+		int rc = jail_box_run(b, &exit_status, &stats);
 
+		cli_shell_limit_report(&o->limits, &stats);
 		if (rc == -ETIME)
 			status = cli_fail(JAIL_EXIT_TIMEOUT, "--timeout: %s", util_err_msg());
 		else if (rc < 0)

@@ -34,6 +34,8 @@ void jail_box_free(struct jail_box *b)
 	free(b->runtime_dir);
 	free(b->bwrap);
 	free(b->box_init);
+	for (size_t i = 0; i < ARB_ARRAY_LEN(b->cg_base); i++)
+		free(b->cg_base[i]);
 	jail_strv_clear(&b->host);
 	jail_mounts_clear(&b->mounts);
 	jail_strv_clear(&b->env);

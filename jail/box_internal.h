@@ -25,6 +25,8 @@ struct jail_box {
 	struct jail_strv hooks;	   /* box-init options: "--NAME", "ARG", ... */
 	struct jail_strv command;
 	int64_t timeout_ms; /* 0: none */
+	struct jail_limits limits;
+	char *cg_base[3]; /* per controller of cgroup.c: the cgroup the box's goes below */
 	/* Finished. */
 	struct jail_strv argv;
 	bool finished;
@@ -61,6 +63,21 @@ int jail_box_tool_mount(struct jail_box *b, const char *path, const char *why) A
 int jail_box_tool_scan(struct jail_box *b, const char *norm, const char *real) ARB_MUST_CHECK;
 /* `path` with $HOME written as "~". Caller frees; NULL on ENOMEM. */
 char *jail_box_tilde(const struct jail_box *b, const char *path);
+
+/* ---- cgroups (cgroup.c) ---------------------------------------------------------------- */
+
+/* The box's cgroups for one run, per controller (NULL: no limit). */
+struct jail_cgroups {
+	char *dir[3], *procs[3];
+};
+
+/* Before the fork: creates the cgroups and writes the limits. */
+int jail_cgroups_create(const struct jail_box *b, struct jail_cgroups *cg) ARB_MUST_CHECK;
+/* In the forked child: joins them (before any namespace); on failure one line, exit 125. */
+void jail_cgroups_enter(const struct jail_cgroups *cg);
+/* After the box: the counters, then removal. */
+void jail_cgroups_stats(const struct jail_cgroups *cg, struct jail_run_stats *st);
+void jail_cgroups_clear(struct jail_cgroups *cg);
 
 /* ---- overlays (overlay.c) ------------------------------------------------------------ */
 

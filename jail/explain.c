@@ -29,6 +29,27 @@ static void put_words(FILE *f, char *const *v)
 	}
 }
 
+static void explain_limits(FILE *f, const struct jail_box *b)
+{
+	const struct jail_limits *l = &b->limits;
+
+	if (!l->memory && !l->cpu_milli && !l->pids)
+		return;
+	fprintf(f, "  limits    ");
+	if (l->memory)
+		fprintf(f, " memory %lld MiB (and swap)", (long long)(l->memory >> 20));
+	if (l->cpu_milli)
+		fprintf(f, " cpus %lld.%03lld", (long long)(l->cpu_milli / 1000),
+			(long long)(l->cpu_milli % 1000));
+	if (l->pids)
+		fprintf(f, " pids %lld", (long long)l->pids);
+	fprintf(f, ": cgroups arborinth-PID of the box's own below");
+	for (size_t i = 0; i < ARB_ARRAY_LEN(b->cg_base); i++)
+		if (b->cg_base[i])
+			fprintf(f, " %s", b->cg_base[i]);
+	fputc('\n', f);
+}
+
 static void explain_inputs(FILE *f, const struct jail_box *b)
 {
 	fprintf(f, "== inputs ==\n");
@@ -49,6 +70,7 @@ static void explain_inputs(FILE *f, const struct jail_box *b)
 			"  timeout    %lld ms: then SIGTERM to the command, SIGKILL to the box 2 s "
 			"later (exit %d)\n",
 			(long long)b->timeout_ms, JAIL_EXIT_TIMEOUT);
+	explain_limits(f, b);
 	for (size_t i = 0; i < b->notes.n; i++)
 		fprintf(f, "  note       %s\n", b->notes.v[i]);
 }

@@ -101,6 +101,17 @@ int jail_box_add_init_hook(struct jail_box *b, const char *name, const char *arg
  * to the whole box 2 s later; jail_box_run() then reports JAIL_EXIT_TIMEOUT. 0: no limit.
  */
 int jail_box_set_timeout(struct jail_box *b, int64_t ms) ARB_MUST_CHECK;
+/* Resource limits on a cgroup of the box's own (jail/cgroup.c); a 0 field: no limit. */
+struct jail_limits {
+	int64_t memory;	   /* bytes of memory (and swap) for all of the box */
+	int64_t cpu_milli; /* CPU time per wall time, in thousandths of a CPU */
+	int64_t pids;	   /* processes and threads at once */
+};
+/*
+ * Sets the limits; -ENOTSUP/-EACCES with a message when this host gives no cgroup for one
+ * (the controller is not on cgroup v1, or its cgroup is not writable).
+ */
+int jail_box_set_limits(struct jail_box *b, const struct jail_limits *l) ARB_MUST_CHECK;
 /* The command to run (argv[0] searched on the box's PATH). Required before finishing. */
 int jail_box_set_command(struct jail_box *b, char *const argv[]) ARB_MUST_CHECK;
 
@@ -142,10 +153,17 @@ int jail_box_explain(const struct jail_box *b, char **out) ARB_MUST_CHECK;
  * exports the seccomp BPF, starts bwrap (which dies with us), forwards SIGTERM, SIGHUP,
  * SIGUSR1, SIGUSR2 (and SIGINT/SIGQUIT sent by a process rather than the terminal) to
  * box-init. *exit_status: the command's status (128+N when killed by signal N), or
- * JAIL_EXIT_TIMEOUT when the box's timeout stopped it. When the box could not be started
- * returns -ECHILD with a message (bwrap's own is on stderr).
+ * JAIL_EXIT_TIMEOUT when the box's timeout stopped it (then -ETIME with a message). When the
+ * box could not be started returns -ECHILD with a message (bwrap's own is on stderr). *stats
+ * (may be NULL): what the limits did, also after a timeout.
  */
-int jail_box_run(const struct jail_box *b, int *exit_status) ARB_MUST_CHECK;
+/* What the limits did during a run. */
+struct jail_run_stats {
+	int64_t oom_kills;     /* processes the kernel's OOM killer ended for --memory */
+	int64_t forks_refused; /* forks and clones --pids refused */
+};
+int jail_box_run(const struct jail_box *b, int *exit_status,
+		 struct jail_run_stats *stats) ARB_MUST_CHECK;
 
 /* ---- box-init: pid 1 inside the box ------------------------------------------------------ */
 

@@ -82,8 +82,9 @@ static int ensure_dirs(const struct jail_box *b)
 }
 
 /* In the child: fds to their fixed numbers, everything else closed, then exec bwrap. */
-static void child_exec(const struct jail_box *b, const struct jail_overlays *ovl, pid_t parent,
-		       int seccomp_fd, int info_fd, int ready_fd)
+static void child_exec(const struct jail_box *b, const struct jail_cgroups *cg,
+		       const struct jail_overlays *ovl, pid_t parent, int seccomp_fd, int info_fd,
+		       int ready_fd)
 {
 	int want[] = {JAIL_FD_SECCOMP, JAIL_FD_INFO, JAIL_FD_READY};
 	int have[] = {seccomp_fd, info_fd, ready_fd};
@@ -113,6 +114,7 @@ static void child_exec(const struct jail_box *b, const struct jail_overlays *ovl
 	sigaction(SIGPIPE, &dfl, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	jail_cgroups_enter(cg);
 	jail_overlays_enter(ovl);
 	execve(b->argv.v[0], b->argv.v, b->env.v);
 	fprintf(stderr, "arborinth: cannot run %s: %s\n", b->argv.v[0], strerror(errno));
@@ -150,7 +152,7 @@ static void restore(struct sigaction *old)
 		sigaction(forwarded[i], &old[i], NULL);
 }
 
-int jail_box_run(const struct jail_box *b, int *exit_status)
+int jail_box_run(const struct jail_box *b, int *exit_status, struct jail_run_stats *stats)
 {
 	struct sigaction sa = {.sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART};
 	struct sigaction old[ARB_ARRAY_LEN(forwarded)], old_alarm;
@@ -158,6 +160,7 @@ int jail_box_run(const struct jail_box *b, int *exit_status)
 	sigset_t mask;
 	int seccomp_fd = -1, info[2] = {-1, -1}, ready[2] = {-1, -1};
 	struct jail_overlays ovl = {0};
+	struct jail_cgroups cg = {0};
 	pid_t parent = getpid(), pid;
 	int rc, status = 0;
 	char byte = 0;
@@ -167,6 +170,8 @@ int jail_box_run(const struct jail_box *b, int *exit_status)
 	rc = ensure_dirs(b);
 	if (rc == 0)
 		rc = jail_overlays_plan(b, &ovl);
+	if (rc == 0)
+		rc = jail_cgroups_create(b, &cg);
 	if (rc == 0)
 		rc = jail_seccomp_export(&seccomp_fd);
 	if (rc < 0)
@@ -187,7 +192,7 @@ int jail_box_run(const struct jail_box *b, int *exit_status)
 	sigaction(SIGALRM, &alarm_sa, &old_alarm);
 	pid = fork();
 	if (pid == 0)
-		child_exec(b, &ovl, parent, seccomp_fd, info[1], ready[1]);
+		child_exec(b, &cg, &ovl, parent, seccomp_fd, info[1], ready[1]);
 	if (pid < 0) {
 		rc = util_err(-errno, "cannot fork: %s", strerror(errno));
 		sigaction(SIGALRM, &old_alarm, NULL);
@@ -222,6 +227,9 @@ int jail_box_run(const struct jail_box *b, int *exit_status)
 	else
 		*exit_status = util_wait_status_to_exit(status);
 out:
+	if (stats)
+		jail_cgroups_stats(&cg, stats);
+	jail_cgroups_clear(&cg);
 	jail_overlays_clear(&ovl);
 	if (seccomp_fd >= 0)
 		close(seccomp_fd);
