@@ -76,6 +76,7 @@ static int scan_one(struct jail_box *b, int dirfd, const char *real_dir, const c
 {
 	char *full = util_path_join(real_dir, name), *target = NULL, *interp = NULL, *why = NULL;
 	char *ireal = NULL;
+	struct stat st;
 	int rc = 0;
 
 	if (!full)
@@ -91,7 +92,9 @@ static int scan_one(struct jail_box *b, int dirfd, const char *real_dir, const c
 	if (strcmp(full, target) && util_path_under(target, b->home_real) &&
 	    !util_path_under(target, real_dir))
 		rc = add_target(b, target, why);
-	interp = rc == 0 ? shebang(dirfd, name) : NULL;
+	/* Only a regular file is read: opening a device or a FIFO may do something. */
+	interp =
+	    rc == 0 && stat(target, &st) == 0 && S_ISREG(st.st_mode) ? shebang(dirfd, name) : NULL;
 	if (interp && util_path_under(interp, b->home)) {
 		rc = add_target(b, interp, why);
 		ireal = rc == 0 ? realpath(interp, NULL) : NULL;
