@@ -57,7 +57,7 @@ static const struct toolmgr managers[] = {
     {"go", "pkg/tool", 1, NULL, LIST("GOROOT={root}"), LIST("{root}")},
     {"gopath", "pkg/mod", 1, NULL, LIST("GOPATH={root}"), LIST("{root}/bin")},
     /* Any other install prefix (~/.local, a uv Python): its bin needs its lib. */
-    {"prefix", "lib", 1, NULL, NONE, LIST("{parent}/lib")},
+    {"prefix", "../lib", 0, NULL, NONE, LIST("{parent}/lib")},
 };
 
 /* Names and values templates refer to, for one PATH entry (owned copies). */

@@ -70,6 +70,11 @@ ln -s "$H/.pyenv/versions/9.9.9/bin/python9" "$H/.local/share/pipx/venvs/fakebla
 echo 'home = x' >"$H/.local/share/pipx/venvs/fakeblack/pyvenv.cfg"
 mkexe "$H/.local/bin/fakeblack" "#!$H/.local/share/pipx/venvs/fakeblack/bin/python
 echo black-ran"
+# A pip --user style script: its package lives in the prefix's lib (~/.local/lib).
+mkdir -p "$H/.local/lib/python9/site-packages"
+echo userpkg-ran >"$H/.local/lib/python9/site-packages/fakeuserpkg.txt"
+mkexe "$H/.local/bin/fakeuserpkg" '#!/bin/sh
+cat "$HOME/.local/lib/python9/site-packages/fakeuserpkg.txt"'
 # A script whose interpreter is a credential folder's file: never mounted.
 mkexe "$H/.ssh/evil" '#!/bin/sh
 echo evil-ran'
@@ -102,6 +107,9 @@ expect_status 0 "uv tool" -- box -- fakeruff
 expect_eq "ruff-ran" "$OUT" "a ~/.local/bin link into a uv tool, its python a uv Python"
 expect_status 0 "pipx-style script" -- box -- fakeblack
 expect_eq "black-ran" "$OUT" "a script whose interpreter is a venv's python"
+expect_status 0 "a ~/.local/bin script's user site" -- box -- fakeuserpkg
+expect_eq "userpkg-ran" "$OUT" "the prefix's lib is mounted for ~/.local/bin"
+expect_status 1 "control: user site with --no-tool-managers" -- box --no-tool-managers -- fakeuserpkg
 expect_status 127 "control: uv tool with --no-tool-managers" -- box --no-tool-managers -- fakeruff
 expect_status 127 "control: pipx script with --no-tool-managers" -- box --no-tool-managers -- fakeblack
 expect_status 127 "a credential folder's interpreter is not mounted" -- box -- sneaky
@@ -129,6 +137,7 @@ expect_match "$H/.pyenv/versions  ro $H/.pyenv/versions  \[default, replaceable\
 expect_match "$H/.rustup/settings.toml  ro .*path entry ~/.cargo/bin \(rustup\)" "$OUT" "explain: rustup's settings"
 expect_match "$N/lib  ro .*path entry ~/.nvm/versions/node/v99.0.0/bin \(nvm\)" "$OUT" "explain: the node's lib"
 expect_match "$H/.local/share/uv/tools/fakeruff  ro .*path entry ~/.local/bin \(~/.local/bin/fakeruff\)" "$OUT" "explain: the uv tool"
+expect_match "$H/.local/lib  ro .*path entry ~/.local/bin \(prefix\)" "$OUT" "explain: the prefix's lib"
 expect_match "note       PYENV_ROOT=$H/.pyenv set for path entry ~/.pyenv/shims \(pyenv\)" "$OUT" "explain: PYENV_ROOT's reason"
 expect_match "note       RUSTUP_HOME=$H/.rustup set for path entry ~/.cargo/bin \(rustup\)" "$OUT" "explain: RUSTUP_HOME's reason"
 expect_match "note       $H/.ssh/evil not mounted for path entry ~/.local/bin \(~/.local/bin/sneaky\): it would expose credentials \($H/.ssh\)" "$OUT" "explain: the credential interpreter refused"
