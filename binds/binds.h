@@ -10,8 +10,10 @@
  *   ro      = ["~/depot_tools"]      # host paths bound read-only at their own path
  *   rw      = ["/srv/data"]          # host paths bound read-write at their own path
  *   tmpfs   = ["~/.cache/thing"]     # fresh empty directories
+ *   overlay = ["~/data"]             # host paths the box may change, the changes kept in
+ *                                    # the workspace (the host's copy never changes)
  *   path    = ["~/depot_tools"]      # prepended to the box's PATH; each must lie at or
- *                                    # below an ro/rw/tmpfs entry of the same file
+ *                                    # below an ro/rw/overlay/tmpfs entry of the same file
  *   env     = { GOFLAGS = "-mod=mod" }   # or a [env] table
  *
  * Values are basic ("...") or literal ('...') single-line strings, arrays of them (which
@@ -43,6 +45,7 @@ enum binds_kind {
 	BINDS_RO,
 	BINDS_RW,
 	BINDS_TMPFS,
+	BINDS_OVERLAY, /* writes land in the workspace; the host path never changes */
 };
 
 /* Strings are owned by the set and valid while it lives (until the entry is replaced). */
@@ -114,14 +117,9 @@ struct binds_grant_ctx {
 int binds_grant_add(struct binds_set *s, const char *name,
 		    const struct binds_grant_ctx *ctx) ARB_MUST_CHECK;
 
-/* ---- credentials ------------------------------------------------------------------------ */
-
 /*
- * Host files that hold credentials (~/.ssh, ~/.claude/.credentials.json, ~/.codex/auth.json,
- * ~/.npmrc, ...). Returns the first such path (absolute, under home) that `path` is, lies
- * inside or contains, else NULL. Bind files and grants may not mount one (tmpfs may cover
- * one). *out (when not NULL) receives a malloc'd copy; the return value says whether.
+ * Credential paths (util_secret_path in util/util.h: ~/.ssh, ~/.npmrc, ...): bind files and
+ * grants may not mount one, nor a folder containing one (tmpfs may cover one).
  */
-bool binds_secret_path(const char *path, const char *home, char **out);
 
 #endif

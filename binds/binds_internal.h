@@ -40,6 +40,7 @@ enum binds_key {
 	BINDS_KEY_RO,
 	BINDS_KEY_RW,
 	BINDS_KEY_TMPFS,
+	BINDS_KEY_OVERLAY,
 	BINDS_KEY_PATH,
 	BINDS_KEY_INCLUDE,
 	BINDS_KEY_ENV,
@@ -77,7 +78,5 @@ const char *binds_key_name(enum binds_key k);
  */
 int binds_path_expand(const char *value, const char *home, const char *base_dir,
 		      char **out) ARB_MUST_CHECK;
-/* True when path is dir or lies below it (both normalised). */
-bool binds_path_under(const char *path, const char *dir);
 
 #endif

@@ -11,15 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-bool binds_path_under(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	if (!strcmp(dir, "/"))
-		return path[0] == '/';
-	return !strncmp(path, dir, n) && (path[n] == '\0' || path[n] == '/');
-}
-
 /* Normalises absolute `path` into a new string; -EINVAL for "." or ".." components. */
 static int norm(const char *path, char **out)
 {
@@ -169,7 +160,10 @@ out:
 
 static enum binds_kind kind_of(enum binds_key k)
 {
-	return k == BINDS_KEY_RO ? BINDS_RO : k == BINDS_KEY_RW ? BINDS_RW : BINDS_TMPFS;
+	return k == BINDS_KEY_RO	? BINDS_RO
+	       : k == BINDS_KEY_RW	? BINDS_RW
+	       : k == BINDS_KEY_OVERLAY ? BINDS_OVERLAY
+					: BINDS_TMPFS;
 }
 
 /* This file's own mounts, PATH entries (each covered by one of its mounts) and variables. */
@@ -187,7 +181,7 @@ static int own_keys(struct binds_set *s, const struct binds_doc *d, const char *
 		char *p = NULL, *origin = NULL;
 
 		if (it->key != BINDS_KEY_RO && it->key != BINDS_KEY_RW &&
-		    it->key != BINDS_KEY_TMPFS)
+		    it->key != BINDS_KEY_TMPFS && it->key != BINDS_KEY_OVERLAY)
 			continue;
 		rc = binds_path_expand(it->value, home, NULL, &p);
 		if (rc < 0) {
@@ -223,13 +217,13 @@ static int own_keys(struct binds_set *s, const struct binds_doc *d, const char *
 			break;
 		}
 		for (size_t j = 0; j < nm && !covered; j++)
-			covered = binds_path_under(p, mounts[j]);
+			covered = util_path_under(p, mounts[j]);
 		if (!covered) {
-			rc = util_err(
-			    -EINVAL,
-			    "%s:%u:%u: path: %s is not covered by an ro, rw or tmpfs entry "
-			    "of this file (path grants no filesystem access by itself)",
-			    name, it->line, it->col, p);
+			rc = util_err(-EINVAL,
+				      "%s:%u:%u: path: %s is not covered by an ro, rw, overlay or "
+				      "tmpfs entry "
+				      "of this file (path grants no filesystem access by itself)",
+				      name, it->line, it->col, p);
 			free(p);
 			break;
 		}

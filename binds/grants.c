@@ -1,6 +1,5 @@
 /*
- * binds/grants.c: the built-in grants (node, python, rust, go) and the host credential
- * files no bind file or grant may mount.
+ * binds/grants.c: the built-in grants (node, python, rust, go).
  *
  * A grant makes a toolchain the host already has usable in a box with no network: its
  * installation read-only at its host path, its bin directories on PATH, and variables that
@@ -159,7 +158,7 @@ static int add_item(struct binds_set *s, const char *item, const char *origin,
 	if (util_str_has_prefix(item, "ro ")) {
 		char *secret = NULL;
 
-		if (binds_secret_path(path, ctx->home, &secret))
+		if (util_secret_path(path, ctx->home, &secret))
 			rc = binds_set_note(s, util_asprintf("%s: %s not mounted: it would expose "
 							     "credentials (%s)",
 							     origin, path, secret));
@@ -205,54 +204,4 @@ int binds_grant_add(struct binds_set *s, const char *name, const struct binds_gr
 	}
 	free(origin);
 	return rc;
-}
-
-/* Credential files and folders, relative to $HOME. */
-static const char *const secrets[] = {
-    ".ssh",
-    ".gnupg",
-    ".aws",
-    ".azure",
-    ".kube",
-    ".docker/config.json",
-    ".netrc",
-    ".git-credentials",
-    ".config/git/credentials",
-    ".config/gh",
-    ".config/hub",
-    ".config/gcloud",
-    ".npmrc",
-    ".yarnrc.yml",
-    ".pypirc",
-    ".cargo/credentials",
-    ".cargo/credentials.toml",
-    ".claude/.credentials.json",
-    ".claude.json",
-    ".codex/auth.json",
-    ".local/share/opencode/auth.json",
-    ".password-store",
-    ".local/share/keyrings",
-    ".gem/credentials",
-    ".vault-token",
-    ".pgpass",
-    ".my.cnf",
-};
-
-bool binds_secret_path(const char *path, const char *home, char **out)
-{
-	if (out)
-		*out = NULL;
-	for (size_t i = 0; i < ARB_ARRAY_LEN(secrets); i++) {
-		char *p = util_asprintf("%s/%s", home, secrets[i]);
-
-		if (p && (binds_path_under(p, path) || binds_path_under(path, p))) {
-			if (out)
-				*out = p;
-			else
-				free(p);
-			return true;
-		}
-		free(p);
-	}
-	return false;
 }

@@ -55,6 +55,17 @@ struct option;
 int cli_getopt(struct cli_global *g, const struct cli_cmd *cmd, int argc, char **argv,
 	       const char *shortopts, const struct option *longopts, int *status);
 
+/*
+ * shell's limits (cli/shell_limits.c): parses --OPTION ARG ("timeout", "memory", "cpus",
+ * "pids") into l or *timeout_ms; -EINVAL with a message quoting it. The report prints a line
+ * on stderr for each limit the box reached.
+ */
+struct jail_limits;
+struct jail_run_stats;
+int cli_shell_limit_parse(const char *option, const char *arg, struct jail_limits *l,
+			  int64_t *timeout_ms) ARB_MUST_CHECK;
+void cli_shell_limit_report(const struct jail_limits *l, const struct jail_run_stats *st);
+
 /* Command entry points, their help texts and sub-command tables. */
 extern const char cmd_project_usage[], cmd_workspace_usage[], cmd_shell_usage[],
     cmd_fs_daemon_usage[];

@@ -15,7 +15,12 @@
 
 static enum jail_mount_type mount_type(enum binds_kind k)
 {
-	return k == BINDS_RO ? JAIL_MOUNT_RO : k == BINDS_RW ? JAIL_MOUNT_RW : JAIL_MOUNT_TMPFS;
+	static const enum jail_mount_type types[] = {[BINDS_RO] = JAIL_MOUNT_RO,
+						     [BINDS_RW] = JAIL_MOUNT_RW,
+						     [BINDS_TMPFS] = JAIL_MOUNT_TMPFS,
+						     [BINDS_OVERLAY] = JAIL_MOUNT_OVERLAY};
+
+	return types[k];
 }
 
 static int apply_mounts(struct jail_box *b, const struct binds_set *s, const char *home)
@@ -28,7 +33,7 @@ static int apply_mounts(struct jail_box *b, const struct binds_set *s, const cha
 		char *secret = NULL, *why;
 		int rc;
 
-		if (m[i].kind != BINDS_TMPFS && binds_secret_path(m[i].path, home, &secret)) {
+		if (m[i].kind != BINDS_TMPFS && util_secret_path(m[i].path, home, &secret)) {
 			cli_fail(CLI_USAGE,
 				 "%s%s: %s would expose host credentials (%s); they are never "
 				 "mounted into a box",

@@ -4,6 +4,7 @@
  */
 #include "cli/cli.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,17 @@ const char cmd_shell_usage[] =
     "  --binds FILE            a bind file (TOML: ro, rw, tmpfs, path, env, include;\n"
     "                          repeatable, applied after the grants, so a file wins; see\n"
     "                          README \"Bind files and grants\")\n"
+    "  --timeout DURATION      stop the box after DURATION (30s, 10m, 2h, 1d): SIGTERM to\n"
+    "                          CMD, SIGKILL to every process of the box 2 s later; exits\n"
+    "                          124\n"
+    "  --memory SIZE           at most SIZE (512M, 2G) of memory and swap for the whole box;\n"
+    "                          beyond it the kernel's OOM killer ends a process of the box\n"
+    "  --cpus N                at most N CPUs' worth of time (0.5, 2)\n"
+    "  --pids N                at most N processes and threads at once; further forks fail\n"
+    "                          (limits: a cgroup of the box's own, cgroup v1 as root)\n"
+    "  --no-tool-managers      mount only the PATH entries under $HOME, not what their tool\n"
+    "                          managers need (pyenv's versions, rustup's toolchains, an nvm\n"
+    "                          node's lib, a script's interpreter, ...; see --explain)\n"
     "  --explain               print the resolved box (inputs, mounts, environment,\n"
     "                          seccomp rules, the exact bwrap argv) and run nothing\n";
 
@@ -76,15 +88,22 @@ static const struct option shell_opts[] = {
     {"allow-host", required_argument, NULL, 'H'},
     {"grant", required_argument, NULL, 'g'},
     {"binds", required_argument, NULL, 'B'},
+    {"no-tool-managers", no_argument, NULL, 'T'},
+    {"timeout", required_argument, NULL, 't'},
+    {"memory", required_argument, NULL, 'M'},
+    {"cpus", required_argument, NULL, 'C'},
+    {"pids", required_argument, NULL, 'P'},
     {0},
 };
 
 struct shell_opts {
 	const char *jail;
-	bool net, explain;
+	bool net, explain, no_tool_managers;
 	const char **mounts, **envs, **backends; /* borrowed from argv */
 	size_t n_mounts, n_envs, n_backends;
 	const char *key_file;
+	int64_t timeout_ms; /* 0: none */
+	struct jail_limits limits;
 	const char **allow_hosts; /* borrowed from argv */
 	size_t n_allow_hosts;
 	const char **grants, **binds; /* borrowed from argv */
@@ -178,16 +197,33 @@ static int parse_options(struct cli_global *g, int argc, char **argv, struct she
 		case 'B':
 			o->binds[o->n_binds++] = optarg;
 			break;
+		case 'T':
+			o->no_tool_managers = true;
+			break;
+		case 't':
+		case 'M':
+		case 'C':
+		case 'P':
+			if (cli_shell_limit_parse(c == 't'   ? "timeout"
+						  : c == 'M' ? "memory"
+						  : c == 'C' ? "cpus"
+							     : "pids",
+						  optarg, &o->limits, &o->timeout_ms) < 0)
+				return cli_usage_error("shell", "%s", util_err_msg());
+			break;
 		}
 	}
 	if (strcmp(o->jail, "bubblewrap") && strcmp(o->jail, "none"))
 		return cli_usage_error("shell", "unknown jail '%s' (available: bubblewrap, none)",
 				       o->jail);
 	if (!strcmp(o->jail, "none") &&
-	    (o->n_mounts || o->n_envs || o->net || o->n_backends || o->n_grants || o->n_binds))
+	    (o->n_mounts || o->n_envs || o->net || o->n_backends || o->n_grants || o->n_binds ||
+	     o->no_tool_managers || o->timeout_ms || o->limits.memory || o->limits.cpu_milli ||
+	     o->limits.pids))
 		return cli_usage_error("shell",
-				       "--mount, --env, --net, --backend, --grant and --binds need "
-				       "--jail bubblewrap (--jail none runs on the host as it is)");
+				       "--mount, --env, --net, --backend, --grant, --binds, "
+				       "--no-tool-managers and the limits need --jail bubblewrap "
+				       "(--jail none runs on the host as it is)");
 	if (o->key_file && o->n_backends != 1)
 		return cli_usage_error("shell", "--api-key-file needs exactly one --backend");
 	if (o->net && o->n_allow_hosts)
@@ -244,6 +280,7 @@ static int make_box(struct core_project *p, const struct core_ws *ws, const stru
 	    .origin_objects = core_project_objects_dir(p),
 	    .state_dir = core_project_state_dir(p),
 	    .net = o->net,
+	    .no_tool_managers = o->no_tool_managers,
 	};
 	struct jail_box *b = NULL;
 	int status = CLI_OK;
@@ -266,7 +303,9 @@ static int make_box(struct core_project *p, const struct core_ws *ws, const stru
 	    cli_proxy_box_setup(
 		px, b, ws, (o->net ? CLI_PROXY_TCP : 0) | (o->explain ? CLI_PROXY_DRY : 0)) < 0)
 		status = cli_fail_lib();
-	if (status == CLI_OK && (jail_box_set_command(b, cmd) < 0 || jail_box_finish(b) < 0))
+	if (status == CLI_OK &&
+	    (jail_box_set_timeout(b, o->timeout_ms) < 0 || jail_box_set_limits(b, &o->limits) < 0 ||
+	     jail_box_set_command(b, cmd) < 0 || jail_box_finish(b) < 0))
 		status = cli_fail_lib();
 	if (status != CLI_OK) {
 		jail_box_free(b);
@@ -321,8 +360,15 @@ static int run_box(struct core_project *p, const struct core_ws *ws, const struc
 	} else {
 		/* The proxy's records belong to this session from the box's first request. */
 		cli_proxy_set_session(net, session);
+		struct jail_run_stats stats = {0};
+		int rc;
+
 		session_checkpoint(p, ws, session, "start");
-		if (jail_box_run(b, &exit_status) < 0)
+		rc = jail_box_run(b, &exit_status, &stats);
+		cli_shell_limit_report(&o->limits, &stats);
+		if (rc == -ETIME)
+			status = cli_fail(JAIL_EXIT_TIMEOUT, "--timeout: %s", util_err_msg());
+		else if (rc < 0)
 			status = cli_fail(JAIL_EXIT_SETUP, "%s", util_err_msg());
 		else
 			status = exit_status;

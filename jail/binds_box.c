@@ -34,8 +34,8 @@ static const struct jail_mount *other_guard(const struct jail_box *b, const char
 
 		if (g->origin != JAIL_FROM_GUARD || is_home_guard(b, g))
 			continue;
-		if (jail_path_under(path, g->dest) ||
-		    (g->protects && jail_path_under(path, g->protects)))
+		if (util_path_under(path, g->dest) ||
+		    (g->protects && util_path_under(path, g->protects)))
 			return g;
 	}
 	return NULL;
@@ -52,9 +52,9 @@ static const struct jail_mount *exposes(const struct jail_box *b, const char *re
 
 		if (!x->protects)
 			continue;
-		if (jail_path_under(x->protects, real))
+		if (util_path_under(x->protects, real))
 			return x;
-		if (jail_path_under(real, x->protects) && !is_home_guard(b, x))
+		if (util_path_under(real, x->protects) && !is_home_guard(b, x))
 			return x;
 	}
 	return NULL;
@@ -87,8 +87,9 @@ int jail_box_add_extra_mount(struct jail_box *b, enum jail_mount_type type, cons
 
 	if (rc < 0)
 		return rc;
-	if (type != JAIL_MOUNT_RO && type != JAIL_MOUNT_RW && type != JAIL_MOUNT_TMPFS)
-		return util_err(-EINVAL, "jail: extra mounts are ro, rw or tmpfs");
+	if (type != JAIL_MOUNT_RO && type != JAIL_MOUNT_RW && type != JAIL_MOUNT_TMPFS &&
+	    type != JAIL_MOUNT_OVERLAY)
+		return util_err(-EINVAL, "jail: extra mounts are ro, rw, overlay or tmpfs");
 	if (path[0] != '/' || jail_path_norm(path, &x.dest) < 0)
 		return util_err(-EINVAL, "%s is not a plain absolute path", path);
 	real = jail_path_real(x.dest);
@@ -99,11 +100,11 @@ int jail_box_add_extra_mount(struct jail_box *b, enum jail_mount_type type, cons
 	rc = checks(b, type, x.dest, real);
 	if (rc < 0)
 		goto out;
-	if (type != JAIL_MOUNT_TMPFS)
+	if (type == JAIL_MOUNT_OVERLAY)
+		x.lower = real, real = NULL; /* the workspace's merged dir, once finished */
+	else if (type != JAIL_MOUNT_TMPFS)
 		x.src = real, real = NULL;
-	else
-		x.flags |= JAIL_MOUNT_BOX_WRITABLE;
-	if (type == JAIL_MOUNT_RW)
+	if (type != JAIL_MOUNT_RO)
 		x.flags |= JAIL_MOUNT_BOX_WRITABLE;
 	x.why = (char *)why;
 	old = (struct jail_mount *)jail_mounts_find(&b->mounts, x.dest);
@@ -111,30 +112,40 @@ int jail_box_add_extra_mount(struct jail_box *b, enum jail_mount_type type, cons
 		rc = jail_mounts_add(&b->mounts, &x);
 	} else if (old->origin == JAIL_FROM_USER || (old->flags & JAIL_MOUNT_REPLACEABLE)) {
 		char *src = x.src ? strdup(x.src) : NULL, *w = strdup(why);
+		char *lower = x.lower ? strdup(x.lower) : NULL;
 
-		if ((x.src && !src) || !w) {
+		if ((x.src && !src) || (x.lower && !lower) || !w) {
 			free(src);
+			free(lower);
 			free(w);
 			rc = util_err(-ENOMEM, "out of memory");
 			goto out;
 		}
 		free(old->src);
+		free(old->lower);
+		free(old->upper);
 		free(old->why);
 		free(old->protects);
 		old->src = src;
+		old->lower = lower;
+		old->upper = NULL;
 		old->why = w;
 		old->protects = NULL;
 		old->type = type;
 		old->origin = JAIL_FROM_USER;
 		old->flags = x.flags;
 		old->perms = 0;
-	} else if (old->type != type || (x.src && (!old->src || strcmp(old->src, x.src)))) {
+	} else if (old->type != type || (x.src && (!old->src || strcmp(old->src, x.src))) ||
+		   x.lower) {
 		rc = util_err(-EINVAL,
 			      "%s already has a default mount (%s: %s) that cannot be replaced",
 			      x.dest, jail_mount_type_name(old->type), old->why);
 	}
+	if (rc == 0)
+		jail_mounts_drop_below(&b->mounts, x.dest, JAIL_MOUNT_TOOL);
 out:
 	free(x.src);
+	free(x.lower);
 	free(x.dest);
 	free(real);
 	return rc;

@@ -34,6 +34,8 @@ void jail_box_free(struct jail_box *b)
 	free(b->runtime_dir);
 	free(b->bwrap);
 	free(b->box_init);
+	for (size_t i = 0; i < ARB_ARRAY_LEN(b->cg_base); i++)
+		free(b->cg_base[i]);
 	jail_strv_clear(&b->host);
 	jail_mounts_clear(&b->mounts);
 	jail_strv_clear(&b->env);
@@ -123,14 +125,14 @@ static int resolve_dirs(struct jail_box *b)
 
 	/* A cache at or above $HOME would unmask it: fall back to the default. */
 	if (xdg && xdg[0] == '/' && jail_path_norm(xdg, &norm) == 0 &&
-	    !jail_path_under(b->home, norm))
+	    !util_path_under(b->home, norm))
 		b->cache_dest = norm;
 	else
 		free(norm), b->cache_dest = util_path_join(b->home, ".cache");
 	norm = NULL;
 	xdg = jail_env_get(b->host.v, "XDG_RUNTIME_DIR");
 	if (xdg && xdg[0] == '/' && jail_path_norm(xdg, &norm) == 0 &&
-	    jail_path_under(norm, "/run") && strcmp(norm, "/run"))
+	    util_path_under(norm, "/run") && strcmp(norm, "/run"))
 		b->runtime_dir = norm;
 	else
 		free(norm), b->runtime_dir = util_asprintf("/run/user/%u", (unsigned)getuid());
@@ -212,6 +214,11 @@ int jail_box_new(struct jail_box **out, const struct jail_box_config *cfg)
 		rc = jail_box_defaults(b);
 	if (rc == 0)
 		rc = jail_box_env_defaults(b);
+	if (rc == 0 && !cfg->no_tool_managers)
+		rc = jail_box_tools(b);
+	else if (rc == 0)
+		jail_strv_push(&b->notes, "tool managers on PATH get only their PATH entries "
+					  "mounted (tool-manager mounts turned off)");
 	if (rc < 0) {
 		jail_box_free(b);
 		return rc;
@@ -250,6 +257,17 @@ int jail_box_add_init_hook(struct jail_box *b, const char *name, const char *arg
 	jail_strv_pushf(&b->hooks, "--%s", name);
 	jail_strv_push(&b->hooks, arg);
 	return jail_strv_ok(&b->hooks);
+}
+
+int jail_box_set_timeout(struct jail_box *b, int64_t ms)
+{
+	int rc = check_open(b);
+
+	if (rc == 0 && ms < 0)
+		rc = util_err(-EINVAL, "jail: a negative timeout");
+	if (rc == 0)
+		b->timeout_ms = ms;
+	return rc;
 }
 
 int jail_box_set_command(struct jail_box *b, char *const argv[])
@@ -312,6 +330,9 @@ int jail_box_finish(struct jail_box *b)
 		return rc;
 	if (!b->command.n)
 		return util_err(-EINVAL, "jail: no command to run");
+	rc = jail_box_overlays_prepare(b);
+	if (rc < 0)
+		return rc;
 	jail_mounts_sort(&b->mounts);
 	rc = jail_mounts_check_links(&b->mounts);
 	if (rc < 0)

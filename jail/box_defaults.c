@@ -97,8 +97,7 @@ static int add_resolv_conf(struct jail_box *b)
 	return rc;
 }
 
-/* Why `real` (a PATH entry's real path) must not be bound, or NULL when it may. */
-static const struct jail_mount *path_entry_conflict(const struct jail_box *b, const char *real)
+const struct jail_mount *jail_box_path_conflict(const struct jail_box *b, const char *real)
 {
 	const struct jail_mounts *m = &b->mounts;
 
@@ -106,8 +105,8 @@ static const struct jail_mount *path_entry_conflict(const struct jail_box *b, co
 		const char *p = m->v[i].protects;
 
 		/* Containing a hidden path reopens it; inside one, only $HOME's may be shown. */
-		if (p && (jail_path_under(p, real) ||
-			  (jail_path_under(real, p) && strcmp(m->v[i].dest, b->home))))
+		if (p && (util_path_under(p, real) ||
+			  (util_path_under(real, p) && strcmp(m->v[i].dest, b->home))))
 			return &m->v[i];
 	}
 	return NULL;
@@ -115,7 +114,7 @@ static const struct jail_mount *path_entry_conflict(const struct jail_box *b, co
 
 static int add_path_entry(struct jail_box *b, const char *entry)
 {
-	char *norm = NULL, *real = NULL, *why = NULL;
+	char *norm = NULL, *real = NULL, *why = NULL, *secret = NULL;
 	const struct jail_mount *c;
 	struct stat st;
 	int rc = 0;
@@ -125,15 +124,21 @@ static int add_path_entry(struct jail_box *b, const char *entry)
 	real = jail_path_real(norm);
 	if (!real || stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
 		goto out;
-	if (!jail_path_under(norm, b->home) && !jail_path_under(real, b->home_real))
+	if (!util_path_under(norm, b->home) && !util_path_under(real, b->home_real))
 		goto out;
-	if ((c = path_entry_conflict(b, real))) {
+	if (util_secret_path(real, b->home_real, &secret)) {
+		jail_strv_pushf(&b->notes,
+				"PATH entry %s not mounted: it would expose credentials (%s)",
+				entry, secret);
+		goto out;
+	}
+	if ((c = jail_box_path_conflict(b, real))) {
 		jail_strv_pushf(&b->notes, "PATH entry %s not mounted: %s would expose %s (%s)",
 				entry, real, c->protects, c->why);
 		goto out;
 	}
 	/* At its own path when that is under $HOME; else where its symlink leads. */
-	const char *dest = jail_path_under(norm, b->home) ? norm : real;
+	const char *dest = util_path_under(norm, b->home) ? norm : real;
 
 	if (jail_mounts_find(&b->mounts, dest))
 		goto out; /* listed twice, or already mounted */
@@ -142,13 +147,14 @@ static int add_path_entry(struct jail_box *b, const char *entry)
 	rc = why ? jail_box_add(b, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, 0, real, dest, NULL, why)
 		 : util_err(-ENOMEM, "out of memory");
 out:
+	free(secret);
 	free(why);
 	free(real);
 	free(norm);
 	return rc;
 }
 
-static int add_path_entries(struct jail_box *b)
+int jail_box_path_each(struct jail_box *b, int (*fn)(struct jail_box *b, const char *entry))
 {
 	const char *path = jail_env_get(b->host.v, "PATH");
 	char *dirs = strdup(path ? path : "");
@@ -158,7 +164,7 @@ static int add_path_entries(struct jail_box *b)
 		return util_err(-ENOMEM, "out of memory");
 	for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d && rc == 0;
 	     d = strtok_r(NULL, ":", &save))
-		rc = add_path_entry(b, d);
+		rc = fn(b, d);
 	free(dirs);
 	return rc;
 }
@@ -204,7 +210,7 @@ int jail_box_defaults(struct jail_box *b)
 		rc = jail_box_add(b, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, 0, b->box_init,
 				  JAIL_BOX_INIT_PATH, NULL, "box-init, pid 1 in the box");
 	if (rc == 0)
-		rc = add_path_entries(b);
+		rc = jail_box_path_each(b, add_path_entry);
 	if (rc == 0)
 		rc = jail_strv_ok(&b->notes);
 	free(tmp_why);

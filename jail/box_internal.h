@@ -24,6 +24,9 @@ struct jail_box {
 	struct jail_strv notes;	   /* decisions --explain reports (skipped PATH entries ...) */
 	struct jail_strv hooks;	   /* box-init options: "--NAME", "ARG", ... */
 	struct jail_strv command;
+	int64_t timeout_ms; /* 0: none */
+	struct jail_limits limits;
+	char *cg_base[3]; /* per controller of cgroup.c: the cgroup the box's goes below */
 	/* Finished. */
 	struct jail_strv argv;
 	bool finished;
@@ -38,5 +41,64 @@ int jail_box_defaults(struct jail_box *b) ARB_MUST_CHECK;
 /* box_env.c: the environment from the host allowlist, then sorted when finishing. */
 int jail_box_env_defaults(struct jail_box *b) ARB_MUST_CHECK;
 int jail_box_env_finish(struct jail_box *b) ARB_MUST_CHECK;
+/* box_defaults.c: calls fn for each entry of the host's $PATH, in order, until one fails. */
+int jail_box_path_each(struct jail_box *b,
+		       int (*fn)(struct jail_box *b, const char *entry)) ARB_MUST_CHECK;
+/* box_defaults.c: the mount whose hidden host path `real` would reveal (but $HOME's), or NULL. */
+const struct jail_mount *jail_box_path_conflict(const struct jail_box *b, const char *real);
+
+/*
+ * toolmgr.c: for each PATH entry under $HOME that was mounted, what its tool manager needs
+ * (read-only mounts, variables) and what its programs lead to (toolscan.c). After the
+ * environment defaults. Each mount and variable is explained with the entry it is for.
+ */
+int jail_box_tools(struct jail_box *b) ARB_MUST_CHECK;
+/*
+ * Mounts `path` read-only at its path in the box (a replaceable default, listed with
+ * `why`) when it exists below $HOME and is not shown already; refused with a note when it is
+ * $HOME, a credential path, a folder holding one, or would reveal what a mount hides.
+ */
+int jail_box_tool_mount(struct jail_box *b, const char *path, const char *why) ARB_MUST_CHECK;
+/* toolscan.c: links and script interpreters of PATH entry `norm` (real path `real`). */
+int jail_box_tool_scan(struct jail_box *b, const char *norm, const char *real) ARB_MUST_CHECK;
+/* `path` with $HOME written as "~". Caller frees; NULL on ENOMEM. */
+char *jail_box_tilde(const struct jail_box *b, const char *path);
+
+/* ---- cgroups (cgroup.c) ---------------------------------------------------------------- */
+
+/* The box's cgroups for one run, per controller (NULL: no limit). */
+struct jail_cgroups {
+	char *dir[3], *procs[3];
+};
+
+/* Before the fork: creates the cgroups and writes the limits. */
+int jail_cgroups_create(const struct jail_box *b, struct jail_cgroups *cg) ARB_MUST_CHECK;
+/* In the forked child: joins them (before any namespace); on failure one line, exit 125. */
+void jail_cgroups_enter(const struct jail_cgroups *cg);
+/* After the box: the counters, then removal. */
+void jail_cgroups_stats(const struct jail_cgroups *cg, struct jail_run_stats *st);
+void jail_cgroups_clear(struct jail_cgroups *cg);
+
+/* ---- overlays (overlay.c) ------------------------------------------------------------ */
+
+/* At finish: each overlay's folder in the workspace (src = DIR/merged, upper = DIR/upper). */
+int jail_box_overlays_prepare(struct jail_box *b) ARB_MUST_CHECK;
+
+/* What the child mounts before it execs bwrap, made before the fork. */
+struct jail_overlays {
+	struct jail_strv targets, options, labels; /* one per overlay */
+	bool userns;				   /* not root: a user namespace too */
+	char uid_map[32], gid_map[32];
+};
+
+/* Creates each overlay's upper, work and merged folders and its mount options. */
+int jail_overlays_plan(const struct jail_box *b, struct jail_overlays *o) ARB_MUST_CHECK;
+void jail_overlays_clear(struct jail_overlays *o);
+/*
+ * In the forked child, before exec: a private mount namespace (and user namespace) with the
+ * overlays mounted. Does nothing without overlays; on failure prints one line and exits
+ * JAIL_EXIT_SETUP.
+ */
+void jail_overlays_enter(const struct jail_overlays *o);
 
 #endif

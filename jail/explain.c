@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Shell-quotes s when it holds anything but plainly safe characters. */
 static void put_word(FILE *f, const char *s)
@@ -28,6 +29,27 @@ static void put_words(FILE *f, char *const *v)
 	}
 }
 
+static void explain_limits(FILE *f, const struct jail_box *b)
+{
+	const struct jail_limits *l = &b->limits;
+
+	if (!l->memory && !l->cpu_milli && !l->pids)
+		return;
+	fprintf(f, "  limits    ");
+	if (l->memory)
+		fprintf(f, " memory %lld MiB (and swap)", (long long)(l->memory >> 20));
+	if (l->cpu_milli)
+		fprintf(f, " cpus %lld.%03lld", (long long)(l->cpu_milli / 1000),
+			(long long)(l->cpu_milli % 1000));
+	if (l->pids)
+		fprintf(f, " pids %lld", (long long)l->pids);
+	fprintf(f, ": cgroups arborinth-PID of the box's own below");
+	for (size_t i = 0; i < ARB_ARRAY_LEN(b->cg_base); i++)
+		if (b->cg_base[i])
+			fprintf(f, " %s", b->cg_base[i]);
+	fputc('\n', f);
+}
+
 static void explain_inputs(FILE *f, const struct jail_box *b)
 {
 	fprintf(f, "== inputs ==\n");
@@ -43,6 +65,12 @@ static void explain_inputs(FILE *f, const struct jail_box *b)
 	fprintf(f, "  command    ");
 	put_words(f, b->command.v);
 	fprintf(f, "\n  directory  %s\n", b->workdir);
+	if (b->timeout_ms)
+		fprintf(f,
+			"  timeout    %lld ms: then SIGTERM to the command, SIGKILL to the box 2 s "
+			"later (exit %d)\n",
+			(long long)b->timeout_ms, JAIL_EXIT_TIMEOUT);
+	explain_limits(f, b);
 	for (size_t i = 0; i < b->notes.n; i++)
 		fprintf(f, "  note       %s\n", b->notes.v[i]);
 }
@@ -62,6 +90,7 @@ static const char *origin_name(const struct jail_mount *m)
 static void explain_mounts(FILE *f, const struct jail_box *b)
 {
 	const struct jail_mounts *m = &b->mounts;
+	size_t overlays = 0;
 
 	fprintf(f, "\n== mounts by destination (ancestors first, so the deeper mount wins; "
 		   "* guard: no user mount at or below it) ==\n");
@@ -70,14 +99,23 @@ static void explain_mounts(FILE *f, const struct jail_box *b)
 
 		fprintf(f, "  %*s%s%s  %s", (int)(2 * jail_mounts_depth(m, i)), "", x->dest,
 			x->origin == JAIL_FROM_GUARD ? " *" : "", jail_mount_type_name(x->type));
-		if (x->src)
+		if (x->type == JAIL_MOUNT_OVERLAY)
+			fprintf(f, " %s, writes in %s", x->lower, x->upper);
+		else if (x->src)
 			fprintf(f, " %s", x->src);
 		if (x->perms)
 			fprintf(f, " mode %04o", x->perms);
 		if (x->flags & JAIL_MOUNT_SEAL)
 			fprintf(f, ", then read-only");
 		fprintf(f, "  [%s] %s\n", origin_name(x), x->why);
+		overlays += x->type == JAIL_MOUNT_OVERLAY;
 	}
+	if (overlays)
+		fprintf(f,
+			"  (overlays: kernel overlayfs mounted on the workspace's merged folder "
+			"in a private mount namespace%s just before bwrap, which binds it; the "
+			"host never sees the mount and the source never changes)\n",
+			geteuid() ? " and user namespace" : "");
 }
 
 static void explain_env(FILE *f, const struct jail_box *b)

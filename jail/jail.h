@@ -39,6 +39,11 @@ enum jail_mount_type {
 	JAIL_MOUNT_DEV,	  /* private /dev */
 	JAIL_MOUNT_PROC,  /* procfs of the box's pid namespace */
 	JAIL_MOUNT_DIR,	  /* a directory created in whatever is mounted above it */
+	/*
+	 * The source as the lower layer of an overlay whose writes land in the workspace
+	 * (NAME/overlay/DEST/upper); the host's source never changes (jail/overlay.c).
+	 */
+	JAIL_MOUNT_OVERLAY,
 };
 
 /* What the box is built from. Strings are copied; paths absolute. */
@@ -53,8 +58,10 @@ struct jail_box_config {
 	const char *origin_objects; /* its object store (bound read-only) */
 	const char *state_dir;	    /* the origin's .arborinth/ (hidden) */
 	bool net;		    /* share the host network namespace */
-	char *const *host_env;	    /* the host environment; NULL: environ */
-	const char *bwrap;	    /* the bwrap program; NULL: "bwrap" on the host PATH */
+	/* Do not mount what tool managers on PATH need (jail/toolmgr.c), only the entries. */
+	bool no_tool_managers;
+	char *const *host_env; /* the host environment; NULL: environ */
+	const char *bwrap;     /* the bwrap program; NULL: "bwrap" on the host PATH */
 	/*
 	 * The box-init program, bound into the box and run as `PROGRAM __box-init ...`. NULL:
 	 * arborinth_box_init beside the running binary, else the running binary itself.
@@ -71,7 +78,10 @@ struct jail_box;
 int jail_box_new(struct jail_box **out, const struct jail_box_config *cfg) ARB_MUST_CHECK;
 void jail_box_free(struct jail_box *b);
 
-/* --mount SPEC: -EINVAL with a message quoting the spec (syntax, missing source, guard). */
+/*
+ * --mount SPEC (TYPE ro, rw, overlay, tmpfs, dev or proc): -EINVAL with a message quoting the
+ * spec (syntax, missing source, guard).
+ */
 int jail_box_add_mount(struct jail_box *b, const char *spec) ARB_MUST_CHECK;
 /*
  * A mount that is part of the box's policy rather than the user's (for other modules, e.g.
@@ -86,16 +96,33 @@ int jail_box_add_env(struct jail_box *b, const char *arg) ARB_MUST_CHECK;
  * the hook must exist in the box-init hook table (cli/cmd_box_init.c).
  */
 int jail_box_add_init_hook(struct jail_box *b, const char *name, const char *arg) ARB_MUST_CHECK;
+/*
+ * Stops the box `ms` milliseconds after it starts (--timeout): SIGTERM to the command, SIGKILL
+ * to the whole box 2 s later; jail_box_run() then reports JAIL_EXIT_TIMEOUT. 0: no limit.
+ */
+int jail_box_set_timeout(struct jail_box *b, int64_t ms) ARB_MUST_CHECK;
+/* Resource limits on a cgroup of the box's own (jail/cgroup.c); a 0 field: no limit. */
+struct jail_limits {
+	int64_t memory;	   /* bytes of memory (and swap) for all of the box */
+	int64_t cpu_milli; /* CPU time per wall time, in thousandths of a CPU */
+	int64_t pids;	   /* processes and threads at once */
+};
+/*
+ * Sets the limits; -ENOTSUP/-EACCES with a message when this host gives no cgroup for one
+ * (the controller is not on cgroup v1, or its cgroup is not writable).
+ */
+int jail_box_set_limits(struct jail_box *b, const struct jail_limits *l) ARB_MUST_CHECK;
 /* The command to run (argv[0] searched on the box's PATH). Required before finishing. */
 int jail_box_set_command(struct jail_box *b, char *const argv[]) ARB_MUST_CHECK;
 
 /*
  * Grants, bind files and agent launchers (jail/binds_box.c). An extra mount binds host path
- * `path` at the same path (ro, rw) or puts a tmpfs there. Unlike --mount it may land below
+ * `path` at the same path (ro, rw, overlay) or puts a tmpfs there. Unlike --mount it may land below
  * the $HOME guard (toolchains live there), never at $HOME or /, at or below another guard,
  * nor (ro/rw) reopen a path a mount hides other than $HOME. It replaces an earlier extra or
  * user mount or a replaceable default at the same destination; later --mount may replace
- * it. Listed as "user" with `why`. -EINVAL with a message (no prefix: the caller adds one).
+ * it; the tool-manager mounts below it are dropped (a bind file's tmpfs hides them). Listed
+ * as "user" with `why`. -EINVAL with a message (no prefix: the caller adds one).
  */
 int jail_box_add_extra_mount(struct jail_box *b, enum jail_mount_type type, const char *path,
 			     const char *why) ARB_MUST_CHECK;
@@ -118,15 +145,25 @@ int jail_box_explain(const struct jail_box *b, char **out) ARB_MUST_CHECK;
 
 /* Exit status when the box itself could not be started (bwrap or box-init failed). */
 #define JAIL_EXIT_SETUP 125
+/* Exit status when the box ran out of time (as timeout(1)). */
+#define JAIL_EXIT_TIMEOUT 124
 
 /*
  * Runs the finished box and waits: creates missing workspace tmp/cache/home folders,
  * exports the seccomp BPF, starts bwrap (which dies with us), forwards SIGTERM, SIGHUP,
  * SIGUSR1, SIGUSR2 (and SIGINT/SIGQUIT sent by a process rather than the terminal) to
- * box-init. *exit_status: the command's status (128+N when killed by signal N). When the box
- * could not be started returns -ECHILD with a message (bwrap's own is on stderr).
+ * box-init. *exit_status: the command's status (128+N when killed by signal N), or
+ * JAIL_EXIT_TIMEOUT when the box's timeout stopped it (then -ETIME with a message). When the
+ * box could not be started returns -ECHILD with a message (bwrap's own is on stderr). *stats
+ * (may be NULL): what the limits did, also after a timeout.
  */
-int jail_box_run(const struct jail_box *b, int *exit_status) ARB_MUST_CHECK;
+/* What the limits did during a run. */
+struct jail_run_stats {
+	int64_t oom_kills;     /* processes the kernel's OOM killer ended for --memory */
+	int64_t forks_refused; /* forks and clones --pids refused */
+};
+int jail_box_run(const struct jail_box *b, int *exit_status,
+		 struct jail_run_stats *stats) ARB_MUST_CHECK;
 
 /* ---- box-init: pid 1 inside the box ------------------------------------------------------ */
 

@@ -37,8 +37,6 @@ void jail_strv_clear(struct jail_strv *s);
  * components are refused (-EINVAL, no message: callers word it). *out: caller frees.
  */
 int jail_path_norm(const char *path, char **out) ARB_MUST_CHECK;
-/* True when normalised `path` is `dir` or lies below it (component-wise). */
-bool jail_path_under(const char *path, const char *dir);
 /*
  * The host's real path for `path`: symlinks resolved in its longest existing prefix, the
  * rest appended as written. NULL only on ENOMEM. Caller frees.
@@ -52,19 +50,19 @@ int jail_path_cmp(const char *a, const char *b);
 /* A parsed --mount SPEC. */
 struct jail_spec {
 	enum jail_mount_type type;
-	char *src;  /* binds only: as written (normalised); NULL otherwise */
+	char *src;  /* binds and overlays only: as written (normalised); NULL otherwise */
 	char *dest; /* normalised */
 };
 
 /*
- * Parses "TYPE:dest" or "TYPE:source:dest" (TYPE one of ro, rw, tmpfs, dev, proc). ro/rw
- * without a source bind dest itself; tmpfs, dev and proc take only a destination. Paths
- * must be absolute without "." or ".."; a bind source must exist. -EINVAL with a message
- * that quotes the spec and says what is wrong. Clear with jail_spec_clear().
+ * Parses "TYPE:dest" or "TYPE:source:dest" (TYPE one of ro, rw, overlay, tmpfs, dev, proc).
+ * ro/rw/overlay without a source bind dest itself; tmpfs, dev and proc take only a destination.
+ * Paths must be absolute without "." or ".."; a bind source must exist. -EINVAL with a message that
+ * quotes the spec and says what is wrong. Clear with jail_spec_clear().
  */
 int jail_spec_parse(const char *text, struct jail_spec *out) ARB_MUST_CHECK;
 void jail_spec_clear(struct jail_spec *s);
-/* "ro", "rw", "tmpfs", "dev", "proc", "dir". */
+/* "ro", "rw", "tmpfs", "dev", "proc", "dir", "overlay". */
 const char *jail_mount_type_name(enum jail_mount_type t);
 
 /* ---- the mount tree ------------------------------------------------------------------- */
@@ -82,6 +80,11 @@ enum {
 	JAIL_MOUNT_SEAL = 1u << 1,
 	/* The source is writable from inside the box: paths below it are checked for links. */
 	JAIL_MOUNT_BOX_WRITABLE = 1u << 2,
+	/*
+	 * What a tool manager on PATH needs (toolmgr.c): dropped when a grant or bind file
+	 * mounts something at or above it, so a bind file's tmpfs hides it.
+	 */
+	JAIL_MOUNT_TOOL = 1u << 3,
 };
 
 struct jail_mount {
@@ -89,7 +92,9 @@ struct jail_mount {
 	enum jail_mount_origin origin;
 	unsigned flags;
 	unsigned perms; /* tmpfs and dir: mode, 0 for the default */
-	char *src;	/* binds: the host path bound (resolved) */
+	char *src;	/* binds: the host path bound (resolved); overlay: DIR/merged */
+	char *lower;	/* overlay: the host path it shows (resolved) */
+	char *upper;	/* overlay: DIR/upper, its folder DIR in the workspace (overlay.c) */
 	char *dest;	/* normalised destination in the box */
 	char *protects; /* the real host path this mount hides, or NULL */
 	char *why;	/* where it came from, for --explain */
@@ -117,6 +122,8 @@ int jail_mounts_add(struct jail_mounts *m, const struct jail_mount *mnt) ARB_MUS
  * destination of a replaceable default or of an earlier user mount replaces it.
  */
 int jail_mounts_add_user(struct jail_mounts *m, const char *spec) ARB_MUST_CHECK;
+/* Removes the mounts with `flag` strictly below dest. */
+void jail_mounts_drop_below(struct jail_mounts *m, const char *dest, unsigned flag);
 /* Borrowed; NULL when nothing is mounted at dest. */
 const struct jail_mount *jail_mounts_find(const struct jail_mounts *m, const char *dest);
 /* The guard whose destination or hidden path covers `path`, or NULL. */

@@ -13,6 +13,8 @@
 static void mount_free(struct jail_mount *x)
 {
 	free(x->src);
+	free(x->lower);
+	free(x->upper);
 	free(x->dest);
 	free(x->protects);
 	free(x->why);
@@ -45,6 +47,8 @@ static int mount_copy(struct jail_mount *dst, const struct jail_mount *src)
 
 	*dst = *src;
 	dst->src = dup_or_null(src->src, &oom);
+	dst->lower = dup_or_null(src->lower, &oom);
+	dst->upper = dup_or_null(src->upper, &oom);
 	dst->dest = dup_or_null(src->dest, &oom);
 	dst->protects = dup_or_null(src->protects, &oom);
 	dst->why = dup_or_null(src->why, &oom);
@@ -77,15 +81,34 @@ static struct jail_mount *find(const struct jail_mounts *m, const char *dest)
 	return NULL;
 }
 
+void jail_mounts_drop_below(struct jail_mounts *m, const char *dest, unsigned flag)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < m->n; i++) {
+		if ((m->v[i].flags & flag) && util_path_under(m->v[i].dest, dest) &&
+		    strcmp(m->v[i].dest, dest))
+			mount_free(&m->v[i]);
+		else
+			m->v[o++] = m->v[i];
+	}
+	m->n = o;
+}
+
 const struct jail_mount *jail_mounts_find(const struct jail_mounts *m, const char *dest)
 {
 	return find(m, dest);
 }
 
+static bool same_str(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
 static bool same_mount(const struct jail_mount *a, const struct jail_mount *b)
 {
-	return a->type == b->type && a->perms == b->perms &&
-	       ((!a->src && !b->src) || (a->src && b->src && !strcmp(a->src, b->src)));
+	return a->type == b->type && a->perms == b->perms && same_str(a->src, b->src) &&
+	       same_str(a->lower, b->lower);
 }
 
 int jail_mounts_add(struct jail_mounts *m, const struct jail_mount *mnt)
@@ -106,8 +129,8 @@ const struct jail_mount *jail_mounts_guard_for(const struct jail_mounts *m, cons
 		const struct jail_mount *g = &m->v[i];
 
 		if (g->origin == JAIL_FROM_GUARD &&
-		    (jail_path_under(path, g->dest) ||
-		     (g->protects && jail_path_under(path, g->protects))))
+		    (util_path_under(path, g->dest) ||
+		     (g->protects && util_path_under(path, g->protects))))
 			return g;
 	}
 	return NULL;
@@ -117,7 +140,7 @@ const struct jail_mount *jail_mounts_guard_for(const struct jail_mounts *m, cons
 static const struct jail_mount *hidden_below(const struct jail_mounts *m, const char *src)
 {
 	for (size_t i = 0; i < m->n; i++)
-		if (m->v[i].protects && jail_path_under(m->v[i].protects, src))
+		if (m->v[i].protects && util_path_under(m->v[i].protects, src))
 			return &m->v[i];
 	return NULL;
 }
@@ -125,7 +148,7 @@ static const struct jail_mount *hidden_below(const struct jail_mounts *m, const 
 static const struct jail_mount *hidden_above(const struct jail_mounts *m, const char *src)
 {
 	for (size_t i = 0; i < m->n; i++)
-		if (m->v[i].protects && jail_path_under(src, m->v[i].protects))
+		if (m->v[i].protects && util_path_under(src, m->v[i].protects))
 			return &m->v[i];
 	return NULL;
 }
@@ -197,7 +220,9 @@ int jail_mounts_add_user(struct jail_mounts *m, const char *text)
 		rc = util_err(-ENOMEM, "out of memory");
 		goto out;
 	}
-	if (x.type == JAIL_MOUNT_RW || x.type == JAIL_MOUNT_TMPFS)
+	if (x.type == JAIL_MOUNT_OVERLAY)
+		x.lower = x.src, x.src = NULL; /* the workspace's merged dir, once finished */
+	if (x.type != JAIL_MOUNT_RO)
 		x.flags |= JAIL_MOUNT_BOX_WRITABLE;
 	old = find(m, s.dest);
 	if (old && old->origin != JAIL_FROM_USER && !(old->flags & JAIL_MOUNT_REPLACEABLE)) {
@@ -234,6 +259,7 @@ int jail_mounts_add_user(struct jail_mounts *m, const char *text)
 	}
 out:
 	free(x.src);
+	free(x.lower);
 	free(x.why);
 	jail_spec_clear(&s);
 	return rc;
@@ -255,7 +281,7 @@ void jail_mounts_sort(struct jail_mounts *m)
 static ssize_t parent_of(const struct jail_mounts *m, size_t i)
 {
 	for (size_t j = i; j-- > 0;)
-		if (jail_path_under(m->v[i].dest, m->v[j].dest))
+		if (util_path_under(m->v[i].dest, m->v[j].dest))
 			return (ssize_t)j;
 	return -1;
 }
@@ -309,7 +335,8 @@ int jail_mounts_check_links(const struct jail_mounts *m)
 
 		if (!a || !a->src || !(a->flags & JAIL_MOUNT_BOX_WRITABLE))
 			continue;
-		rc = check_path_links(a->src,
+		/* In an overlay the box writes (and plants links) in the upper layer. */
+		rc = check_path_links(a->type == JAIL_MOUNT_OVERLAY ? a->upper : a->src,
 				      m->v[i].dest + (strcmp(a->dest, "/") ? strlen(a->dest) : 0),
 				      m->v[i].dest);
 		if (rc < 0)
@@ -327,6 +354,7 @@ static void mount_args(const struct jail_mount *x, struct jail_strv *a)
 	switch (x->type) {
 	case JAIL_MOUNT_RO:
 	case JAIL_MOUNT_RW:
+	case JAIL_MOUNT_OVERLAY: /* mounted before bwrap (overlay.c), bound here */
 		jail_strv_push(a, x->type == JAIL_MOUNT_RO ? "--ro-bind" : "--bind");
 		jail_strv_push(a, x->src);
 		break;
@@ -358,7 +386,7 @@ void jail_mounts_args(const struct jail_mounts *m, struct jail_strv *a)
 	}
 	for (size_t i = 0; i <= m->n; i++) {
 		while (depth > 0 &&
-		       (i == m->n || !jail_path_under(m->v[i].dest, open[depth - 1]->dest))) {
+		       (i == m->n || !util_path_under(m->v[i].dest, open[depth - 1]->dest))) {
 			jail_strv_push(a, "--remount-ro");
 			jail_strv_push(a, open[--depth]->dest);
 		}

@@ -41,15 +41,6 @@ int jail_path_norm(const char *path, char **out)
 	return 0;
 }
 
-bool jail_path_under(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	if (!strcmp(dir, "/"))
-		return path[0] == '/';
-	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
 char *jail_path_real(const char *path)
 {
 	char *copy = strdup(path), *res = NULL;

@@ -1,7 +1,8 @@
 /*
  * jail/run.c: launching a finished box. bwrap gets the seccomp BPF, an info pipe (box-init's
  * host pid, for signal forwarding) and a ready pipe (box-init's word that the command
- * started) on fixed descriptors, and nothing else of ours; it dies with us.
+ * started) on fixed descriptors, and nothing else of ours; it dies with us. Overlays are
+ * mounted in the child's own mount namespace just before it execs bwrap (overlay.c).
  */
 #include "jail/box_internal.h"
 
@@ -14,6 +15,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,7 +24,10 @@
 #endif
 
 /* Signal handler state: the handler can reach nothing else. */
-static volatile sig_atomic_t bwrap_pid, init_pid;
+static volatile sig_atomic_t bwrap_pid, init_pid, timed_out;
+
+/* How long the command gets after SIGTERM before the whole box is killed. */
+#define TIMEOUT_GRACE_MS 2000
 
 static const int forwarded[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGINT, SIGQUIT};
 
@@ -36,6 +41,31 @@ static void forward(int sig, siginfo_t *si, void *uctx)
 		kill(init_pid, sig);
 	else if (bwrap_pid > 0)
 		kill(bwrap_pid, SIGKILL); /* nothing runs yet: stop the setup */
+}
+
+static void arm(int64_t ms)
+{
+	struct itimerval it = {.it_value = {.tv_sec = ms / 1000, .tv_usec = ms % 1000 * 1000}};
+
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+/* --timeout: SIGTERM to the command through box-init, then SIGKILL to the box. */
+static void on_alarm(int sig)
+{
+	(void)sig;
+	if (!timed_out && init_pid > 0) {
+		timed_out = 1;
+		kill(init_pid, SIGTERM);
+		arm(TIMEOUT_GRACE_MS);
+		return;
+	}
+	timed_out = 2;
+	/* box-init is pid 1 of the box's pid namespace: all of the box dies with it. */
+	if (init_pid > 0)
+		kill(init_pid, SIGKILL);
+	if (bwrap_pid > 0)
+		kill(bwrap_pid, SIGKILL);
 }
 
 static int ensure_dirs(const struct jail_box *b)
@@ -52,7 +82,8 @@ static int ensure_dirs(const struct jail_box *b)
 }
 
 /* In the child: fds to their fixed numbers, everything else closed, then exec bwrap. */
-static void child_exec(const struct jail_box *b, pid_t parent, int seccomp_fd, int info_fd,
+static void child_exec(const struct jail_box *b, const struct jail_cgroups *cg,
+		       const struct jail_overlays *ovl, pid_t parent, int seccomp_fd, int info_fd,
 		       int ready_fd)
 {
 	int want[] = {JAIL_FD_SECCOMP, JAIL_FD_INFO, JAIL_FD_READY};
@@ -83,6 +114,8 @@ static void child_exec(const struct jail_box *b, pid_t parent, int seccomp_fd, i
 	sigaction(SIGPIPE, &dfl, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	jail_cgroups_enter(cg);
+	jail_overlays_enter(ovl);
 	execve(b->argv.v[0], b->argv.v, b->env.v);
 	fprintf(stderr, "arborinth: cannot run %s: %s\n", b->argv.v[0], strerror(errno));
 	_exit(JAIL_EXIT_SETUP);
@@ -119,12 +152,15 @@ static void restore(struct sigaction *old)
 		sigaction(forwarded[i], &old[i], NULL);
 }
 
-int jail_box_run(const struct jail_box *b, int *exit_status)
+int jail_box_run(const struct jail_box *b, int *exit_status, struct jail_run_stats *stats)
 {
 	struct sigaction sa = {.sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART};
-	struct sigaction old[ARB_ARRAY_LEN(forwarded)];
+	struct sigaction old[ARB_ARRAY_LEN(forwarded)], old_alarm;
+	struct sigaction alarm_sa = {.sa_handler = on_alarm}; /* no SA_RESTART: waits see it */
 	sigset_t mask;
 	int seccomp_fd = -1, info[2] = {-1, -1}, ready[2] = {-1, -1};
+	struct jail_overlays ovl = {0};
+	struct jail_cgroups cg = {0};
 	pid_t parent = getpid(), pid;
 	int rc, status = 0;
 	char byte = 0;
@@ -133,9 +169,13 @@ int jail_box_run(const struct jail_box *b, int *exit_status)
 		return util_err(-EINVAL, "jail: run needs a finished box");
 	rc = ensure_dirs(b);
 	if (rc == 0)
+		rc = jail_overlays_plan(b, &ovl);
+	if (rc == 0)
+		rc = jail_cgroups_create(b, &cg);
+	if (rc == 0)
 		rc = jail_seccomp_export(&seccomp_fd);
 	if (rc < 0)
-		return rc;
+		goto out;
 	if (pipe2(info, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0) {
 		rc = util_err(-errno, "cannot create a pipe: %s", strerror(errno));
 		goto out;
@@ -148,17 +188,21 @@ int jail_box_run(const struct jail_box *b, int *exit_status)
 	sigprocmask(SIG_BLOCK, &sa.sa_mask, &mask);
 	for (size_t i = 0; i < ARB_ARRAY_LEN(forwarded); i++)
 		sigaction(forwarded[i], &sa, &old[i]);
-	init_pid = 0;
+	init_pid = timed_out = 0;
+	sigaction(SIGALRM, &alarm_sa, &old_alarm);
 	pid = fork();
 	if (pid == 0)
-		child_exec(b, parent, seccomp_fd, info[1], ready[1]);
+		child_exec(b, &cg, &ovl, parent, seccomp_fd, info[1], ready[1]);
 	if (pid < 0) {
 		rc = util_err(-errno, "cannot fork: %s", strerror(errno));
+		sigaction(SIGALRM, &old_alarm, NULL);
 		restore(old);
 		sigprocmask(SIG_SETMASK, &mask, NULL);
 		goto out;
 	}
 	bwrap_pid = pid;
+	if (b->timeout_ms)
+		arm(b->timeout_ms);
 	sigprocmask(SIG_SETMASK, &mask, NULL);
 	close(info[1]);
 	close(ready[1]);
@@ -166,16 +210,27 @@ int jail_box_run(const struct jail_box *b, int *exit_status)
 	init_pid = read_child_pid(info[0]);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
+	arm(0);
+	sigaction(SIGALRM, &old_alarm, NULL);
 	bwrap_pid = init_pid = 0;
 	restore(old);
-	/* box-init writes its byte once the command runs; none means the box never started. */
-	if (read(ready[0], &byte, 1) != 1)
+	if (timed_out) {
+		*exit_status = JAIL_EXIT_TIMEOUT;
+		rc = util_err(-ETIME,
+			      "the box ran out of time after %lld.%03lld s and was stopped%s",
+			      (long long)(b->timeout_ms / 1000), (long long)(b->timeout_ms % 1000),
+			      timed_out == 2 ? " (killed)" : "");
+	} else if (read(ready[0], &byte, 1) != 1) /* box-init's byte: the command started */
 		rc = util_err(-ECHILD, "the box could not be started (bwrap %s %d)",
 			      WIFSIGNALED(status) ? "killed by signal" : "exited with status",
 			      WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
 	else
 		*exit_status = util_wait_status_to_exit(status);
 out:
+	if (stats)
+		jail_cgroups_stats(&cg, stats);
+	jail_cgroups_clear(&cg);
+	jail_overlays_clear(&ovl);
 	if (seccomp_fd >= 0)
 		close(seccomp_fd);
 	for (int i = 0; i < 2; i++) {

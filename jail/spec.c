@@ -7,9 +7,17 @@
 #include <sys/stat.h>
 
 static const char *const type_names[] = {
-    [JAIL_MOUNT_RO] = "ro",   [JAIL_MOUNT_RW] = "rw",	  [JAIL_MOUNT_TMPFS] = "tmpfs",
-    [JAIL_MOUNT_DEV] = "dev", [JAIL_MOUNT_PROC] = "proc", [JAIL_MOUNT_DIR] = "dir",
+    [JAIL_MOUNT_RO] = "ro",	      [JAIL_MOUNT_RW] = "rw",	  [JAIL_MOUNT_TMPFS] = "tmpfs",
+    [JAIL_MOUNT_DEV] = "dev",	      [JAIL_MOUNT_PROC] = "proc", [JAIL_MOUNT_DIR] = "dir",
+    [JAIL_MOUNT_OVERLAY] = "overlay",
 };
+
+/* What a user may write ("dir" is internal), in the order messages list them. */
+static const enum jail_mount_type user_types[] = {
+    JAIL_MOUNT_RO,    JAIL_MOUNT_RW,  JAIL_MOUNT_OVERLAY,
+    JAIL_MOUNT_TMPFS, JAIL_MOUNT_DEV, JAIL_MOUNT_PROC,
+};
+#define USER_TYPES "ro, rw, overlay, tmpfs, dev, proc"
 
 const char *jail_mount_type_name(enum jail_mount_type t)
 {
@@ -27,19 +35,19 @@ void jail_spec_clear(struct jail_spec *s)
 
 static int parse_type(const char *text, const char *type, size_t len, enum jail_mount_type *out)
 {
-	/* Only what a user may write: "dir" is internal. */
-	for (int t = JAIL_MOUNT_RO; t <= JAIL_MOUNT_PROC; t++)
-		if (strlen(type_names[t]) == len && !strncmp(type, type_names[t], len)) {
-			*out = (enum jail_mount_type)t;
+	for (size_t i = 0; i < ARB_ARRAY_LEN(user_types); i++) {
+		const char *name = type_names[user_types[i]];
+
+		if (strlen(name) == len && !strncmp(type, name, len)) {
+			*out = user_types[i];
 			return 0;
 		}
+	}
 	if (len == 0)
-		return util_err(-EINVAL, "--mount '%s': missing TYPE before ':' (%s)", text,
-				"one of ro, rw, tmpfs, dev, proc");
-	return util_err(-EINVAL,
-			"--mount '%s': unknown type '%.*s' (expected one of ro, rw, "
-			"tmpfs, dev, proc)",
-			text, (int)len, type);
+		return util_err(-EINVAL, "--mount '%s': missing TYPE before ':' (one of %s)", text,
+				USER_TYPES);
+	return util_err(-EINVAL, "--mount '%s': unknown type '%.*s' (expected one of %s)", text,
+			(int)len, type, USER_TYPES);
 }
 
 /* what: "source" or "destination". */
@@ -91,7 +99,8 @@ int jail_spec_parse(const char *text, struct jail_spec *out)
 	rc = parse_type(text, text, (size_t)(c1 - text), &out->type);
 	if (rc < 0)
 		return rc;
-	bind = out->type == JAIL_MOUNT_RO || out->type == JAIL_MOUNT_RW;
+	bind = out->type == JAIL_MOUNT_RO || out->type == JAIL_MOUNT_RW ||
+	       out->type == JAIL_MOUNT_OVERLAY;
 	if (c2 && !bind)
 		return util_err(-EINVAL,
 				"--mount '%s': type '%s' takes only a destination (%s:dest)", text,

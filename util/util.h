@@ -29,6 +29,8 @@ char *util_asprintf(const char *fmt, ...) ARB_PRINTF(1, 2);
 char *util_path_join(const char *a, const char *b);
 bool util_utf8_valid(const char *s, size_t len);
 bool util_str_has_prefix(const char *s, const char *prefix);
+/* True when normalised absolute `path` is `dir` or lies below it (component-wise). */
+bool util_path_under(const char *path, const char *dir);
 /*
  * s as one word for a POSIX shell: unchanged when it holds only plainly safe characters
  * (letters, digits, _-./:=,+@%), else in single quotes ('\'' for a quote). NULL on ENOMEM.
@@ -47,6 +49,17 @@ void util_jsonc_strip(char *s, size_t len);
  * Caller frees.
  */
 char *util_which(const char *name);
+
+/*
+ * Host credential files and folders (util/secrets.c: ~/.ssh, ~/.claude/.credentials.json,
+ * ~/.codex/auth.json, ~/.npmrc, ~/.cargo/credentials.toml, ...). util_secret_path: the first
+ * such path (absolute, under home) that normalised `path` is, lies inside or contains.
+ * util_secret_inside: the first such name, taken relative to `dir` instead of $HOME, that
+ * exists there (a credential file a tool keeps in its own folder, as ~/.netrc in $HOME).
+ * *out (when not NULL) receives a malloc'd copy of the path found; the result says whether.
+ */
+bool util_secret_path(const char *path, const char *home, char **out);
+bool util_secret_inside(const char *dir, char **out);
 
 /* mkdir -p; existing directories are fine. */
 int util_mkdir_p(const char *path, mode_t mode) ARB_MUST_CHECK;

@@ -15,6 +15,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxytest import Arb, Checks, Procs, make_ca, read_log, start_upstream  # noqa: E402
 
 ARB, T = sys.argv[1], sys.argv[2]
+# The box client reads every file under the box's $HOME: keep the host's home toolchains
+# (which the default box mounts for PATH entries under $HOME, jail/toolmgr.c) out of it.
+os.environ["PATH"] = "/usr/local/bin:/usr/bin:/bin"
 HERE = os.path.dirname(os.path.abspath(__file__))
 KEY = "sk-ant-api03-BOXKEY-" + os.urandom(12).hex()
 C = Checks()

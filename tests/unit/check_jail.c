@@ -70,11 +70,11 @@ START_TEST(path_under_and_order)
 {
 	const char *sorted[] = {"/", "/a", "/a/b", "/a/b/c", "/a-b", "/a0", "/ab", "/b"};
 
-	ck_assert(jail_path_under("/a/b", "/a"));
-	ck_assert(jail_path_under("/a", "/a"));
-	ck_assert(jail_path_under("/x", "/"));
-	ck_assert(!jail_path_under("/ab", "/a"));
-	ck_assert(!jail_path_under("/a", "/a/b"));
+	ck_assert(util_path_under("/a/b", "/a"));
+	ck_assert(util_path_under("/a", "/a"));
+	ck_assert(util_path_under("/x", "/"));
+	ck_assert(!util_path_under("/ab", "/a"));
+	ck_assert(!util_path_under("/a", "/a/b"));
 	/* jail_path_cmp: every directory right before its subtree, '/' lowest. */
 	for (size_t i = 0; i + 1 < ARB_ARRAY_LEN(sorted); i++)
 		ck_assert_msg(jail_path_cmp(sorted[i], sorted[i + 1]) < 0, "%s < %s", sorted[i],
@@ -139,8 +139,8 @@ START_TEST(spec_errors)
 	    {"ro", "--mount 'ro': missing ':' (expected TYPE:dest or TYPE:source:dest)"},
 	    {"ro:/a:/b:/c", "--mount 'ro:/a:/b:/c': too many ':'"},
 	    {":/x", "--mount ':/x': missing TYPE before ':'"},
-	    {"RO:/x",
-	     "--mount 'RO:/x': unknown type 'RO' (expected one of ro, rw, tmpfs, dev, proc)"},
+	    {"RO:/x", "--mount 'RO:/x': unknown type 'RO' (expected one of ro, rw, overlay, tmpfs, "
+		      "dev, proc)"},
 	    {"dir:/x", "--mount 'dir:/x': unknown type 'dir'"},
 	    {"tmpfs:/a:/b",
 	     "--mount 'tmpfs:/a:/b': type 'tmpfs' takes only a destination (tmpfs:dest)"},

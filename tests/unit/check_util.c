@@ -95,6 +95,51 @@ START_TEST(jsonc_strip)
 }
 END_TEST
 
+#define HOME "/home/u"
+
+START_TEST(secrets)
+{
+	char *hit = NULL;
+
+	ck_assert(util_secret_path(HOME "/.ssh", HOME, &hit));
+	ck_assert_str_eq(hit, HOME "/.ssh");
+	free(hit);
+	ck_assert(util_secret_path(HOME "/.ssh/id_ed25519", HOME, NULL));
+	ck_assert(util_secret_path(HOME "/.claude", HOME, &hit)); /* contains the credentials */
+	ck_assert_str_eq(hit, HOME "/.claude/.credentials.json");
+	free(hit);
+	ck_assert(util_secret_path(HOME, HOME, NULL));
+	ck_assert(util_secret_path("/", HOME, NULL));
+	ck_assert(util_secret_path(HOME "/.codex/auth.json", HOME, NULL));
+	ck_assert(util_secret_path(HOME "/.cargo", HOME, NULL));
+	ck_assert(!util_secret_path(HOME "/.cargo/bin", HOME, NULL));
+	ck_assert(!util_secret_path(HOME "/.claude/settings.json", HOME, &hit));
+	ck_assert_ptr_null(hit);
+	ck_assert(!util_secret_path(HOME "/.sshx", HOME, NULL));
+	ck_assert(!util_secret_path("/opt", HOME, NULL));
+	ck_assert(util_path_under("/a/b", "/a") && util_path_under("/a", "/"));
+	ck_assert(!util_path_under("/ab", "/a"));
+}
+END_TEST
+
+/* A credential name of the list, found relative to a tool's own folder. */
+START_TEST(secrets_inside)
+{
+	char dir[] = "/tmp/check_util.XXXXXX", *p, *hit = NULL;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert(!util_secret_inside(dir, &hit));
+	ck_assert_ptr_null(hit);
+	p = util_path_join(dir, ".netrc");
+	ck_assert_int_eq(util_write_file(p, "x", 1, 0600), 0);
+	ck_assert(util_secret_inside(dir, &hit));
+	ck_assert_str_eq(hit, p);
+	free(hit);
+	free(p);
+	ck_assert_int_eq(util_rm_rf(dir), 0);
+}
+END_TEST
+
 START_TEST(files_roundtrip_and_rm_rf_no_follow)
 {
 	char *buf = NULL, *p, *outside, *link;
@@ -203,11 +248,13 @@ static Suite *util_suite(void)
 	tcase_add_test(tc, shell_quote);
 	tcase_add_test(tc, jsonc_strip);
 	tcase_add_test(tc, err_message);
+	tcase_add_test(tc, secrets);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("files");
 	tcase_add_test(tc, files_roundtrip_and_rm_rf_no_follow);
 	tcase_add_test(tc, append_line_once);
 	tcase_add_test(tc, copy_fd_whole_file);
+	tcase_add_test(tc, secrets_inside);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("process");
 	tcase_add_test(tc, exit_status);

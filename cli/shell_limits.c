@@ -1,0 +1,108 @@
+/*
+ * cli/shell_limits.c: `shell`'s limits: --timeout DURATION, --memory SIZE, --cpus N,
+ * --pids N (parsed here, applied by jail/), and the line that says what they did.
+ */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit/audit.h"
+#include "jail/jail.h"
+
+/* "30s", "10m", "2h", "1d", "1w": the durations of audit's --since. */
+static int parse_timeout(const char *arg, int64_t *ms)
+{
+	int64_t back = 0;
+
+	/* A duration is parsed as that long before time 0: a negative instant. */
+	if (audit_time_parse(arg, 0, &back) < 0 || back >= 0 || arg[0] == '@')
+		return util_err(
+		    -EINVAL, "--timeout '%s': expected a duration such as 30s, 10m, 2h or 1d", arg);
+	*ms = -back / 1000000;
+	return 0;
+}
+
+/* "512M", "2G", "65536K" or bytes; at least 4 MiB (bwrap and box-init need some). */
+static int parse_memory(const char *arg, int64_t *bytes)
+{
+	static const char units[] = "KMG";
+	char *end = NULL;
+	long long n;
+	const char *u;
+
+	errno = 0;
+	n = arg[0] >= '0' && arg[0] <= '9' ? strtoll(arg, &end, 10) : -1;
+	u = end && *end ? strchr(units, *end) : NULL;
+	if (n < 0 || errno || (*end && (!u || end[1])) || n > (1LL << 40))
+		return util_err(-EINVAL, "--memory '%s': expected a size such as 512M or 2G", arg);
+	for (long i = u ? u - units + 1 : 0; i > 0; i--)
+		n *= 1024;
+	if (n < 4LL << 20)
+		return util_err(-EINVAL, "--memory '%s': at least 4M (the box itself needs some)",
+				arg);
+	*bytes = n;
+	return 0;
+}
+
+/* "0.5", "2", "1.25": CPUs, at least 0.01, to thousandths. */
+static int parse_cpus(const char *arg, int64_t *milli)
+{
+	const char *dot = strchr(arg, '.');
+	size_t whole = dot ? (size_t)(dot - arg) : strlen(arg), frac = dot ? strlen(dot + 1) : 0;
+	int64_t m = 0;
+
+	if (whole + frac == 0 || whole > 4 || frac > 3 || strspn(arg, "0123456789") != whole ||
+	    (dot && strspn(dot + 1, "0123456789") != frac))
+		return util_err(-EINVAL, "--cpus '%s': expected a number of CPUs such as 0.5 or 2",
+				arg);
+	for (size_t i = 0; i < whole; i++)
+		m = m * 10 + (arg[i] - '0');
+	m *= 1000;
+	for (size_t i = 0, scale = 100; i < frac; i++, scale /= 10)
+		m += (dot[1 + i] - '0') * (int64_t)scale;
+	if (m < 10)
+		return util_err(-EINVAL, "--cpus '%s': at least 0.01", arg);
+	*milli = m;
+	return 0;
+}
+
+static int parse_pids(const char *arg, int64_t *n)
+{
+	char *end = NULL;
+	long long v = arg[0] >= '0' && arg[0] <= '9' ? strtoll(arg, &end, 10) : -1;
+
+	if (v < 1 || *end || v > 4194304)
+		return util_err(-EINVAL, "--pids '%s': expected a number of processes, at least 1",
+				arg);
+	*n = v;
+	return 0;
+}
+
+int cli_shell_limit_parse(const char *option, const char *arg, struct jail_limits *l,
+			  int64_t *timeout_ms)
+{
+	if (!strcmp(option, "timeout"))
+		return parse_timeout(arg, timeout_ms);
+	if (!strcmp(option, "memory"))
+		return parse_memory(arg, &l->memory);
+	if (!strcmp(option, "cpus"))
+		return parse_cpus(arg, &l->cpu_milli);
+	return parse_pids(arg, &l->pids);
+}
+
+void cli_shell_limit_report(const struct jail_limits *l, const struct jail_run_stats *st)
+{
+	if (st->oom_kills)
+		fprintf(stderr,
+			"arborinth: --memory: the box reached its limit of %lld MiB; the kernel "
+			"ended %lld of its processes\n",
+			(long long)(l->memory >> 20), (long long)st->oom_kills);
+	if (st->forks_refused)
+		fprintf(stderr,
+			"arborinth: --pids: the box reached its limit of %lld processes; %lld "
+			"forks were refused\n",
+			(long long)l->pids, (long long)st->forks_refused);
+}

@@ -1,0 +1,231 @@
+/*
+ * jail/cgroup.c: --memory, --cpus and --pids on cgroups of the box's own. For each limit
+ * the box gets a cgroup ARBORINTH-PID below ours in that controller's hierarchy, with the
+ * limit written, and the child that execs bwrap joins it first, so every process of the box
+ * is inside (bwrap's --unshare-cgroup then shows the box that cgroup as its root, and the
+ * cgroup file system is read-only there). After the box, the kernel's counters say what the
+ * limits did (processes the OOM killer ended, forks refused) and the cgroups are removed.
+ *
+ * The hierarchies come from a table: today the cgroup v1 controllers (memory, pids, cpu), as
+ * a hybrid host such as this project's CI mounts them, writable by root. A controller only
+ * on the unified (v2) hierarchy is refused with a message that says so.
+ */
+#include "jail/box_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { CG_MEMORY, CG_PIDS, CG_CPU };
+
+/* One limit: its controller and the files it writes ("%lld" of the value, in order). */
+static const struct controller {
+	const char *name, *option;
+	const char *files[3];	      /* written in order when present; the first must be */
+	const char *events, *counter; /* file and key of what the limit did */
+} controllers[] = {
+    [CG_MEMORY] = {"memory",
+		   "--memory",
+		   {"memory.limit_in_bytes", "memory.memsw.limit_in_bytes"},
+		   "memory.oom_control",
+		   "oom_kill"},
+    [CG_PIDS] = {"pids", "--pids", {"pids.max"}, "pids.events", "max"},
+    [CG_CPU] = {"cpu", "--cpus", {"cpu.cfs_period_us", "cpu.cfs_quota_us"}, NULL, NULL},
+};
+
+/* The value of each file of controller c for limits l. */
+static long long file_value(const struct jail_limits *l, size_t c, size_t file)
+{
+	switch (c) {
+	case CG_MEMORY:
+		return l->memory;
+	case CG_PIDS:
+		return l->pids;
+	default: /* a period of 100 ms, and the share of it the box may run */
+		return file == 0 ? 100000 : l->cpu_milli * 100;
+	}
+}
+
+static int64_t limit_of(const struct jail_limits *l, size_t c)
+{
+	return c == CG_MEMORY ? l->memory : c == CG_PIDS ? l->pids : l->cpu_milli;
+}
+
+/* Where controller `name` is mounted as cgroup v1 and our cgroup in it. Caller frees. */
+static char *find_base(const char *name)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096], mnt[1024], *own = NULL, *base = NULL;
+	bool found = false;
+
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		char *sep = strstr(line, " - cgroup "), *opts, *tok, *save = NULL;
+
+		if (!sep || sscanf(line, "%*s %*s %*s %*s %1023s", mnt) != 1)
+			continue;
+		opts = strrchr(sep, ' ') + 1;
+		opts[strcspn(opts, "\n")] = '\0';
+		for (tok = strtok_r(opts, ",", &save); tok && !found;
+		     tok = strtok_r(NULL, ",", &save))
+			found = !strcmp(tok, name);
+	}
+	if (f)
+		fclose(f);
+	f = found ? fopen("/proc/self/cgroup", "re") : NULL;
+	while (f && !own && fgets(line, sizeof(line), f)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL, *tok, *save;
+
+		if (!c2)
+			continue;
+		*c2 = '\0';
+		for (tok = strtok_r(c1 + 1, ",", &save); tok && !own;
+		     tok = strtok_r(NULL, ",", &save))
+			if (!strcmp(tok, name))
+				own = c2 + 1;
+	}
+	if (own) {
+		own[strcspn(own, "\n")] = '\0';
+		base = util_asprintf("%s%s", mnt, strcmp(own, "/") ? own : "");
+	}
+	if (f)
+		fclose(f);
+	return base;
+}
+
+int jail_box_set_limits(struct jail_box *b, const struct jail_limits *l)
+{
+	int rc = b->finished ? util_err(-EBUSY, "jail: the box is already finished") : 0;
+
+	for (size_t c = 0; c < ARB_ARRAY_LEN(controllers) && rc == 0; c++) {
+		char *base = limit_of(l, c) ? find_base(controllers[c].name) : NULL, *probe;
+
+		if (!limit_of(l, c))
+			continue;
+		probe = base ? util_path_join(base, "cgroup.procs") : NULL;
+		if (!base)
+			rc = util_err(
+			    -ENOTSUP,
+			    "%s needs the %s cgroup controller mounted as cgroup v1 (this "
+			    "host has none; on cgroup v2 arborinth cannot place a box yet)",
+			    controllers[c].option, controllers[c].name);
+		else if (access(base, W_OK) < 0 || !probe || access(probe, F_OK) < 0)
+			rc =
+			    util_err(-EACCES,
+				     "%s: cannot make a cgroup in %s (%s; run as root, or delegate "
+				     "that cgroup to this user)",
+				     controllers[c].option, base, strerror(errno));
+		free(probe);
+		free(b->cg_base[c]);
+		b->cg_base[c] = base;
+	}
+	if (rc == 0)
+		b->limits = *l;
+	return rc;
+}
+
+void jail_cgroups_clear(struct jail_cgroups *cg)
+{
+	for (size_t c = 0; c < ARB_ARRAY_LEN(cg->dir); c++) {
+		/* Empty once the box's pid namespace is gone; the kernel may lag a moment. */
+		for (int i = 0; cg->dir[c] && i < 50 && rmdir(cg->dir[c]) < 0 && errno == EBUSY;
+		     i++)
+			usleep(20000);
+		free(cg->dir[c]);
+		free(cg->procs[c]);
+	}
+	*cg = (struct jail_cgroups){0};
+}
+
+static int write_value(const char *dir, const char *file, long long v, bool optional)
+{
+	char *path = util_path_join(dir, file), text[32];
+	int fd = path ? open(path, O_WRONLY | O_CLOEXEC) : -1, rc = 0;
+
+	snprintf(text, sizeof(text), "%lld", v);
+	if (!path)
+		rc = util_err(-ENOMEM, "out of memory");
+	else if (fd < 0 && optional && errno == ENOENT)
+		rc = 0;
+	else if (fd < 0 || write(fd, text, strlen(text)) < 0)
+		rc = util_err(-errno, "cannot write %s to %s: %s", text, path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	return rc;
+}
+
+int jail_cgroups_create(const struct jail_box *b, struct jail_cgroups *cg)
+{
+	int rc = 0;
+
+	*cg = (struct jail_cgroups){0};
+	for (size_t c = 0; c < ARB_ARRAY_LEN(controllers) && rc == 0; c++) {
+		if (!limit_of(&b->limits, c))
+			continue;
+		cg->dir[c] = util_asprintf("%s/arborinth-%d", b->cg_base[c], (int)getpid());
+		cg->procs[c] = cg->dir[c] ? util_path_join(cg->dir[c], "cgroup.procs") : NULL;
+		if (!cg->procs[c]) {
+			rc = util_err(-ENOMEM, "out of memory");
+			break;
+		}
+		if (mkdir(cg->dir[c], 0755) < 0 && errno != EEXIST) {
+			rc = util_err(-errno, "%s: cannot create %s: %s", controllers[c].option,
+				      cg->dir[c], strerror(errno));
+			free(cg->dir[c]), cg->dir[c] = NULL;
+			break;
+		}
+		for (size_t f = 0; f < 3 && controllers[c].files[f] && rc == 0; f++)
+			rc = write_value(cg->dir[c], controllers[c].files[f],
+					 file_value(&b->limits, c, f), f > 0 && c == CG_MEMORY);
+	}
+	if (rc < 0)
+		jail_cgroups_clear(cg);
+	return rc;
+}
+
+void jail_cgroups_enter(const struct jail_cgroups *cg)
+{
+	for (size_t c = 0; c < ARB_ARRAY_LEN(cg->procs); c++) {
+		int fd = cg->procs[c] ? open(cg->procs[c], O_WRONLY | O_CLOEXEC) : -2;
+
+		if (fd == -2)
+			continue;
+		if (fd < 0 || write(fd, "0", 1) != 1) {
+			fprintf(stderr, "arborinth: cannot join the box's cgroup %s: %s\n",
+				cg->procs[c], strerror(errno));
+			_exit(JAIL_EXIT_SETUP);
+		}
+		close(fd);
+	}
+}
+
+/* The number after `key` on its own line of dir/file, or 0. */
+static int64_t counter(const char *dir, const char *file, const char *key)
+{
+	char *path = util_path_join(dir, file), *text = NULL;
+	size_t len, klen = strlen(key);
+	int64_t n = 0;
+
+	if (path && util_read_file(path, &text, &len) == 0)
+		for (char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+			if (!strncmp(l, key, klen) && l[klen] == ' ')
+				n = strtoll(l + klen + 1, NULL, 10);
+	free(text);
+	free(path);
+	return n;
+}
+
+void jail_cgroups_stats(const struct jail_cgroups *cg, struct jail_run_stats *st)
+{
+	*st = (struct jail_run_stats){0};
+	if (cg->dir[CG_MEMORY])
+		st->oom_kills = counter(cg->dir[CG_MEMORY], controllers[CG_MEMORY].events,
+					controllers[CG_MEMORY].counter);
+	if (cg->dir[CG_PIDS])
+		st->forks_refused = counter(cg->dir[CG_PIDS], controllers[CG_PIDS].events,
+					    controllers[CG_PIDS].counter);
+}
