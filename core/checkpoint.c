@@ -9,6 +9,7 @@
 #include "core/ckpt_internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +122,33 @@ static int list(git_repository *repo, struct core_ckpt **out, size_t *n)
 	return 0;
 }
 
+/* The highest checkpoint number and its commit (names only: no commit is read but that one). */
+static int last_ckpt(git_repository *repo, unsigned *seq, git_oid *commit)
+{
+	git_reference_iterator *it = NULL;
+	const char *name;
+
+	*seq = 0;
+	if (git_reference_iterator_glob_new(&it, repo, CKPT_REF_PREFIX "*") < 0)
+		return util_err(-EIO, "cannot list checkpoints: %s", git_error_last()->message);
+	while (git_reference_next_name(&name, it) == 0) {
+		char *end;
+		unsigned long n = strtoul(name + strlen(CKPT_REF_PREFIX), &end, 10);
+
+		if (!*end && n > *seq && n < UINT_MAX)
+			*seq = (unsigned)n;
+	}
+	git_reference_iterator_free(it);
+	if (*seq) {
+		char ref[64];
+
+		snprintf(ref, sizeof(ref), CKPT_REF_PREFIX "%u", *seq);
+		if (git_reference_name_to_id(commit, repo, ref) < 0)
+			return util_err(-EIO, "checkpoint %u: %s", *seq, git_error_last()->message);
+	}
+	return 0;
+}
+
 int core_ws_checkpoints(struct core_project *p, const struct core_ws *ws, struct core_ckpt **out,
 			size_t *n)
 {
@@ -142,9 +170,8 @@ int core_ws_checkpoint(struct core_project *p, const struct core_ws *ws,
 	git_commit *parent = NULL, *cm = NULL;
 	git_signature *sig = NULL;
 	git_tree *tree = NULL;
-	struct core_ckpt *all = NULL;
 	struct ckpt_stats st = {0};
-	size_t n = 0;
+	unsigned last = 0;
 	git_oid tid, pid, cid;
 	char *msg = NULL, ref[64];
 	int rc;
@@ -154,16 +181,13 @@ int core_ws_checkpoint(struct core_project *p, const struct core_ws *ws,
 	if (o->message && strlen(o->message) > CORE_CKPT_MESSAGE_MAX)
 		return util_err(-EINVAL, "checkpoint message longer than %d bytes",
 				CORE_CKPT_MESSAGE_MAX);
-	/* A mounted view commits what it is still coalescing for the audit first. */
-	rc = core_ws_audit_sync(ws);
-	rc = rc ?: ckpt_repo_open(ws, &repo);
-	rc = rc ?: list(repo, &all, &n);
+	/* No need to sync the view: a write() through it has reached the layer on return. */
+	rc = ckpt_repo_open(ws, &repo);
+	rc = rc ?: last_ckpt(repo, &last, &pid);
 	rc = rc ?: ckpt_view_tree(repo, ws, &tid, &st);
 	if (rc < 0)
 		goto out;
-	if (n)
-		git_oid_fromstr(&pid, all[n - 1].commit);
-	else
+	if (!last)
 		git_oid_fromstr(&pid, ws->base_commit);
 	msg = util_asprintf("%s\n\nArborinth-Kind: %s\nArborinth-Session: %lld\nArborinth-Time: "
 			    "%lld\n",
@@ -182,7 +206,7 @@ int core_ws_checkpoint(struct core_project *p, const struct core_ws *ws,
 		goto out;
 	}
 	/* The next number; another process taking it first makes us try the one after. */
-	for (unsigned seq = n ? all[n - 1].seq + 1 : 1;; seq++) {
+	for (unsigned seq = last + 1;; seq++) {
 		git_reference *r = NULL;
 		int e;
 
@@ -209,7 +233,6 @@ out:
 	git_signature_free(sig);
 	git_tree_free(tree);
 	git_commit_free(parent);
-	core_ckpts_free(all, n);
 	git_repository_free(repo);
 	free(msg);
 	return rc;
@@ -247,8 +270,7 @@ int core_ws_tree(struct core_project *p, const struct core_ws *ws, const char *s
 	if (rc < 0)
 		return rc;
 	if (!strcmp(spec, "view")) {
-		rc = core_ws_audit_sync(ws);
-		rc = rc ?: ckpt_view_tree(repo, ws, tree, NULL);
+		rc = ckpt_view_tree(repo, ws, tree, NULL);
 	} else if (!strcmp(spec, "base")) {
 		if (git_revparse_single(&obj, repo, ws->base_commit) < 0 ||
 		    git_object_peel(&peeled, obj, GIT_OBJECT_TREE) < 0)

@@ -141,7 +141,8 @@ struct core_ckpt_opts {
 void core_ckpt_clear(struct core_ckpt *c);
 void core_ckpts_free(struct core_ckpt *v, size_t n);
 /*
- * Records the view as it is now (a mounted view's pending audit committed first). Costs what
+ * Records the view as it is now (what a write() through the view wrote is in the layer when
+ * it returns, so nothing needs syncing). Costs what
  * changed since the base: the base's unchanged subtrees are referenced by id; each changed
  * file is hashed once (a cache keeps what earlier checkpoints hashed).
  */
