@@ -17,7 +17,7 @@ static const char *const known_ops[] = {
     "exec",	    "exit",
     "request",	    "tunnel",
     "unattributed", "unattributed-delete",
-    NULL,
+    "rewind",	    NULL,
 };
 
 bool audit_op_known(const char *op)

@@ -144,6 +144,7 @@ def run_all(fx):
     C.ok(not os.path.lexists(os.path.join(view, "brand")), "rewind: new paths are gone")
     rows = [r for r in audit_rows(fx) if r.get("op") == "rewind"]
     C.eq(1, len(rows), "rewind is one audit row")
+    C.eq(1, len(audit_rows(fx, "--op", "rewind")), "audit --op rewind finds it")
     # git in the view agrees: the workspace is clean against its base again.
     g = fslib.run("git", "-C", view, "status", "--porcelain", check=False)
     C.eq("", g.stdout, "git status in the view is clean after the rewind (%r)" % g.stderr)
