@@ -4,8 +4,8 @@
 #   ARB=build/cli/arborinth bench/ckpt_bench.sh [--runs N] [--files N] [--changed N]
 #
 # A repository of --files files (default 50,000, made by ../shared/bench/mkrepo.py and cached
-# under $ARB_BENCH_DIR, default /var/tmp/arborinth-bench), a workspace of it and a native
-# clone of it. Before every run the same --changed files (default 100) are changed again, in
+# under $ARB_BENCH_DIR, default /var/tmp/arborinth-bench), cloned onto a fresh journaled ext4
+# in a loop image with a workspace of it and a native clone of it (root needed). Before every run the same --changed files (default 100) are changed again, in
 # the view and in the clone, so each run records that many changed files. Subjects:
 #   checkpoint        arborinth checkpoint (the view as a commit: base tree + upper layer)
 #   stash create      git stash create in the clone (index refresh, tree of the changes)
@@ -45,36 +45,51 @@ done
 [ -r "$MKREPO" ] || die "no mkrepo.py at $MKREPO (set MKREPO=path/to/mkrepo.py)"
 ARB=$(realpath "$ARB")
 
-REPO="$WORK/ckpt-repo-$FILES"
-NATIVE="$WORK/ckpt-native-$FILES"
+CACHE="$WORK/ckpt-repo-$FILES"
+EXT4="$WORK/ckpt-ext4"
+REPO="$EXT4/repo"
+NATIVE="$EXT4/native"
 OUT="$WORK/results/ckpt-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$OUT"
 arb() { "$ARB" --workdir "$REPO" "$@"; }
 cleanup() {
-	arb workspace delete ck >/dev/null 2>&1 || true
+	if mountpoint -q "$EXT4" 2>/dev/null; then
+		arb workspace delete ck >/dev/null 2>&1 || true
+		umount "$EXT4" || umount -l "$EXT4"
+	fi
+	rm -f "$WORK/ckpt-ext4.img"
+	rmdir "$EXT4" 2>/dev/null || true
 }
 trap cleanup EXIT
 
-if [ ! -e "$REPO/.bench-ready" ]; then
-	echo "# making $REPO ($FILES files; once)" >&2
-	rm -rf "$REPO" "$NATIVE"
-	python3 "$MKREPO" "$REPO" --files "$FILES" >/dev/null
-	git -C "$REPO" repack -adq
-	git -C "$REPO" config gc.auto 0
-	echo "/.bench-ready" >>"$REPO/.git/info/exclude"
-	touch "$REPO/.bench-ready"
+if [ ! -e "$CACHE/.bench-ready" ]; then
+	echo "# making $CACHE ($FILES files; once)" >&2
+	rm -rf "$CACHE"
+	python3 "$MKREPO" "$CACHE" --files "$FILES" >/dev/null
+	git -C "$CACHE" repack -adq
+	git -C "$CACHE" config gc.auto 0
+	echo "/.bench-ready" >>"$CACHE/.git/info/exclude"
+	touch "$CACHE/.bench-ready"
 fi
-if [ ! -e "$NATIVE/.git/bench-ready" ]; then
-	rm -rf "$NATIVE"
-	git clone -q --no-local "$REPO" "$NATIVE"
-	git -C "$NATIVE" config gc.auto 0
-	touch "$NATIVE/.git/bench-ready"
-fi
-arb workspace delete ck >/dev/null 2>&1 || true
+# Everything that is written lives on a fresh journaled ext4 (mkfs.ext4's defaults) in a loop
+# image: this machine's own ext4 has no journal and makes file creation pay for earlier ones.
+[ "$(id -u)" = 0 ] || die "run as root (it mounts a loop image)"
+command -v mkfs.ext4 >/dev/null || die "missing: mkfs.ext4; install with: apt-get install e2fsprogs"
+cleanup
+mkdir -p "$EXT4"
+truncate -s 4G "$WORK/ckpt-ext4.img"
+mkfs.ext4 -q -F "$WORK/ckpt-ext4.img"
+mount -o loop "$WORK/ckpt-ext4.img" "$EXT4"
+git clone -q --no-local "$CACHE" "$REPO"
+git clone -q --no-local "$REPO" "$NATIVE"
+git -C "$REPO" config gc.auto 0
+git -C "$NATIVE" config gc.auto 0
 arb workspace create ck >/dev/null
 VIEW="$REPO/.arborinth/workspaces/ck/workdir"
-# The same files on both sides: the first CHANGED tracked files.
-git -C "$NATIVE" ls-files | awk -v n="$CHANGED" 'NR <= n' >"$OUT/changed"
+# The same files on both sides: CHANGED tracked files spread evenly over the tree.
+git -C "$NATIVE" ls-files >"$OUT/all"
+awk -v n="$CHANGED" -v t="$(wc -l <"$OUT/all")" 'NR % int(t / n) == 0 && c++ < n' \
+	"$OUT/all" >"$OUT/changed"
 # TOUCH DIR LIST: one more line in each changed file (hyperfine's --prepare runs sh).
 cat >"$OUT/touch.py" <<'EOF'
 import sys, time

@@ -21,6 +21,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <git2/sys/odb_backend.h>
+#include <git2/sys/repository.h>
+
 #include "fs/fs.h"
 
 #define CACHE_RACY_NS (2LL * 1000000000)
@@ -35,7 +38,8 @@ struct cache_ent {
 };
 
 struct build {
-	git_repository *repo;
+	git_repository *repo;  /* reads: the workspace's objects and the origin's */
+	git_repository *wrepo; /* writes: the workspace's loose objects only (see ckpt_writer) */
 	struct cache_ent *old; /* sorted by inode */
 	size_t n_old;
 	struct cache_ent *fresh; /* this walk's, written back at the end */
@@ -161,7 +165,7 @@ static int hash_file(struct build *b, int dir, const char *name, const struct st
 		return util_err(-errno, "checkpoint: cannot read %s: %s", name, strerror(errno));
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
 	rc = fstat(fd, &now) == 0 && S_ISREG(now.st_mode) ? 0 : -EAGAIN;
-	if (rc == 0 && git_blob_create_from_disk(oid, b->repo, p) < 0)
+	if (rc == 0 && git_blob_create_from_disk(oid, b->wrepo, p) < 0)
 		rc = util_err(-EIO, "checkpoint: cannot store %s: %s", name,
 			      git_error_last()->message);
 	close(fd);
@@ -181,7 +185,7 @@ static int hash_link(struct build *b, int dir, const char *name, git_oid *oid)
 	if (n < 0 || (size_t)n >= sizeof(target))
 		return util_err(n < 0 ? -errno : -ENAMETOOLONG, "checkpoint: cannot read link %s",
 				name);
-	if (git_blob_create_from_buffer(oid, b->repo, target, (size_t)n) < 0)
+	if (git_blob_create_from_buffer(oid, b->wrepo, target, (size_t)n) < 0)
 		return util_err(-EIO, "checkpoint: cannot store %s: %s", name,
 				git_error_last()->message);
 	return 0;
@@ -277,7 +281,7 @@ static int build_dir(struct build *b, int dir, const git_tree *lower, bool root,
 			close(fd);
 		return util_err(-errno, "checkpoint: cannot list the layer: %s", strerror(errno));
 	}
-	if (git_treebuilder_new(&tb, b->repo, lower) < 0) {
+	if (git_treebuilder_new(&tb, b->wrepo, lower) < 0) {
 		rc = util_err(-EIO, "checkpoint: %s", git_error_last()->message);
 		goto out;
 	}
@@ -298,6 +302,36 @@ static int build_dir(struct build *b, int dir, const git_tree *lower, bool root,
 out:
 	git_treebuilder_free(tb);
 	closedir(d);
+	return rc;
+}
+
+/*
+ * A repository whose only object store is the workspace's loose objects, written at zlib's
+ * fastest level, for what a checkpoint writes. Writing through the workspace's own repository
+ * made libgit2 look for every new object in every store first and rescan the packs after each
+ * miss (the origin's and the workspace's): most of a checkpoint's system calls. Objects the
+ * checkpoint inserts into trees are its own new ones, so this store can vouch for them.
+ */
+static int ckpt_writer(const struct core_ws *ws, git_repository **out)
+{
+	char *objects = util_path_join(ws->gitdir, "objects");
+	git_odb_backend *loose = NULL;
+	git_odb *odb = NULL;
+	int rc = 0;
+
+	*out = NULL;
+	if (!objects)
+		return util_err(-ENOMEM, "out of memory");
+	if (git_odb_new(&odb) < 0 || git_odb_backend_loose(&loose, objects, 1, 0, 0, 0) < 0) {
+		rc = util_err(-EIO, "checkpoint: %s", git_error_last()->message);
+	} else if (git_odb_add_backend(odb, loose, 1) < 0) {
+		loose->free(loose);
+		rc = util_err(-EIO, "checkpoint: %s", git_error_last()->message);
+	} else if (git_repository_wrap_odb(out, odb) < 0) {
+		rc = util_err(-EIO, "checkpoint: %s", git_error_last()->message);
+	}
+	git_odb_free(odb); /* the repository holds its own reference */
+	free(objects);
 	return rc;
 }
 
@@ -324,7 +358,8 @@ int ckpt_view_tree(git_repository *repo, const struct core_ws *ws, git_oid *tree
 		goto out;
 	}
 	cache_load(&b, cache);
-	rc = build_dir(&b, layer, lower, true, tree, &empty);
+	rc = ckpt_writer(ws, &b.wrepo);
+	rc = rc ?: build_dir(&b, layer, lower, true, tree, &empty);
 	if (rc == 0)
 		cache_save(&b, ws->root);
 	if (stats) {
@@ -332,6 +367,7 @@ int ckpt_view_tree(git_repository *repo, const struct core_ws *ws, git_oid *tree
 		stats->reused = b.reused;
 	}
 out:
+	git_repository_free(b.wrepo);
 	git_tree_free(lower);
 	git_commit_free(base);
 	if (layer >= 0)
