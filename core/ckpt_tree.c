@@ -137,7 +137,8 @@ static void cache_keep(struct build *b, const struct stat *st, const git_oid *oi
 static const struct cache_ent *cache_find(const struct build *b, const struct stat *st)
 {
 	struct cache_ent key = {.ino = st->st_ino};
-	const struct cache_ent *e = bsearch(&key, b->old, b->n_old, sizeof(*b->old), cmp_ino);
+	const struct cache_ent *e =
+	    b->n_old ? bsearch(&key, b->old, b->n_old, sizeof(*b->old), cmp_ino) : NULL;
 
 	if (e && e->size == st->st_size && e->mtime == ts_ns(&st->st_mtim) &&
 	    e->ctime == ts_ns(&st->st_ctim))

@@ -107,9 +107,11 @@ int core_ws_merge(struct core_project *p, const struct core_ws *ws, struct core_
 
 	memset(out, 0, sizeof(*out));
 	co.checkout_strategy = GIT_CHECKOUT_SAFE;
-	if (git_repository_head(&head, repo) < 0 || !git_reference_is_branch(head))
+	if (git_repository_head(&head, repo) < 0 || !git_reference_is_branch(head)) {
+		git_reference_free(head);
 		return util_err(-EINVAL, "the origin is not on a branch (detached or unborn HEAD): "
 					 "nothing to merge into");
+	}
 	rc = fetch_ws(p, ws, &their);
 	if (rc == 0 && (git_annotated_commit_lookup(&theirs, repo, &their) < 0 ||
 			git_merge_analysis_for_ref(&an, &pref, repo, head,
