@@ -231,7 +231,7 @@ static int custom_backend(struct launch *l, const char *id, const json_t *prov)
 	const char *npm = json_string_value(json_object_get(prov, "npm"));
 	const char *rest, *path;
 	char *origin = NULL, *base = NULL, *rule = NULL, port[8];
-	json_t *models = json_object(), *m;
+	json_t *models = NULL, *m;
 	const char *mid;
 	int rc;
 
@@ -243,6 +243,7 @@ static int custom_backend(struct launch *l, const char *id, const json_t *prov)
 		    "OpenAI-compatible provider of the host's OpenCode config (\"npm\": "
 		    "\"" COMPAT_NPM "\" with an http(s) options.baseURL)",
 		    id);
+	models = json_object();
 	rest = strstr(url, "://") + 3;
 	path = rest + strcspn(rest, "/?#");
 	origin = strndup(url, (size_t)(path - url));
@@ -273,8 +274,10 @@ static int custom_backend(struct launch *l, const char *id, const json_t *prov)
 		json_t *one = json_object(), *lim = json_object_get(m, "limit");
 		const char *name = json_string_value(json_object_get(m, "name"));
 
-		if (!one || !launch_model_ok(mid))
+		if (!one || !launch_model_ok(mid)) {
+			json_decref(one);
 			continue;
+		}
 		if (name)
 			json_object_set_new(one, "name", json_string(name));
 		if (json_is_object(lim)) {
