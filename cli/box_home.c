@@ -1,6 +1,7 @@
 /*
- * cli/box_home.c: files the host writes into a workspace's home (the box's $HOME) for the box
- * to read: the proxy's key files, a launcher's login and config files. The box can write its
+ * cli/box_home.c: what the host hands the box besides its mounts: files written into the
+ * workspace's home (the box's $HOME; the proxy's key files and CA, a launcher's login and
+ * config files) and variables. The box can write its
  * home too, so every step goes through a directory descriptor and no link is followed: a link
  * the box planted is refused (a directory) or replaced (the file), never written through.
  */
@@ -12,6 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "jail/jail.h"
 
 int cli_home_dir_open(const char *home, const char *sub, int *out)
 {
@@ -66,5 +69,14 @@ int cli_home_write(const char *home, const char *sub, const char *name, const ch
 		rc = util_write_file_at(dir, name, data, strlen(data), 0600, (uid_t)-1, 0);
 	if (dir >= 0)
 		close(dir);
+	return rc;
+}
+
+int cli_box_env(struct jail_box *b, const char *name, const char *value)
+{
+	char *kv = util_asprintf("%s=%s", name, value);
+	int rc = kv ? jail_box_add_env(b, kv) : util_err(-ENOMEM, "out of memory");
+
+	free(kv);
 	return rc;
 }

@@ -85,6 +85,9 @@ int cmd_audit(struct cli_global *g, int argc, char **argv);
 int cli_home_dir_open(const char *home, const char *sub, int *out) ARB_MUST_CHECK;
 int cli_home_write(const char *home, const char *sub, const char *name,
 		   const char *data) ARB_MUST_CHECK;
+/* Sets NAME=VALUE in the box (jail_box_add_env). -errno with a message. */
+struct jail_box;
+int cli_box_env(struct jail_box *b, const char *name, const char *value) ARB_MUST_CHECK;
 /*
  * `shell` sessions in the audit log: begin records argv, jail and this process as the leader
  * (call it right before starting the command); end records the exit status and frees s
@@ -124,10 +127,10 @@ struct cli_proxy_opts {
 	const char *const *allow_hosts;	     /* --allow-host HOST[:PORT] */
 	size_t n_allow_hosts;
 	bool listen;
-	/* --net: on the host's loopback, not the box's relay; tcp_fd (or -1) is a listener
-	 * (proxy_listen_loopback) for backend tcp_backend, kept by the caller. */
+	/* --net: on the host's loopback, not the box's relay; tcp_fd and tcp_tls_fd (or -1)
+	 * are listeners (proxy_listen_loopback) for backend tcp_backend, kept by the caller. */
 	bool tcp;
-	int tcp_fd;
+	int tcp_fd, tcp_tls_fd;
 	const char *tcp_backend;
 };
 int cli_proxy_start(struct proxy **out, struct cli_net_audit **audit, struct core_project *p,
@@ -139,6 +142,9 @@ int cli_proxy_box_setup(struct proxy *px, struct jail_box *b, const struct core_
 			unsigned flags) ARB_MUST_CHECK;
 /* Where the box finds backend's key file with --net: HOME/.arborinth/proxy/NAME.key. */
 char *cli_proxy_key_file(const char *home, const char *backend);
+/* Where the box finds the proxy's CA certificate when a backend serves TLS (tls-port=):
+ * HOME/.arborinth/proxy/ca.pem, named by ARBORINTH_PROXY_CA_FILE. */
+char *cli_proxy_ca_file(const char *home);
 /*
  * Agent launchers, grants and bind files (cli/cmd_launch*.c, cli/cmd_grant.c).
  * cli_shell_run: `shell` with argv as given to it, plus `extra`, which a launcher uses to add
@@ -152,7 +158,7 @@ struct cli_box_extra {
 		     struct proxy *px); /* px: NULL without backends */
 	void *ctx;
 	const struct cli_proxy_login *login; /* the launcher's login, or NULL */
-	int tcp_fd;			     /* with --net: the launcher's listener, or -1 */
+	int tcp_fd, tcp_tls_fd;		     /* with --net: the launcher's listeners, or -1 */
 	const char *tcp_backend;	     /* ... for this backend */
 };
 int cli_shell_run(struct cli_global *g, int argc, char **argv, const struct cli_box_extra *extra);
@@ -163,6 +169,20 @@ int cmd_grant(struct cli_global *g, int argc, char **argv);
 int cmd_claude(struct cli_global *g, int argc, char **argv);
 int cmd_codex(struct cli_global *g, int argc, char **argv);
 int cmd_opencode(struct cli_global *g, int argc, char **argv);
+/* Checkpoints, undo and history (cli/cmd_checkpoint.c, cli/cmd_log.c). */
+extern const char cmd_checkpoint_usage[], cmd_rewind_usage[], cmd_restore_usage[], cmd_log_usage[],
+    cmd_diff_usage[];
+int cmd_checkpoint(struct cli_global *g, int argc, char **argv);
+int cmd_rewind(struct cli_global *g, int argc, char **argv);
+int cmd_restore(struct cli_global *g, int argc, char **argv);
+int cmd_log(struct cli_global *g, int argc, char **argv);
+int cmd_diff(struct cli_global *g, int argc, char **argv);
+struct core_ckpt;
+json_t *cli_ckpt_json(const struct core_ckpt *c);
+/* Bringing work home (cli/cmd_home.c). */
+extern const char cmd_merge_usage[], cmd_apply_usage[];
+int cmd_merge(struct cli_global *g, int argc, char **argv);
+int cmd_apply(struct cli_global *g, int argc, char **argv);
 /* Plugins: `arborinth NAME ARGS...` runs arborinth-NAME from PATH (cli/plugin.c). */
 int cli_plugin_run(const char *name, int argc, char **argv);
 int cmd_fs_daemon(struct cli_global *g, int argc, char **argv);

@@ -58,15 +58,6 @@ int launch_fixed_arg(struct launch *l, const char *arg)
 	return 0;
 }
 
-int launch_env(struct jail_box *b, const char *name, const char *value)
-{
-	char *kv = util_asprintf("%s=%s", name, value);
-	int rc = kv ? jail_box_add_env(b, kv) : util_err(-ENOMEM, "out of memory");
-
-	free(kv);
-	return rc;
-}
-
 int launch_write_box_login(const struct launch *l, struct proxy *px, const char *sub,
 			   const char *name)
 {
@@ -134,6 +125,8 @@ static void launch_clear(struct launch *l)
 	json_decref(l->client_conf);
 	if (l->tcp_fd >= 0)
 		close(l->tcp_fd);
+	if (l->tcp_tls_fd >= 0)
+		close(l->tcp_tls_fd);
 	for (size_t i = 0; i < l->n_fixed; i++)
 		free(l->fixed_args[i]);
 	free(l->fixed_args);
@@ -326,6 +319,21 @@ char *launch_backend_spec(const struct launch *l)
 		snprintf(port, sizeof(port), ",port=%u", l->tcp_port);
 	return l->upstream ? util_asprintf("%s=%s%s%s%s", l->backend, l->upstream, opts, auth, port)
 			   : util_asprintf("%s%s%s%s", l->backend, opts, auth, port);
+}
+
+int launch_backend_opt(struct launch *l, const char *key, const char *value)
+{
+	char *more;
+
+	if (strchr(value, ','))
+		return util_err(-EINVAL, "%s: %s '%s' must not contain ','", l->client->name, key,
+				value);
+	more = util_asprintf("%s,%s=%s", l->backend_opts ? l->backend_opts : "", key, value);
+	if (!more)
+		return util_err(-ENOMEM, "out of memory");
+	free(l->backend_opts);
+	l->backend_opts = more;
+	return 0;
 }
 
 char *launch_key_file(const struct launch *l)
@@ -533,8 +541,8 @@ int launch_run(const struct launch_client *c, int argc, char **argv, void *globa
 {
 	struct cli_global *g = global;
 	struct cli_cmd cmd = {c->name, NULL, NULL, NULL, c->usage, NULL};
-	struct launch l = {.client = c, .tcp_fd = -1};
-	struct cli_box_extra extra = {apply_extra, &l, NULL, -1, NULL};
+	struct launch l = {.client = c, .tcp_fd = -1, .tcp_tls_fd = -1};
+	struct cli_box_extra extra = {apply_extra, &l, NULL, -1, -1, NULL};
 	char **sargv = NULL, *backend = NULL;
 	int sargc = 0, status;
 
@@ -565,6 +573,7 @@ int launch_run(const struct launch_client *c, int argc, char **argv, void *globa
 	if (status == CLI_OK && l.auth == LAUNCH_AUTH_LOGIN)
 		extra.login = &l.login;
 	extra.tcp_fd = l.tcp_fd;
+	extra.tcp_tls_fd = l.tcp_tls_fd;
 	extra.tcp_backend = l.backend;
 	if (status == CLI_OK)
 		status = ensure_workspace(g, &l);

@@ -54,6 +54,7 @@ struct launch {
 	bool net, explain;
 	int tcp_fd;	   /* with --net: the proxy's listener on the host's loopback, or -1 */
 	uint16_t tcp_port; /* ... and its port, the backend's (port= in its spec) */
+	int tcp_tls_fd;	   /* with --net: the listener for the backend's TLS port, or -1 */
 	const char **grants, **binds, **mounts, **envs;
 	size_t n_grants, n_binds, n_mounts, n_envs;
 	char **client_args; /* after `--` */
@@ -92,10 +93,10 @@ int launch_box_json_merge(const struct launch *l, const char *sub, const char *n
  * client's resolve added, the credential's kind, and with --net its port.
  */
 char *launch_backend_spec(const struct launch *l);
+/* Appends ",KEY=VALUE" to l->backend_opts. -EINVAL when VALUE holds a ',' (the separator). */
+int launch_backend_opt(struct launch *l, const char *key, const char *value);
 /* With --net: the key file (the session's token) in the box, for l->backend (caller frees). */
 char *launch_key_file(const struct launch *l);
-/* Sets NAME=VALUE in the box (jail_box_add_env). */
-int launch_env(struct jail_box *b, const char *name, const char *value);
 
 /* A model name safe to pass on: letters, digits and . _ - / : @ [ ] only. */
 bool launch_model_ok(const char *m);

@@ -109,11 +109,16 @@ static int claude_prepare(struct launch *l)
 	return 0;
 }
 
+/* Claude Code remembers an approved API key by its last 20 characters. */
+#define CLAUDE_KEY_TAIL 20
+
 /*
- * The box's .claude.json (Claude Code's own state, in CLAUDE_CONFIG_DIR): onboarding done, and
- * the host's theme when it has one. Nothing else of the host's file (it names the account).
+ * The box's .claude.json (Claude Code's own state, in CLAUDE_CONFIG_DIR): onboarding done, the
+ * host's theme when it has one, and with a key in the environment this session's placeholder
+ * approved (else the client asks whether to use "a custom API key" and defaults to No).
+ * Nothing else of the host's file (it names the account).
  */
-static int claude_box_config(const struct launch *l)
+static int claude_box_config(const struct launch *l, const char *ph)
 {
 	const char *dir = getenv("CLAUDE_CONFIG_DIR");
 	char *host = dir && dir[0] == '/' ? util_path_join(dir, ".claude.json")
@@ -125,6 +130,10 @@ static int claude_box_config(const struct launch *l)
 
 	if (add && theme && launch_model_ok(theme))
 		json_object_set_new(add, "theme", json_string(theme));
+	if (add && ph && strlen(ph) > CLAUDE_KEY_TAIL)
+		json_object_set_new(add, "customApiKeyResponses",
+				    json_pack("{s:[s], s:[]}", "approved",
+					      ph + strlen(ph) - CLAUDE_KEY_TAIL, "rejected"));
 	rc = add ? launch_box_json_merge(l, ".claude", ".claude.json", add)
 		 : util_err(-ENOMEM, "out of memory");
 	json_decref(add);
@@ -139,25 +148,27 @@ static int claude_box(struct launch *l, struct jail_box *b, struct proxy *px)
 	int rc = home_dir(b, ".claude", "Claude Code", &dir);
 
 	if (rc == 0)
-		rc = launch_env(b, "CLAUDE_CONFIG_DIR", dir);
+		rc = cli_box_env(b, "CLAUDE_CONFIG_DIR", dir);
 	if (rc == 0)
-		rc = launch_env(b, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+		rc = cli_box_env(b, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
 	if (rc == 0)
-		rc = launch_env(b, "DISABLE_AUTOUPDATER", "1");
+		rc = cli_box_env(b, "DISABLE_AUTOUPDATER", "1");
 	if (rc == 0)
-		rc = launch_env(b, "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL", "1");
+		rc = cli_box_env(b, "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL", "1");
 	if (rc == 0)
-		rc = launch_env(b, "DISABLE_TELEMETRY", "1");
+		rc = cli_box_env(b, "DISABLE_TELEMETRY", "1");
 	if (rc == 0)
-		rc = launch_env(b, "DISABLE_ERROR_REPORTING", "1");
+		rc = cli_box_env(b, "DISABLE_ERROR_REPORTING", "1");
 	if (rc == 0 && l->model_import)
-		rc = launch_env(b, "ANTHROPIC_MODEL", l->model_import);
+		rc = cli_box_env(b, "ANTHROPIC_MODEL", l->model_import);
 	/* A subscription login: the box's own credentials file, with placeholders. */
 	if (rc == 0 && l->auth == LAUNCH_AUTH_LOGIN && px && !l->explain)
 		rc = launch_write_box_login(l, px, ".claude", ".credentials.json");
 	/* First-run screens: the box cannot pass their check of api.anthropic.com. */
 	if (rc == 0 && !l->explain)
-		rc = claude_box_config(l);
+		rc = claude_box_config(l, l->auth == LAUNCH_AUTH_KEY && !l->net && px
+					      ? proxy_placeholder(px, l->backend)
+					      : NULL);
 	free(dir);
 	return rc;
 }
@@ -172,6 +183,9 @@ static char *claude_login_file(const struct launch *l)
 }
 
 /* ---- Codex ------------------------------------------------------------------------------ */
+
+/* The in-box port of the ChatGPT backend over TLS (the plain one is 8715). */
+#define CODEX_TLS_PORT 8716
 
 /*
  * `KEY = "VALUE"` at the top level of a Codex config.toml (before any table), for the
@@ -239,6 +253,7 @@ static int codex_prepare(struct launch *l)
 	struct proxy_backend *pb = NULL;
 	bool login = l->auth == LAUNCH_AUTH_LOGIN;
 	unsigned port = 0;
+	uint16_t tls_port = 0;
 	int rc = 0;
 
 	if (!config)
@@ -253,6 +268,21 @@ static int codex_prepare(struct launch *l)
 	if (rc == 0)
 		port = l->tcp_port ? l->tcp_port : proxy_backend_port(pb);
 	proxy_backend_free(pb);
+	/*
+	 * With a ChatGPT login Codex calls its ChatGPT backend (workspace routing, usage) over
+	 * https only: the proxy serves that backend over TLS too, with a CA of its own that
+	 * Codex trusts (CODEX_CA_CERTIFICATE), at the relay's next port or, with --net, a
+	 * listener of this session.
+	 */
+	if (rc == 0 && login) {
+		char tp[8];
+
+		tls_port = CODEX_TLS_PORT;
+		if (l->net && (rc = proxy_listen_loopback(0, &l->tcp_tls_fd, &tls_port)) < 0)
+			goto out;
+		snprintf(tp, sizeof(tp), "%u", tls_port);
+		rc = launch_backend_opt(l, "tls-port", tp);
+	}
 	/*
 	 * Codex ignores OPENAI_BASE_URL, and its built-in provider opens a WebSocket first,
 	 * which the proxy refuses: a provider of our own, at the relay (the backend's port; the
@@ -278,14 +308,20 @@ static int codex_prepare(struct launch *l)
 	if (rc == 0)
 		rc = codex_config(l, strdup("model_provider=\"arborinth\""));
 	if (rc == 0 && login)
-		rc = codex_config(
-		    l,
-		    util_asprintf("chatgpt_base_url=\"http://127.0.0.1:%u/backend-api/\"", port));
+		rc = codex_config(l, util_asprintf("chatgpt_base_url=\"https://127.0.0.1:%u/"
+						   "backend-api/\"",
+						   tls_port));
+	if (rc == 0)
+		rc = codex_config(l, strdup("check_for_update_on_startup=false"));
+	/* ChatGPT's apps (connectors) come from its MCP directory, which the policy refuses. */
+	if (rc == 0 && login)
+		rc = codex_config(l, strdup("features.apps=false"));
 	/* Values are TOML strings. */
 	if (rc == 0 && l->model_import)
 		rc = codex_config(l, util_asprintf("model=\"%s\"", l->model_import));
 	if (rc == 0 && effort)
 		rc = codex_config(l, util_asprintf("model_reasoning_effort=\"%s\"", effort));
+out:
 	free(effort);
 	free(config);
 	return rc;
@@ -298,15 +334,21 @@ static int codex_box(struct launch *l, struct jail_box *b, struct proxy *px)
 	int rc = home_dir(b, ".codex", "Codex", &dir);
 
 	if (rc == 0)
-		rc = launch_env(b, "CODEX_HOME", dir);
+		rc = cli_box_env(b, "CODEX_HOME", dir);
 	if (rc == 0 && l->auth == LAUNCH_AUTH_LOGIN) {
 		/* The login's placeholders in auth.json; its refreshes answered by the proxy. */
 		size_t n = 0;
 		const uint16_t *ports = px ? proxy_ports(px, &n) : NULL;
 		char *url = util_asprintf("http://127.0.0.1:%u/oauth/token", n ? ports[0] : 0);
 
-		rc = url ? launch_env(b, "CODEX_REFRESH_TOKEN_URL_OVERRIDE", url)
+		rc = url ? cli_box_env(b, "CODEX_REFRESH_TOKEN_URL_OVERRIDE", url)
 			 : util_err(-ENOMEM, "out of memory");
+		free(url);
+		/* The proxy's CA, for the ChatGPT backend over TLS (cli_proxy_box_setup). */
+		url = cli_proxy_ca_file(jail_box_home(b));
+		rc = rc
+			 ?: url ? cli_box_env(b, "CODEX_CA_CERTIFICATE", url)
+				: util_err(-ENOMEM, "out of memory");
 		free(url);
 		if (rc == 0 && px && !l->explain)
 			rc = launch_write_box_login(l, px, ".codex", "auth.json");
@@ -324,7 +366,7 @@ static int codex_box(struct launch *l, struct jail_box *b, struct proxy *px)
 		json_decref(j);
 	} else if (rc == 0 && ph) {
 		/* `codex exec` reads CODEX_API_KEY; the proxy sets OPENAI_API_KEY. */
-		rc = launch_env(b, "CODEX_API_KEY", ph);
+		rc = cli_box_env(b, "CODEX_API_KEY", ph);
 	}
 	free(dir);
 	return rc;

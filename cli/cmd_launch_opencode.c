@@ -108,21 +108,6 @@ static char *pointer_escape(const char *s)
 	return out;
 }
 
-/* Appends ",KEY=VALUE" to l->backend_opts. -EINVAL when VALUE holds a ',' (the separator). */
-static int add_opt(struct launch *l, const char *key, const char *value)
-{
-	char *more;
-
-	if (strchr(value, ','))
-		return util_err(-EINVAL, "opencode: %s '%s' must not contain ','", key, value);
-	more = util_asprintf("%s,%s=%s", l->backend_opts ? l->backend_opts : "", key, value);
-	if (!more)
-		return util_err(-ENOMEM, "out of memory");
-	free(l->backend_opts);
-	l->backend_opts = more;
-	return 0;
-}
-
 /* Where the key comes from when neither --api-key-file nor the backend's variable gives it. */
 static int key_source(struct launch *l, const char *id, const json_t *prov, const char *cfg_file)
 {
@@ -141,13 +126,15 @@ static int key_source(struct launch *l, const char *id, const json_t *prov, cons
 	    json_is_string(json_object_get(entry, "key"))) {
 		/* `opencode auth login` with an API key */
 		opt = util_asprintf("%s#/%s/key", auth, esc);
-		rc = opt ? add_opt(l, "key-json", opt) : util_err(-ENOMEM, "out of memory");
+		rc = opt ? launch_backend_opt(l, "key-json", opt)
+			 : util_err(-ENOMEM, "out of memory");
 		if (rc == 0 && !(l->key_source = util_asprintf("%s (%s)", auth, id)))
 			rc = util_err(-ENOMEM, "out of memory");
 	} else if (rc == 0 && key && util_str_has_prefix(key, "{env:")) {
 		/* {env:VAR}: that variable of the host */
 		opt = strndup(key + 5, strcspn(key + 5, "}"));
-		rc = opt ? add_opt(l, "key-env", opt) : util_err(-ENOMEM, "out of memory");
+		rc = opt ? launch_backend_opt(l, "key-env", opt)
+			 : util_err(-ENOMEM, "out of memory");
 		if (rc == 0 && getenv(opt) && *getenv(opt))
 			l->key_source =
 			    util_asprintf("the host's $%s (options.apiKey of %s)", opt, id);
@@ -169,14 +156,16 @@ static int key_source(struct launch *l, const char *id, const json_t *prov, cons
 			opt = p ? strdup(p) : NULL;
 		free(dir);
 		free(p);
-		rc = opt ? add_opt(l, "key-file", opt) : util_err(-ENOMEM, "out of memory");
+		rc = opt ? launch_backend_opt(l, "key-file", opt)
+			 : util_err(-ENOMEM, "out of memory");
 		if (rc == 0 &&
 		    !(l->key_source = util_asprintf("%s (options.apiKey of %s)", opt, id)))
 			rc = util_err(-ENOMEM, "out of memory");
 	} else if (rc == 0 && key && *key && cfg_file) {
 		/* the key written into the config itself */
 		opt = util_asprintf("%s#/provider/%s/options/apiKey", cfg_file, esc);
-		rc = opt ? add_opt(l, "key-json", opt) : util_err(-ENOMEM, "out of memory");
+		rc = opt ? launch_backend_opt(l, "key-json", opt)
+			 : util_err(-ENOMEM, "out of memory");
 		if (rc == 0 &&
 		    !(l->key_source = util_asprintf("%s (options.apiKey of %s)", cfg_file, id)))
 			rc = util_err(-ENOMEM, "out of memory");
@@ -258,16 +247,17 @@ static int custom_backend(struct launch *l, const char *id, const json_t *prov)
 		l->upstream = l->upstream_own = origin;
 		origin = NULL;
 	}
-	rc = rc ?: add_opt(l, "port", port);
-	rc = rc ?: add_opt(l, "base-path", base);
-	rc = rc ?: add_opt(l, "auth", "bearer");
+	rc = rc ?: launch_backend_opt(l, "port", port);
+	rc = rc ?: launch_backend_opt(l, "base-path", base);
+	rc = rc ?: launch_backend_opt(l, "auth", "bearer");
 	if (rc == 0 && !(rule = util_asprintf("POST:%s/chat/completions", base)))
 		rc = util_err(-ENOMEM, "out of memory");
-	rc = rc ?: add_opt(l, "allow", rule);
+	rc = rc ?: launch_backend_opt(l, "allow", rule);
 	free(rule);
 	rule = util_asprintf("GET:%s/models*", base);
 	if (rc == 0)
-		rc = rule ? add_opt(l, "allow", rule) : util_err(-ENOMEM, "out of memory");
+		rc = rule ? launch_backend_opt(l, "allow", rule)
+			  : util_err(-ENOMEM, "out of memory");
 	/* Only names and limits of the models: nothing else of the host's provider. */
 	json_object_foreach((json_t *)json_object_get(prov, "models"), mid, m)
 	{
@@ -448,18 +438,18 @@ static int opencode_box(struct launch *l, struct jail_box *b, struct proxy *px)
 			       "disabled", "model", l->model_import, "provider", id, prov)
 		   : NULL;
 	text = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
-	rc = text ? launch_env(b, "OPENCODE_CONFIG_CONTENT", text)
+	rc = text ? cli_box_env(b, "OPENCODE_CONFIG_CONTENT", text)
 		  : util_err(-ENOMEM, "out of memory");
 	if (rc == 0)
-		rc = launch_env(b, "OPENCODE_DISABLE_AUTOUPDATE", "1");
+		rc = cli_box_env(b, "OPENCODE_DISABLE_AUTOUPDATE", "1");
 	if (rc == 0)
-		rc = launch_env(b, "OPENCODE_DISABLE_MODELS_FETCH", "1");
+		rc = cli_box_env(b, "OPENCODE_DISABLE_MODELS_FETCH", "1");
 	if (rc == 0)
-		rc = launch_env(b, "OPENCODE_DISABLE_DEFAULT_PLUGINS", "1");
+		rc = cli_box_env(b, "OPENCODE_DISABLE_DEFAULT_PLUGINS", "1");
 	if (rc == 0)
-		rc = launch_env(b, "OPENCODE_DISABLE_LSP_DOWNLOAD", "1");
+		rc = cli_box_env(b, "OPENCODE_DISABLE_LSP_DOWNLOAD", "1");
 	if (rc == 0)
-		rc = launch_env(b, "OPENCODE_DISABLE_SHARE", "1");
+		rc = cli_box_env(b, "OPENCODE_DISABLE_SHARE", "1");
 	free(text);
 	json_decref(cfg);
 	free(key);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "audit/audit.h"
 #include "core/core.h"
 #include "jail/jail.h"
 #include "proxy/proxy.h"
@@ -245,6 +246,24 @@ static int parse_options(struct cli_global *g, int argc, char **argv, struct she
 	return -1;
 }
 
+/*
+ * Every session is a diff between two checkpoints (`arborinth log`, `diff --session`,
+ * `rewind --before-session`). A checkpoint that fails is a warning: the session runs anyway.
+ */
+static void session_checkpoint(struct core_project *p, const struct core_ws *ws,
+			       const struct audit_session *s, const char *kind)
+{
+	struct core_ckpt_opts o = {.message = kind[0] == 's' ? "session start" : "session end",
+				   .kind = kind,
+				   .session = s ? audit_session_id(s) : 0};
+	struct core_ckpt c = {0};
+
+	if (core_ws_checkpoint(p, ws, &o, &c) < 0)
+		fprintf(stderr, "arborinth: warning: no %s checkpoint for this session: %s\n", kind,
+			util_err_msg());
+	core_ckpt_clear(&c);
+}
+
 /* Builds the box for ws from the options; *out: jail_box_free(). */
 static int make_box(struct core_project *p, const struct core_ws *ws, const struct shell_opts *o,
 		    struct proxy *px, char **cmd, const struct cli_box_extra *extra,
@@ -312,6 +331,7 @@ static int run_box(struct core_project *p, const struct core_ws *ws, const struc
 				    .listen = !o->explain,
 				    .tcp = o->net,
 				    .tcp_fd = extra ? extra->tcp_fd : -1,
+				    .tcp_tls_fd = extra ? extra->tcp_tls_fd : -1,
 				    .tcp_backend = extra ? extra->tcp_backend : NULL};
 	char *text = NULL;
 	int status, exit_status = 0;
@@ -341,8 +361,10 @@ static int run_box(struct core_project *p, const struct core_ws *ws, const struc
 		/* The proxy's records belong to this session from the box's first request. */
 		cli_proxy_set_session(net, session);
 		struct jail_run_stats stats = {0};
-		int rc = jail_box_run(b, &exit_status, &stats);
+		int rc;
 
+		session_checkpoint(p, ws, session, "start");
+		rc = jail_box_run(b, &exit_status, &stats);
 		cli_shell_limit_report(&o->limits, &stats);
 		if (rc == -ETIME)
 			status = cli_fail(JAIL_EXIT_TIMEOUT, "--timeout: %s", util_err_msg());
@@ -350,6 +372,7 @@ static int run_box(struct core_project *p, const struct core_ws *ws, const struc
 			status = cli_fail(JAIL_EXIT_SETUP, "%s", util_err_msg());
 		else
 			status = exit_status;
+		session_checkpoint(p, ws, session, "end");
 	}
 	cli_audit_session_end(ws, session, status);
 	jail_box_free(b);
@@ -371,12 +394,14 @@ static int run_none(struct core_project *p, const struct core_ws *ws, const stru
 		return CLI_OK;
 	}
 	fflush(stdout);
-	if (cli_audit_session_begin(&session, p, ws, "none", cmd) < 0)
+	if (cli_audit_session_begin(&session, p, ws, "none", cmd) < 0) {
 		status = cli_fail_lib();
-	else if (jail_none_run(ws->workdir, cmd, &exit_status) < 0)
-		status = cli_fail_lib();
-	else
-		status = exit_status;
+	} else {
+		session_checkpoint(p, ws, session, "start");
+		status = jail_none_run(ws->workdir, cmd, &exit_status) < 0 ? cli_fail_lib()
+									   : exit_status;
+		session_checkpoint(p, ws, session, "end");
+	}
 	cli_audit_session_end(ws, session, status);
 	return status;
 }

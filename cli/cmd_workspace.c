@@ -10,6 +10,7 @@
 
 const char cmd_workspace_usage[] =
     "usage: arborinth workspace create NAME [--rev REV] [--dirty] [--json]\n"
+    "       arborinth workspace create NAME --from OTHER[@CKPT] [--json]\n"
     "       arborinth workspace list [--json]\n"
     "       arborinth workspace info NAME [--json]\n"
     "       arborinth workspace delete NAME [--purge]\n"
@@ -21,6 +22,10 @@ const char cmd_workspace_usage[] =
     "  --rev REV   base the workspace on REV (default: HEAD)\n"
     "  --dirty     (create) also carry the origin's uncommitted changes: modified and\n"
     "              untracked (not ignored) files, and deletions\n"
+    "  --from OTHER[@CKPT]\n"
+    "              (create) fork workspace OTHER: the new one starts from OTHER's\n"
+    "              checkpoint CKPT (default: a checkpoint of OTHER's view taken now);\n"
+    "              independent of OTHER afterwards\n"
     "  --json      machine-readable output\n"
     "  --purge     (delete) also remove the workspace's audit history, and that of every\n"
     "              earlier workspace of that name; works on an already deleted one too\n"
@@ -76,18 +81,18 @@ static void ws_print(const struct core_ws *ws)
 		printf("mounted:  no\n");
 }
 
-/* `create --dirty`, set by parse(). */
+/* `create --dirty` and `--from`, set by parse(). */
 static bool create_dirty;
+static const char *create_from;
 
 /* Parses [--json] (and --rev, --purge where rev, purge are given) plus `npos` positionals. */
 static int parse(struct cli_global *g, const char *sub, int argc, char **argv, bool *json,
 		 const char **rev, bool *purge, const char **pos, int npos, int *status)
 {
-	static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-					     {"rev", required_argument, NULL, 'r'},
-					     {"purge", no_argument, NULL, 'P'},
-					     {"dirty", no_argument, NULL, 'D'},
-					     {0}};
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},	    {"rev", required_argument, NULL, 'r'},
+	    {"purge", no_argument, NULL, 'P'},	    {"dirty", no_argument, NULL, 'D'},
+	    {"from", required_argument, NULL, 'F'}, {0}};
 	const struct cli_cmd *cmd = cli_cmd_find(cmd_workspace_subs, sub);
 	int c;
 
@@ -103,6 +108,8 @@ static int parse(struct cli_global *g, const char *sub, int argc, char **argv, b
 			*purge = true;
 		} else if (c == 'D' && !strcmp(sub, "create")) {
 			create_dirty = true;
+		} else if (c == 'F' && !strcmp(sub, "create")) {
+			create_from = optarg;
 		} else {
 			*status =
 			    cli_usage_error(cmd->path, "unknown option '%s'", argv[optind - 1]);
@@ -135,8 +142,25 @@ static int ws_create(struct cli_global *g, int argc, char **argv)
 		return status;
 	if (core_ws_name_check(name) < 0)
 		return cli_fail_lib();
-	if (core_project_open(&p, g->workdir) < 0 ||
-	    core_ws_create_opts(p, name, rev, create_dirty ? CORE_WS_DIRTY : 0, &ws) < 0) {
+	if (create_from && (rev || create_dirty))
+		return cli_usage_error("workspace create", "--from goes without --rev and --dirty");
+	if (create_from && (!*create_from || *create_from == '@'))
+		return cli_usage_error("workspace create", "--from needs a workspace NAME[@CKPT]");
+	if (create_from) {
+		char *from = strdup(create_from), *at = from ? strchr(from, '@') : NULL;
+
+		if (at)
+			*at++ = '\0';
+		if (!from || core_project_open(&p, g->workdir) < 0 ||
+		    core_ws_fork(p, name, from, at && *at ? at : NULL, &ws) < 0)
+			status = from ? cli_fail_lib() : cli_fail(CLI_ERR, "out of memory");
+		else
+			status = CLI_OK;
+		free(from);
+		if (status != CLI_OK)
+			goto out;
+	} else if (core_project_open(&p, g->workdir) < 0 ||
+		   core_ws_create_opts(p, name, rev, create_dirty ? CORE_WS_DIRTY : 0, &ws) < 0) {
 		status = cli_fail_lib();
 		goto out;
 	}

@@ -117,10 +117,10 @@ int cli_proxy_start(struct proxy **out, struct cli_net_audit **audit, struct cor
 		    const struct core_ws *ws, const struct cli_proxy_opts *o)
 {
 	struct proxy_config cfg = {0};
-	char *dir = NULL, *sock = NULL, *esock = NULL;
+	char *dir = NULL, *sock = NULL, *esock = NULL, *tsock = NULL;
 	struct cli_net_audit *a = NULL;
 	size_t made = 0, n = o->n_backends;
-	int rc = -ENOMEM, *tcp_fds = NULL;
+	int rc = -ENOMEM, *tcp_fds = NULL, *tls_fds = NULL;
 
 	*out = NULL;
 	*audit = NULL;
@@ -161,35 +161,40 @@ int cli_proxy_start(struct proxy **out, struct cli_net_audit **audit, struct cor
 	cfg.allow_hosts = o->allow_hosts;
 	cfg.n_allow_hosts = o->n_allow_hosts;
 	if (o->tcp) {
-		/* The box shares the host's network: listeners on its loopback (one given). */
+		/* The box shares the host's network: listeners on its loopback (the launcher's
+		 * given for its backend, the proxy makes the others). */
 		cfg.tcp = true;
-		cfg.tcp_fds = tcp_fds = malloc(n * sizeof(*tcp_fds) + 1);
-		if (!tcp_fds) {
+		cfg.tcp_fds = tcp_fds = malloc((n + 1) * sizeof(*tcp_fds));
+		cfg.tcp_tls_fds = tls_fds = malloc((n + 1) * sizeof(*tls_fds));
+		if (!tcp_fds || !tls_fds) {
 			rc = util_err(-ENOMEM, "out of memory");
 			goto out;
 		}
-		for (size_t i = 0; i < n; i++)
-			tcp_fds[i] =
-			    o->tcp_fd >= 0 && o->tcp_backend &&
-				    !strcmp(proxy_backend_name(cfg.backends[i]), o->tcp_backend)
-				? fcntl(o->tcp_fd, F_DUPFD_CLOEXEC, 0)
-				: -1;
+		for (size_t i = 0; i < n; i++) {
+			bool given = o->tcp_backend &&
+				     !strcmp(proxy_backend_name(cfg.backends[i]), o->tcp_backend);
+
+			tcp_fds[i] = given ? o->tcp_fd : -1;
+			tls_fds[i] = given ? o->tcp_tls_fd : -1;
+		}
 	}
 	if (o->listen) {
 		dir = util_path_join(ws->run, "proxy");
 		sock = dir ? util_path_join(dir, "proxy.sock") : NULL;
 		esock = dir ? util_path_join(dir, "egress.sock") : NULL;
-		rc = sock && esock ? util_mkdir_p(dir, 0700) : util_err(-ENOMEM, "out of memory");
+		tsock = dir ? util_path_join(dir, "tls.sock") : NULL;
+		rc = sock && esock && tsock ? util_mkdir_p(dir, 0700)
+					    : util_err(-ENOMEM, "out of memory");
 		rc = rc ?: net_audit_open(&a, p, ws);
 		if (rc < 0)
 			goto out;
 		cfg.socket_path = n && !o->tcp ? sock : NULL;
 		cfg.egress_socket_path = o->n_allow_hosts ? esock : NULL;
+		cfg.tls_socket_path = tsock;
 		cfg.observer = net_observe;
 		cfg.observer_ctx = a;
 	}
 	rc = proxy_new(out, &cfg);
-	cfg.tcp_fds = NULL; /* the proxy's now, whether it started or not */
 	if (rc == 0) {
 		cfg.backends = NULL; /* the proxy owns them now */
 		*audit = a;
@@ -197,10 +202,9 @@ int cli_proxy_start(struct proxy **out, struct cli_net_audit **audit, struct cor
 	}
 out:
 	cli_proxy_stop(NULL, a);
-	for (size_t i = 0; cfg.tcp_fds && i < n; i++)
-		if (tcp_fds[i] >= 0)
-			close(tcp_fds[i]);
 	free(tcp_fds);
+	free(tls_fds);
+	free(tsock);
 	free(esock);
 	if (cfg.backends) {
 		for (size_t i = 0; i < made; i++)
@@ -215,6 +219,11 @@ out:
 char *cli_proxy_key_file(const char *home, const char *backend)
 {
 	return util_asprintf("%s/%s/%s.key", home, BOX_KEY_SUB, backend);
+}
+
+char *cli_proxy_ca_file(const char *home)
+{
+	return util_asprintf("%s/%s/ca.pem", home, BOX_KEY_SUB);
 }
 
 /*
@@ -276,6 +285,18 @@ static int box_setup_relay(struct proxy *px, struct jail_box *b, const struct co
 		rc = jail_box_add_default_mount(b, JAIL_MOUNT_RO, dir, BOX_PROXY_DIR, what);
 	if (rc == 0 && n)
 		rc = jail_box_add_init_hook(b, "relay", relay);
+	/* The backends' TLS ports, to the TLS socket. */
+	off = 0;
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		uint16_t tp = proxy_backend_tls_port(proxy_backend_at(px, i));
+
+		if (tp)
+			off += (size_t)sprintf(relay + off, "%s%u", off ? "," : "", tp);
+	}
+	if (rc == 0 && off) {
+		sprintf(relay + off, "=%s/tls.sock", BOX_PROXY_DIR);
+		rc = jail_box_add_init_hook(b, "relay", relay);
+	}
 	/* The same relay for the CONNECT proxy, to its own socket. */
 	if (rc == 0 && n_allow) {
 		sprintf(relay, "%u=%s/egress.sock", PROXY_EGRESS_PORT, BOX_PROXY_DIR);
@@ -293,6 +314,16 @@ int cli_proxy_box_setup(struct proxy *px, struct jail_box *b, const struct core_
 	char **env = NULL, *key_dir = NULL;
 	int rc = flags & CLI_PROXY_TCP ? box_setup_tcp(px, b, ws, flags & CLI_PROXY_DRY, &key_dir)
 				       : box_setup_relay(px, b, ws);
+	char *ca = proxy_tls_ca(px) ? cli_proxy_ca_file(jail_box_home(b)) : NULL;
+
+	/* TLS toward the box: the CA certificate (public) for the client to trust. */
+	if (rc == 0 && proxy_tls_ca(px) && !ca)
+		rc = util_err(-ENOMEM, "out of memory");
+	if (rc == 0 && ca && !(flags & CLI_PROXY_DRY))
+		rc = cli_home_write(ws->home, BOX_KEY_SUB, "ca.pem", proxy_tls_ca(px));
+	if (rc == 0 && ca)
+		rc = cli_box_env(b, "ARBORINTH_PROXY_CA_FILE", ca);
+	free(ca);
 
 	if (rc == 0)
 		rc = proxy_box_env(px, key_dir, &env);

@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "util/util.h"
@@ -112,6 +113,100 @@ pid_t core_ws_daemon_pid(const struct core_ws *ws);
  * not mounted.
  */
 int core_ws_audit_sync(const struct core_ws *ws) ARB_MUST_CHECK;
+
+/*
+ * Checkpoints (core/checkpoint.c, core/ckpt_tree.c, core/rewind.c): the whole view as a git
+ * tree and commit in the workspace's own object store, on refs/arborinth/checkpoints/N.
+ */
+#define CORE_CKPT_MESSAGE_MAX 1000
+struct core_ckpt {
+	unsigned seq; /* N */
+	char commit[GIT_OID_HEXSZ + 1], tree[GIT_OID_HEXSZ + 1];
+	int64_t time_ns;
+	char kind[16];	       /* manual, start, end (of a session), rewind */
+	int64_t session;       /* 0: none */
+	char *message;	       /* owned: the first line */
+	size_t hashed, reused; /* core_ws_checkpoint: layer files hashed, known from before */
+};
+struct core_ckpt_opts {
+	const char *message; /* NULL: "checkpoint" */
+	const char *kind;    /* NULL: "manual" */
+	int64_t session;
+};
+void core_ckpt_clear(struct core_ckpt *c);
+void core_ckpts_free(struct core_ckpt *v, size_t n);
+/*
+ * Records the view as it is now (a mounted view's pending audit committed first). Costs what
+ * changed since the base: the base's unchanged subtrees are referenced by id; each changed
+ * file is hashed once (a cache keeps what earlier checkpoints hashed).
+ */
+int core_ws_checkpoint(struct core_project *p, const struct core_ws *ws,
+		       const struct core_ckpt_opts *o, struct core_ckpt *out) ARB_MUST_CHECK;
+/* All checkpoints, by N. Caller frees with core_ckpts_free(). */
+int core_ws_checkpoints(struct core_project *p, const struct core_ws *ws, struct core_ckpt **out,
+			size_t *n) ARB_MUST_CHECK;
+/* Session N's "start" or "end" checkpoint (kind); -ENOENT with a message. */
+int core_ws_session_ckpt(struct core_project *p, const struct core_ws *ws, int64_t session,
+			 const char *kind, struct core_ckpt *out) ARB_MUST_CHECK;
+/*
+ * A tree of the workspace by name: "base", "view" (now, objects written), N or #N (a
+ * checkpoint), or a revision of the workspace's repository (its branch, a commit id).
+ */
+int core_ws_tree(struct core_project *p, const struct core_ws *ws, const char *spec,
+		 git_oid *tree) ARB_MUST_CHECK;
+enum core_diff_format { CORE_DIFF_PATCH, CORE_DIFF_NAME_STATUS, CORE_DIFF_STAT };
+/* git's diff of two trees of the workspace (renames found), limited to paths when given. */
+int core_ws_diff(struct core_project *p, const struct core_ws *ws, const git_oid *from,
+		 const git_oid *to, const char *const *paths, size_t n_paths,
+		 enum core_diff_format fmt, FILE *f) ARB_MUST_CHECK;
+struct core_diffstat {
+	size_t files, insertions, deletions;
+};
+int core_ws_diffstat(struct core_project *p, const struct core_ws *ws, const git_oid *from,
+		     const git_oid *to, struct core_diffstat *out) ARB_MUST_CHECK;
+/*
+ * The view becomes tree: checkpoints first (kind "rewind", into *before), then, with the view
+ * unmounted, replaces the upper layer by one that gives exactly tree over the base, and
+ * mounts it again when it was mounted. -EBUSY while a session of ws runs.
+ */
+int core_ws_rewind(struct core_project *p, struct core_ws *ws, const git_oid *tree,
+		   struct core_ckpt *before) ARB_MUST_CHECK;
+/*
+ * Paths (relative to the workdir) get back what tree has there, through the mounted view (so
+ * the audit records each change): files, symlinks and whole directories; a path tree lacks is
+ * removed. -EINVAL for a path outside the workdir or in .git.
+ */
+int core_ws_restore(struct core_project *p, struct core_ws *ws, const git_oid *tree,
+		    const char *const *paths, size_t n) ARB_MUST_CHECK;
+/*
+ * `workspace create NAME --from FROM[@CKPT]`: NAME's base is FROM's checkpoint CKPT (any
+ * core_ws_tree name; NULL: a checkpoint of FROM's view taken now), as a commit in the origin's
+ * store over FROM's base. Copies what the checkpoint has beyond the origin; NAME is
+ * independent of FROM afterwards.
+ */
+int core_ws_fork(struct core_project *p, const char *name, const char *from, const char *ckpt,
+		 struct core_ws **out) ARB_MUST_CHECK;
+/*
+ * Bringing work home (core/home.c). merge: the workspace's branch into the origin's current
+ * branch, fetched through the remote arborinth/NAME: a fast-forward, or a merge commit made in
+ * memory first; -EEXIST listing the conflicting paths, -EBUSY when the origin's own uncommitted
+ * changes are in the way; either way nothing changes. apply: the workspace's changes against
+ * its base (the view now: committed and not) into the origin's working tree as unstaged
+ * changes, checked whole first (-EEXIST, nothing written, when a file is not as the base has it
+ * or a new path exists). Neither runs hooks.
+ */
+enum core_merge_kind { CORE_MERGE_UP_TO_DATE, CORE_MERGE_FAST_FORWARD, CORE_MERGE_COMMIT };
+struct core_merge {
+	enum core_merge_kind kind;
+	char branch[256];		/* the origin's branch */
+	char commit[GIT_OID_HEXSZ + 1]; /* its new head */
+};
+int core_ws_merge(struct core_project *p, const struct core_ws *ws,
+		  struct core_merge *out) ARB_MUST_CHECK;
+int core_ws_apply(struct core_project *p, const struct core_ws *ws, size_t *files) ARB_MUST_CHECK;
+/* The session of ws still running (its leader alive and no exit recorded), or 0. */
+int core_ws_session_running(struct core_project *p, const struct core_ws *ws,
+			    int64_t *session) ARB_MUST_CHECK;
 
 /*
  * Test hook for atomicity tests: returns -EIO (with a message) when the environment variable

@@ -5,8 +5,8 @@
  * What differs from the base tree is found with git_status_list (the origin's index serves as
  * the stat cache, exactly as for `git status`; nothing in the origin is written). Each
  * reported path then gets the state it has in the origin's working tree: present files and
- * symlinks are copied into the layer, absent ones become whiteouts (0/0 character devices, as
- * fs/upper.c makes them) at the topmost directory that is gone as a whole. Staged renames need
+ * symlinks are copied into the layer, absent ones become whiteouts (fs/layer.c) at the
+ * topmost directory that is gone as a whole. Staged renames need
  * nothing special: the old path is absent, the new one present. Ignored files stay behind.
  * The copying costs what the dirty files weigh; the scan costs what `git status` costs.
  */
@@ -19,8 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
+
+#include "fs/fs.h"
 
 struct dirty {
 	git_tree *base;
@@ -184,12 +185,12 @@ static int whiteout(struct dirty *d, const char *rel)
 	rc = layer_parent(d, buf, &dir);
 	if (rc < 0)
 		return rc;
-	if (fstatat(dir, base_name(buf), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISCHR(st.st_mode) &&
-	    st.st_rdev == makedev(0, 0)) {
+	if (fstatat(dir, base_name(buf), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    fs_layer_is_whiteout(&st)) {
 		rc = 0; /* an earlier path of that directory made it */
-	} else if (mknodat(dir, base_name(buf), S_IFCHR | 0000, makedev(0, 0)) < 0) {
-		rc = util_err(-errno, "--dirty: cannot record the deletion of %s: %s", buf,
-			      strerror(errno));
+	} else if ((rc = fs_layer_whiteout_at(dir, base_name(buf))) < 0) {
+		rc = util_err(rc, "--dirty: cannot record the deletion of %s: %s", buf,
+			      strerror(-rc));
 	}
 	close(dir);
 	return rc;

@@ -45,6 +45,21 @@ int fs_unmount(const char *mountpoint, bool lazy) ARB_MUST_CHECK;
 int fs_is_mounted(const char *path);
 
 /*
+ * The upper layer's format (fs/layer.c), for whoever reads or writes a layer besides the
+ * daemon (core: --dirty, checkpoints, rewind). fs_layer_is_whiteout: st is a whiteout (the
+ * lower entry of its name is gone). fs_layer_whiteout_at: makes one (-errno).
+ * fs_layer_dir_lower: where the lower part of the layer directory dirfd comes from: the same
+ * name in its parent's lower tree, none (opaque), or the tree whose hex id goes to hex.
+ * fs_layer_set_opaque: marks dirfd as hiding any lower part (-errno).
+ */
+struct stat;
+enum fs_layer_lower { FS_LAYER_LOWER_SAME, FS_LAYER_LOWER_NONE, FS_LAYER_LOWER_TREE };
+bool fs_layer_is_whiteout(const struct stat *st);
+int fs_layer_whiteout_at(int dirfd, const char *name) ARB_MUST_CHECK;
+enum fs_layer_lower fs_layer_dir_lower(int dirfd, char hex[41]);
+int fs_layer_set_opaque(int dirfd) ARB_MUST_CHECK;
+
+/*
  * git_libgit2_init() for arborinth's processes: the same, minus libssh2's OpenSSL set-up
  * (arborinth never uses libgit2's SSH transport). Pair with git_libgit2_shutdown().
  */

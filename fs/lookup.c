@@ -24,18 +24,15 @@ int fs_name_check(const char *name)
 /* A directory found in the upper layer: where its lower part comes from. */
 static void dir_lower_from_upper(struct fs *fs, struct fs_node *parent, struct fs_node *n)
 {
-	char p[64], hex[GIT_OID_HEXSZ + 1];
+	char hex[GIT_OID_HEXSZ + 1];
 	const git_tree_entry *e = NULL;
-	ssize_t len;
+	enum fs_layer_lower from = fs_layer_dir_lower(n->fd, hex);
 
-	snprintf(p, sizeof(p), "/proc/self/fd/%d", n->fd);
-	if (getxattr(p, FS_XATTR_OPAQUE, NULL, 0) >= 0) {
+	if (from == FS_LAYER_LOWER_NONE) {
 		n->has_lower = false;
 		return;
 	}
-	len = getxattr(p, FS_XATTR_TREE, hex, GIT_OID_HEXSZ);
-	if (len == GIT_OID_HEXSZ) {
-		hex[GIT_OID_HEXSZ] = '\0';
+	if (from == FS_LAYER_LOWER_TREE) {
 		if (git_oid_fromstr(&n->lower_oid, hex) == 0) {
 			n->has_lower = true;
 			n->lower_mode = GIT_FILEMODE_TREE;

@@ -103,7 +103,7 @@ int fs_upper_truncate(struct fs *fs, struct fs_node *n, off_t size)
 
 bool fs_upper_is_whiteout(const struct stat *st)
 {
-	return S_ISCHR(st->st_mode) && st->st_rdev == makedev(0, 0);
+	return fs_layer_is_whiteout(st);
 }
 
 /* Opens parent/name as O_PATH without following a symlink and records it on n. */
@@ -322,19 +322,11 @@ int fs_upper_whiteout(struct fs *fs, struct fs_node *dir, const char *name)
 	if (rc < 0)
 		return rc;
 	fs_dir_changed(dir);
-	if (mknodat(dir->fd, name, S_IFCHR | 0000, makedev(0, 0)) < 0)
-		return -errno;
-	return 0;
+	return fs_layer_whiteout_at(dir->fd, name);
 }
 
 int fs_upper_set_opaque(struct fs *fs, int dirfd)
 {
-	char p[64];
-
 	(void)fs;
-	proc_path(p, sizeof(p), dirfd);
-	if (setxattr(p, FS_XATTR_OPAQUE, "y", 1, 0) < 0)
-		return -errno;
-	(void)removexattr(p, FS_XATTR_TREE);
-	return 0;
+	return fs_layer_set_opaque(dirfd);
 }

@@ -207,11 +207,11 @@ int proxy_backend_set(struct proxy_backend *b, const char *key, const char *v)
 {
 	long n;
 
-	if (!strcmp(key, "port")) {
+	if (!strcmp(key, "port") || !strcmp(key, "tls-port")) {
 		if (parse_long(v, 1, 65535, &n) < 0)
-			return util_err(-EINVAL, "backend %s: port '%s' is not 1..65535", b->name,
-					v);
-		b->port = (uint16_t)n;
+			return util_err(-EINVAL, "backend %s: %s '%s' is not 1..65535", b->name,
+					key, v);
+		*(!strcmp(key, "port") ? &b->port : &b->tls_port) = (uint16_t)n;
 	} else if (!strcmp(key, "allow")) {
 		if (b->builtin) {
 			/* The first allow= on a built-in replaces its defaults. */
@@ -413,9 +413,14 @@ bool proxy_path_matches(const struct proxy_rule *rule, const char *method, const
 struct proxy_backend *proxy_backend_by_port(struct proxy_backend *const *b, size_t n, uint16_t port)
 {
 	for (size_t i = 0; i < n; i++)
-		if (b[i]->port == port)
+		if (b[i]->port == port || (b[i]->tls_port && b[i]->tls_port == port))
 			return b[i];
 	return NULL;
+}
+
+uint16_t proxy_backend_tls_port(const struct proxy_backend *b)
+{
+	return b->tls_port;
 }
 
 void proxy_backend_set_login(struct proxy_backend *b, struct proxy_login *l)

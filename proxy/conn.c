@@ -156,13 +156,13 @@ void proxy_record_emit(struct proxy *p, struct proxy_record *rec)
 			const struct proxy_backend *b = p->backends[i];
 
 			if (b->credential && *b->credential) {
-				proxy_redact_buf(b->credential, path, strlen(path));
+				proxy_redact_buf(b->credential, NULL, path, strlen(path));
 				if (host)
-					proxy_redact_buf(b->credential, host, strlen(host));
+					proxy_redact_buf(b->credential, NULL, host, strlen(host));
 			}
-			proxy_redact_buf(b->placeholder, path, strlen(path));
+			proxy_redact_buf(b->placeholder, NULL, path, strlen(path));
 			if (host)
-				proxy_redact_buf(b->placeholder, host, strlen(host));
+				proxy_redact_buf(b->placeholder, NULL, host, strlen(host));
 		}
 		rec->path = path;
 		rec->host = host;

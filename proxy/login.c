@@ -346,6 +346,11 @@ const char *proxy_login_local_path(const struct proxy_login *l)
 	return l ? l->kind->local_path : NULL;
 }
 
+const char *proxy_login_ph_account(const struct proxy_login *l)
+{
+	return l ? l->ph_account : NULL;
+}
+
 const char *proxy_login_account_header(const struct proxy_login *l)
 {
 	return l ? l->kind->account_hdr : NULL;

@@ -28,17 +28,30 @@ static json_t *box_info(const struct proxy_login *l, json_t *root)
 	return out;
 }
 
-static char *uuid_placeholder(void)
+/*
+ * The box's account id: a random UUID, or, when the real id is not one, random lower-case
+ * hex of the real id's length (at least 8), so the proxy can swap the real one for it in
+ * what the upstream answers without changing a length.
+ */
+static char *account_placeholder(const char *real)
 {
-	unsigned char r[16];
+	size_t len = real ? strlen(real) : 0, n = len >= 8 && len <= 128 ? len : 36;
+	unsigned char r[128];
+	char *out = malloc(n + 1);
 
-	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+	if (!out || getrandom(r, n, 0) != (ssize_t)n) {
+		free(out);
 		return NULL;
-	r[6] = (unsigned char)((r[6] & 0x0f) | 0x40);
-	r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
-	return util_asprintf("%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-			     r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10],
-			     r[11], r[12], r[13], r[14], r[15]);
+	}
+	for (size_t i = 0; i < n; i++)
+		out[i] = "0123456789abcdef"[r[i] & 15];
+	if (n == 36) {
+		out[8] = out[13] = out[18] = out[23] = '-';
+		out[14] = '4';
+		out[19] = "89ab"[r[19] & 3];
+	}
+	out[n] = '\0';
+	return out;
 }
 
 /* Codex reads plan and account from the id token: the host's claims, our account and expiry. */
@@ -71,7 +84,7 @@ int login_placeholders_make(struct proxy_login *l, json_t *root)
 	if (rc < 0)
 		return rc;
 	l->ph_refresh = strdup(buf);
-	l->ph_account = uuid_placeholder();
+	l->ph_account = account_placeholder(l->tok.account);
 	l->box_info = box_info(l, root);
 	if (!l->ph_refresh || !l->ph_account || !l->box_info)
 		return util_err(-ENOMEM, "out of memory");

@@ -40,6 +40,8 @@ struct proxy_backend;
  * segment boundary; repeatable; replaces a built-in's list), auth=x-api-key|bearer|
  * header:NAME (how the upstream gets the credential), key-env=VAR, key-file=FILE,
  * key-json=FILE#/POINTER (the string at that JSON pointer of a JSON or JSONC file),
+ * tls-port=N (the box may also come over TLS on in-box port N, with a certificate of a CA
+ * the proxy makes for itself: proxy_tls_ca),
  * env=PREFIX (box gets PREFIX_BASE_URL, PREFIX_API_KEY), base-path=/v1 (appended to the
  * box's base URL), ca-file=FILE (trust these CAs for the upstream instead of the system's),
  * connect-timeout=SECONDS, idle-timeout=SECONDS (no upstream byte for that long: 504).
@@ -175,10 +177,13 @@ struct proxy_config {
 	 * 127.0.0.1 of the host, one port per backend, which becomes the backend's port (the
 	 * Host header still names the backend by it). tcp_fds: per backend, a listener made by
 	 * proxy_listen_loopback (its port then is the backend's), or -1 for a new one on a port
-	 * the kernel chooses; may be NULL. The proxy owns the given fds whether it starts or not.
+	 * the kernel chooses; may be NULL; tcp_tls_fds the same for backends' TLS ports. The
+	 * caller keeps the given fds (the proxy listens on copies).
 	 */
 	bool tcp;
-	const int *tcp_fds;
+	const int *tcp_fds, *tcp_tls_fds;
+	/* Where the box's TLS connections come (relayed), when a backend has tls-port=. */
+	const char *tls_socket_path;
 };
 
 /*
@@ -193,7 +198,8 @@ void proxy_free(struct proxy *p);
 
 /*
  * The box's environment for the backends: for each, PREFIX_BASE_URL=http://127.0.0.1:PORT
- * (plus its base path) and PREFIX_API_KEY=<placeholder>, or, with key_dir,
+ * (plus its base path; with tls-port= also PREFIX_TLS_BASE_URL=https://127.0.0.1:TLSPORT...)
+ * and PREFIX_API_KEY=<placeholder>, or, with key_dir,
  * PREFIX_API_KEY_FILE=key_dir/NAME.key (the caller writes proxy_placeholder() there); a
  * login's backend gets neither (its placeholders are in the box's login file). With allowed
  * hosts also HTTPS_PROXY, HTTP_PROXY, https_proxy, http_proxy =
@@ -204,6 +210,11 @@ void proxy_free(struct proxy *p);
 int proxy_box_env(const struct proxy *p, const char *key_dir, char ***out) ARB_MUST_CHECK;
 /* The placeholder of backend `name`; borrowed, NULL when there is no such backend. */
 const char *proxy_placeholder(const struct proxy *p, const char *name);
+/* The PEM certificate of the CA this proxy made for TLS toward the box, or NULL when no
+ * backend has tls-port=. Not a secret. Borrowed. */
+const char *proxy_tls_ca(const struct proxy *p);
+/* Backend b's in-box TLS port, or 0. */
+uint16_t proxy_backend_tls_port(const struct proxy_backend *b);
 /* Backend i (in configuration order) of the proxy, or NULL past the last. Borrowed. */
 const struct proxy_backend *proxy_backend_at(const struct proxy *p, size_t i);
 /* The in-box ports, in backend order; *n receives the count. Borrowed. */

@@ -42,7 +42,8 @@ struct proxy_backend {
 	enum proxy_auth auth;
 	char *auth_header; /* PROXY_AUTH_HEADER: the header the upstream reads ("x-api-key") */
 	char *key_env, *key_file, *env_prefix, *base_path, *ca_file;
-	char *key_json; /* key-json=FILE#/json/pointer */
+	char *key_json;	   /* key-json=FILE#/json/pointer */
+	uint16_t tls_port; /* tls-port=N: the box may also come over TLS, on this port */
 	long connect_timeout_s, idle_timeout_s;
 	struct proxy_rule rules[PROXY_RULES_MAX];
 	size_t n_rules;
@@ -123,6 +124,8 @@ int proxy_backend_auth_header(const struct proxy_backend *b, const char *cred, c
 /* The login's path the box's refresh requests use, or NULL; the header carrying the account. */
 const char *proxy_login_local_path(const struct proxy_login *l);
 const char *proxy_login_account_header(const struct proxy_login *l);
+/* The box's placeholder for the login's account id (as long as the real one), or NULL. */
+const char *proxy_login_ph_account(const struct proxy_login *l);
 /* The answer to the box's refresh request body: 200 with placeholders for this box's own
  * refresh placeholder, else 400 invalid_grant. *json malloc'd. */
 int proxy_login_box_answer(const struct proxy_backend *b, const char *body, size_t len, int *status,
@@ -137,13 +140,16 @@ int proxy_login_box_answer(const struct proxy_backend *b, const char *body, size
  */
 struct proxy_redact {
 	const char *secret;
+	const char *repl; /* what replaces it (as long as the secret), or NULL: '*'s */
 	size_t len;
 	char held[8192]; /* keys are at most 1024 bytes (cred.c), login tokens (JWTs) 8 KiB */
 	size_t n_held;
 	char *scratch; /* grows to the largest chunk seen */
 	size_t cap;
 };
-void proxy_redact_init(struct proxy_redact *rd, const char *secret);
+/* secret: NULL or "" redacts nothing; repl: a string of the secret's length to put in its
+ * place (the box's placeholder for an identifier), or NULL for '*'s. */
+void proxy_redact_init(struct proxy_redact *rd, const char *secret, const char *repl);
 void proxy_redact_free(struct proxy_redact *rd);
 /*
  * Redacts in[0..n) and emits the output through emit(ctx, data, len) (possibly twice).
@@ -151,8 +157,8 @@ void proxy_redact_free(struct proxy_redact *rd);
  */
 int proxy_redact_feed(struct proxy_redact *rd, const char *in, size_t n, bool final,
 		      int (*emit)(void *ctx, const char *d, size_t n), void *ctx);
-/* In place, for header lines. */
-void proxy_redact_buf(const char *secret, char *buf, size_t n);
+/* In place, for header lines (repl as for proxy_redact_init). */
+void proxy_redact_buf(const char *secret, const char *repl, char *buf, size_t n);
 
 /* ---- connections, server ------------------------------------------------------------------ */
 
@@ -165,14 +171,26 @@ struct proxy_allow {
 	uint16_t port;
 };
 
+enum proxy_listen_kind {
+	PROXY_LISTEN_HTTP,   /* requests from the box (through its relay, or on loopback) */
+	PROXY_LISTEN_EGRESS, /* the --allow-host CONNECT proxy */
+	PROXY_LISTEN_TLS,    /* requests from the box over TLS (tls.c) */
+};
+
+struct proxy_listener {
+	int fd;
+	enum proxy_listen_kind kind;
+	char *path; /* a Unix socket's path (removed at the end), or NULL */
+};
+
 struct proxy {
 	struct proxy_backend **backends;
 	size_t n_backends;
 	uint16_t *ports;
-	char *socket_path;
-	int listen_fd;
-	int *tcp_fds; /* proxy_config.tcp: a listener per backend (n_backends of them) */
-	size_t n_tcp;
+	struct proxy_listener *ls; /* where connections come from */
+	size_t n_ls;
+	void *tls_ctx;	  /* SSL_CTX, when a backend serves the box over TLS (tls.c) */
+	char *tls_ca_pem; /* ... and the certificate of this proxy's CA */
 	proxy_observer_fn observer;
 	void *observer_ctx;
 	unsigned max_conns;
@@ -187,8 +205,6 @@ struct proxy {
 	struct proxy_client *clients; /* connections being served, for shutdown */
 	atomic_bool stopping;
 	/* --allow-host: the CONNECT proxy's listener and its list. */
-	char *egress_socket_path;
-	int egress_fd;
 	struct proxy_allow *allow;
 	char **allow_names; /* "host:port", NULL-terminated */
 	size_t n_allow;
@@ -202,6 +218,15 @@ struct proxy_conn {
 	size_t in_off, in_len;
 	bool eof;
 };
+
+/*
+ * TLS toward the box (tls.c): init makes this proxy's CA and server certificate and the
+ * context; serve decrypts one connection into proxy_conn_serve until it ends (the caller
+ * closes fd); free releases them. -EIO with a message.
+ */
+int proxy_tls_init(struct proxy *p) ARB_MUST_CHECK;
+void proxy_tls_serve(struct proxy *p, int fd);
+void proxy_tls_free(struct proxy *p);
 
 /* Serves requests on fd until the connection ends; the caller closes fd. Server and tests. */
 void proxy_conn_serve(struct proxy *p, int fd);

@@ -1,8 +1,9 @@
 /*
  * proxy/redact.c: keeps the real credential out of what the box receives. An upstream that
  * echoes the key (in an error body, a header) has every occurrence replaced by '*' of the
- * same length, so Content-Length stays true. Streaming: only a tail that could be the start
- * of the key is held back, so event streams are not delayed.
+ * same length, so Content-Length stays true; a login's account id is replaced the same way
+ * by the box's placeholder for it, which has its length. Streaming: only a tail that could be the
+ * start of the key is held back, so event streams are not delayed.
  */
 #include "proxy/proxy_internal.h"
 
@@ -10,11 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-void proxy_redact_init(struct proxy_redact *rd, const char *secret)
+void proxy_redact_init(struct proxy_redact *rd, const char *secret, const char *repl)
 {
 	memset(rd, 0, sizeof(*rd));
 	rd->secret = secret;
 	rd->len = secret ? strlen(secret) : 0;
+	rd->repl = repl && strlen(repl) == rd->len ? repl : NULL;
 	if (rd->len > sizeof(rd->held))
 		rd->len = 0; /* cannot happen: credentials are checked at load */
 }
@@ -28,7 +30,7 @@ void proxy_redact_free(struct proxy_redact *rd)
 	rd->cap = 0;
 }
 
-static void redact_all(const char *secret, size_t len, char *buf, size_t n)
+static void redact_all(const char *secret, const char *repl, size_t len, char *buf, size_t n)
 {
 	char *p = buf, *end = buf + n;
 
@@ -37,14 +39,19 @@ static void redact_all(const char *secret, size_t len, char *buf, size_t n)
 
 		if (!hit)
 			break;
-		memset(hit, '*', len);
+		if (repl)
+			memcpy(hit, repl, len);
+		else
+			memset(hit, '*', len);
 		p = hit + len;
 	}
 }
 
-void proxy_redact_buf(const char *secret, char *buf, size_t n)
+void proxy_redact_buf(const char *secret, const char *repl, char *buf, size_t n)
 {
-	redact_all(secret, secret ? strlen(secret) : 0, buf, n);
+	size_t len = secret ? strlen(secret) : 0;
+
+	redact_all(secret, repl && strlen(repl) == len ? repl : NULL, len, buf, n);
 }
 
 /* The longest proper prefix of the secret that ends buf[0..n). */
@@ -79,7 +86,7 @@ int proxy_redact_feed(struct proxy_redact *rd, const char *in, size_t n, bool fi
 	memcpy(rd->scratch, rd->held, rd->n_held);
 	if (n)
 		memcpy(rd->scratch + rd->n_held, in, n);
-	redact_all(rd->secret, rd->len, rd->scratch, total);
+	redact_all(rd->secret, rd->repl, rd->len, rd->scratch, total);
 	keep = final ? 0 : partial_tail(rd, rd->scratch, total);
 	rc = total - keep ? emit(ctx, rd->scratch, total - keep) : 0;
 	memcpy(rd->held, rd->scratch + total - keep, keep);

@@ -17,7 +17,7 @@
 struct proxy_client {
 	struct proxy *p;
 	int fd;
-	bool egress; /* a connection to the --allow-host proxy */
+	enum proxy_listen_kind kind; /* what the connection came to */
 	pthread_t thread;
 	struct proxy_client *next, *prev;
 };
@@ -37,8 +37,10 @@ static void *client_main(void *arg)
 	struct proxy_client *cl = arg;
 	struct proxy *p = cl->p;
 
-	if (cl->egress)
+	if (cl->kind == PROXY_LISTEN_EGRESS)
 		proxy_egress_serve(p, cl->fd);
+	else if (cl->kind == PROXY_LISTEN_TLS)
+		proxy_tls_serve(p, cl->fd);
 	else
 		proxy_conn_serve(p, cl->fd);
 	pthread_mutex_lock(&p->lock);
@@ -51,7 +53,7 @@ static void *client_main(void *arg)
 	return NULL;
 }
 
-static void client_start(struct proxy *p, int fd, bool egress)
+static void client_start(struct proxy *p, int fd, enum proxy_listen_kind kind)
 {
 	struct proxy_client *cl = calloc(1, sizeof(*cl));
 	pthread_attr_t attr;
@@ -67,7 +69,7 @@ static void client_start(struct proxy *p, int fd, bool egress)
 	}
 	cl->p = p;
 	cl->fd = fd;
-	cl->egress = egress;
+	cl->kind = kind;
 	cl->next = p->clients;
 	if (p->clients)
 		p->clients->prev = cl;
@@ -93,17 +95,14 @@ static void client_start(struct proxy *p, int fd, bool egress)
 static void *accept_main(void *arg)
 {
 	struct proxy *p = arg;
-	size_t n = 3 + p->n_tcp;
+	size_t n = 1 + p->n_ls;
 	struct pollfd *pfd = calloc(n, sizeof(*pfd));
 
 	if (!pfd)
 		return NULL;
-	/* Negative fds (no such listener) are ignored by poll. */
 	pfd[0] = (struct pollfd){.fd = p->wake[0], .events = POLLIN};
-	pfd[1] = (struct pollfd){.fd = p->egress_fd, .events = POLLIN};
-	pfd[2] = (struct pollfd){.fd = p->listen_fd, .events = POLLIN};
-	for (size_t i = 0; i < p->n_tcp; i++)
-		pfd[3 + i] = (struct pollfd){.fd = p->tcp_fds[i], .events = POLLIN};
+	for (size_t i = 0; i < p->n_ls; i++)
+		pfd[1 + i] = (struct pollfd){.fd = p->ls[i].fd, .events = POLLIN};
 	while (!atomic_load(&p->stopping)) {
 		if (poll(pfd, (nfds_t)n, -1) < 0 || pfd[0].revents)
 			continue;
@@ -114,7 +113,7 @@ static void *accept_main(void *arg)
 				continue;
 			fd = accept4(pfd[i].fd, NULL, NULL, SOCK_CLOEXEC);
 			if (fd >= 0)
-				client_start(p, fd, i == 1);
+				client_start(p, fd, p->ls[i - 1].kind);
 			else if (errno == EMFILE || errno == ENFILE)
 				usleep(10000);
 		}
@@ -166,28 +165,83 @@ out:
 	return rc;
 }
 
-/* proxy_config.tcp: a listener on the host's loopback per backend, whose port it takes. */
-static int listen_tcp(struct proxy *p, const struct proxy_config *cfg)
+/* Adds a listener (fd owned from here on; path: a Unix socket to remove at the end). */
+static void add_listener(struct proxy *p, int fd, enum proxy_listen_kind kind, char *path)
 {
-	p->tcp_fds = malloc((cfg->n_backends ? cfg->n_backends : 1) * sizeof(*p->tcp_fds));
-	if (!p->tcp_fds)
-		return util_err(-ENOMEM, "out of memory");
-	while (p->n_tcp < cfg->n_backends) {
-		size_t i = p->n_tcp;
-		int fd = cfg->tcp_fds ? cfg->tcp_fds[i] : -1, rc;
-		struct sockaddr_in sa;
-		socklen_t len = sizeof(sa);
+	p->ls[p->n_ls++] = (struct proxy_listener){.fd = fd, .kind = kind, .path = path};
+}
 
-		if (fd < 0 && (rc = proxy_listen_loopback(0, &fd, NULL)) < 0)
-			return rc;
-		p->tcp_fds[p->n_tcp++] = fd; /* closed by proxy_free from here on */
-		if (getsockname(fd, (struct sockaddr *)&sa, &len) < 0 || sa.sin_family != AF_INET)
-			return util_err(-EINVAL, "backend %s: not a loopback TCP listener",
-					cfg->backends[i]->name);
-		cfg->backends[i]->port = ntohs(sa.sin_port);
-		p->ports[i] = cfg->backends[i]->port;
+static int unix_listener(struct proxy *p, const char *path, enum proxy_listen_kind kind)
+{
+	char *copy = strdup(path);
+	int fd = -1, rc = copy ? listen_on(&fd, path) : util_err(-ENOMEM, "out of memory");
+
+	if (rc < 0) {
+		free(copy);
+		return rc;
 	}
+	add_listener(p, fd, kind, copy);
 	return 0;
+}
+
+/* proxy_config.tcp: a copy of the given listener, or a new one; *port becomes its port. */
+static int tcp_listener(struct proxy *p, int given, enum proxy_listen_kind kind, uint16_t *port,
+			const char *name)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	int fd = -1, rc;
+
+	if (given >= 0 && (fd = fcntl(given, F_DUPFD_CLOEXEC, 0)) < 0)
+		return util_err(-errno, "backend %s: cannot use its listener: %s", name,
+				strerror(errno));
+	if (fd < 0 && (rc = proxy_listen_loopback(0, &fd, NULL)) < 0)
+		return rc;
+	add_listener(p, fd, kind, NULL);
+	if (getsockname(fd, (struct sockaddr *)&sa, &len) < 0 || sa.sin_family != AF_INET)
+		return util_err(-EINVAL, "backend %s: not a loopback TCP listener", name);
+	*port = ntohs(sa.sin_port);
+	return 0;
+}
+
+/* Every listener the configuration asks for, and TLS when a backend serves it. */
+static int listen_all(struct proxy *p, const struct proxy_config *cfg)
+{
+	bool tls = false;
+	int rc = 0;
+
+	p->ls = calloc(3 + 2 * cfg->n_backends, sizeof(*p->ls));
+	if (!p->ls)
+		return util_err(-ENOMEM, "out of memory");
+	for (size_t i = 0; i < cfg->n_backends; i++)
+		tls = tls || cfg->backends[i]->tls_port;
+	if (tls && (rc = proxy_tls_init(p)) < 0)
+		return rc;
+	if (tls && !cfg->tcp && cfg->socket_path && !cfg->tls_socket_path)
+		return util_err(-EINVAL, "a backend serves TLS but the proxy has no TLS socket");
+	for (size_t i = 0; cfg->tcp && rc == 0 && i < cfg->n_backends; i++) {
+		struct proxy_backend *b = cfg->backends[i];
+
+		rc = tcp_listener(p, cfg->tcp_fds ? cfg->tcp_fds[i] : -1, PROXY_LISTEN_HTTP,
+				  &b->port, b->name);
+		p->ports[i] = b->port;
+		if (rc == 0 && b->tls_port)
+			rc = tcp_listener(p, cfg->tcp_tls_fds ? cfg->tcp_tls_fds[i] : -1,
+					  PROXY_LISTEN_TLS, &b->tls_port, b->name);
+	}
+	if (rc == 0 && !cfg->tcp && cfg->socket_path && cfg->n_backends)
+		rc = unix_listener(p, cfg->socket_path, PROXY_LISTEN_HTTP);
+	if (rc == 0 && !cfg->tcp && cfg->socket_path && tls)
+		rc = unix_listener(p, cfg->tls_socket_path, PROXY_LISTEN_TLS);
+	if (rc == 0 && cfg->n_allow_hosts && cfg->egress_socket_path)
+		rc = unix_listener(p, cfg->egress_socket_path, PROXY_LISTEN_EGRESS);
+	return rc;
+}
+
+/* Whether backend b uses port (as its port or its TLS port). */
+static bool uses_port(const struct proxy_backend *b, uint16_t port)
+{
+	return b->port == port || (b->tls_port && b->tls_port == port);
 }
 
 static int check_config(const struct proxy_config *cfg)
@@ -195,18 +249,24 @@ static int check_config(const struct proxy_config *cfg)
 	if ((cfg->n_backends == 0 || !cfg->backends) && cfg->n_allow_hosts == 0)
 		return util_err(-EINVAL, "no backend configured");
 	for (size_t i = 0; i < cfg->n_backends; i++) {
-		if (cfg->n_allow_hosts && cfg->backends[i]->port == PROXY_EGRESS_PORT)
+		const struct proxy_backend *b = cfg->backends[i];
+
+		if (cfg->n_allow_hosts && uses_port(b, PROXY_EGRESS_PORT))
 			return util_err(-EINVAL,
 					"backend %s uses port %u, the --allow-host proxy's port",
-					cfg->backends[i]->name, PROXY_EGRESS_PORT);
+					b->name, PROXY_EGRESS_PORT);
+		if (b->tls_port == b->port)
+			return util_err(-EINVAL, "backend %s: tls-port must differ from port",
+					b->name);
 		for (size_t j = 0; j < i; j++) {
-			if (!strcmp(cfg->backends[i]->name, cfg->backends[j]->name))
-				return util_err(-EINVAL, "backend %s given twice",
-						cfg->backends[i]->name);
-			if (cfg->backends[i]->port == cfg->backends[j]->port)
+			const struct proxy_backend *o = cfg->backends[j];
+
+			if (!strcmp(b->name, o->name))
+				return util_err(-EINVAL, "backend %s given twice", b->name);
+			if (uses_port(o, b->port) || (b->tls_port && uses_port(o, b->tls_port)))
 				return util_err(-EINVAL, "backends %s and %s share port %u",
-						cfg->backends[j]->name, cfg->backends[i]->name,
-						cfg->backends[i]->port);
+						o->name, b->name,
+						uses_port(o, b->port) ? b->port : b->tls_port);
 		}
 	}
 	return 0;
@@ -251,15 +311,12 @@ int proxy_new(struct proxy **out, const struct proxy_config *cfg)
 	*out = NULL;
 	rc = check_config(cfg);
 	rc = rc ?: proxy_upstream_global_init();
-	p = rc == 0 ? calloc(1, sizeof(*p)) : NULL;
-	if (!p) {
-		/* The given listeners are the proxy's even when it does not start. */
-		for (size_t i = 0; cfg->tcp && cfg->tcp_fds && i < cfg->n_backends; i++)
-			if (cfg->tcp_fds[i] >= 0)
-				close(cfg->tcp_fds[i]);
-		return rc < 0 ? rc : util_err(-ENOMEM, "out of memory");
-	}
-	p->listen_fd = p->egress_fd = p->wake[0] = p->wake[1] = -1;
+	if (rc < 0)
+		return rc;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return util_err(-ENOMEM, "out of memory");
+	p->wake[0] = p->wake[1] = -1;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
 	p->observer = cfg->observer;
@@ -286,29 +343,14 @@ int proxy_new(struct proxy **out, const struct proxy_config *cfg)
 			goto fail;
 		p->ports[i] = b->port;
 	}
-	if (cfg->tcp) {
-		rc = listen_tcp(p, cfg);
-		if (rc < 0)
-			goto fail;
-	}
-	if (cfg->socket_path || cfg->tcp || (cfg->n_allow_hosts && cfg->egress_socket_path)) {
+	rc = listen_all(p, cfg);
+	if (rc < 0)
+		goto fail;
+	if (p->n_ls) {
 		if (pipe2(p->wake, O_CLOEXEC) < 0) {
 			rc = util_err(-errno, "out of resources");
 			goto fail;
 		}
-		if (cfg->socket_path) {
-			p->socket_path = strdup(cfg->socket_path);
-			rc = p->socket_path ? listen_on(&p->listen_fd, cfg->socket_path)
-					    : util_err(-ENOMEM, "out of memory");
-		}
-		if (rc == 0 && cfg->n_allow_hosts && cfg->egress_socket_path) {
-			p->egress_socket_path = strdup(cfg->egress_socket_path);
-			rc = p->egress_socket_path
-				 ? listen_on(&p->egress_fd, cfg->egress_socket_path)
-				 : util_err(-ENOMEM, "out of memory");
-		}
-		if (rc < 0)
-			goto fail;
 		rc = -pthread_create(&p->accept_thread, NULL, accept_main, p);
 		if (rc < 0) {
 			util_err(rc, "cannot start the proxy thread: %s", strerror(-rc));
@@ -322,11 +364,8 @@ int proxy_new(struct proxy **out, const struct proxy_config *cfg)
 	return 0;
 fail:
 	/* The backends stay with the caller, without what this call loaded into them. */
-	for (size_t i = 0; i < cfg->n_backends; i++) {
+	for (size_t i = 0; i < cfg->n_backends; i++)
 		proxy_secret_free(&cfg->backends[i]->credential);
-		if (cfg->tcp && cfg->tcp_fds && i >= p->n_tcp && cfg->tcp_fds[i] >= 0)
-			close(cfg->tcp_fds[i]);
-	}
 	proxy_free(p);
 	return rc;
 }
@@ -339,7 +378,7 @@ static void unlisten(int fd, const char *path)
 
 	if (fd < 0)
 		return;
-	if (proxy_sockaddr(path, &sa, &len, &dirfd) == 0)
+	if (path && proxy_sockaddr(path, &sa, &len, &dirfd) == 0)
 		unlink(sa.sun_path);
 	if (dirfd >= 0)
 		close(dirfd);
@@ -363,18 +402,18 @@ void proxy_free(struct proxy *p)
 	while (p->n_conns > 0)
 		pthread_cond_wait(&p->cond, &p->lock);
 	pthread_mutex_unlock(&p->lock);
-	unlisten(p->listen_fd, p->socket_path);
-	for (size_t i = 0; i < p->n_tcp; i++)
-		close(p->tcp_fds[i]);
-	free(p->tcp_fds);
-	unlisten(p->egress_fd, p->egress_socket_path);
+	for (size_t i = 0; i < p->n_ls; i++) {
+		unlisten(p->ls[i].fd, p->ls[i].path);
+		free(p->ls[i].path);
+	}
+	free(p->ls);
+	proxy_tls_free(p);
 	for (size_t i = 0; p->allow && i < p->n_allow; i++)
 		free(p->allow[i].host);
 	for (size_t i = 0; p->allow_names && p->allow_names[i]; i++)
 		free(p->allow_names[i]);
 	free(p->allow);
 	free(p->allow_names);
-	free(p->egress_socket_path);
 	if (p->wake[0] >= 0)
 		close(p->wake[0]);
 	if (p->wake[1] >= 0)
@@ -384,7 +423,6 @@ void proxy_free(struct proxy *p)
 		proxy_backend_free(p->backends[i]);
 	free(p->backends);
 	free(p->ports);
-	free(p->socket_path);
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->cond);
 	free(p);
@@ -394,7 +432,7 @@ int proxy_box_env(const struct proxy *p, const char *key_dir, char ***out)
 {
 	static const char *const proxy_vars[] = {"HTTPS_PROXY", "HTTP_PROXY", "https_proxy",
 						 "http_proxy"};
-	char **env = calloc(2 * p->n_backends + 7, sizeof(*env));
+	char **env = calloc(3 * p->n_backends + 7, sizeof(*env));
 	size_t k = 0;
 
 	if (!env)
@@ -420,6 +458,12 @@ int proxy_box_env(const struct proxy *p, const char *key_dir, char ***out)
 		env[k++] = util_asprintf("%s_BASE_URL=http://127.0.0.1:%u%s", b->env_prefix,
 					 b->port, b->base_path ? b->base_path : "");
 		failed = !env[k - 1];
+		if (b->tls_port) {
+			env[k++] =
+			    util_asprintf("%s_TLS_BASE_URL=https://127.0.0.1:%u%s", b->env_prefix,
+					  b->tls_port, b->base_path ? b->base_path : "");
+			failed = failed || !env[k - 1];
+		}
 		/* A login's placeholders live in the box's login file: a key variable would make
 		 * the client prefer an API key. */
 		if (!b->login) {

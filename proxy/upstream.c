@@ -36,9 +36,10 @@ struct fwd {
 	size_t head_len;
 	bool head_overflow, head_sent, no_body, chunked, close_after, has_cl;
 	int64_t cl, bytes_down;
-	struct proxy_redact rd;
+	struct proxy_redact rd, rd_account; /* the credential, then the login's account id */
 	/* This request's credential (a login's token as it is now) and account; secrets. */
 	char *cred, *account;
+	const char *ph_account; /* the box's placeholder for the account id, or NULL */
 };
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -205,7 +206,9 @@ static void header_line(struct fwd *f, char *line, size_t len)
 		f->head_overflow = true;
 		return;
 	}
-	proxy_redact_buf(f->cred, line, len);
+	proxy_redact_buf(f->cred, NULL, line, len);
+	if (f->account)
+		proxy_redact_buf(f->account, f->ph_account, line, len);
 	memcpy(f->head + f->head_len, line, len);
 	memcpy(f->head + f->head_len + len, "\r\n", 2);
 	f->head_len += len + 2;
@@ -265,6 +268,21 @@ static int emit_body(void *ctx, const char *d, size_t n)
 	return rc;
 }
 
+/* The credential's redaction feeds the account's, which feeds the box. */
+static int emit_redacted(void *ud, const char *d, size_t n)
+{
+	struct fwd *f = ud;
+
+	return proxy_redact_feed(&f->rd_account, d, n, false, emit_body, f);
+}
+
+/* Flushes both redactions at the end of the body. */
+static int redact_flush(struct fwd *f)
+{
+	return proxy_redact_feed(&f->rd, NULL, 0, true, emit_redacted, f)
+		   ?: proxy_redact_feed(&f->rd_account, NULL, 0, true, emit_body, f);
+}
+
 static size_t write_cb(char *data, size_t size, size_t nitems, void *ud)
 {
 	struct fwd *f = ud;
@@ -272,7 +290,7 @@ static size_t write_cb(char *data, size_t size, size_t nitems, void *ud)
 
 	if (!f->head_sent || f->no_body)
 		return f->head_sent ? len : 0;
-	if (proxy_redact_feed(&f->rd, data, len, false, emit_body, f) != 0) {
+	if (proxy_redact_feed(&f->rd, data, len, false, emit_redacted, f) != 0) {
 		f->client_gone = true;
 		return 0;
 	}
@@ -451,7 +469,7 @@ static void finish(struct fwd *f, CURLcode cc, struct proxy_fwd_result *res)
 			/* Mid-stream failure: end without the terminator so the box sees it. */
 			res->reason = f->idle ? "upstream timed out mid-response"
 					      : "upstream transfer failed mid-response";
-		} else if (proxy_redact_feed(&f->rd, NULL, 0, true, emit_body, f) != 0 ||
+		} else if (redact_flush(f) != 0 ||
 			   (f->chunked && proxy_send_all(fd, "0\r\n\r\n", 5) != 0)) {
 			res->reason = "box closed the connection";
 		} else {
@@ -507,7 +525,10 @@ void proxy_upstream_forward(struct proxy_conn *c, struct proxy_req *r,
 		f->cred = strdup(f->b->credential ? f->b->credential : "");
 	if (!f->cred)
 		goto out;
-	proxy_redact_init(&f->rd, f->cred);
+	proxy_redact_init(&f->rd, f->cred, NULL);
+	/* The box knows its login's account by the placeholder only (same length). */
+	f->ph_account = f->account ? proxy_login_ph_account(f->b->login) : NULL;
+	proxy_redact_init(&f->rd_account, f->ph_account ? f->account : NULL, f->ph_account);
 	url = util_asprintf("%s%s", f->b->url, r->target);
 	if (!url || build_headers(f, &hdrs) < 0)
 		goto out;
@@ -555,6 +576,7 @@ out:
 	free(url);
 	if (f) {
 		proxy_redact_free(&f->rd);
+		proxy_redact_free(&f->rd_account);
 		proxy_secret_free(&f->cred);
 		proxy_secret_free(&f->account);
 	}

@@ -118,13 +118,13 @@ def check_login_run(E, client, name, cp, url, log, secrets, box_file):
          what + "the box has its own login file " + box_file)
 
 
-def codex_host_login(E, name):
-    """A host CODEX_HOME with a ChatGPT login (tokens valid for an hour) and a fake API that
-    issued them: (CODEX_HOME, access token, refresh token, fake URL, fake log)."""
+def codex_host_login(E, name, expires_in=3600):
+    """A host CODEX_HOME with a ChatGPT login (tokens valid for expires_in s) and a fake API
+    that issued them: (CODEX_HOME, access token, refresh token, fake URL, fake log)."""
     import time
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import e2e_fake_models as fm
-    exp = int(time.time()) + 3600
+    exp = int(time.time()) + expires_in
     acct = {"chatgpt_account_id": "acct-REAL-7777", "chatgpt_plan_type": "pro",
             "chatgpt_user_id": "user-REAL-1"}
     access = fm.jwt({"exp": exp, "https://api.openai.com/auth": acct})

@@ -78,8 +78,9 @@ def make_repo(path, files=None):
     git(path, "commit", "-q", "-m", "base", env=env)
 
 
-def snapshot(root, skip_git=True):
-    """Every path under root: type, mode, size, content digest or link target."""
+def snapshot(root, skip_git=True, git_holds=False):
+    """Every path under root: type, mode, size, content digest or link target. git_holds:
+    only what a git tree holds of it (files with their executable bit, symlinks)."""
     out = {}
     for dirpath, dirnames, filenames in os.walk(root):
         rel = os.path.relpath(dirpath, root)
@@ -91,6 +92,11 @@ def snapshot(root, skip_git=True):
             st = os.lstat(full)
             if stat.S_ISLNK(st.st_mode):
                 out[key] = ("link", os.readlink(full))
+            elif git_holds:
+                if stat.S_ISREG(st.st_mode):
+                    with open(full, "rb") as f:
+                        out[key] = ("file", bool(st.st_mode & 0o100),
+                                    hashlib.sha256(f.read()).hexdigest())
             elif stat.S_ISDIR(st.st_mode):
                 out[key] = ("dir", stat.S_IMODE(st.st_mode))
             elif stat.S_ISREG(st.st_mode):

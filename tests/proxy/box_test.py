@@ -8,6 +8,7 @@ import json
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -137,6 +138,70 @@ def main():
                        "true", env={"ANTHROPIC_API_KEY": KEY}), 1, "given twice", "same backend twice")
     C.ok(not os.path.exists(os.path.join(ws, "run", "proxy", "proxy.sock")),
          "no socket left after failed starts")
+    part_tls(ws, up, up_log)
+
+
+def part_tls(ws, up, up_log):
+    """tls-port=: the box may reach a backend over TLS, trusting only the proxy's own CA."""
+    curl = ('curl -sS -o /dev/null -w "%%{http_code}\\n" %s -H "x-api-key: %s" '
+            '-H "content-type: application/json" -d "{}" %s/v1/messages; ')
+    script = ("echo tls=$ANTHROPIC_TLS_BASE_URL; "
+              + curl % ('--cacert "$ARBORINTH_PROXY_CA_FILE"', "$ANTHROPIC_API_KEY",
+                        "$ANTHROPIC_TLS_BASE_URL")
+              + curl % ('--cacert "$ARBORINTH_PROXY_CA_FILE"', "$ANTHROPIC_API_KEY",
+                        "https://localhost:8716")
+              + curl % ('--cacert "$ARBORINTH_PROXY_CA_FILE"', "wrong", "$ANTHROPIC_TLS_BASE_URL")
+              + curl % ("", "$ANTHROPIC_API_KEY", "$ANTHROPIC_TLS_BASE_URL")
+              + curl % ("", "$ANTHROPIC_API_KEY", "http://127.0.0.1:8716"))
+    n = len(read_log(up_log))
+    cp = arb("shell", "w", "--backend", "anthropic=http://127.0.0.1:%d,tls-port=8716" % up, "--",
+             "sh", "-c", script, env={"ANTHROPIC_API_KEY": KEY})
+    out = cp.stdout.splitlines()
+    C.eq("tls=https://127.0.0.1:8716", out[0] if out else "", "ANTHROPIC_TLS_BASE_URL in the box")
+    C.eq(["200", "200", "401"], out[1:4], "over TLS with the proxy's CA: forwarded at 127.0.0.1 "
+         "and localhost, a wrong key refused (%r, %s)" % (out, cp.stderr[-300:]))
+    C.ok(len(out) > 4 and out[4] == "000" and "certificate" in cp.stderr,
+         "control: without the proxy's CA the certificate is not trusted (%r)" % cp.stderr[-300:])
+    C.ok(len(out) > 5 and out[5] == "000", "plain HTTP on the TLS port gets no answer")
+    calls = [e for e in read_log(up_log)[n:] if e.get("path") == "/v1/messages"]
+    C.ok(len(calls) == 2 and all(dict(e["headers"]).get("x-api-key") == KEY for e in calls),
+         "the upstream got the real key for the two TLS requests (%d calls)" % len(calls))
+    ca = os.path.join(ws, "home", ".arborinth", "proxy", "ca.pem")
+    txt = subprocess.run(["openssl", "x509", "-in", ca, "-noout", "-text"], capture_output=True,
+                         text=True).stdout
+    C.ok("CA:TRUE" in txt and "IP:127.0.0.1/255.255.255.255" in txt and "DNS:localhost" in txt
+         and "Name Constraints: critical" in txt,
+         "the box's CA is name-constrained to 127.0.0.1 and localhost")
+    C.eq([], search_files([os.path.join(ws, d) for d in ("home", "tmp", "cache", "run")],
+                          "PRIVATE KEY"), "no private key anywhere the box or the disk has")
+    # The same with --net: the TLS port is one of the session's own on the host's loopback.
+    cp = arb("shell", "w", "--net", "--backend",
+             "anthropic=http://127.0.0.1:%d,tls-port=8716" % up, "--", "sh", "-c",
+             "echo tls=$ANTHROPIC_TLS_BASE_URL; " + curl % (
+                 '--cacert "$ARBORINTH_PROXY_CA_FILE"', '$(cat "$ANTHROPIC_API_KEY_FILE")',
+                 "$ANTHROPIC_TLS_BASE_URL"), env={"ANTHROPIC_API_KEY": KEY})
+    out = cp.stdout.splitlines()
+    C.ok(out and out[0].startswith("tls=https://127.0.0.1:") and not out[0].endswith(":8716"),
+         "--net: the TLS port is the session's own (%r)" % out)
+    C.eq(["200"], out[1:], "--net: a request over TLS is forwarded (%s)" % cp.stderr[-300:])
+    arb.one_line_error(arb("shell", "w", "--backend", "anthropic,tls-port=8713", "--", "true",
+                           env={"ANTHROPIC_API_KEY": KEY}), 1, "tls-port must differ from port",
+                       "tls-port equal to port")
+
+
+def search_files(roots, needle):
+    hits = []
+    for root in roots:
+        for d, _, files in os.walk(root):
+            for name in files:
+                p = os.path.join(d, name)
+                try:
+                    with open(p, "rb") as f:
+                        if needle.encode() in f.read():
+                            hits.append(p)
+                except OSError:
+                    pass
+    return hits
 
 
 try:

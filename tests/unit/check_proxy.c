@@ -358,11 +358,14 @@ static int sink_emit(void *ctx, const char *d, size_t n)
 	return 0;
 }
 
+/* With repl NULL the secret becomes '*'s; with a replacement of its length, that. */
 START_TEST(redact_every_split)
 {
 	const char *secret = "sk-SECRET-123";
 	const char *in = "a sk-SECRET-123 b sk-SEC sk-sk-SECRET-123sk-SECRET-12";
-	const char *want = "a ************* b sk-SEC sk-*************sk-SECRET-12";
+	const char *want[2] = {"a ************* b sk-SEC sk-*************sk-SECRET-12",
+			       "a acct-PH-00000 b sk-SEC sk-acct-PH-00000sk-SECRET-12"};
+	const char *repl = _i ? "acct-PH-00000" : NULL;
 	size_t n = strlen(in);
 
 	for (size_t cut1 = 0; cut1 <= n; cut1++)
@@ -370,7 +373,7 @@ START_TEST(redact_every_split)
 			struct proxy_redact rd;
 			struct sink s = {.len = 0};
 
-			proxy_redact_init(&rd, secret);
+			proxy_redact_init(&rd, secret, repl);
 			ck_assert_int_eq(proxy_redact_feed(&rd, in, cut1, false, sink_emit, &s), 0);
 			ck_assert_int_eq(
 			    proxy_redact_feed(&rd, in + cut1, cut2 - cut1, false, sink_emit, &s),
@@ -379,7 +382,7 @@ START_TEST(redact_every_split)
 			    proxy_redact_feed(&rd, in + cut2, n - cut2, false, sink_emit, &s), 0);
 			ck_assert_int_eq(proxy_redact_feed(&rd, NULL, 0, true, sink_emit, &s), 0);
 			ck_assert_int_eq(s.len, n);
-			ck_assert(memcmp(s.buf, want, n) == 0);
+			ck_assert(memcmp(s.buf, want[_i], n) == 0);
 			proxy_redact_free(&rd);
 		}
 }
@@ -392,15 +395,20 @@ START_TEST(redact_does_not_delay_events)
 	const char *ev = "event: x\ndata: {\"a\":1}\n\n";
 	char hdr[] = "x-echo: bad key sk-SECRET-123!";
 
-	proxy_redact_init(&rd, "sk-SECRET-123");
+	proxy_redact_init(&rd, "sk-SECRET-123", NULL);
 	ck_assert_int_eq(proxy_redact_feed(&rd, ev, strlen(ev), false, sink_emit, &s), 0);
 	ck_assert_int_eq(s.len, strlen(ev)); /* all of it, at once */
 	/* Only a possible start of the secret is held back. */
 	ck_assert_int_eq(proxy_redact_feed(&rd, "data: sk-SE", 11, false, sink_emit, &s), 0);
 	ck_assert_int_eq(s.len, strlen(ev) + 6);
 	proxy_redact_free(&rd);
-	proxy_redact_buf("sk-SECRET-123", hdr, strlen(hdr));
+	proxy_redact_buf("sk-SECRET-123", NULL, hdr, strlen(hdr));
 	ck_assert_str_eq(hdr, "x-echo: bad key *************!");
+	/* A replacement of another length is not used: '*'s instead. */
+	proxy_redact_buf("*************", "short", hdr, strlen(hdr));
+	ck_assert_str_eq(hdr, "x-echo: bad key *************!");
+	proxy_redact_buf("bad key", "BAD-KEY", hdr, strlen(hdr));
+	ck_assert_str_eq(hdr, "x-echo: BAD-KEY *************!");
 }
 END_TEST
 
@@ -995,7 +1003,7 @@ static Suite *proxy_suite(void)
 	tcase_add_test(tc, hop_by_hop);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("redact");
-	tcase_add_test(tc, redact_every_split);
+	tcase_add_loop_test(tc, redact_every_split, 0, 2);
 	tcase_add_test(tc, redact_does_not_delay_events);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("login");

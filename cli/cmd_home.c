@@ -1,0 +1,96 @@
+/* cli/cmd_home.c: `arborinth merge` and `arborinth apply`: a workspace's work brought home. */
+#include "cli/cli.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/core.h"
+
+const char cmd_merge_usage[] =
+    "usage: arborinth merge NAME [--json]\n"
+    "\n"
+    "Merges workspace NAME's branch (arborinth/NAME: what was committed in it) into the\n"
+    "origin's current branch: a fast-forward when possible, else a merge commit. Conflicts\n"
+    "are listed and nothing is changed; so is it when the origin's own uncommitted changes\n"
+    "are in the way. No hook or configuration of the workspace runs.\n";
+
+const char cmd_apply_usage[] =
+    "usage: arborinth apply NAME\n"
+    "\n"
+    "Applies workspace NAME's changes against its base, committed and not (the view as it is\n"
+    "now), to the origin's working tree as unstaged changes. Checked whole first: when a file\n"
+    "in the origin is not as the workspace's base has it, or a path the workspace adds exists,\n"
+    "nothing is written. Never touches the origin's index or branch.\n";
+
+static int one_name(struct cli_global *g, const char *name, int argc, char **argv, bool *json,
+		    const char *usage)
+{
+	static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {0}};
+	const struct cli_cmd cmd = {name, NULL, NULL, NULL, usage, NULL};
+	int status = CLI_USAGE, ch;
+
+	optind = 0;
+	while ((ch = cli_getopt(g, &cmd, argc, argv, "", json ? opts : opts + 1, &status)) != -1) {
+		if (ch == -2)
+			return status;
+		*json = true;
+	}
+	if (optind != argc - 1)
+		return cli_usage_error(
+		    name, optind >= argc ? "missing workspace NAME" : "unexpected argument '%s'",
+		    argv[argc - 1]);
+	if (core_ws_name_check(argv[optind]) < 0)
+		return cli_usage_error(name, "%s", util_err_msg());
+	return -1;
+}
+
+int cmd_merge(struct cli_global *g, int argc, char **argv)
+{
+	static const char *const kinds[] = {"up-to-date", "fast-forward", "merge-commit"};
+	struct core_project *p = NULL;
+	struct core_ws *ws = NULL;
+	struct core_merge m;
+	bool json = false;
+	int status = one_name(g, "merge", argc, argv, &json, cmd_merge_usage);
+
+	if (status != -1)
+		return status;
+	status = CLI_OK;
+	if (core_project_open(&p, g->workdir) < 0 || core_ws_get(p, argv[optind], &ws) < 0 ||
+	    core_ws_merge(p, ws, &m) < 0)
+		status = cli_fail_lib();
+	else if (json)
+		status =
+		    cli_json_print(json_pack("{s:s, s:s, s:s?}", "result", kinds[m.kind], "branch",
+					     m.branch, "commit", *m.commit ? m.commit : NULL));
+	else if (m.kind == CORE_MERGE_UP_TO_DATE)
+		printf("%s already has everything of %s\n", m.branch, ws->branch);
+	else
+		printf("%s: %s of %s, now at %.12s\n", m.branch, kinds[m.kind], ws->branch,
+		       m.commit);
+	core_ws_free(ws);
+	core_project_free(p);
+	return status;
+}
+
+int cmd_apply(struct cli_global *g, int argc, char **argv)
+{
+	struct core_project *p = NULL;
+	struct core_ws *ws = NULL;
+	size_t files = 0;
+	int status = one_name(g, "apply", argc, argv, NULL, cmd_apply_usage);
+
+	if (status != -1)
+		return status;
+	status = CLI_OK;
+	if (core_project_open(&p, g->workdir) < 0 || core_ws_get(p, argv[optind], &ws) < 0 ||
+	    core_ws_apply(p, ws, &files) < 0)
+		status = cli_fail_lib();
+	else
+		printf("applied %zu changed path%s of %s to the origin's working tree (unstaged)\n",
+		       files, files == 1 ? "" : "s", ws->name);
+	core_ws_free(ws);
+	core_project_free(p);
+	return status;
+}

@@ -1,0 +1,395 @@
+/*
+ * core/checkpoint.c: checkpoints. Each is a commit in the workspace's own object store whose
+ * tree is the whole view (ckpt_tree.c), on refs/arborinth/checkpoints/N (N counts from 1),
+ * its parent the previous checkpoint (the base commit for the first), its message the
+ * user's, with trailers Arborinth-Kind (manual, start, end, rewind) and Arborinth-Session.
+ * The workspace's branch, index and HEAD are never touched. Also: naming trees of a
+ * workspace (base, view, N, a revision) and diffs between them through libgit2.
+ */
+#include "core/ckpt_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CKPT_SIG_NAME "arborinth"
+#define CKPT_SIG_MAIL "arborinth@localhost"
+
+int ckpt_repo_open(const struct core_ws *ws, git_repository **out)
+{
+	if (git_repository_open_bare(out, ws->gitdir) < 0)
+		return util_err(-EIO, "cannot open %s: %s", ws->gitdir, git_error_last()->message);
+	return 0;
+}
+
+void core_ckpt_clear(struct core_ckpt *c)
+{
+	free(c->message);
+	memset(c, 0, sizeof(*c));
+}
+
+void core_ckpts_free(struct core_ckpt *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		core_ckpt_clear(&v[i]);
+	free(v);
+}
+
+/* Fills c from checkpoint commit cm with sequence number seq. */
+static int ckpt_fill(struct core_ckpt *c, unsigned seq, git_commit *cm)
+{
+	git_message_trailer_array tr = {0};
+	const char *msg = git_commit_message(cm);
+
+	memset(c, 0, sizeof(*c));
+	c->seq = seq;
+	git_oid_tostr(c->commit, sizeof(c->commit), git_commit_id(cm));
+	git_oid_tostr(c->tree, sizeof(c->tree), git_commit_tree_id(cm));
+	c->time_ns = (int64_t)git_commit_time(cm) * 1000000000;
+	c->message =
+	    strndup(git_commit_summary(cm) ? git_commit_summary(cm) : "", CORE_CKPT_MESSAGE_MAX);
+	if (!c->message)
+		return util_err(-ENOMEM, "out of memory");
+	snprintf(c->kind, sizeof(c->kind), "manual");
+	if (msg && git_message_trailers(&tr, msg) == 0) {
+		for (size_t i = 0; i < tr.count; i++) {
+			if (!strcmp(tr.trailers[i].key, "Arborinth-Kind"))
+				snprintf(c->kind, sizeof(c->kind), "%s", tr.trailers[i].value);
+			else if (!strcmp(tr.trailers[i].key, "Arborinth-Session"))
+				c->session = strtoll(tr.trailers[i].value, NULL, 10);
+			else if (!strcmp(tr.trailers[i].key, "Arborinth-Time"))
+				c->time_ns = strtoll(tr.trailers[i].value, NULL, 10);
+		}
+		git_message_trailer_array_free(&tr);
+	}
+	return 0;
+}
+
+static int cmp_seq(const void *a, const void *b)
+{
+	const struct core_ckpt *x = a, *y = b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int list(git_repository *repo, struct core_ckpt **out, size_t *n)
+{
+	git_reference_iterator *it = NULL;
+	git_reference *ref;
+	struct core_ckpt *v = NULL;
+	size_t cap = 0;
+	int rc = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (git_reference_iterator_glob_new(&it, repo, CKPT_REF_PREFIX "*") < 0)
+		return util_err(-EIO, "cannot list checkpoints: %s", git_error_last()->message);
+	while (rc == 0 && git_reference_next(&ref, it) == 0) {
+		const char *num = git_reference_name(ref) + strlen(CKPT_REF_PREFIX);
+		char *end;
+		unsigned long seq = strtoul(num, &end, 10);
+		git_commit *cm = NULL;
+
+		if (*end || seq == 0 || git_reference_target(ref) == NULL ||
+		    git_commit_lookup(&cm, repo, git_reference_target(ref)) < 0) {
+			git_reference_free(ref);
+			continue; /* not one of ours */
+		}
+		if (*n == cap) {
+			struct core_ckpt *nv = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof(*nv));
+
+			if (!nv)
+				rc = util_err(-ENOMEM, "out of memory");
+			else
+				v = nv;
+		}
+		if (rc == 0 && (rc = ckpt_fill(&v[*n], (unsigned)seq, cm)) == 0)
+			(*n)++;
+		git_commit_free(cm);
+		git_reference_free(ref);
+	}
+	git_reference_iterator_free(it);
+	if (rc < 0) {
+		core_ckpts_free(v, *n);
+		*n = 0;
+		return rc;
+	}
+	if (*n)
+		qsort(v, *n, sizeof(*v), cmp_seq);
+	*out = v;
+	return 0;
+}
+
+int core_ws_checkpoints(struct core_project *p, const struct core_ws *ws, struct core_ckpt **out,
+			size_t *n)
+{
+	git_repository *repo = NULL;
+	int rc = ckpt_repo_open(ws, &repo);
+
+	(void)p;
+	*out = NULL;
+	*n = 0;
+	rc = rc ?: list(repo, out, n);
+	git_repository_free(repo);
+	return rc;
+}
+
+int core_ws_checkpoint(struct core_project *p, const struct core_ws *ws,
+		       const struct core_ckpt_opts *o, struct core_ckpt *out)
+{
+	git_repository *repo = NULL;
+	git_commit *parent = NULL, *cm = NULL;
+	git_signature *sig = NULL;
+	git_tree *tree = NULL;
+	struct core_ckpt *all = NULL;
+	struct ckpt_stats st = {0};
+	size_t n = 0;
+	git_oid tid, pid, cid;
+	char *msg = NULL, ref[64];
+	int rc;
+
+	(void)p;
+	memset(out, 0, sizeof(*out));
+	if (o->message && strlen(o->message) > CORE_CKPT_MESSAGE_MAX)
+		return util_err(-EINVAL, "checkpoint message longer than %d bytes",
+				CORE_CKPT_MESSAGE_MAX);
+	/* A mounted view commits what it is still coalescing for the audit first. */
+	rc = core_ws_audit_sync(ws);
+	rc = rc ?: ckpt_repo_open(ws, &repo);
+	rc = rc ?: list(repo, &all, &n);
+	rc = rc ?: ckpt_view_tree(repo, ws, &tid, &st);
+	if (rc < 0)
+		goto out;
+	if (n)
+		git_oid_fromstr(&pid, all[n - 1].commit);
+	else
+		git_oid_fromstr(&pid, ws->base_commit);
+	msg = util_asprintf("%s\n\nArborinth-Kind: %s\nArborinth-Session: %lld\nArborinth-Time: "
+			    "%lld\n",
+			    o->message && *o->message ? o->message : "checkpoint",
+			    o->kind ? o->kind : "manual", (long long)o->session,
+			    (long long)util_now_ns());
+	if (!msg) {
+		rc = util_err(-ENOMEM, "out of memory");
+		goto out;
+	}
+	if (git_commit_lookup(&parent, repo, &pid) < 0 || git_tree_lookup(&tree, repo, &tid) < 0 ||
+	    git_signature_now(&sig, CKPT_SIG_NAME, CKPT_SIG_MAIL) < 0 ||
+	    git_commit_create(&cid, repo, NULL, sig, sig, NULL, msg, tree, 1,
+			      (const git_commit **)&parent) < 0) {
+		rc = util_err(-EIO, "checkpoint: %s", git_error_last()->message);
+		goto out;
+	}
+	/* The next number; another process taking it first makes us try the one after. */
+	for (unsigned seq = n ? all[n - 1].seq + 1 : 1;; seq++) {
+		git_reference *r = NULL;
+		int e;
+
+		snprintf(ref, sizeof(ref), CKPT_REF_PREFIX "%u", seq);
+		e = git_reference_create(&r, repo, ref, &cid, 0, "checkpoint");
+		git_reference_free(r);
+		if (e == GIT_EEXISTS)
+			continue;
+		if (e < 0) {
+			rc = util_err(-EIO, "checkpoint: %s", git_error_last()->message);
+			goto out;
+		}
+		if (git_commit_lookup(&cm, repo, &cid) < 0) {
+			rc = util_err(-EIO, "checkpoint: %s", git_error_last()->message);
+			goto out;
+		}
+		rc = ckpt_fill(out, seq, cm);
+		break;
+	}
+	out->hashed = st.hashed;
+	out->reused = st.reused;
+out:
+	git_commit_free(cm);
+	git_signature_free(sig);
+	git_tree_free(tree);
+	git_commit_free(parent);
+	core_ckpts_free(all, n);
+	git_repository_free(repo);
+	free(msg);
+	return rc;
+}
+
+/* Checkpoint N's tree. */
+static int ckpt_tree_by_seq(git_repository *repo, unsigned long seq, git_oid *tree)
+{
+	char ref[64];
+	git_reference *r = NULL;
+	git_commit *cm = NULL;
+	int rc = 0;
+
+	snprintf(ref, sizeof(ref), CKPT_REF_PREFIX "%lu", seq);
+	if (git_reference_lookup(&r, repo, ref) < 0 || !git_reference_target(r) ||
+	    git_commit_lookup(&cm, repo, git_reference_target(r)) < 0)
+		rc = util_err(-ENOENT, "no checkpoint %lu", seq);
+	else
+		git_oid_cpy(tree, git_commit_tree_id(cm));
+	git_commit_free(cm);
+	git_reference_free(r);
+	return rc;
+}
+
+int core_ws_tree(struct core_project *p, const struct core_ws *ws, const char *spec, git_oid *tree)
+{
+	git_repository *repo = NULL;
+	git_object *obj = NULL, *peeled = NULL;
+	const char *num = spec[0] == '#' ? spec + 1 : spec;
+	char *end;
+	unsigned long seq = strtoul(num, &end, 10);
+	int rc = ckpt_repo_open(ws, &repo);
+
+	(void)p;
+	if (rc < 0)
+		return rc;
+	if (!strcmp(spec, "view")) {
+		rc = core_ws_audit_sync(ws);
+		rc = rc ?: ckpt_view_tree(repo, ws, tree, NULL);
+	} else if (!strcmp(spec, "base")) {
+		if (git_revparse_single(&obj, repo, ws->base_commit) < 0 ||
+		    git_object_peel(&peeled, obj, GIT_OBJECT_TREE) < 0)
+			rc = util_err(-EIO, "base %s: %s", ws->base_commit,
+				      git_error_last()->message);
+		else
+			git_oid_cpy(tree, git_object_id(peeled));
+	} else if (*num && !*end && num[0] != '0' && strlen(num) < 8) {
+		rc = ckpt_tree_by_seq(repo, seq, tree);
+	} else if (git_revparse_single(&obj, repo, spec) < 0 ||
+		   git_object_peel(&peeled, obj, GIT_OBJECT_TREE) < 0) {
+		rc = util_err(-ENOENT,
+			      "'%s' is neither a checkpoint, 'base', 'view' nor a revision of "
+			      "workspace %s",
+			      spec, ws->name);
+	} else {
+		git_oid_cpy(tree, git_object_id(peeled));
+	}
+	git_object_free(peeled);
+	git_object_free(obj);
+	git_repository_free(repo);
+	return rc;
+}
+
+int core_ws_session_ckpt(struct core_project *p, const struct core_ws *ws, int64_t session,
+			 const char *kind, struct core_ckpt *out)
+{
+	struct core_ckpt *all = NULL;
+	size_t n = 0;
+	int rc = core_ws_checkpoints(p, ws, &all, &n);
+
+	memset(out, 0, sizeof(*out));
+	if (rc < 0)
+		return rc;
+	rc = util_err(-ENOENT, "session %lld of %s has no %s checkpoint", (long long)session,
+		      ws->name, kind);
+	for (size_t i = 0; i < n; i++)
+		if (all[i].session == session && !strcmp(all[i].kind, kind)) {
+			*out = all[i];
+			all[i].message = NULL;
+			rc = 0;
+			break;
+		}
+	core_ckpts_free(all, n);
+	return rc;
+}
+
+static int print_line(const git_diff_delta *d, const git_diff_hunk *h, const git_diff_line *l,
+		      void *payload)
+{
+	FILE *f = payload;
+
+	(void)d;
+	(void)h;
+	if (l->origin == GIT_DIFF_LINE_CONTEXT || l->origin == GIT_DIFF_LINE_ADDITION ||
+	    l->origin == GIT_DIFF_LINE_DELETION)
+		fputc(l->origin, f);
+	fwrite(l->content, 1, l->content_len, f);
+	return 0;
+}
+
+static int diff_new(git_repository *repo, const git_oid *from, const git_oid *to,
+		    const char *const *paths, size_t n_paths, git_diff **out)
+{
+	git_diff_options opt = GIT_DIFF_OPTIONS_INIT;
+	git_tree *a = NULL, *b = NULL;
+	int rc = 0;
+
+	opt.pathspec.strings = (char **)paths;
+	opt.pathspec.count = n_paths;
+	if (git_tree_lookup(&a, repo, from) < 0 || git_tree_lookup(&b, repo, to) < 0 ||
+	    git_diff_tree_to_tree(out, repo, a, b, &opt) < 0)
+		rc = util_err(-EIO, "diff: %s", git_error_last()->message);
+	/* Renames shown as such, as `git diff -M` does. */
+	if (rc == 0 && git_diff_find_similar(*out, NULL) < 0)
+		rc = util_err(-EIO, "diff: %s", git_error_last()->message);
+	git_tree_free(a);
+	git_tree_free(b);
+	return rc;
+}
+
+int core_ws_diff(struct core_project *p, const struct core_ws *ws, const git_oid *from,
+		 const git_oid *to, const char *const *paths, size_t n_paths,
+		 enum core_diff_format fmt, FILE *f)
+{
+	git_repository *repo = NULL;
+	git_diff *diff = NULL;
+	git_diff_stats *stats = NULL;
+	git_buf buf = {0};
+	int rc = ckpt_repo_open(ws, &repo);
+
+	(void)p;
+	rc = rc ?: diff_new(repo, from, to, paths, n_paths, &diff);
+	if (rc == 0 && fmt == CORE_DIFF_STAT) {
+		if (git_diff_get_stats(&stats, diff) < 0 ||
+		    git_diff_stats_to_buf(&buf, stats, GIT_DIFF_STATS_FULL, 80) < 0)
+			rc = util_err(-EIO, "diff: %s", git_error_last()->message);
+		else if (git_diff_stats_files_changed(stats)) /* as git: nothing for no change */
+			fwrite(buf.ptr, 1, buf.size, f);
+	} else if (rc == 0 && fmt == CORE_DIFF_NAME_STATUS) {
+		/* As `git diff --name-status -M`: a rename with its similarity and both paths. */
+		for (size_t i = 0; i < git_diff_num_deltas(diff); i++) {
+			const git_diff_delta *d = git_diff_get_delta(diff, i);
+
+			if (d->status == GIT_DELTA_RENAMED || d->status == GIT_DELTA_COPIED)
+				fprintf(f, "%c%03u\t%s\t%s\n", git_diff_status_char(d->status),
+					d->similarity, d->old_file.path, d->new_file.path);
+			else
+				fprintf(f, "%c\t%s\n", git_diff_status_char(d->status),
+					d->new_file.path);
+		}
+	} else if (rc == 0 && git_diff_print(diff, GIT_DIFF_FORMAT_PATCH, print_line, f) < 0) {
+		rc = util_err(-EIO, "diff: %s", git_error_last()->message);
+	}
+	git_buf_dispose(&buf);
+	git_diff_stats_free(stats);
+	git_diff_free(diff);
+	git_repository_free(repo);
+	return rc;
+}
+
+int core_ws_diffstat(struct core_project *p, const struct core_ws *ws, const git_oid *from,
+		     const git_oid *to, struct core_diffstat *out)
+{
+	git_repository *repo = NULL;
+	git_diff *diff = NULL;
+	git_diff_stats *stats = NULL;
+	int rc = ckpt_repo_open(ws, &repo);
+
+	(void)p;
+	memset(out, 0, sizeof(*out));
+	rc = rc ?: diff_new(repo, from, to, NULL, 0, &diff);
+	if (rc == 0 && git_diff_get_stats(&stats, diff) < 0)
+		rc = util_err(-EIO, "diff: %s", git_error_last()->message);
+	if (rc == 0) {
+		out->files = git_diff_stats_files_changed(stats);
+		out->insertions = git_diff_stats_insertions(stats);
+		out->deletions = git_diff_stats_deletions(stats);
+	}
+	git_diff_stats_free(stats);
+	git_diff_free(diff);
+	git_repository_free(repo);
+	return rc;
+}

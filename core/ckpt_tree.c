@@ -1,0 +1,343 @@
+/*
+ * core/ckpt_tree.c: the view as a git tree, built from the base tree and the upper layer only
+ * (fs/layer.c defines the layer). A directory the layer does not hold is the base's subtree by
+ * id, never read; one it holds starts from its lower tree's entries (a tree builder copies
+ * that one directory's entries), then the layer's entries win: whiteouts remove, files and
+ * symlinks are hashed into the workspace's own object store, directories recurse. What git
+ * cannot hold (empty directories, FIFOs, sockets, devices) is left out, and so is the view's
+ * .git. A cache of (inode, size, mtime, ctime) -> blob id in NAME/checkpoint.cache keeps each
+ * changed file hashed once across checkpoints; entries younger than CACHE_RACY_NS are not
+ * kept (a write in the same timestamp tick would not change them).
+ */
+#include "core/ckpt_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fs/fs.h"
+
+#define CACHE_RACY_NS (2LL * 1000000000)
+/* "INO SIZE MTIME CTIME HEX\n": four 64-bit numbers and a 40-digit id. */
+#define CACHE_LINE_MAX (4 * 21 + GIT_OID_HEXSZ + 2)
+
+struct cache_ent {
+	ino_t ino;
+	int64_t size, mtime, ctime;
+	git_oid oid;
+	bool used;
+};
+
+struct build {
+	git_repository *repo;
+	struct cache_ent *old; /* sorted by inode */
+	size_t n_old;
+	struct cache_ent *fresh; /* this walk's, written back at the end */
+	size_t n_fresh, cap_fresh;
+	int64_t start_ns;
+	size_t hashed, reused;
+};
+
+static int64_t ts_ns(const struct timespec *t)
+{
+	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+static int cmp_ino(const void *a, const void *b)
+{
+	const struct cache_ent *x = a, *y = b;
+
+	return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+static void cache_load(struct build *b, const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char hex[GIT_OID_HEXSZ + 1];
+	struct cache_ent e = {0};
+	unsigned long long ino;
+	size_t cap = 0;
+
+	while (f && fscanf(f, "%llu %lld %lld %lld %40s", &ino, (long long *)&e.size,
+			   (long long *)&e.mtime, (long long *)&e.ctime, hex) == 5) {
+		if (git_oid_fromstr(&e.oid, hex) < 0)
+			continue;
+		if (b->n_old == cap) {
+			struct cache_ent *v =
+			    realloc(b->old, (cap = cap ? 2 * cap : 256) * sizeof(*v));
+
+			if (!v)
+				break;
+			b->old = v;
+		}
+		e.ino = (ino_t)ino;
+		b->old[b->n_old++] = e;
+	}
+	if (f)
+		fclose(f);
+	if (b->n_old)
+		qsort(b->old, b->n_old, sizeof(*b->old), cmp_ino);
+}
+
+/* Written atomically; a failure only costs hashing again next time. */
+static void cache_save(struct build *b, const char *dir)
+{
+	size_t cap = CACHE_LINE_MAX * (b->n_fresh + 1), len = 0;
+	char *text = malloc(cap), hex[GIT_OID_HEXSZ + 1];
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	for (size_t i = 0; text && i < b->n_fresh && cap - len > CACHE_LINE_MAX; i++) {
+		struct cache_ent *e = &b->fresh[i];
+
+		git_oid_tostr(hex, sizeof(hex), &e->oid);
+		len += (size_t)snprintf(text + len, cap - len, "%llu %lld %lld %lld %s\n",
+					(unsigned long long)e->ino, (long long)e->size,
+					(long long)e->mtime, (long long)e->ctime, hex);
+	}
+	if (text && dfd >= 0 &&
+	    util_write_file_at(dfd, CKPT_CACHE_FILE, text, len, 0600, (uid_t)-1, 0) < 0) {
+		/* best effort */
+	}
+	if (dfd >= 0)
+		close(dfd);
+	free(text);
+}
+
+static void cache_keep(struct build *b, const struct stat *st, const git_oid *oid)
+{
+	struct cache_ent *v;
+
+	if (b->start_ns - ts_ns(&st->st_mtim) < CACHE_RACY_NS ||
+	    b->start_ns - ts_ns(&st->st_ctim) < CACHE_RACY_NS)
+		return;
+	if (b->n_fresh == b->cap_fresh) {
+		b->cap_fresh = b->cap_fresh ? 2 * b->cap_fresh : 256;
+		v = realloc(b->fresh, b->cap_fresh * sizeof(*v));
+		if (!v)
+			return;
+		b->fresh = v;
+	}
+	b->fresh[b->n_fresh++] = (struct cache_ent){.ino = st->st_ino,
+						    .size = st->st_size,
+						    .mtime = ts_ns(&st->st_mtim),
+						    .ctime = ts_ns(&st->st_ctim),
+						    .oid = *oid};
+}
+
+static const struct cache_ent *cache_find(const struct build *b, const struct stat *st)
+{
+	struct cache_ent key = {.ino = st->st_ino};
+	const struct cache_ent *e = bsearch(&key, b->old, b->n_old, sizeof(*b->old), cmp_ino);
+
+	if (e && e->size == st->st_size && e->mtime == ts_ns(&st->st_mtim) &&
+	    e->ctime == ts_ns(&st->st_ctim))
+		return e;
+	return NULL;
+}
+
+/* dir/name, a regular file of the layer, as a blob (hashed unless the cache knows it). */
+static int hash_file(struct build *b, int dir, const char *name, const struct stat *st,
+		     git_oid *oid)
+{
+	const struct cache_ent *c = cache_find(b, st);
+	struct stat now;
+	char p[64];
+	int fd, rc;
+
+	if (c) {
+		*oid = c->oid;
+		b->reused++;
+		cache_keep(b, st, oid);
+		return 0;
+	}
+	fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return util_err(-errno, "checkpoint: cannot read %s: %s", name, strerror(errno));
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	rc = fstat(fd, &now) == 0 && S_ISREG(now.st_mode) ? 0 : -EAGAIN;
+	if (rc == 0 && git_blob_create_from_disk(oid, b->repo, p) < 0)
+		rc = util_err(-EIO, "checkpoint: cannot store %s: %s", name,
+			      git_error_last()->message);
+	close(fd);
+	if (rc == 0) {
+		b->hashed++;
+		cache_keep(b, &now, oid);
+	}
+	return rc == -EAGAIN ? util_err(-EAGAIN, "checkpoint: %s changed while it was read", name)
+			     : rc;
+}
+
+static int hash_link(struct build *b, int dir, const char *name, git_oid *oid)
+{
+	char target[PATH_MAX];
+	ssize_t n = readlinkat(dir, name, target, sizeof(target));
+
+	if (n < 0 || (size_t)n >= sizeof(target))
+		return util_err(n < 0 ? -errno : -ENAMETOOLONG, "checkpoint: cannot read link %s",
+				name);
+	if (git_blob_create_from_buffer(oid, b->repo, target, (size_t)n) < 0)
+		return util_err(-EIO, "checkpoint: cannot store %s: %s", name,
+				git_error_last()->message);
+	return 0;
+}
+
+/* The lower tree of layer directory `sub` named `name` in a directory whose lower is lower. */
+static int sub_lower(struct build *b, int sub, const git_tree *lower, const char *name,
+		     git_tree **out)
+{
+	char hex[GIT_OID_HEXSZ + 1];
+	const git_tree_entry *e;
+	git_oid oid;
+
+	*out = NULL;
+	switch (fs_layer_dir_lower(sub, hex)) {
+	case FS_LAYER_LOWER_NONE:
+		return 0;
+	case FS_LAYER_LOWER_TREE:
+		if (git_oid_fromstr(&oid, hex) < 0 || git_tree_lookup(out, b->repo, &oid) < 0)
+			return util_err(-EIO, "checkpoint: %s names tree %s, which is missing",
+					name, hex);
+		return 0;
+	case FS_LAYER_LOWER_SAME:
+		break;
+	}
+	e = lower ? git_tree_entry_byname(lower, name) : NULL;
+	if (!e || git_tree_entry_filemode(e) != GIT_FILEMODE_TREE)
+		return 0;
+	return git_tree_lookup(out, b->repo, git_tree_entry_id(e)) < 0
+		   ? util_err(-EIO, "checkpoint: missing tree %s", name)
+		   : 0;
+}
+
+static int build_dir(struct build *b, int dir, const git_tree *lower, bool root, git_oid *out,
+		     bool *empty);
+
+static int add_entry(struct build *b, git_treebuilder *tb, int dir, const git_tree *lower,
+		     const char *name)
+{
+	struct stat st;
+	git_filemode_t mode;
+	git_oid oid;
+	int rc = 0;
+
+	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT
+			   ? 0
+			   : util_err(-errno, "checkpoint: %s: %s", name, strerror(errno));
+	if (S_ISDIR(st.st_mode)) {
+		int sub = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		git_tree *sl = NULL;
+		bool empty = false;
+
+		if (sub < 0)
+			return util_err(-errno, "checkpoint: %s: %s", name, strerror(errno));
+		rc = sub_lower(b, sub, lower, name, &sl);
+		rc = rc ?: build_dir(b, sub, sl, false, &oid, &empty);
+		git_tree_free(sl);
+		close(sub);
+		if (rc < 0)
+			return rc;
+		if (empty) {
+			git_treebuilder_remove(tb, name); /* git holds no empty directory */
+			return 0;
+		}
+		mode = GIT_FILEMODE_TREE;
+	} else if (S_ISREG(st.st_mode)) {
+		rc = hash_file(b, dir, name, &st, &oid);
+		mode = st.st_mode & 0111 ? GIT_FILEMODE_BLOB_EXECUTABLE : GIT_FILEMODE_BLOB;
+	} else if (S_ISLNK(st.st_mode)) {
+		rc = hash_link(b, dir, name, &oid);
+		mode = GIT_FILEMODE_LINK;
+	} else {
+		/* A whiteout, or what git cannot hold: either way nothing of the lower shows. */
+		git_treebuilder_remove(tb, name);
+		return 0;
+	}
+	if (rc == 0 && git_treebuilder_insert(NULL, tb, name, &oid, mode) < 0)
+		rc = util_err(-EIO, "checkpoint: %s: %s", name, git_error_last()->message);
+	return rc;
+}
+
+static int build_dir(struct build *b, int dir, const git_tree *lower, bool root, git_oid *out,
+		     bool *empty)
+{
+	git_treebuilder *tb = NULL;
+	struct dirent *de;
+	DIR *d = NULL;
+	int fd = fcntl(dir, F_DUPFD_CLOEXEC, 0), rc = 0;
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return util_err(-errno, "checkpoint: cannot list the layer: %s", strerror(errno));
+	}
+	if (git_treebuilder_new(&tb, b->repo, lower) < 0) {
+		rc = util_err(-EIO, "checkpoint: %s", git_error_last()->message);
+		goto out;
+	}
+	while (rc == 0 && (errno = 0, de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (root && !strcmp(de->d_name, ".git"))
+			continue; /* the view shows the workspace's gitdir there */
+		rc = add_entry(b, tb, dir, lower, de->d_name);
+	}
+	if (rc == 0 && errno)
+		rc = util_err(-errno, "checkpoint: cannot list the layer: %s", strerror(errno));
+	if (rc == 0) {
+		*empty = git_treebuilder_entrycount(tb) == 0;
+		if (git_treebuilder_write(out, tb) < 0)
+			rc = util_err(-EIO, "checkpoint: %s", git_error_last()->message);
+	}
+out:
+	git_treebuilder_free(tb);
+	closedir(d);
+	return rc;
+}
+
+int ckpt_view_tree(git_repository *repo, const struct core_ws *ws, git_oid *tree,
+		   struct ckpt_stats *stats)
+{
+	struct build b = {.repo = repo, .start_ns = util_now_ns()};
+	git_commit *base = NULL;
+	git_tree *lower = NULL;
+	git_oid oid;
+	char *cache = util_path_join(ws->root, CKPT_CACHE_FILE);
+	int layer = open(ws->layer, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), rc = 0;
+	bool empty;
+
+	if (!cache || layer < 0) {
+		rc = util_err(cache ? -errno : -ENOMEM, "checkpoint: cannot open %s: %s", ws->layer,
+			      strerror(errno));
+		goto out;
+	}
+	if (git_oid_fromstr(&oid, ws->base_commit) < 0 ||
+	    git_commit_lookup(&base, repo, &oid) < 0 || git_commit_tree(&lower, base) < 0) {
+		rc = util_err(-EIO, "checkpoint: base %s: %s", ws->base_commit,
+			      git_error_last()->message);
+		goto out;
+	}
+	cache_load(&b, cache);
+	rc = build_dir(&b, layer, lower, true, tree, &empty);
+	if (rc == 0)
+		cache_save(&b, ws->root);
+	if (stats) {
+		stats->hashed = b.hashed;
+		stats->reused = b.reused;
+	}
+out:
+	git_tree_free(lower);
+	git_commit_free(base);
+	if (layer >= 0)
+		close(layer);
+	free(b.old);
+	free(b.fresh);
+	free(cache);
+	return rc;
+}

@@ -1,0 +1,121 @@
+/*
+ * core/fork.c: `workspace create NEW --from NAME[@CKPT]`. The new workspace's base is a commit
+ * in the origin's object store whose tree is NAME's checkpoint and whose parent is NAME's
+ * base: the objects the checkpoint has beyond the origin (the trees and blobs of what NAME
+ * changed; a subtree the origin already has is skipped whole) are copied into the origin's
+ * store, where refs/arborinth/NEW keeps them reachable. From then on NEW is independent of
+ * NAME (deleting NAME loses nothing of NEW), and as cheap to create as from any commit.
+ */
+#include "core/ckpt_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Copies object id (a tree or blob of from) and what it reaches into to, unless to has it. */
+static int copy_missing(git_odb *from, git_odb *to, git_repository *src, const git_oid *id,
+			size_t *copied)
+{
+	git_odb_object *obj = NULL;
+	git_tree *tree = NULL;
+	git_oid out;
+	int rc = 0;
+
+	if (git_odb_exists(to, id))
+		return 0; /* the origin's objects are whole: what it has, it has below too */
+	if (git_odb_read(&obj, from, id) < 0)
+		return util_err(-EIO, "fork: missing object: %s", git_error_last()->message);
+	if (git_odb_object_type(obj) == GIT_OBJECT_TREE) {
+		if (git_tree_lookup(&tree, src, id) < 0) {
+			rc = util_err(-EIO, "fork: %s", git_error_last()->message);
+			goto out;
+		}
+		for (size_t i = 0; rc == 0 && i < git_tree_entrycount(tree); i++) {
+			const git_tree_entry *e = git_tree_entry_byindex(tree, i);
+
+			if (git_tree_entry_filemode(e) != GIT_FILEMODE_COMMIT)
+				rc = copy_missing(from, to, src, git_tree_entry_id(e), copied);
+		}
+	}
+	/* Children first: the origin never holds a tree whose entries it lacks. */
+	if (rc == 0 && git_odb_write(&out, to, git_odb_object_data(obj), git_odb_object_size(obj),
+				     git_odb_object_type(obj)) < 0)
+		rc = util_err(-EIO, "fork: cannot store an object: %s", git_error_last()->message);
+	if (rc == 0)
+		(*copied)++;
+out:
+	git_tree_free(tree);
+	git_odb_object_free(obj);
+	return rc;
+}
+
+int core_ws_fork(struct core_project *p, const char *name, const char *from, const char *ckpt,
+		 struct core_ws **out)
+{
+	struct core_ws *src = NULL;
+	git_repository *srepo = NULL;
+	git_odb *sodb = NULL, *oodb = NULL;
+	git_commit *parent = NULL;
+	git_tree *tree = NULL;
+	git_signature *sig = NULL;
+	struct core_ckpt c = {0};
+	git_oid tid, pid, cid;
+	char hex[GIT_OID_HEXSZ + 1], *msg = NULL;
+	size_t copied = 0;
+	int rc;
+
+	*out = NULL;
+	rc = core_ws_name_check(name);
+	/* Taken names fail before anything is written into the origin's store. */
+	if (rc == 0 && core_ws_get(p, name, out) == 0) {
+		core_ws_free(*out);
+		*out = NULL;
+		rc = util_err(-EEXIST, "workspace '%s' already exists", name);
+	}
+	rc = rc ?: core_ws_get(p, from, &src);
+	if (rc == 0 && !ckpt) {
+		/* The view now, recorded in the source so the fork names a state it has. */
+		struct core_ckpt_opts o = {.kind = "fork"};
+		char m[CORE_WS_NAME_MAX + 32];
+
+		snprintf(m, sizeof(m), "forked as %s", name);
+		o.message = m;
+		rc = core_ws_checkpoint(p, src, &o, &c);
+		if (rc == 0)
+			rc = git_oid_fromstr(&tid, c.tree) < 0 ? util_err(-EIO, "bad tree") : 0;
+	} else if (rc == 0) {
+		rc = core_ws_tree(p, src, ckpt, &tid);
+	}
+	rc = rc ?: ckpt_repo_open(src, &srepo);
+	if (rc == 0 && (git_repository_odb(&sodb, srepo) < 0 ||
+			git_repository_odb(&oodb, core_project_repo(p)) < 0))
+		rc = util_err(-EIO, "fork: %s", git_error_last()->message);
+	rc = rc ?: copy_missing(sodb, oodb, srepo, &tid, &copied);
+	msg = rc == 0 ? util_asprintf("arborinth: %s forked from %s at %s\n", name, from,
+				      ckpt ? ckpt : "its view")
+		      : NULL;
+	if (rc == 0 && !msg)
+		rc = util_err(-ENOMEM, "out of memory");
+	if (rc == 0 && (git_oid_fromstr(&pid, src->base_commit) < 0 ||
+			git_commit_lookup(&parent, core_project_repo(p), &pid) < 0 ||
+			git_tree_lookup(&tree, core_project_repo(p), &tid) < 0 ||
+			git_signature_now(&sig, "arborinth", "arborinth@localhost") < 0 ||
+			git_commit_create(&cid, core_project_repo(p), NULL, sig, sig, NULL, msg,
+					  tree, 1, (const git_commit **)&parent) < 0))
+		rc = util_err(-EIO, "fork: %s", git_error_last()->message);
+	if (rc == 0) {
+		git_oid_tostr(hex, sizeof(hex), &cid);
+		rc = core_ws_create(p, name, hex, out);
+	}
+	free(msg);
+	git_signature_free(sig);
+	git_tree_free(tree);
+	git_commit_free(parent);
+	git_odb_free(oodb);
+	git_odb_free(sodb);
+	git_repository_free(srepo);
+	core_ckpt_clear(&c);
+	core_ws_free(src);
+	return rc;
+}

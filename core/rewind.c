@@ -1,0 +1,332 @@
+/*
+ * core/rewind.c: undo. rewind gives the whole view a checkpoint's tree: a checkpoint first
+ * (so the rewind can be undone), then, with the view unmounted, a new upper layer written
+ * from the difference between the base tree and the target (costs what differs, like the
+ * layer it replaces), swapped in by rename, and the view mounted again. It refuses while a
+ * session of the workspace runs, so no process in a box sees the tree change under it.
+ * restore gives single paths back through the mounted view, so each change is audited.
+ */
+#include "core/ckpt_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "audit/audit.h"
+#include "fs/fs.h"
+
+int core_ws_session_running(struct core_project *p, const struct core_ws *ws, int64_t *session)
+{
+	static const char *const ops[] = {"exec", "exit", NULL};
+	struct audit_filter f = {.kinds = AUDIT_KIND_EXEC, .ops = ops};
+	struct audit_query *q = NULL;
+	struct audit_row row;
+	sqlite3 *db = NULL;
+	int64_t open_s = 0, open_pid = 0, deleted = 0;
+	int rc = core_project_db(p, false, &db);
+
+	*session = 0;
+	if (rc == -ENOENT)
+		return 0;
+	rc = rc ?: audit_ws_resolve(db, ws->name, &f.ws_key, &deleted);
+	if (rc == -ENOENT)
+		return 0;
+	rc = rc ?: audit_query_new(&q, db, &f, true);
+	/* Rows by seq: a session's exit follows its exec. The last open one counts. */
+	while (rc == 0 && (rc = audit_query_next(q, &row)) == 1) {
+		if (!strcmp(row.op, "exec") && row.pid > 0) {
+			open_s = row.session;
+			open_pid = row.pid;
+		} else if (!strcmp(row.op, "exit") && row.session == open_s) {
+			open_s = 0;
+		}
+		rc = 0;
+	}
+	audit_query_free(q);
+	if (rc < 0)
+		return rc;
+	if (open_s && (kill((pid_t)open_pid, 0) == 0 || errno == EPERM))
+		*session = open_s;
+	return 0;
+}
+
+/* Writes blob e of repo as dir/name (a file with git's mode, or a symlink). */
+static int write_blob(git_repository *repo, int dir, const char *name, const git_tree_entry *e)
+{
+	git_blob *blob = NULL;
+	const char *data;
+	size_t len;
+	int fd = -1, rc = 0;
+
+	if (git_blob_lookup(&blob, repo, git_tree_entry_id(e)) < 0)
+		return util_err(-EIO, "cannot write %s: missing blob", name);
+	data = git_blob_rawcontent(blob);
+	len = (size_t)git_blob_rawsize(blob);
+	if (git_tree_entry_filemode(e) == GIT_FILEMODE_LINK) {
+		char *target = strndup(data, len);
+
+		rc = target && symlinkat(target, dir, name) == 0
+			 ? 0
+			 : util_err(-errno, "cannot write %s: %s", name, strerror(errno));
+		free(target);
+	} else {
+		mode_t mode =
+		    git_tree_entry_filemode(e) == GIT_FILEMODE_BLOB_EXECUTABLE ? 0755 : 0644;
+
+		fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		rc = fd >= 0 && util_write_all(fd, data, len) == 0 && fchmod(fd, mode) == 0
+			 ? 0
+			 : util_err(-errno, "rewind: %s: %s", name, strerror(errno));
+	}
+	if (fd >= 0)
+		close(fd);
+	git_blob_free(blob);
+	return rc;
+}
+
+static int layer_write(git_repository *repo, int dir, const git_tree *lower, const git_tree *want);
+
+/* dir/name as entry e of the target (lower: what the view would show there otherwise). */
+static int write_entry(git_repository *repo, int dir, const char *name, const git_tree_entry *e,
+		       const git_tree *lower_sub, bool opaque)
+{
+	git_tree *sub = NULL;
+	int fd, rc;
+
+	if (git_tree_entry_filemode(e) == GIT_FILEMODE_COMMIT)
+		return 0; /* a submodule's commit: nothing a layer can hold */
+	if (git_tree_entry_filemode(e) != GIT_FILEMODE_TREE)
+		return write_blob(repo, dir, name, e);
+	if (mkdirat(dir, name, 0755) < 0)
+		return util_err(-errno, "rewind: %s: %s", name, strerror(errno));
+	fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return util_err(-errno, "rewind: %s: %s", name, strerror(errno));
+	rc = opaque ? fs_layer_set_opaque(fd) : 0;
+	if (rc < 0)
+		rc = util_err(rc, "rewind: %s: %s", name, strerror(-rc));
+	if (rc == 0 && git_tree_lookup(&sub, repo, git_tree_entry_id(e)) < 0)
+		rc = util_err(-EIO, "rewind: missing tree %s", name);
+	rc = rc ?: layer_write(repo, fd, opaque ? NULL : lower_sub, sub);
+	git_tree_free(sub);
+	close(fd);
+	return rc;
+}
+
+/*
+ * Writes into layer directory dir what makes want appear over lower (NULL: nothing below):
+ * entries only in lower become whiteouts, entries that differ are written (directories that
+ * are trees on both sides recurse), equal ones are left to the lower layer.
+ */
+static int layer_write(git_repository *repo, int dir, const git_tree *lower, const git_tree *want)
+{
+	size_t nl = lower ? git_tree_entrycount(lower) : 0, nw = git_tree_entrycount(want);
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < nl; i++) {
+		const git_tree_entry *l = git_tree_entry_byindex(lower, i);
+		const char *name = git_tree_entry_name(l);
+
+		if (!git_tree_entry_byname(want, name) &&
+		    (rc = fs_layer_whiteout_at(dir, name)) < 0)
+			rc = util_err(rc, "rewind: %s: %s", name, strerror(-rc));
+	}
+	for (size_t i = 0; rc == 0 && i < nw; i++) {
+		const git_tree_entry *w = git_tree_entry_byindex(want, i);
+		const char *name = git_tree_entry_name(w);
+		const git_tree_entry *l = lower ? git_tree_entry_byname(lower, name) : NULL;
+		bool l_tree = l && git_tree_entry_filemode(l) == GIT_FILEMODE_TREE;
+		bool w_tree = git_tree_entry_filemode(w) == GIT_FILEMODE_TREE;
+		git_tree *ls = NULL;
+
+		if (l && git_tree_entry_filemode(l) == git_tree_entry_filemode(w) &&
+		    git_oid_equal(git_tree_entry_id(l), git_tree_entry_id(w)))
+			continue; /* the lower layer shows it as it should be */
+		if (l_tree && w_tree && git_tree_lookup(&ls, repo, git_tree_entry_id(l)) < 0)
+			rc = util_err(-EIO, "rewind: missing tree %s", name);
+		/* A directory where the lower has none, or has a file: nothing below shows. */
+		rc = rc ?: write_entry(repo, dir, name, w, ls, w_tree && l && !l_tree);
+		git_tree_free(ls);
+	}
+	return rc;
+}
+
+/* NAME/layer.rewind with tree over the base; caller swaps it in. */
+static int layer_build(git_repository *repo, const struct core_ws *ws, const char *path,
+		       const git_oid *tree)
+{
+	git_object *base = NULL, *lower = NULL;
+	git_tree *want = NULL;
+	int fd = -1, rc = 0;
+
+	(void)util_rm_rf(path);
+	if (mkdir(path, 0755) < 0)
+		return util_err(-errno, "rewind: cannot make %s: %s", path, strerror(errno));
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || git_revparse_single(&base, repo, ws->base_commit) < 0 ||
+	    git_object_peel(&lower, base, GIT_OBJECT_TREE) < 0 ||
+	    git_tree_lookup(&want, repo, tree) < 0)
+		rc = util_err(-EIO, "rewind: %s",
+			      fd < 0 ? strerror(errno) : git_error_last()->message);
+	rc = rc ?: layer_write(repo, fd, (git_tree *)lower, want);
+	git_tree_free(want);
+	git_object_free(lower);
+	git_object_free(base);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+int core_ws_rewind(struct core_project *p, struct core_ws *ws, const git_oid *tree,
+		   struct core_ckpt *before)
+{
+	struct core_ckpt_opts o = {.message = "before rewind", .kind = "rewind"};
+	char *fresh = util_asprintf("%s.rewind", ws->layer),
+	     *old = util_asprintf("%s.old", ws->layer);
+	git_repository *repo = NULL;
+	int64_t running = 0;
+	bool was_mounted = fs_is_mounted(ws->workdir) == 1;
+	int rc = fresh && old ? 0 : util_err(-ENOMEM, "out of memory");
+
+	memset(before, 0, sizeof(*before));
+	rc = rc ?: core_ws_session_running(p, ws, &running);
+	if (rc == 0 && running)
+		rc = util_err(-EBUSY,
+			      "session %lld of %s is running; rewind when it has ended (the tree "
+			      "must not change under a box)",
+			      (long long)running, ws->name);
+	rc = rc ?: core_ws_checkpoint(p, ws, &o, before);
+	rc = rc ?: ckpt_repo_open(ws, &repo);
+	/* Built beside the layer before anything changes: a failure leaves the view as it was. */
+	rc = rc ?: layer_build(repo, ws, fresh, tree);
+	rc = rc ?: core_ws_unmount(p, ws);
+	if (rc == 0)
+		(void)util_rm_rf(old);
+	if (rc == 0 && rename(ws->layer, old) < 0)
+		rc = util_err(-errno, "rewind: cannot move %s aside: %s", ws->layer,
+			      strerror(errno));
+	if (rc == 0 && rename(fresh, ws->layer) < 0) {
+		rc = util_err(-errno, "rewind: cannot put the new layer in place: %s",
+			      strerror(errno));
+		if (rename(old, ws->layer) < 0) {
+			/* the old layer stays at layer.old; the message above says what failed */
+		}
+	}
+	if (rc == 0) {
+		/* Hashes of the old layer's files are of no use any more. */
+		char *cache = util_path_join(ws->root, CKPT_CACHE_FILE);
+
+		if (cache)
+			unlink(cache);
+		free(cache);
+		(void)util_rm_rf(old);
+	} else if (fresh) {
+		(void)util_rm_rf(fresh);
+	}
+	if (was_mounted && core_ws_mount(p, ws) < 0 && rc == 0)
+		rc = -EIO; /* the mount's message stands */
+	git_repository_free(repo);
+	free(old);
+	free(fresh);
+	return rc;
+}
+
+/* A path for restore: relative, canonical, not in .git. */
+static int path_check(const char *path)
+{
+	if (!*path || path[0] == '/' || strstr(path, "//") || !strcmp(path, ".") ||
+	    !strncmp(path, "./", 2) || !strcmp(path, "..") || !strncmp(path, "../", 3) ||
+	    strstr(path, "/../") || strstr(path, "/./") ||
+	    (strlen(path) >= 3 && !strcmp(path + strlen(path) - 3, "/..")) ||
+	    !strcmp(path, ".git") || !strncmp(path, ".git/", 5))
+		return util_err(-EINVAL,
+				"'%s' is not a path inside the workdir (relative, without . or .., "
+				"not in .git)",
+				path);
+	return 0;
+}
+
+/* Opens the directory of path in the view (creating missing ones), its last name in *base. */
+static int view_parent(const struct core_ws *ws, char *path, int *out, const char **base)
+{
+	char *slash = strrchr(path, '/');
+	int fd = -1;
+
+	*base = slash ? slash + 1 : path;
+	if (slash)
+		*slash = '\0';
+	fd = open(ws->workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (char *c = slash ? path : NULL, *next; fd >= 0 && c; c = next) {
+		int nfd;
+
+		next = strchr(c, '/');
+		if (next)
+			*next++ = '\0';
+		if (mkdirat(fd, c, 0755) < 0 && errno != EEXIST)
+			break;
+		nfd = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(fd);
+		fd = nfd;
+	}
+	if (slash)
+		*slash = '/';
+	if (fd < 0)
+		return util_err(-errno, "restore: %s: %s", path, strerror(errno));
+	*out = fd;
+	return 0;
+}
+
+static int remove_at(int dir, const char *name)
+{
+	struct stat st;
+
+	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISDIR(st.st_mode))
+		return unlinkat(dir, name, 0) < 0 ? -errno : 0;
+	return util_rm_rf_at(dir, name);
+}
+
+int core_ws_restore(struct core_project *p, struct core_ws *ws, const git_oid *tree,
+		    const char *const *paths, size_t n)
+{
+	git_repository *repo = NULL;
+	git_tree *t = NULL;
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = path_check(paths[i]);
+	rc = rc ?: core_ws_mount(p, ws);
+	rc = rc ?: ckpt_repo_open(ws, &repo);
+	if (rc == 0 && git_tree_lookup(&t, repo, tree) < 0)
+		rc = util_err(-EIO, "restore: %s", git_error_last()->message);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		git_tree_entry *e = NULL;
+		char *path = strdup(paths[i]);
+		const char *base;
+		int dir = -1;
+
+		if (!path) {
+			rc = util_err(-ENOMEM, "out of memory");
+			break;
+		}
+		if (git_tree_entry_bypath(&e, t, path) < 0)
+			e = NULL; /* not in the tree: the path goes */
+		rc = view_parent(ws, path, &dir, &base);
+		if (rc == 0 && (rc = remove_at(dir, base)) < 0)
+			rc = util_err(rc, "restore: cannot remove %s: %s", paths[i], strerror(-rc));
+		rc = rc ?: e ? write_entry(repo, dir, base, e, NULL, false) : 0;
+		if (dir >= 0)
+			close(dir);
+		git_tree_entry_free(e);
+		free(path);
+	}
+	git_tree_free(t);
+	git_repository_free(repo);
+	return rc;
+}

@@ -1,0 +1,267 @@
+#!/usr/bin/env python3
+"""Checkpoints, log, diff, rewind and restore on real mounts (label ckpt).
+
+A session (`arborinth shell`, a real bubblewrap box when bwrap works, else --jail none)
+creates, edits, renames, chmods and deletes files, directories and symlinks through shell
+commands: a directory moved then written in, a base directory deleted, a file replaced by a
+directory and a directory by a file, a symlink retargeted, a file made executable and one not.
+Copies of the view are taken before and after (content, executable bit, link targets: what
+git holds). Then:
+- log lists the session with its start/end checkpoints and what it changed; diff (--stat,
+  --name-status, a patch, --session, paths) reports exactly those changes;
+- rewind --before-session gives back the earlier copy byte for byte; rewind --to the undo
+  checkpoint gives back the later one; both survive an unmount/mount and a daemon killed
+  with -9; the rewind is one audit row;
+- restore gives single paths back (a file, a directory, a path that did not exist) through
+  the view, each change audited;
+- a second checkpoint with nothing changed hashes nothing (the cache), one with one file
+  changed hashes one;
+- rewind is refused while a session runs (control: it works once the session ended);
+- bad input: one line on stderr, exit 2 (usage) or 1, nothing changed.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fslib  # noqa: E402
+
+C = fslib.Checks()
+
+SESSION = r"""
+set -e
+echo edited >> src/main.c
+rm src/lib/b.txt
+rm -r docs/img
+mv src/lib/deep moved
+echo new >> moved/er/c.txt
+echo fresh > moved/er/d.txt
+mkdir -p brand/new/dir
+printf 'x\0y' > brand/new/dir/bin
+chmod +x README
+rm src/lib/a.txt && mkdir src/lib/a.txt && echo inside > src/lib/a.txt/f
+rm -r docs && echo 'now a file' > docs
+ln -s ../README brand/link
+mkfifo brand/fifo
+"""
+
+
+def gitish(root):
+    """What a checkpoint holds of a tree: files (exec bit, content), symlinks (target)."""
+    return fslib.snapshot(root, git_holds=True)
+
+
+def same(want, got, what):
+    diff = fslib.diff_snapshots(got, want)
+    C.ok(not diff, what + (": " + "; ".join(diff[:6]) if diff else ""))
+
+
+def one_line_error(cp, code, pattern, what):
+    C.eq(code, cp.returncode, what + ": exit status")
+    lines = [ln for ln in cp.stderr.splitlines() if ln.strip()]
+    C.eq(1, len(lines), what + ": one line on stderr (%r)" % cp.stderr)
+    C.ok(pattern in cp.stderr, "%s: %r in %r" % (what, pattern, cp.stderr))
+
+
+def box_args():
+    ok = subprocess.run(["bwrap", "--unshare-user", "--unshare-pid", "--ro-bind", "/", "/",
+                         "true"], capture_output=True).returncode == 0 if os.path.exists(
+        "/usr/bin/bwrap") else False
+    return [] if ok else ["--jail", "none"]
+
+
+def audit_rows(fx, *extra):
+    cp = fx.arb("audit", fx.name, "--json", *extra)
+    return [json.loads(x) for x in cp.stdout.splitlines() if x.strip()]
+
+
+def daemon_pid(fx):
+    try:
+        with open(os.path.join(fx.repo, ".arborinth", "workspaces", fx.name, "run",
+                               "daemon.pid")) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def main():
+    fx = fslib.Fixture()
+    try:
+        run_all(fx)
+    finally:
+        fx.cleanup()
+    C.finish()
+
+
+def run_all(fx):
+    view = fx.root
+    jail = box_args()
+    before = gitish(view)
+    cp = fx.arb("shell", fx.name, *jail, "--", "sh", "-c", SESSION, check=False)
+    C.eq(0, cp.returncode, "the session ran (%s)" % cp.stderr[-500:])
+    after = gitish(view)
+    C.ok(before != after, "control: the session changed the view")
+
+    # --- log: the session with its checkpoints and what it changed ---
+    log = json.loads(fx.arb("log", fx.name, "--json").stdout)
+    ses = log["sessions"]
+    C.eq(1, len(ses), "log: one session")
+    s = ses[0] if ses else {}
+    C.ok(s.get("start_checkpoint") and s.get("end_checkpoint") and s.get("exit") == 0,
+         "log: the session's start and end checkpoints and exit status (%r)" % s)
+    C.ok("sh" in " ".join(s.get("argv", [])), "log: the session's command")
+    ch = s.get("changes") or {}
+    C.ok(ch.get("files", 0) >= 10, "log: what the session changed (%r)" % ch)
+    text = fx.arb("log", fx.name).stdout
+    C.ok("session 1" in text and "exit 0" in text and "files changed" in text,
+         "log: readable lines (%r)" % text[:300])
+
+    # --- diff ---
+    ns = fx.arb("diff", fx.name, "--session", "1", "--name-status").stdout
+    for want in ("M\tsrc/main.c", "D\tsrc/lib/b.txt", "D\tdocs/img/pic.bin", "A\tbrand/link",
+                 "A\tmoved/er/d.txt", "M\tREADME", "A\tsrc/lib/a.txt/f", "A\tdocs",
+                 "A\tbrand/new/dir/bin"):
+        C.ok(want in ns, "diff --name-status has %r (%r)" % (want, ns))
+    C.ok("\tsrc/lib/deep/er/c.txt" in ns, "diff: the moved directory's edited file")
+    C.ok("fifo" not in ns, "diff: a FIFO is not something git holds")
+    patch = fx.arb("diff", fx.name, "--", "src/main.c").stdout
+    C.ok("diff --git a/src/main.c b/src/main.c" in patch and "+edited" in patch,
+         "diff -- PATH: a patch of that path only (%r)" % patch[:200])
+    C.ok("README" not in patch, "diff -- PATH: nothing else")
+    st = fx.arb("diff", fx.name, "base", "view", "--stat").stdout
+    C.ok("files changed" in st, "diff --stat (%r)" % st[-200:])
+    C.eq("", fx.arb("diff", fx.name, str(s.get("end_checkpoint")), "view").stdout,
+         "diff END view: nothing since the session ended")
+
+    # --- rewind before the session, and back ---
+    cp = fx.arb("rewind", fx.name, "--before-session", "1", "--json", check=False)
+    C.eq(0, cp.returncode, "rewind --before-session 1 (%s)" % cp.stderr)
+    undo = json.loads(cp.stdout)["undo"]["checkpoint"] if cp.returncode == 0 else 0
+    same(before, gitish(view), "rewind --before-session: the tree from before, byte for byte")
+    C.ok(not os.path.lexists(os.path.join(view, "brand")), "rewind: new paths are gone")
+    rows = [r for r in audit_rows(fx) if r.get("op") == "rewind"]
+    C.eq(1, len(rows), "rewind is one audit row")
+    # git in the view agrees: the workspace is clean against its base again.
+    g = fslib.run("git", "-C", view, "status", "--porcelain", check=False)
+    C.eq("", g.stdout, "git status in the view is clean after the rewind (%r)" % g.stderr)
+    fx.arb("workspace", "unmount", fx.name)
+    fx.arb("workspace", "mount", fx.name)
+    same(before, gitish(view), "rewind survives an unmount and mount")
+    cp = fx.arb("rewind", fx.name, "--to", str(undo), check=False)
+    C.eq(0, cp.returncode, "rewind --to the undo checkpoint (%s)" % cp.stderr)
+    same(after, gitish(view), "rewind --to undo: the tree after the session, byte for byte")
+    pid = daemon_pid(fx)
+    C.ok(pid > 0, "the view's daemon runs")
+    if pid:
+        os.kill(pid, signal.SIGKILL)
+        time.sleep(0.5)
+        fx.arb("workspace", "mount", fx.name)
+        same(after, gitish(view), "the rewound tree survives the daemon killed with -9")
+
+    # --- checkpoints hash what changed only ---
+    c1 = json.loads(fx.arb("checkpoint", fx.name, "-m", "one", "--json").stdout)
+    time.sleep(2.2)  # past the cache's racy window
+    fx.arb("checkpoint", fx.name, "-m", "warm")
+    out = fx.arb("checkpoint", fx.name, "-m", "again").stdout
+    C.ok("0 files hashed" in out, "a checkpoint with nothing changed hashes nothing (%r)" % out)
+    with open(os.path.join(view, "README"), "a") as f:
+        f.write("one more line\n")
+    out = fx.arb("checkpoint", fx.name, "-m", "one more").stdout
+    C.ok("1 files hashed" in out, "one file changed: one file hashed (%r)" % out)
+    C.eq("one", c1.get("message"), "checkpoint --json: the message")
+
+    # --- restore: single paths back, each change through the view ---
+    n0 = len(audit_rows(fx))
+    cp = fx.arb("restore", fx.name, "README", "src/lib", "brand", "--at", str(c1["checkpoint"]),
+                check=False)
+    C.eq(0, cp.returncode, "restore (%s)" % cp.stderr)
+    now = gitish(view)
+    for k, v in after.items():
+        if k.startswith(("README", "src/lib/", "brand/")):
+            C.eq(v, now.get(k), "restore: %s as at the checkpoint" % k)
+    cp = fx.arb("restore", fx.name, "brand", "--before-session", "1", check=False)
+    C.eq(0, cp.returncode, "restore of a path the earlier state lacks (%s)" % cp.stderr)
+    C.ok(not os.path.lexists(os.path.join(view, "brand")), "restore: that path is removed")
+    C.ok(len(audit_rows(fx)) > n0, "restore's changes are in the audit")
+
+    # --- rewind refused while a session runs ---
+    flag = os.path.join(view, ".hold")
+    with open(flag, "w") as f:
+        f.write("1")
+    p = subprocess.Popen([fslib.ARB, "--workdir", fx.repo, "shell", fx.name, *jail, "--", "sh",
+                          "-c", "while [ -e .hold ]; do sleep 0.1; done"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(2)
+    cp = fx.arb("rewind", fx.name, "--to", "1", check=False)
+    one_line_error(cp, 1, "is running", "rewind while a session runs")
+    os.unlink(flag)
+    p.wait(timeout=60)
+    C.eq(0, fx.arb("rewind", fx.name, "--to", "1", check=False).returncode,
+         "control: rewind once the session ended")
+    bad_input(fx, view)
+    fork(fx, view, s, after)
+
+
+def fork(fx, view, s, after):
+    """A new workspace from a checkpoint, independent of its source afterwards."""
+    end = str(s.get("end_checkpoint"))
+    cp = fx.arb("workspace", "create", "fork", "--from", "%s@%s" % (fx.name, end), check=False)
+    C.eq(0, cp.returncode, "workspace create --from NAME@CKPT (%s)" % cp.stderr)
+    fork_view = fx.view("fork")
+    same(after, gitish(fork_view), "the fork's view is the checkpoint's tree, byte for byte")
+    C.eq("", fx.arb("diff", "fork").stdout, "the fork's base is that state: no diff")
+    with open(os.path.join(view, "only-in-source"), "w") as f:
+        f.write("x\n")
+    C.ok(not os.path.exists(os.path.join(fork_view, "only-in-source")),
+         "the fork does not see later changes of its source")
+    cp = fx.arb("workspace", "create", "fork2", "--from", "fork", check=False)
+    C.eq(0, cp.returncode, "a fork of a fork, from its view now (%s)" % cp.stderr)
+    fx.arb("workspace", "delete", fx.name)
+    fx.arb("workspace", "unmount", "fork")
+    fx.arb("workspace", "mount", "fork")
+    same(after, gitish(fork_view), "the fork works with its source deleted")
+    fsck = fslib.git(fx.repo, "fsck", "--no-dangling", check=False)
+    C.eq(0, fsck.returncode, "the origin's object store is whole (%s)" % fsck.stderr[-300:])
+    g = fslib.run("git", "-C", fork_view, "log", "--oneline", "-1", check=False)
+    C.ok(g.returncode == 0 and "forked from" in g.stdout,
+         "git in the fork sees its base commit (%r)" % g.stdout)
+    for args, code, pattern in (
+            (["workspace", "create", "fork", "--from", "fork2"], 1, "already exists"),
+            (["workspace", "create", "f3", "--from", "nope"], 1, "nope"),
+            (["workspace", "create", "f3", "--from", "fork@99"], 1, "no checkpoint 99"),
+            (["workspace", "create", "f3", "--from", "@1"], 2, "--from needs"),
+            (["workspace", "create", "f3", "--from", "fork", "--rev", "HEAD"], 2, "without")):
+        one_line_error(fx.arb(*args, check=False), code, pattern, " ".join(args))
+    C.ok(not os.path.exists(os.path.join(fx.repo, ".arborinth", "workspaces", "f3")),
+         "failed forks created nothing")
+
+
+def bad_input(fx, view):
+    """Each bad input: one line on stderr, exit 2 (usage) or 1, nothing changed."""
+    snap = gitish(view)
+    for args, code, pattern in (
+            (["rewind", fx.name], 2, "exactly one of --to"),
+            (["rewind", fx.name, "--to", "1", "--before-session", "1"], 2, "exactly one"),
+            (["rewind", fx.name, "--to", "999"], 1, "no checkpoint 999"),
+            (["rewind", fx.name, "--to", "nonsense"], 1, "neither a checkpoint"),
+            (["rewind", fx.name, "--before-session", "x"], 1, "not a session number"),
+            (["rewind", fx.name, "--before-session", "77"], 1, "session 77"),
+            (["rewind", "nope", "--to", "1"], 1, "nope"),
+            (["restore", fx.name, "--at", "1"], 2, "missing PATH"),
+            (["restore", fx.name, "../x", "--at", "1"], 1, "not a path inside the workdir"),
+            (["restore", fx.name, ".git/config", "--at", "1"], 1, "not a path inside"),
+            (["checkpoint", fx.name, "-m", "two\nlines"], 2, "one line"),
+            (["checkpoint"], 2, "missing workspace NAME"),
+            (["checkpoint", "bad/name"], 2, "name"),
+            (["diff", fx.name, "a", "b", "c"], 2, "unexpected argument"),
+            (["diff", fx.name, "--stat", "--name-status"], 2, "go alone"),
+            (["log", fx.name, "extra"], 2, "unexpected argument")):
+        one_line_error(fx.arb(*args, check=False), code, pattern, " ".join(args))
+    same(snap, gitish(view), "bad input changed nothing")
+
+
+if __name__ == "__main__":
+    main()
