@@ -2,7 +2,8 @@
 # bench/jail_bench.sh [ARBORINTH] [RUNS]: what the box costs to start.
 # `arborinth shell NAME -- true` (default jail: bubblewrap, seccomp, box-init, audit session)
 # against a bare `bwrap --ro-bind / / true`; for reference `--jail none` (no box) and
-# `arborinth --version` (loading the binary). hyperfine, medians; also the CPU time of each
+# `arborinth --version` (loading the binary), and without the tool-manager mounts (the run's
+# own PATH decides what they are: say which managers it had). hyperfine, medians; also the CPU time of each
 # (perf stat task-clock, children included) when perf is installed. Prints Markdown tables
 # (target: at most 20 ms more than bare bwrap, median).
 set -euo pipefail
@@ -32,6 +33,7 @@ box_argv=$("$ARB" shell bench --explain -- true | sed -n '/^== bwrap argv/,$p' |
 hyperfine -N --warmup 5 --runs "$RUNS" --export-json "$dir/h.json" \
 	-n "bwrap --ro-bind / / true" "bwrap --ro-bind / / true" \
 	-n "arborinth shell -- true" "$ARB shell bench -- true" \
+	-n "arborinth shell --no-tool-managers -- true" "$ARB shell bench --no-tool-managers -- true" \
 	-n "arborinth shell --jail none -- true" "$ARB shell bench --jail none -- true" \
 	-n "arborinth --version" "$ARB --version" \
 	-n "bwrap, the box's options and mounts, true" "$box_argv -- /bin/true" \
@@ -53,7 +55,8 @@ if command -v perf >/dev/null 2>&1; then
 	echo
 	echo "| command | CPU time (task-clock, children included, mean of $RUNS) |"
 	echo "| --- | --- |"
-	for c in "bwrap --ro-bind / / true" "$ARB shell bench -- true" "$ARB shell bench --jail none -- true" \
+	for c in "bwrap --ro-bind / / true" "$ARB shell bench -- true" \
+		"$ARB shell bench --no-tool-managers -- true" "$ARB shell bench --jail none -- true" \
 		"$ARB --version" "$box_argv -- /bin/true" \
 		"$box_argv -- /run/arborinth/box-init __box-init -- /bin/true"; do
 		ms=$(perf stat -r "$RUNS" -x, -e task-clock $c 2>&1 >/dev/null | tail -1 | cut -d, -f1)

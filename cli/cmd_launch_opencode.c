@@ -264,8 +264,10 @@ static int custom_backend(struct launch *l, const char *id, const json_t *prov)
 		json_t *one = json_object(), *lim = json_object_get(m, "limit");
 		const char *name = json_string_value(json_object_get(m, "name"));
 
-		if (!one || !launch_model_ok(mid))
+		if (!one || !launch_model_ok(mid)) {
+			json_decref(one);
 			continue;
+		}
 		if (name)
 			json_object_set_new(one, "name", json_string(name));
 		if (json_is_object(lim)) {

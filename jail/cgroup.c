@@ -4,7 +4,8 @@
  * limit written, and the child that execs bwrap joins it first, so every process of the box
  * is inside (bwrap's --unshare-cgroup then shows the box that cgroup as its root, and the
  * cgroup file system is read-only there). After the box, the kernel's counters say what the
- * limits did (processes the OOM killer ended, forks refused) and the cgroups are removed.
+ * limits did (processes the OOM killer ended, forks refused) and the cgroups are removed; those
+ * of a shell that was killed first are removed by the next one.
  *
  * The hierarchies come from a table: today the cgroup v1 controllers (memory, pids, cpu), as
  * a hybrid host such as this project's CI mounts them, writable by root. A controller only
@@ -12,6 +13,7 @@
  */
 #include "jail/box_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -158,6 +160,30 @@ static int write_value(const char *dir, const char *file, long long v, bool opti
 	return rc;
 }
 
+/* Removes the empty cgroups of boxes whose shell is gone (killed before it could). */
+static void remove_stale(const char *base)
+{
+	DIR *d = opendir(base);
+	struct dirent *de;
+
+	while (d && (de = readdir(d))) {
+		char *end = NULL, *path;
+		long pid;
+
+		if (!util_str_has_prefix(de->d_name, "arborinth-"))
+			continue;
+		pid = strtol(de->d_name + strlen("arborinth-"), &end, 10);
+		if (pid <= 0 || *end || util_pid_alive((pid_t)pid))
+			continue;
+		path = util_path_join(base, de->d_name);
+		if (path)
+			rmdir(path); /* still in use: left alone */
+		free(path);
+	}
+	if (d)
+		closedir(d);
+}
+
 int jail_cgroups_create(const struct jail_box *b, struct jail_cgroups *cg)
 {
 	int rc = 0;
@@ -166,6 +192,7 @@ int jail_cgroups_create(const struct jail_box *b, struct jail_cgroups *cg)
 	for (size_t c = 0; c < ARB_ARRAY_LEN(controllers) && rc == 0; c++) {
 		if (!limit_of(&b->limits, c))
 			continue;
+		remove_stale(b->cg_base[c]);
 		cg->dir[c] = util_asprintf("%s/arborinth-%d", b->cg_base[c], (int)getpid());
 		cg->procs[c] = cg->dir[c] ? util_path_join(cg->dir[c], "cgroup.procs") : NULL;
 		if (!cg->procs[c]) {

@@ -81,7 +81,10 @@ static int scan_one(struct jail_box *b, int dirfd, const char *real_dir, const c
 
 	if (!full)
 		return util_err(-ENOMEM, "out of memory");
-	target = realpath(full, NULL);
+	/* real_dir is resolved already: only a link needs realpath() (a readlink a component). */
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		goto out;
+	target = S_ISLNK(st.st_mode) ? realpath(full, NULL) : strdup(full);
 	if (!target)
 		goto out; /* a dangling link: nothing to show */
 	why = util_asprintf("path entry %s (%s/%s)", entry, entry, name);

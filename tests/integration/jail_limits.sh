@@ -54,9 +54,14 @@ cg_base=""
 if ! cg_base=$("$ARB" shell w --memory 64M --pids 100 --cpus 1 --explain -- true 2>&1 | grep '^  limits'); then
 	skip "no writable cgroup for the limits here: $cg_base"
 fi
+# The cgroups of a shell killed before it could remove them go with the next box's.
+mem_base=$(sed -n 's/.* below \([^ ]*\) .*/\1/p' <<<"$cg_base")
+mkdir "$mem_base/arborinth-999999999" 2>/dev/null || mkdir "$mem_base/arborinth-4194000"
 HOG='x = bytearray(300 << 20); print("allocated")'
 expect_status 137 "--memory kills a memory hog" -- box --memory 64M -- "$PY" -c "$HOG"
 expect_match "^arborinth: --memory: the box reached its limit of 64 MiB; the kernel ended [1-9][0-9]* of its processes$" "$ERR" "--memory message"
+[ -z "$(ls -d "$mem_base"/arborinth-999999999 "$mem_base"/arborinth-4194000 2>/dev/null)" ] && pass ||
+	fail "a stale cgroup in $mem_base was left"
 expect_status 0 "control: the hog without --memory" -- box -- "$PY" -c "$HOG"
 expect_eq "allocated" "$OUT" "control: the hog allocates without a limit"
 expect_status 0 "control: a small program under --memory" -- box --memory 64M -- "$PY" -c 'x = bytearray(8 << 20); print("ok")'

@@ -398,12 +398,16 @@ END_TEST
 
 /* ---- the box -------------------------------------------------------------------------- */
 
+/* make_box() without the tool-manager mounts. */
+static bool no_tool_managers;
+
 static struct jail_box *make_box(char *const *env, bool net)
 {
 	struct jail_box_config cfg = {
 	    .ws_name = "w",
 	    .ws_root = tpath("repo/.arborinth/workspaces/w"),
 	    .net = net,
+	    .no_tool_managers = no_tool_managers,
 	    .host_env = env,
 	    .bwrap = "/bin/true",
 	    .box_init = "/bin/sh",
@@ -532,6 +536,137 @@ START_TEST(box_profile)
 	ck_assert_ptr_nonnull(strstr(text, "not mounted"));
 	ck_assert_ptr_nonnull(strstr(text, "--perms 0700 --tmpfs /run/user/"));
 	free(text);
+	jail_box_free(b);
+}
+END_TEST
+
+/* tmp/rel with text (its folder made first). */
+static void put(const char *rel, const char *text)
+{
+	char *dir = strdup(tpath(rel));
+
+	*strrchr(dir, '/') = '\0';
+	ck_assert_int_eq(util_mkdir_p(dir, 0755), 0);
+	free(dir);
+	ck_assert_int_eq(util_write_file(tpath(rel), text, strlen(text), 0755), 0);
+}
+
+/* A bind of path at itself in the argv. */
+static bool bound(const struct jail_box *b, const char *rel)
+{
+	return argv_has(b, "--ro-bind", tpath(rel)) && argv_has(b, tpath(rel), tpath(rel));
+}
+
+/* pyenv and rustup in a fake $HOME: their roots found from the PATH entries. */
+START_TEST(box_tool_managers)
+{
+	char pathvar[1024], homevar[300], *cmd[] = {"true", NULL};
+	char *env[] = {homevar, pathvar, NULL};
+	struct jail_box *b;
+	char *text = NULL;
+
+	mkdirs("home/.pyenv/shims");
+	mkdirs("home/.pyenv/versions/3.99/bin");
+	mkdirs("home/.rustup/toolchains/x/bin");
+	mkdirs("home/.cargo/bin");
+	put("home/.pyenv/libexec/pyenv", "#!/bin/sh\n");
+	put("home/.pyenv/version", "3.99\n");
+	put("home/.pyenv/.netrc", "secret\n");
+	put("home/.rustup/settings.toml", "default_toolchain = \"x\"\n");
+	put("home/.cargo/bin/rustup", "#!/bin/sh\n");
+	put("home/.cargo/credentials.toml", "token\n");
+	snprintf(homevar, sizeof(homevar), "HOME=%s/home", tmp);
+	snprintf(pathvar, sizeof(pathvar), "PATH=%s/home/.pyenv/shims:%s/home/.cargo/bin:/usr/bin",
+		 tmp, tmp);
+	b = make_box(env, false);
+	ck_assert_int_eq(jail_box_set_command(b, cmd), 0);
+	ck_assert_int_eq(jail_box_finish(b), 0);
+	ck_assert(bound(b, "home/.pyenv/versions"));
+	ck_assert(bound(b, "home/.pyenv/libexec"));
+	ck_assert(bound(b, "home/.pyenv/version"));
+	ck_assert(!bound(b, "home/.pyenv"));
+	ck_assert(bound(b, "home/.rustup/settings.toml"));
+	ck_assert(bound(b, "home/.rustup/toolchains"));
+	ck_assert(!argv_has(b, "--ro-bind", tpath("home/.cargo/credentials.toml")));
+	ck_assert_str_eq(jail_env_get(jail_box_envp(b), "PYENV_ROOT"), tpath("home/.pyenv"));
+	ck_assert_str_eq(jail_env_get(jail_box_envp(b), "CARGO_HOME"), tpath("home/.cargo"));
+	ck_assert_str_eq(jail_env_get(jail_box_envp(b), "RUSTUP_HOME"), tpath("home/.rustup"));
+	ck_assert_int_eq(jail_box_explain(b, &text), 0);
+	ck_assert_ptr_nonnull(
+	    strstr(text, "[default, replaceable] path entry ~/.pyenv/shims (pyenv)"));
+	ck_assert_ptr_nonnull(strstr(text, "set for path entry ~/.cargo/bin (rustup)"));
+	free(text);
+	jail_box_free(b);
+
+	/* A bind file's tmpfs above them drops them; the switch turns them all off. */
+	b = make_box(env, false);
+	ck_assert_int_eq(jail_box_add_extra_mount(b, JAIL_MOUNT_TMPFS, tpath("home/.pyenv"), "t"),
+			 0);
+	ck_assert_int_eq(jail_box_set_command(b, cmd), 0);
+	ck_assert_int_eq(jail_box_finish(b), 0);
+	ck_assert(!bound(b, "home/.pyenv/versions"));
+	ck_assert(bound(b, "home/.rustup/toolchains"));
+	jail_box_free(b);
+	no_tool_managers = true;
+	b = make_box(env, false);
+	no_tool_managers = false;
+	ck_assert_int_eq(jail_box_set_command(b, cmd), 0);
+	ck_assert_int_eq(jail_box_finish(b), 0);
+	ck_assert(!bound(b, "home/.pyenv/versions"));
+	ck_assert(!bound(b, "home/.rustup/toolchains"));
+	ck_assert(bound(b, "home/.pyenv/shims")); /* the entry itself still */
+	ck_assert_ptr_null(jail_env_get(jail_box_envp(b), "PYENV_ROOT"));
+	jail_box_free(b);
+}
+END_TEST
+
+/* An overlay's folders in the workspace; a link planted in its upper layer; the timeout. */
+START_TEST(box_overlay_and_timeout)
+{
+	char homevar[300], spec[512], *cmd[] = {"true", NULL}, *text = NULL;
+	char *env[] = {homevar, "PATH=/usr/bin", NULL};
+	const struct jail_mount *m;
+	struct jail_box *b;
+
+	snprintf(homevar, sizeof(homevar), "HOME=%s/home", tmp);
+	mkdirs("home");
+	mkdirs("data");
+	snprintf(spec, sizeof(spec), "overlay:%s:/mnt", tpath("data"));
+	b = make_box(env, false);
+	ck_assert_int_eq(jail_box_add_mount(b, spec), 0);
+	ck_assert_int_eq(jail_box_set_timeout(b, -1), -EINVAL);
+	ck_assert_int_eq(jail_box_set_timeout(b, 1500), 0);
+	ck_assert_int_eq(jail_box_set_command(b, cmd), 0);
+	ck_assert_int_eq(jail_box_finish(b), 0);
+	m = jail_mounts_find(jail_box_mounts(b), "/mnt");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(m->type, JAIL_MOUNT_OVERLAY);
+	ck_assert_str_eq(m->lower, tpath("data"));
+	ck_assert(
+	    util_str_has_prefix(m->upper, tpath("repo/.arborinth/workspaces/w/overlay/%2Fmnt.")));
+	ck_assert_ptr_nonnull(strstr(m->upper, "/upper"));
+	ck_assert(argv_has(b, "--bind", m->src));
+	ck_assert_int_eq(jail_box_explain(b, &text), 0);
+	ck_assert_ptr_nonnull(strstr(text, "timeout    1500 ms"));
+	ck_assert_ptr_nonnull(strstr(text, "overlay "));
+	free(text);
+	jail_box_free(b);
+
+	/* A mount inside the overlay whose path in the upper layer is a planted link. */
+	b = make_box(env, false);
+	ck_assert_int_eq(jail_box_add_mount(b, spec), 0);
+	ck_assert_int_eq(jail_box_add_mount(b, "tmpfs:/mnt/x/y"), 0);
+	ck_assert_int_eq(jail_box_set_command(b, cmd), 0);
+	ck_assert_int_eq(jail_box_overlays_prepare(b), 0);
+	m = jail_mounts_find(jail_box_mounts(b), "/mnt");
+	ck_assert_int_eq(util_mkdir_p(m->upper, 0700), 0);
+	{
+		char *link = util_path_join(m->upper, "x");
+
+		ck_assert_int_eq(symlink("/etc", link), 0);
+		free(link);
+	}
+	ck_assert_int_eq(jail_box_finish(b), -ELOOP);
 	jail_box_free(b);
 }
 END_TEST
@@ -687,6 +822,8 @@ static Suite *jail_suite(void)
 	tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
 	tcase_add_test(tc, box_profile);
 	tcase_add_test(tc, box_net_and_guards);
+	tcase_add_test(tc, box_tool_managers);
+	tcase_add_test(tc, box_overlay_and_timeout);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("init");
 	tcase_add_test(tc, init_runs_hooks_and_command);
