@@ -18,6 +18,10 @@ struct ckpt_stats {
 int ckpt_view_tree(git_repository *repo, const struct core_ws *ws, git_oid *tree,
 		   struct ckpt_stats *stats) ARB_MUST_CHECK;
 
+/* The object store checkpoints write through (core/ckpt_odb.c): NAME/git/objects, loose. */
+struct git_odb_backend;
+int ckpt_odb_new(const struct core_ws *ws, struct git_odb_backend **out) ARB_MUST_CHECK;
+
 /* The workspace's own repository (NAME/git, its objects and the origin's). */
 int ckpt_repo_open(const struct core_ws *ws, git_repository **out) ARB_MUST_CHECK;
 

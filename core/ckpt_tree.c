@@ -146,6 +146,32 @@ static const struct cache_ent *cache_find(const struct build *b, const struct st
 	return NULL;
 }
 
+/* Files up to this size are read whole into memory to be stored; larger ones are streamed. */
+#define BLOB_IN_MEMORY_MAX (64LL << 20)
+
+/* The file open on fd (st: its stat), read whole and stored as a blob. */
+static int store_read(struct build *b, int fd, const struct stat *st, git_oid *oid)
+{
+	size_t len = (size_t)st->st_size, got = 0;
+	char *buf = malloc(len ? len : 1);
+	int rc = buf ? 0 : -ENOMEM;
+
+	while (rc == 0 && got < len) {
+		ssize_t n = pread(fd, buf + got, len - got, (off_t)got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			rc = n < 0 ? -errno : -EAGAIN; /* shorter than it was: changed meanwhile */
+		else
+			got += (size_t)n;
+	}
+	if (rc == 0 && git_blob_create_from_buffer(oid, b->wrepo, buf, len) < 0)
+		rc = -EIO;
+	free(buf);
+	return rc;
+}
+
 /* dir/name, a regular file of the layer, as a blob (hashed unless the cache knows it). */
 static int hash_file(struct build *b, int dir, const char *name, const struct stat *st,
 		     git_oid *oid)
@@ -164,11 +190,20 @@ static int hash_file(struct build *b, int dir, const char *name, const struct st
 	fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return util_err(-errno, "checkpoint: cannot read %s: %s", name, strerror(errno));
-	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
 	rc = fstat(fd, &now) == 0 && S_ISREG(now.st_mode) ? 0 : -EAGAIN;
-	if (rc == 0 && git_blob_create_from_disk(oid, b->wrepo, p) < 0)
-		rc = util_err(-EIO, "checkpoint: cannot store %s: %s", name,
-			      git_error_last()->message);
+	if (rc == 0 && now.st_size <= BLOB_IN_MEMORY_MAX) {
+		/* Read here: libgit2's from_disk resolves the path, a readlink per component. */
+		rc = store_read(b, fd, &now, oid);
+		if (rc < 0)
+			rc = util_err(rc, "checkpoint: cannot store %s: %s", name,
+				      rc == -EIO && git_error_last() ? git_error_last()->message
+								     : strerror(-rc));
+	} else if (rc == 0) {
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+		if (git_blob_create_from_disk(oid, b->wrepo, p) < 0)
+			rc = util_err(-EIO, "checkpoint: cannot store %s: %s", name,
+				      git_error_last()->message);
+	}
 	close(fd);
 	if (rc == 0) {
 		b->hashed++;
@@ -307,23 +342,23 @@ out:
 }
 
 /*
- * A repository whose only object store is the workspace's loose objects, written at zlib's
- * fastest level, for what a checkpoint writes. Writing through the workspace's own repository
- * made libgit2 look for every new object in every store first and rescan the packs after each
- * miss (the origin's and the workspace's): most of a checkpoint's system calls. Objects the
- * checkpoint inserts into trees are its own new ones, so this store can vouch for them.
+ * A repository whose only object store is ckpt_odb.c's (the workspace's loose objects, written
+ * cheaply), for what a checkpoint writes. Writing through the workspace's own repository made
+ * libgit2 look for every new object in every store first and rescan the packs after each miss
+ * (the origin's and the workspace's). Objects the checkpoint inserts into trees are its own
+ * new ones, so this store can vouch for them.
  */
 static int ckpt_writer(const struct core_ws *ws, git_repository **out)
 {
-	char *objects = util_path_join(ws->gitdir, "objects");
 	git_odb_backend *loose = NULL;
 	git_odb *odb = NULL;
-	int rc = 0;
+	int rc = ckpt_odb_new(ws, &loose);
 
 	*out = NULL;
-	if (!objects)
-		return util_err(-ENOMEM, "out of memory");
-	if (git_odb_new(&odb) < 0 || git_odb_backend_loose(&loose, objects, 1, 0, 0, 0) < 0) {
+	if (rc < 0)
+		return rc;
+	if (git_odb_new(&odb) < 0) {
+		loose->free(loose);
 		rc = util_err(-EIO, "checkpoint: %s", git_error_last()->message);
 	} else if (git_odb_add_backend(odb, loose, 1) < 0) {
 		loose->free(loose);
@@ -332,7 +367,6 @@ static int ckpt_writer(const struct core_ws *ws, git_repository **out)
 		rc = util_err(-EIO, "checkpoint: %s", git_error_last()->message);
 	}
 	git_odb_free(odb); /* the repository holds its own reference */
-	free(objects);
 	return rc;
 }
 
