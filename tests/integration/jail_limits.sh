@@ -88,18 +88,24 @@ while time.time() - t < 1.5: pass
 c = os.times(); print(int((c.user + c.system) * 1000))'
 expect_status 0 "--cpus 0.2 on a busy loop" -- box --cpus 0.2 -- "$PY" -c "$BUSY"
 limited=$OUT
-expect_status 0 "control: the busy loop without --cpus" -- box -- "$PY" -c "$BUSY"
-free=$OUT
 [ "$limited" -lt 700 ] && pass || fail "--cpus 0.2: the loop used $limited ms of CPU in 1.5 s"
-# (The machine is shared: the control only has to get well more than the limited loop.)
-[ "$free" -gt $((limited * 2)) ] && pass || fail "control: without --cpus the loop used only $free ms"
+# Control: without the limit the same loop gets clearly more. The machine is shared (the
+# suite runs tests in parallel, other work runs beside it), so an unlucky moment is retried.
+for _ in 1 2 3; do
+	expect_status 0 "control: the busy loop without --cpus" -- box -- "$PY" -c "$BUSY"
+	free=$OUT
+	[ "$free" -gt $((limited + 150)) ] && break
+done
+[ "$free" -gt $((limited + 150)) ] && pass || fail "control: without --cpus the loop used only $free ms"
 echo "measured: busy loop CPU in 1.5 s wall: --cpus 0.2 ${limited} ms, unlimited ${free} ms" >&2
 
 # After all that: the host, the view and the next box work; no cgroup of ours is left.
 expect_status 0 "the next box after the limits" -- box -- sh -c 'echo fine >fine.txt; cat fine.txt'
 expect_eq "fine" "$OUT" "the view works after the limits"
 [ "$(echo hi)" = hi ] && pass || fail "the host cannot run a process"
-left=$(find /sys/fs/cgroup -maxdepth 4 -name "arborinth-*" -type d 2>/dev/null | head -3)
+# (Only below this test's own cgroups: other sessions on the machine may have boxes running.)
+bases=$(sed -n 's/.* below //p' <<<"$cg_base")
+left=$(for d in $bases; do ls -d "$d"/arborinth-* 2>/dev/null || true; done | head -3)
 [ -z "$left" ] && pass || fail "cgroups left behind: $left"
 
 # Errors: one line, exit 2, nothing run.
