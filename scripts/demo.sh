@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/demo.sh: the main job on a built-in example. Installs what it needs, builds, makes a
 # small demo repository, creates a workspace (a copy-on-write view, no clone), lets a command
-# change it inside the bubblewrap box, and shows the result: the origin untouched, the work
-# fetched back with git, and the audit trail of every write.
+# change it inside the bubblewrap box, and shows the result: the origin untouched, the audit
+# trail of every write (and its hash chain verified), the session's checkpoints and diff, the
+# work fetched back with git and merged into the origin's branch.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 bash "$top/scripts/deps.sh"
@@ -40,7 +41,14 @@ run "$A" shell demo -- sh -c '
 	if curl -s -m 2 -o /dev/null https://example.com; then echo "network: reachable"; else echo "network: none (no route out of the box)"; fi
 	echo "home: $HOME ($(ls -A "$HOME" | wc -l) entries)"'
 run "$A" audit demo
+run "$A" audit demo --verify
+# Each session is a diff between two checkpoints; any of them can be gone back to.
+run "$A" log demo
+run "$A" diff demo --session 1 --stat
 run git status --short
 run git fetch -q arborinth/demo
 run git log --oneline --all
 run git diff --stat main arborinth/demo/arborinth/demo
+# Bring the agent's commit home into the origin's branch (a fast-forward here).
+run "$A" merge demo
+run git log --oneline -1
