@@ -90,12 +90,34 @@ static void cache_load(struct build *b, const char *path)
 }
 
 /* Written atomically; a failure only costs hashing again next time. */
+/* The walk found exactly the entries it started from (the usual case: nothing changed). */
+static bool cache_same(struct build *b)
+{
+	if (b->n_fresh != b->n_old)
+		return false;
+	qsort(b->fresh, b->n_fresh, sizeof(*b->fresh), cmp_ino);
+	for (size_t i = 0; i < b->n_fresh; i++)
+		if (b->fresh[i].ino != b->old[i].ino || b->fresh[i].size != b->old[i].size ||
+		    b->fresh[i].mtime != b->old[i].mtime || b->fresh[i].ctime != b->old[i].ctime ||
+		    !git_oid_equal(&b->fresh[i].oid, &b->old[i].oid))
+			return false;
+	return true;
+}
+
+/*
+ * Written when it changed, by rename over the old one but without fsync: the cache only
+ * saves hashing, and a cache lost in a crash costs hashing again (ext4 writes a file's data
+ * before a rename that replaces another commits).
+ */
 static void cache_save(struct build *b, const char *dir)
 {
 	size_t cap = CACHE_LINE_MAX * (b->n_fresh + 1), len = 0;
-	char *text = malloc(cap), hex[GIT_OID_HEXSZ + 1];
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char *text = NULL, *tmp = NULL, *path = NULL, hex[GIT_OID_HEXSZ + 1];
+	int fd = -1;
 
+	if (cache_same(b))
+		return;
+	text = malloc(cap);
 	for (size_t i = 0; text && i < b->n_fresh && cap - len > CACHE_LINE_MAX; i++) {
 		struct cache_ent *e = &b->fresh[i];
 
@@ -104,12 +126,16 @@ static void cache_save(struct build *b, const char *dir)
 					(unsigned long long)e->ino, (long long)e->size,
 					(long long)e->mtime, (long long)e->ctime, hex);
 	}
-	if (text && dfd >= 0 &&
-	    util_write_file_at(dfd, CKPT_CACHE_FILE, text, len, 0600, (uid_t)-1, 0) < 0) {
-		/* best effort */
-	}
-	if (dfd >= 0)
-		close(dfd);
+	path = util_path_join(dir, CKPT_CACHE_FILE);
+	tmp = path ? util_asprintf("%s.%d", path, (int)getpid()) : NULL;
+	if (text && tmp)
+		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0 && (util_write_all(fd, text, len) < 0 || rename(tmp, path) < 0))
+		unlink(tmp); /* best effort: the next checkpoint hashes again */
+	if (fd >= 0)
+		close(fd);
+	free(tmp);
+	free(path);
 	free(text);
 }
 
