@@ -20,6 +20,43 @@
 #include "audit/audit.h"
 #include "fs/fs.h"
 
+/*
+ * Whether the process that led a session that began at start_ns still runs: pid alive and
+ * started no later than the session (a pid reused since a killed shell is not it).
+ */
+static bool leader_alive(pid_t pid, int64_t start_ns)
+{
+	char path[64], buf[1024], *rp;
+	unsigned long long ticks = 0, btime = 0;
+	long hz = sysconf(_SC_CLK_TCK);
+	FILE *f;
+	bool alive = kill(pid, 0) == 0 || errno == EPERM;
+
+	if (!alive || hz <= 0)
+		return alive;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	rp = f && fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	if (f)
+		fclose(f);
+	/* After "comm)": state, then fields 4..21, then starttime (22). */
+	if (!rp || sscanf(rp + 2,
+			  "%*c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+			  "%*s %*s %*s %*s %llu",
+			  &ticks) != 1)
+		return alive;
+	f = fopen("/proc/stat", "re");
+	while (f && fgets(buf, sizeof(buf), f))
+		if (sscanf(buf, "btime %llu", &btime) == 1)
+			break;
+	if (f)
+		fclose(f);
+	if (!btime)
+		return alive;
+	/* Start times are in clock ticks since boot: a second of slack for the rounding. */
+	return (int64_t)(btime + ticks / (unsigned long long)hz) <= start_ns / 1000000000 + 1;
+}
+
 int core_ws_session_running(struct core_project *p, const struct core_ws *ws, int64_t *session)
 {
 	static const char *const ops[] = {"exec", "exit", NULL};
@@ -27,7 +64,7 @@ int core_ws_session_running(struct core_project *p, const struct core_ws *ws, in
 	struct audit_query *q = NULL;
 	struct audit_row row;
 	sqlite3 *db = NULL;
-	int64_t open_s = 0, open_pid = 0, deleted = 0;
+	int64_t open_s = 0, open_pid = 0, open_ns = 0, deleted = 0;
 	int rc = core_project_db(p, false, &db);
 
 	*session = 0;
@@ -42,6 +79,7 @@ int core_ws_session_running(struct core_project *p, const struct core_ws *ws, in
 		if (!strcmp(row.op, "exec") && row.pid > 0) {
 			open_s = row.session;
 			open_pid = row.pid;
+			open_ns = row.time_ns;
 		} else if (!strcmp(row.op, "exit") && row.session == open_s) {
 			open_s = 0;
 		}
@@ -50,7 +88,7 @@ int core_ws_session_running(struct core_project *p, const struct core_ws *ws, in
 	audit_query_free(q);
 	if (rc < 0)
 		return rc;
-	if (open_s && (kill((pid_t)open_pid, 0) == 0 || errno == EPERM))
+	if (open_s && leader_alive((pid_t)open_pid, open_ns))
 		*session = open_s;
 	return 0;
 }

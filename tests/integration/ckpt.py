@@ -202,6 +202,21 @@ def run_all(fx):
     p.wait(timeout=60)
     C.eq(0, fx.arb("rewind", fx.name, "--to", "1", check=False).returncode,
          "control: rewind once the session ended")
+    # A session whose shell was killed (-9: no exit row) does not block rewind.
+    with open(flag, "w") as f:
+        f.write("1")
+    p = subprocess.Popen([fslib.ARB, "--workdir", fx.repo, "shell", fx.name, "--jail", "none",
+                          "--", "sh", "-c", "while [ -e .hold ]; do sleep 0.1; done"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(2)
+    one_line_error(fx.arb("rewind", fx.name, "--to", "1", check=False), 1, "is running",
+                   "rewind while a --jail none session runs")
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=30)
+    os.unlink(flag)
+    time.sleep(0.5)
+    C.eq(0, fx.arb("rewind", fx.name, "--to", "1", check=False).returncode,
+         "a session whose shell was killed does not block rewind")
     bad_input(fx, view)
     fork(fx, view, s, after)
 
