@@ -95,7 +95,8 @@ static bool cache_same(struct build *b)
 {
 	if (b->n_fresh != b->n_old)
 		return false;
-	qsort(b->fresh, b->n_fresh, sizeof(*b->fresh), cmp_ino);
+	if (b->n_fresh)
+		qsort(b->fresh, b->n_fresh, sizeof(*b->fresh), cmp_ino);
 	for (size_t i = 0; i < b->n_fresh; i++)
 		if (b->fresh[i].ino != b->old[i].ino || b->fresh[i].size != b->old[i].size ||
 		    b->fresh[i].mtime != b->old[i].mtime || b->fresh[i].ctime != b->old[i].ctime ||
