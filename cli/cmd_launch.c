@@ -25,6 +25,16 @@
 #include "jail/jail.h"
 #include "proxy/proxy.h"
 
+enum {
+	LAUNCH_OPT_TIMEOUT = 1000, /* the limits, in the order of launch.limits[] */
+	LAUNCH_OPT_MEMORY,
+	LAUNCH_OPT_CPUS,
+	LAUNCH_OPT_PIDS,
+	LAUNCH_OPT_NO_TOOLS,
+};
+static const char *const limit_names[] = {"timeout", "memory", "cpus", "pids"};
+static const char *const limit_flags[] = {"--timeout", "--memory", "--cpus", "--pids"};
+
 static const struct option launch_opts[] = {
     {"rev", required_argument, NULL, 'r'},
     {"client", required_argument, NULL, 'c'},
@@ -41,6 +51,12 @@ static const struct option launch_opts[] = {
     {"auth", required_argument, NULL, 'A'},
     {"token-url", required_argument, NULL, 'T'},
     {"no-upstream-auth", no_argument, NULL, 'N'},
+    /* Passed on to the box as `shell` takes them (checked here, so errors name the client). */
+    {"timeout", required_argument, NULL, LAUNCH_OPT_TIMEOUT},
+    {"memory", required_argument, NULL, LAUNCH_OPT_MEMORY},
+    {"cpus", required_argument, NULL, LAUNCH_OPT_CPUS},
+    {"pids", required_argument, NULL, LAUNCH_OPT_PIDS},
+    {"no-tool-managers", no_argument, NULL, LAUNCH_OPT_NO_TOOLS},
     {0},
 };
 
@@ -175,6 +191,22 @@ static int parse(struct cli_global *g, const struct cli_cmd *cmd, int argc, char
 			break;
 		case 'n':
 			l->net = true;
+			break;
+		case LAUNCH_OPT_TIMEOUT:
+		case LAUNCH_OPT_MEMORY:
+		case LAUNCH_OPT_CPUS:
+		case LAUNCH_OPT_PIDS: {
+			struct jail_limits lim = {0};
+			int64_t timeout_ms = 0;
+
+			if (cli_shell_limit_parse(limit_names[c - LAUNCH_OPT_TIMEOUT], optarg, &lim,
+						  &timeout_ms) < 0)
+				return cli_usage_error(cmd->name, "%s", util_err_msg());
+			l->limits[c - LAUNCH_OPT_TIMEOUT] = optarg;
+			break;
+		}
+		case LAUNCH_OPT_NO_TOOLS:
+			l->no_tool_managers = true;
 			break;
 		case 'x':
 			l->explain = true;
@@ -495,7 +527,7 @@ static int apply_extra(void *ctx, struct jail_box *b, struct proxy *px)
 /* `shell NAME --backend B ... -- EXE FIXED... USER...` */
 static char **shell_argv(const struct launch *l, int *argc_out, char **backend_out)
 {
-	size_t cap = 16 + 2 * (l->n_grants + l->n_binds + l->n_mounts + l->n_envs) + l->n_fixed +
+	size_t cap = 26 + 2 * (l->n_grants + l->n_binds + l->n_mounts + l->n_envs) + l->n_fixed +
 		     (size_t)l->n_client_args;
 	char **v = calloc(cap + 1, sizeof(*v));
 	char *backend = launch_backend_spec(l);
@@ -522,6 +554,11 @@ static char **shell_argv(const struct launch *l, int *argc_out, char **backend_o
 		PUSH("--env"), PUSH(l->envs[i]);
 	if (l->net)
 		PUSH("--net");
+	for (size_t i = 0; i < ARB_ARRAY_LEN(limit_names); i++)
+		if (l->limits[i])
+			PUSH(limit_flags[i]), PUSH(l->limits[i]);
+	if (l->no_tool_managers)
+		PUSH("--no-tool-managers");
 	if (l->explain)
 		PUSH("--explain");
 	if (l->key_file)

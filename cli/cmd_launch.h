@@ -51,10 +51,11 @@ struct launch {
 	char *ws_home;			  /* owned: the workspace's home/ on the host */
 	char *key_env;			  /* owned: the backend's key variable */
 	struct cli_proxy_login login;	  /* handed to the proxy with LAUNCH_AUTH_LOGIN */
-	bool net, explain;
-	int tcp_fd;	   /* with --net: the proxy's listener on the host's loopback, or -1 */
-	uint16_t tcp_port; /* ... and its port, the backend's (port= in its spec) */
-	int tcp_tls_fd;	   /* with --net: the listener for the backend's TLS port, or -1 */
+	bool net, explain, no_tool_managers;
+	const char *limits[4]; /* --timeout, --memory, --cpus, --pids as given (checked) */
+	int tcp_fd;	       /* with --net: the proxy's listener on the host's loopback, or -1 */
+	uint16_t tcp_port;     /* ... and its port, the backend's (port= in its spec) */
+	int tcp_tls_fd;	       /* with --net: the listener for the backend's TLS port, or -1 */
 	const char **grants, **binds, **mounts, **envs;
 	size_t n_grants, n_binds, n_mounts, n_envs;
 	char **client_args; /* after `--` */
@@ -121,6 +122,8 @@ int launch_set_model(struct launch *l, char *model);
 	"  --grant NAME         a toolchain bundle (repeatable; 'arborinth grant list')\n"         \
 	"  --binds FILE         a bind file (repeatable; applied after grants)\n"                  \
 	"  --mount SPEC, --env NAME[=VALUE]\n"                                                     \
+	"                       as for 'arborinth shell'\n"                                        \
+	"  --timeout D, --memory SIZE, --cpus N, --pids N, --no-tool-managers\n"                   \
 	"                       as for 'arborinth shell'\n"                                        \
 	"  --net                share the host's network; the proxy then listens on the host's\n"  \
 	"                       127.0.0.1 and the client reads the session's token from a file\n"  \

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_lib import Checks, Env, HERE, need_box  # noqa: E402
@@ -94,6 +95,7 @@ def main():
             test_codex(E, os.path.join(hidden_tmp, "codex"))
             test_opencode(E, os.path.join(E.home, "tools", "opencode"))
             test_errors(E)
+            test_limits(E)
         finally:
             shutil.rmtree(hidden_tmp, ignore_errors=True)
     C.finish()
@@ -180,6 +182,37 @@ def test_opencode(E, client):
         C.eq("http://127.0.0.1:8714/v1",
              cfg.get("provider", {}).get("openai", {}).get("options", {}).get("baseURL"),
              "opencode openai provider at the relay")
+
+
+def test_limits(E):
+    """The launchers pass shell's limits on: --timeout ends the client (exit 124), --explain
+    shows every limit and the tool-manager switch; bad values are the launcher's usage
+    errors."""
+    sleep = shutil.which("sleep")
+    t0 = time.time()
+    cp = E.arb("claude", "lim", "--client", sleep, "--timeout", "1s", "--", "30",
+               env={KEYVAR["claude"]: "k"}, timeout=120)
+    took = time.time() - t0
+    C.eq(124, cp.returncode, "--timeout 1s ends the client: exit 124 (%s)" % cp.stderr[-300:])
+    C.ok(took < 20, "--timeout: the launcher returned in %.1f s, not after the client's 30" %
+         took)
+    C.ok("--timeout" in cp.stderr, "--timeout: one line says why (%r)" % cp.stderr[-300:])
+    cp = E.arb("claude", "lim", "--client", sleep, "--timeout", "2m", "--memory", "256M",
+               "--pids", "300", "--cpus", "1.5", "--no-tool-managers", "--explain",
+               env={KEYVAR["claude"]: "k"})
+    C.eq(0, cp.returncode, "--explain with limits (%s)" % cp.stderr[-300:])
+    C.ok("timeout    120000 ms" in cp.stdout, "--explain shows the timeout")
+    C.ok("memory 256 MiB" in cp.stdout and "pids 300" in cp.stdout and "cpus 1.500" in cp.stdout,
+         "--explain shows the limits (%r)" % [ln for ln in cp.stdout.splitlines()
+                                              if "limits" in ln])
+    C.ok("tool-manager mounts turned off" in cp.stdout, "--explain shows --no-tool-managers")
+    for args, pattern in ((["--memory", "12X"], "--memory '12X'"),
+                          (["--timeout", "soon"], "--timeout 'soon'"),
+                          (["--cpus", "0"], "--cpus '0'"),
+                          (["--pids", "-3"], "--pids '-3'")):
+        C.one_line_error(E.arb("codex", "lim2", *args), 2, pattern, "codex " + " ".join(args))
+    C.ok(not os.path.exists(os.path.join(E.repo, ".arborinth", "workspaces", "lim2")),
+         "a refused limit created no workspace")
 
 
 def test_errors(E):
