@@ -15,6 +15,9 @@
  *   path    = ["~/depot_tools"]      # prepended to the box's PATH; each must lie at or
  *                                    # below an ro/rw/overlay/tmpfs entry of the same file
  *   env     = { GOFLAGS = "-mod=mod" }   # or a [env] table
+ *   mcp     = ["docs", "/opt/mcp/bin/search"]   # the host client's local (stdio) MCP
+ *                                    # servers started in the box: by server name, by
+ *                                    # command as written or by its full path; "*" is all
  *
  * Values are basic ("...") or literal ('...') single-line strings, arrays of them (which
  * may span lines, with comments and a trailing comma) and, for env, a table of strings.
@@ -65,6 +68,12 @@ struct binds_var {
 	const char *origin;
 };
 
+/* A bind file's mcp = [...] entry: which of the host client's MCP servers the box starts. */
+struct binds_mcp {
+	const char *select; /* a server name, a command, a full path, or "*" */
+	const char *origin;
+};
+
 struct binds_set;
 
 int binds_set_new(struct binds_set **out) ARB_MUST_CHECK;
@@ -76,6 +85,8 @@ const struct binds_mount *binds_set_mounts(const struct binds_set *s, size_t *n)
 const struct binds_dir *binds_set_path(const struct binds_set *s, size_t *n);
 /* Variables, one per name, in the order first set. */
 const struct binds_var *binds_set_env(const struct binds_set *s, size_t *n);
+/* The mcp = [...] entries of all bind files, in order, each once. */
+const struct binds_mcp *binds_set_mcp(const struct binds_set *s, size_t *n);
 /* Notes for --explain (grant entries skipped because the host lacks them, ...). */
 const char *const *binds_set_notes(const struct binds_set *s, size_t *n);
 

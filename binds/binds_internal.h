@@ -13,11 +13,15 @@ struct binds_set {
 	size_t n_env;
 	char **notes;
 	size_t n_notes;
+	struct binds_mcp *mcp;
+	size_t n_mcp;
 };
 
 /* Precedence rules of the set (binds.h); strings copied. 0 or -ENOMEM. */
 int binds_set_add_mount(struct binds_set *s, enum binds_kind kind, const char *path,
 			const char *origin) ARB_MUST_CHECK;
+/* An mcp = [...] entry; one already there keeps its place and first origin. */
+int binds_set_add_mcp(struct binds_set *s, const char *select, const char *origin) ARB_MUST_CHECK;
 int binds_set_add_env(struct binds_set *s, const char *name, const char *value,
 		      const char *origin) ARB_MUST_CHECK;
 /* Puts block (in its order) in front of the PATH entries; duplicates keep the first place. */
@@ -43,7 +47,8 @@ enum binds_key {
 	BINDS_KEY_OVERLAY,
 	BINDS_KEY_PATH,
 	BINDS_KEY_INCLUDE,
-	BINDS_KEY_ENV,
+	BINDS_KEY_MCP,
+	BINDS_KEY_ENV, /* last: the parser sizes its tables by it */
 };
 
 /* One string of a document, in file order, with where its value starts (1-based). */
@@ -66,7 +71,7 @@ struct binds_doc {
 int binds_toml_parse(const char *name, const char *text, size_t len,
 		     struct binds_doc *doc) ARB_MUST_CHECK;
 void binds_doc_clear(struct binds_doc *doc);
-/* "ro", "rw", "tmpfs", "path", "include", "env". */
+/* "ro", "rw", "tmpfs", "overlay", "path", "include", "mcp", "env". */
 const char *binds_key_name(enum binds_key k);
 
 /*

@@ -166,6 +166,23 @@ static enum binds_kind kind_of(enum binds_key k)
 					: BINDS_TMPFS;
 }
 
+/*
+ * An mcp = [...] entry: "*", a server name, a command as the client's config writes it, or
+ * its full path ("~/" allowed; the launcher expands it when it matches). Not empty, no
+ * control characters, at most 255 bytes.
+ */
+static int mcp_select_check(const char *v)
+{
+	if (!*v)
+		return util_err(-EINVAL, "an empty entry (use \"*\" for all local servers)");
+	if (strlen(v) > 255)
+		return util_err(-EINVAL, "an entry longer than 255 bytes");
+	for (const char *p = v; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return util_err(-EINVAL, "a control character in '%s'", v);
+	return 0;
+}
+
 /* This file's own mounts, PATH entries (each covered by one of its mounts) and variables. */
 static int own_keys(struct binds_set *s, const struct binds_doc *d, const char *name,
 		    const char *home)
@@ -242,6 +259,22 @@ static int own_keys(struct binds_set *s, const struct binds_doc *d, const char *
 			continue;
 		origin = util_asprintf("%s:%u:%u", name, it->line, it->col);
 		rc = origin ? binds_set_add_env(s, it->name, it->value, origin)
+			    : util_err(-ENOMEM, "out of memory");
+		free(origin);
+	}
+	for (size_t i = 0; i < d->n && rc == 0; i++) {
+		const struct binds_item *it = &d->v[i];
+		char *origin;
+
+		if (it->key != BINDS_KEY_MCP)
+			continue;
+		rc = mcp_select_check(it->value);
+		if (rc < 0) {
+			rc = binds_err_prefix(rc, "%s:%u:%u: mcp: ", name, it->line, it->col);
+			break;
+		}
+		origin = util_asprintf("%s:%u:%u", name, it->line, it->col);
+		rc = origin ? binds_set_add_mcp(s, it->value, origin)
 			    : util_err(-ENOMEM, "out of memory");
 		free(origin);
 	}

@@ -56,6 +56,11 @@ void binds_set_free(struct binds_set *s)
 	free_dirs(s->path, s->n_path);
 	free_vars(s->env, s->n_env);
 	free_strs(s->notes, s->n_notes);
+	for (size_t i = 0; i < s->n_mcp; i++) {
+		free((char *)s->mcp[i].select);
+		free((char *)s->mcp[i].origin);
+	}
+	free(s->mcp);
 	free(s);
 }
 
@@ -75,6 +80,12 @@ const struct binds_var *binds_set_env(const struct binds_set *s, size_t *n)
 {
 	*n = s->n_env;
 	return s->env;
+}
+
+const struct binds_mcp *binds_set_mcp(const struct binds_set *s, size_t *n)
+{
+	*n = s->n_mcp;
+	return s->mcp;
 }
 
 const char *const *binds_set_notes(const struct binds_set *s, size_t *n)
@@ -191,6 +202,29 @@ int binds_set_prepend_path(struct binds_set *s, const struct binds_dir *block, s
 	return 0;
 }
 
+int binds_set_add_mcp(struct binds_set *s, const char *select, const char *origin)
+{
+	struct binds_mcp *v;
+	char *a, *b;
+
+	for (size_t i = 0; i < s->n_mcp; i++)
+		if (!strcmp(s->mcp[i].select, select))
+			return 0;
+	v = grow(s->mcp, s->n_mcp, sizeof(*v));
+	if (!v)
+		return util_err(-ENOMEM, "out of memory");
+	s->mcp = v;
+	a = strdup(select);
+	b = strdup(origin);
+	if (!a || !b) {
+		free(a);
+		free(b);
+		return util_err(-ENOMEM, "out of memory");
+	}
+	s->mcp[s->n_mcp++] = (struct binds_mcp){.select = a, .origin = b};
+	return 0;
+}
+
 int binds_set_note(struct binds_set *s, char *note)
 {
 	char **v;
@@ -221,6 +255,8 @@ int binds_set_copy_into(struct binds_set *dst, const struct binds_set *src)
 		rc = binds_set_prepend_path(dst, src->path, src->n_path);
 	for (size_t i = 0; i < src->n_notes && rc == 0; i++)
 		rc = binds_set_note(dst, strdup(src->notes[i]));
+	for (size_t i = 0; i < src->n_mcp && rc == 0; i++)
+		rc = binds_set_add_mcp(dst, src->mcp[i].select, src->mcp[i].origin);
 	return rc;
 }
 

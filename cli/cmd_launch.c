@@ -139,6 +139,10 @@ static void launch_clear(struct launch *l)
 	free(l->key_hint);
 	free(l->upstream_own);
 	json_decref(l->client_conf);
+	json_decref(l->mcp_box);
+	for (size_t i = 0; i < l->n_mcp_notes; i++)
+		free(l->mcp_notes[i]);
+	free(l->mcp_notes);
 	if (l->tcp_fd >= 0)
 		close(l->tcp_fd);
 	if (l->tcp_tls_fd >= 0)
@@ -605,6 +609,8 @@ int launch_run(const struct launch_client *c, int argc, char **argv, void *globa
 		status = choose_auth(&l);
 	if (status == CLI_OK && c->prepare(&l) < 0)
 		status = cli_fail_lib();
+	if (status == CLI_OK && launch_mcp(&l, g->workdir) < 0)
+		status = cli_fail(CLI_USAGE, "%s: %s", c->name, util_err_msg());
 	if (status == CLI_OK)
 		status = check_backend(&l);
 	if (status == CLI_OK && l.auth == LAUNCH_AUTH_LOGIN)
@@ -623,6 +629,9 @@ int launch_run(const struct launch_client *c, int argc, char **argv, void *globa
 	}
 	if (l.explain)
 		explain_auth(&l);
+	for (size_t i = 0; i < l.n_mcp_notes; i++)
+		fprintf(l.explain ? stdout : stderr, "%smcp: %s\n",
+			l.explain ? "" : "arborinth: ", l.mcp_notes[i]);
 	status = cli_shell_run(g, sargc, sargv, &extra);
 out:
 	free(backend);

@@ -74,6 +74,11 @@ struct launch {
 	char *backend_own, *backend_opts, *key_source, *upstream_own;
 	char *key_hint; /* owned: where else a key was looked for, for the no-credential error */
 	json_t *client_conf;
+	/* Set by launch_mcp: what it says of the host's MCP servers (owned, NULL-terminated),
+	 * and for OpenCode the servers for the box's config (else they are fixed args). */
+	char **mcp_notes;
+	size_t n_mcp_notes;
+	json_t *mcp_box;
 };
 
 /* Appends one owned copy of arg to l->fixed_args. -ENOMEM. */
@@ -128,6 +133,18 @@ int launch_set_model(struct launch *l, char *model);
 	"  --net                share the host's network; the proxy then listens on the host's\n"  \
 	"                       127.0.0.1 and the client reads the session's token from a file\n"  \
 	"  --explain            print the resolved box and the client's argv, run nothing\n"
+
+/*
+ * The host client's local MCP servers that the bind files' mcp = [...] name, for the box
+ * (cli/launch_mcp.c): fixed args (Claude Code --mcp-config, Codex -c mcp_servers.NAME) or
+ * l->mcp_box (OpenCode), and l->mcp_notes. `workdir` finds the origin project (Claude Code's
+ * local scope). -errno with a message (a bind file that does not load, a host config that is
+ * not TOML).
+ */
+int launch_mcp(struct launch *l, const char *workdir) ARB_MUST_CHECK;
+/* The host's OpenCode config, merged as OpenCode does (never NULL but on ENOMEM); *source:
+ * the last file of it that declares MCP servers, or NULL (caller frees). */
+json_t *launch_opencode_host_config(const struct launch *l, char **source);
 
 extern const struct launch_client launch_claude, launch_codex, launch_opencode;
 

@@ -57,9 +57,10 @@ static json_t *load_jsonc(const char *path)
  * The host's OpenCode config, as OpenCode merges it: config.json, opencode.json and
  * opencode.jsonc of $XDG_CONFIG_HOME/opencode (default ~/.config/opencode), then the file
  * $OPENCODE_CONFIG. *key_file receives the last of them that gives provider ID an
- * options.apiKey (caller frees), for a key written into the config itself.
+ * options.apiKey (caller frees), for a key written into the config itself; *mcp_file (when
+ * not NULL) the last that declares MCP servers.
  */
-static json_t *host_config(const struct launch *l, const char *id, char **key_file)
+static json_t *host_config(const struct launch *l, const char *id, char **key_file, char **mcp_file)
 {
 	static const char *const names[] = {"config.json", "opencode.json", "opencode.jsonc"};
 	const char *env = getenv("OPENCODE_CONFIG");
@@ -77,6 +78,10 @@ static json_t *host_config(const struct launch *l, const char *id, char **key_fi
 				    "options"),
 		    "apiKey");
 
+		if (one && mcp_file && json_is_object(json_object_get(one, "mcp"))) {
+			free(*mcp_file);
+			*mcp_file = strdup(path);
+		}
 		if (one && json_is_string(key)) {
 			free(*key_file);
 			*key_file = path;
@@ -88,6 +93,17 @@ static json_t *host_config(const struct launch *l, const char *id, char **key_fi
 		free(path);
 	}
 	return merged;
+}
+
+json_t *launch_opencode_host_config(const struct launch *l, char **source)
+{
+	char *key_file = NULL;
+	json_t *cfg;
+
+	*source = NULL;
+	cfg = host_config(l, "", &key_file, source);
+	free(key_file);
+	return cfg;
 }
 
 /* "/provider/ID/..." as a JSON pointer: '~' and '/' in ID escaped (caller frees). */
@@ -311,7 +327,7 @@ static int opencode_resolve(struct launch *l)
 	if (l->model && !launch_model_ok(l->model))
 		return util_err(-EINVAL, "opencode: bad --model '%s'", l->model);
 	/* The provider: --provider, else --model's, else the host's model's, else anthropic. */
-	cfg = host_config(l, "", &cfg_file);
+	cfg = host_config(l, "", &cfg_file, NULL);
 	hm = json_string_value(json_object_get(cfg, "model"));
 	host_model = hm && launch_model_ok(hm) ? strdup(hm) : NULL;
 	json_decref(cfg);
@@ -326,7 +342,7 @@ static int opencode_resolve(struct launch *l)
 		rc = util_err(pid ? -EINVAL : -ENOMEM, "opencode: no provider in '%s'", id);
 		goto out;
 	}
-	cfg = host_config(l, pid, &cfg_file);
+	cfg = host_config(l, pid, &cfg_file, NULL);
 	prov = json_object_get(json_object_get(cfg, "provider"), pid);
 	if (!strcmp(pid, "anthropic") || !strcmp(pid, "openai"))
 		l->backend = !strcmp(pid, "anthropic") ? "anthropic" : "openai";
@@ -437,6 +453,11 @@ static int opencode_box(struct launch *l, struct jail_box *b, struct proxy *px)
 			       "https://opencode.ai/config.json", "autoupdate", 0, "share",
 			       "disabled", "model", l->model_import, "provider", id, prov)
 		   : NULL;
+	/* The host's local MCP servers the bind files name (launch_mcp). */
+	if (cfg && l->mcp_box && json_object_set(cfg, "mcp", l->mcp_box) < 0) {
+		json_decref(cfg);
+		cfg = NULL;
+	}
 	text = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
 	rc = text ? cli_box_env(b, "OPENCODE_CONFIG_CONTENT", text)
 		  : util_err(-ENOMEM, "out of memory");

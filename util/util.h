@@ -44,6 +44,15 @@ char *util_shell_quote(const char *s);
 void util_jsonc_strip(char *s, size_t len);
 
 /*
+ * A TOML document (util/toml.c) as a JSON object in *out (caller json_decref's): tables are
+ * objects, arrays of tables arrays, dates and times strings as written. -EINVAL with
+ * "NAME:LINE:COL: message" where the text is not TOML (or not UTF-8), -ENOMEM.
+ */
+struct json_t;
+int util_toml_parse(const char *name, const char *text, size_t len,
+		    struct json_t **out) ARB_MUST_CHECK;
+
+/*
  * The first executable regular file `name` in an absolute directory of $PATH, or NULL (also
  * when PATH is unset). Relative PATH entries are skipped: they would depend on the cwd.
  * Caller frees.

@@ -21,6 +21,10 @@ JSON line: method, path, headers (lower-case names), and the JSON body when ther
   GET  .../wham/accounts/check    ChatGPT's workspace routing: the account of the request
 Anything else: 404 with a JSON error.
 
+With --tool SUBSTR, a model call that offers a tool whose name contains SUBSTR and carries
+no tool result yet is answered with a call of that tool (no arguments) in the API's own
+form (tool_use, function_call, tool_calls); the call that carries its result gets TEXT.
+
 With --oauth ACCESS,REFRESH (repeatable), a model call with `Authorization: Bearer T` is
 answered only when T is an access token this server issued (or was seeded with) and has not
 expired; else 401. /oauth-state (GET) returns the valid and spent tokens and the refreshes.
@@ -39,6 +43,55 @@ LOG = None
 REPLY = ""
 OAUTH = None  # {"access": {token: expiry}, "refresh": set, "spent": set, "refreshes": n}
 EXPIRES_IN = 3600
+TOOL = None  # --tool SUBSTR
+
+
+def tool_names(body):
+    """The tools a model call offers, in any of the three APIs' forms, as (namespace, name):
+    OpenAI's Responses API groups an MCP server's tools in a namespace (Codex)."""
+    out = []
+    for t in (body or {}).get("tools") or []:
+        if not isinstance(t, dict):
+            continue
+        if t.get("type") == "namespace":
+            out += [(t.get("name"), c.get("name") or "") for c in t.get("tools") or []
+                    if isinstance(c, dict)]
+        else:
+            out.append((None, t.get("name") or (t.get("function") or {}).get("name") or ""))
+    return out
+
+
+def tool_results(body):
+    """The text of every tool result a model call carries (all three APIs)."""
+    out = []
+
+    def text(c):
+        if isinstance(c, str):
+            return c
+        if isinstance(c, list):
+            return "".join(text(x) for x in c)
+        if isinstance(c, dict):
+            return c.get("text") or text(c.get("content") or "")
+        return ""
+    for m in (body or {}).get("messages") or []:
+        if m.get("role") == "tool":
+            out.append(text(m.get("content")))
+        elif isinstance(m.get("content"), list):
+            out += [text(c.get("content")) for c in m["content"]
+                    if isinstance(c, dict) and c.get("type") == "tool_result"]
+    inp = (body or {}).get("input")
+    if isinstance(inp, list):
+        out += [text(i.get("output")) for i in inp
+                if isinstance(i, dict) and i.get("type") == "function_call_output"]
+    return out
+
+
+def tool_to_call(body):
+    """The tool to call (--tool) when the call offers it and has no result yet, else None."""
+    if not TOOL or tool_results(body):
+        return None
+    names = [(ns, n) for ns, n in tool_names(body) if TOOL in n]
+    return names[0] if names else None
 
 
 def b64(obj):
@@ -152,13 +205,13 @@ class Handler(BaseHTTPRequestHandler):
                 "account_routing_override": "NO_CONSTRAINT", "plan_type": "pro",
                 "structure": "personal"}], "account_ordering": [acct]})
         if self.command == "POST" and path == "/v1/messages":
-            return self.anthropic(model, stream)
+            return self.anthropic(model, stream, body)
         if self.command == "POST" and path == "/v1/messages/count_tokens":
             return self.send_json(200, {"input_tokens": 12})
         if self.command == "POST" and path.endswith("/responses"):
-            return self.openai_responses(model, stream)
+            return self.openai_responses(model, stream, body)
         if self.command == "POST" and path == "/v1/chat/completions":
-            return self.chat(model, stream)
+            return self.chat(model, stream, body)
         if self.command == "GET" and path.startswith("/v1/models"):
             return self.send_json(200, {"object": "list", "data": [
                 {"id": "claude-sonnet-4-5", "type": "model", "object": "model",
@@ -195,17 +248,35 @@ class Handler(BaseHTTPRequestHandler):
             out = issue("codex" if path == "/oauth/token" else "claude")
         self.send_json(200, out)
 
-    def anthropic(self, model, stream):
+    def anthropic(self, model, stream, body):
         usage = {"input_tokens": 12, "output_tokens": 7, "cache_creation_input_tokens": 0,
                  "cache_read_input_tokens": 0}
         msg = {"id": "msg_fake_e2e", "type": "message", "role": "assistant", "model": model,
                "content": [{"type": "text", "text": REPLY}], "stop_reason": "end_turn",
                "stop_sequence": None, "usage": usage}
+        tool = tool_to_call(body)
+        if tool:
+            msg.update(content=[{"type": "tool_use", "id": "toolu_fake_e2e", "name": tool[1],
+                                 "input": {}}], stop_reason="tool_use")
         if not stream:
             return self.send_json(200, msg)
         self.start_sse()
         start = dict(msg, content=[], stop_reason=None)
         self.event("message_start", {"type": "message_start", "message": start})
+        if tool:
+            block = dict(msg["content"][0], input={})
+            self.event("content_block_start", {"type": "content_block_start", "index": 0,
+                                               "content_block": block})
+            self.event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                               "delta": {"type": "input_json_delta",
+                                                         "partial_json": "{}"}})
+            self.event("content_block_stop", {"type": "content_block_stop", "index": 0})
+            self.event("message_delta", {"type": "message_delta",
+                                         "delta": {"stop_reason": "tool_use",
+                                                   "stop_sequence": None},
+                                         "usage": {"output_tokens": 7}})
+            self.event("message_stop", {"type": "message_stop"})
+            return self.end_sse()
         self.event("content_block_start", {"type": "content_block_start", "index": 0,
                                            "content_block": {"type": "text", "text": ""}})
         self.event("ping", {"type": "ping"})
@@ -220,11 +291,17 @@ class Handler(BaseHTTPRequestHandler):
         self.event("message_stop", {"type": "message_stop"})
         self.end_sse()
 
-    def openai_responses(self, model, stream):
+    def openai_responses(self, model, stream, body):
         now = int(time.time())
         item = {"id": "msg_fake_e2e", "type": "message", "status": "completed",
                 "role": "assistant",
                 "content": [{"type": "output_text", "text": REPLY, "annotations": []}]}
+        tool = tool_to_call(body)
+        if tool:
+            item = {"id": "fc_fake_e2e", "type": "function_call", "status": "completed",
+                    "call_id": "call_fake_e2e", "name": tool[1], "arguments": "{}"}
+            if tool[0]:
+                item["namespace"] = tool[0]
         usage = {"input_tokens": 12, "input_tokens_details": {"cached_tokens": 0},
                  "output_tokens": 7, "output_tokens_details": {"reasoning_tokens": 0},
                  "total_tokens": 19}
@@ -243,6 +320,16 @@ class Handler(BaseHTTPRequestHandler):
                                                  usage=None)})
         ev("response.in_progress", {"response": dict(resp, status="in_progress", output=[],
                                                      usage=None)})
+        if tool:
+            ev("response.output_item.added", {"output_index": 0, "item": dict(
+                item, status="in_progress", arguments="")})
+            ev("response.function_call_arguments.delta", {"item_id": item["id"],
+                                                           "output_index": 0, "delta": "{}"})
+            ev("response.function_call_arguments.done", {"item_id": item["id"],
+                                                          "output_index": 0, "arguments": "{}"})
+            ev("response.output_item.done", {"output_index": 0, "item": item})
+            ev("response.completed", {"response": resp})
+            return self.end_sse()
         ev("response.output_item.added", {"output_index": 0, "item": dict(
             item, status="in_progress", content=[])})
         ev("response.content_part.added", {"item_id": item["id"], "output_index": 0,
@@ -259,10 +346,27 @@ class Handler(BaseHTTPRequestHandler):
         ev("response.completed", {"response": resp})
         self.end_sse()
 
-    def chat(self, model, stream):
+    def chat(self, model, stream, body):
         base = {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
                 "model": model}
         usage = {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}
+        tool = tool_to_call(body)
+        if tool:
+            call = {"index": 0, "id": "call_fake_e2e", "type": "function",
+                    "function": {"name": tool[1], "arguments": "{}"}}
+            if not stream:
+                return self.send_json(200, dict(base, choices=[{
+                    "index": 0, "message": {"role": "assistant", "content": None,
+                                            "tool_calls": [call]},
+                    "finish_reason": "tool_calls"}], usage=usage))
+            self.start_sse()
+            base["object"] = "chat.completion.chunk"
+            self.event(None, dict(base, choices=[{"index": 0, "delta": {
+                "role": "assistant", "tool_calls": [call]}, "finish_reason": None}]))
+            self.event(None, dict(base, choices=[{"index": 0, "delta": {},
+                                                  "finish_reason": "tool_calls"}], usage=usage))
+            self.chunk(b"data: [DONE]\n\n")
+            return self.end_sse()
         if not stream:
             return self.send_json(200, dict(base, choices=[{
                 "index": 0, "message": {"role": "assistant", "content": REPLY},
@@ -279,14 +383,16 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    global LOG, REPLY, OAUTH, EXPIRES_IN
+    global LOG, REPLY, OAUTH, EXPIRES_IN, TOOL
     ap = argparse.ArgumentParser()
     ap.add_argument("--log", required=True)
     ap.add_argument("--reply", required=True)
     ap.add_argument("--oauth", action="append", default=[],
                     help="ACCESS,REFRESH[,EXPIRY_EPOCH]: a login this server accepts")
     ap.add_argument("--oauth-expires-in", type=int, default=3600)
+    ap.add_argument("--tool", help="call the offered tool whose name contains this")
     a = ap.parse_args()
+    TOOL = a.tool
     LOG = open(a.log, "a")
     REPLY = a.reply
     EXPIRES_IN = a.oauth_expires_in

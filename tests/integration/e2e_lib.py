@@ -132,10 +132,10 @@ class Env:
                               env=self.env(env), cwd=cwd or self.repo, timeout=timeout,
                               stdin=subprocess.DEVNULL)
 
-    def start_models(self, reply):
+    def start_models(self, reply, extra=()):
         self.models_log = os.path.join(self.t, "models.log")
         p = subprocess.Popen([sys.executable, os.path.join(HERE, "e2e_fake_models.py"),
-                              "--log", self.models_log, "--reply", reply],
+                              "--log", self.models_log, "--reply", reply, *extra],
                              stdout=subprocess.PIPE, text=True)
         self.procs.append(p)
         self.models_port = int(p.stdout.readline())
@@ -179,6 +179,33 @@ class Env:
             shutil.rmtree(self.t, ignore_errors=True)
         else:
             print("kept " + self.t, file=sys.stderr)
+
+
+CLIENT_PACKAGES = ["@anthropic-ai/claude-code", "@openai/codex", "opencode-ai"]
+
+
+def install_clients(E, C):
+    """The three agent clients from the npm registry into a test-local prefix (or
+    ARB_NPM_PREFIX): the prefix. Skips when the registry is unreachable."""
+    prefix = os.environ.get("ARB_NPM_PREFIX")
+    if prefix:
+        return prefix
+    if not shutil.which("npm"):
+        skip("npm is not installed (apt-get install npm)")
+    prefix = os.path.join(E.t, "npm")
+    os.makedirs(prefix)
+    cp = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", prefix] +
+                        CLIENT_PACKAGES, capture_output=True, text=True, timeout=900,
+                        env=dict(os.environ, npm_config_update_notifier="false"))
+    if cp.returncode != 0:
+        ping = subprocess.run(["npm", "ping"], capture_output=True, text=True, timeout=120)
+        if ping.returncode != 0:
+            skip("the npm registry is unreachable (npm ping: %s)" %
+                 (ping.stderr.strip().splitlines() or ["?"])[-1])
+        print(cp.stdout[-3000:], cp.stderr[-3000:], file=sys.stderr)
+        C.ok(False, "npm install %s failed although the registry answers" % " ".join(CLIENT_PACKAGES))
+        C.finish()
+    return prefix
 
 
 def search_files(roots, needle):

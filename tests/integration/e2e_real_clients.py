@@ -13,39 +13,15 @@ A failed npm install fails the test, unless `npm ping` shows the registry is unr
 (then it skips, saying so). ARB_NPM_PREFIX=DIR reuses an existing install."""
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_lib import Checks, Env, need_box, search_files, skip  # noqa: E402
+from e2e_lib import Checks, Env, install_clients, need_box, search_files  # noqa: E402
 
 need_box()
 C = Checks()
 REPLY = "ARBORINTH-REAL-CLIENT-REPLY-31415"
-PACKAGES = ["@anthropic-ai/claude-code", "@openai/codex", "opencode-ai"]
-
-
-def install(E):
-    prefix = os.environ.get("ARB_NPM_PREFIX")
-    if prefix:
-        return prefix
-    if not shutil.which("npm"):
-        skip("npm is not installed (apt-get install npm)")
-    prefix = os.path.join(E.t, "npm")
-    os.makedirs(prefix)
-    cp = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", prefix] +
-                        PACKAGES, capture_output=True, text=True, timeout=900,
-                        env=dict(os.environ, npm_config_update_notifier="false"))
-    if cp.returncode != 0:
-        ping = subprocess.run(["npm", "ping"], capture_output=True, text=True, timeout=120)
-        if ping.returncode != 0:
-            skip("the npm registry is unreachable (npm ping: %s)" %
-                 (ping.stderr.strip().splitlines() or ["?"])[-1])
-        print(cp.stdout[-3000:], cp.stderr[-3000:], file=sys.stderr)
-        C.ok(False, "npm install %s failed although the registry answers" % " ".join(PACKAGES))
-        C.finish()
-    return prefix
 
 
 def check_run(E, client, name, cp, key, started):
@@ -271,7 +247,7 @@ def opencode_runs(E, up):
 
 def main():
     with Env("e2e-real") as E:
-        prefix = install(E)
+        prefix = install_clients(E, C)
         E.path = os.path.join(prefix, "node_modules", ".bin") + ":" + E.path
         up = E.start_models(REPLY)
         ak = "sk-ant-api03-REAL-" + os.urandom(12).hex()

@@ -56,6 +56,8 @@ static void expect_error(const char *text, const char *want)
 	ck_assert_uint_eq(n, 0);
 	binds_set_path(s, &n);
 	ck_assert_uint_eq(n, 0);
+	binds_set_mcp(s, &n);
+	ck_assert_uint_eq(n, 0);
 	binds_set_free(s);
 }
 
@@ -147,6 +149,26 @@ START_TEST(env_table_and_multiline_arrays)
 }
 END_TEST
 
+START_TEST(mcp_entries)
+{
+	/* Names, commands and paths as written, each once, in order, with where they came from. */
+	struct binds_set *s = expect_ok("mcp = [\"docs\", '~/bin/srv', \"docs\",\n \"*\"]\n");
+	const struct binds_mcp *m;
+	size_t n;
+
+	m = binds_set_mcp(s, &n);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_str_eq(m[0].select, "docs");
+	ck_assert_str_eq(m[0].origin, "t.toml:1:8");
+	ck_assert_str_eq(m[1].select, "~/bin/srv");
+	ck_assert_str_eq(m[2].select, "*");
+	ck_assert_str_eq(m[2].origin, "t.toml:2:2");
+	binds_set_mounts(s, &n);
+	ck_assert_uint_eq(n, 0);
+	binds_set_free(s);
+}
+END_TEST
+
 START_TEST(tilde_and_normalising)
 {
 	struct binds_set *s = expect_ok("ro = [\"~\", \"//opt///y/\"]\n"
@@ -201,7 +223,10 @@ START_TEST(errors)
 	} cases[] = {
 	    {"foo = []\n",
 	     "t.toml:1:1: unknown key 'foo' (bind files know ro, rw, overlay, tmpfs, path, env, "
-	     "include)"},
+	     "mcp, include)"},
+	    {"mcp = [\"\"]\n", "t.toml:1:8: mcp: an empty entry (use \"*\" for all local servers)"},
+	    {"mcp = [\"a\\tb\"]\n", "t.toml:1:8: mcp: a control character in 'a\tb'"},
+	    {"mcp = \"x\"\n", "t.toml:1:7: 'mcp' takes an array of strings, found a string"},
 	    {"ro = []\nro = []\n", "t.toml:2:1: duplicate key 'ro' (first at 1:1)"},
 	    {"ro = \"/a\"\n", "t.toml:1:6: 'ro' takes an array of strings, found a string"},
 	    {"rw = [1]\n", "t.toml:1:7: 'rw' takes strings only, found a number or date"},
@@ -509,6 +534,7 @@ int main(void)
 	tcase_add_test(tc, every_key);
 	tcase_add_test(tc, env_table_and_multiline_arrays);
 	tcase_add_test(tc, tilde_and_normalising);
+	tcase_add_test(tc, mcp_entries);
 	tcase_add_test(tc, empty_files);
 	tcase_add_test(tc, errors);
 	tcase_add_test(tc, nul_byte);

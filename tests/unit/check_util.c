@@ -2,6 +2,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -237,6 +238,98 @@ START_TEST(err_message)
 }
 END_TEST
 
+/* The TOML text as compact JSON with sorted keys, or "ERR: message". */
+static char *toml_json(const char *text)
+{
+	json_t *j = NULL;
+	char *s;
+
+	if (util_toml_parse("t.toml", text, strlen(text), &j) < 0)
+		return util_asprintf("ERR: %s", util_err_msg());
+	s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
+	json_decref(j);
+	return s;
+}
+
+#define TOML_EQ(text, want)                                                                        \
+	do {                                                                                       \
+		char *got_ = toml_json(text);                                                      \
+		ck_assert_str_eq(got_, want);                                                      \
+		free(got_);                                                                        \
+	} while (0)
+
+START_TEST(toml_values)
+{
+	TOML_EQ("", "{}");
+	TOML_EQ("a = \"x\\ty\\u00e9\\U0001F600\" # c\nb='c:\\p'\n",
+		"{\"a\":\"x\\ty\xc3\xa9\xf0\x9f\x98\x80\",\"b\":\"c:\\\\p\"}");
+	TOML_EQ("i = 1_000\nh = 0xff\no = 0o17\nb = 0b101\nn = -7\np = +3\n",
+		"{\"b\":5,\"h\":255,\"i\":1000,\"n\":-7,\"o\":15,\"p\":3}");
+	TOML_EQ("f = 1.5\ne = 2e3\nt = true\nu = false\n",
+		"{\"e\":2000.0,\"f\":1.5,\"t\":true,\"u\":false}");
+	TOML_EQ(
+	    "d = 1979-05-27T07:32:00Z\ns = 1979-05-27 07:32:00\nt = 07:32:00\n",
+	    "{\"d\":\"1979-05-27T07:32:00Z\",\"s\":\"1979-05-27 07:32:00\",\"t\":\"07:32:00\"}");
+	TOML_EQ("m = \"\"\"\nline1\nline2 \\\n   joined\"\"\"\nl = '''\nraw\\n'''\n",
+		"{\"l\":\"raw\\\\n\",\"m\":\"line1\\nline2 joined\"}");
+	TOML_EQ("q = \"\"\"a\"\"\"\"\"\n", "{\"q\":\"a\\\"\\\"\"}");
+	TOML_EQ("a = [1, [2, 3], \"x\",\n  # comment\n  {k = 'v'},\n]\n",
+		"{\"a\":[1,[2,3],\"x\",{\"k\":\"v\"}]}");
+	TOML_EQ("\xEF\xBB\xBFx = 1\r\ny = 2\r\n", "{\"x\":1,\"y\":2}");
+}
+END_TEST
+
+START_TEST(toml_tables)
+{
+	/* Codex's config: dotted keys, sub-tables, inline tables, arrays of tables. */
+	TOML_EQ("model = \"o3\"\n[mcp_servers.docs]\ncommand = \"npx\"\nargs = [\"-y\", \"d\"]\n"
+		"env = { TOKEN = \"t\" }\nstartup_timeout_sec = 20\n"
+		"[mcp_servers.\"my srv\".env]\nA = 'b'\n[mcp_servers.remote]\nurl = 'https://x'\n",
+		"{\"mcp_servers\":{\"docs\":{\"args\":[\"-y\",\"d\"],\"command\":\"npx\","
+		"\"env\":{\"TOKEN\":\"t\"},\"startup_timeout_sec\":20},\"my srv\":{\"env\":{\"A\":"
+		"\"b\"}},\"remote\":{\"url\":\"https://x\"}},\"model\":\"o3\"}");
+	TOML_EQ("a.b.c = 1\na.b.d = 2\n[x]\ny.z = true\n",
+		"{\"a\":{\"b\":{\"c\":1,\"d\":2}},\"x\":{\"y\":{\"z\":true}}}");
+	TOML_EQ("[[p]]\nn = 1\n[p.q]\nr = 2\n[[p]]\nn = 3\n",
+		"{\"p\":[{\"n\":1,\"q\":{\"r\":2}},{\"n\":3}]}");
+	TOML_EQ("t = { a = 1,\n b = 2, }\n", "{\"t\":{\"a\":1,\"b\":2}}");
+}
+END_TEST
+
+static void toml_err(const char *text, const char *want)
+{
+	char *got = toml_json(text);
+
+	ck_assert_msg(strstr(got, want), "%s: got %s, want %s", text, got, want);
+	free(got);
+}
+
+START_TEST(toml_errors)
+{
+	char deep[400];
+
+	toml_err("a = 1\na = 2\n", "t.toml:2:6: key 'a' is defined twice");
+	toml_err("a = 1\n[a]\n", "t.toml:2:4: key 'a' is already a value");
+	toml_err("a = \"open\n", "control character in a string");
+	toml_err("a = \"open", "unterminated string");
+	toml_err("a = \"x\\q\"\n", "unknown escape \\q");
+	toml_err("a = 1 b = 2\n", "expected the end of the line");
+	toml_err("a = 01\n", "bad number");
+	toml_err("a = 1__0\n", "misplaced '_'");
+	toml_err("a = [1 2]\n", "expected ',' or ']'");
+	toml_err("a = \"\\uD800\"\n", "not a Unicode scalar value");
+	toml_err("= 1\n", "expected a key");
+	toml_err("a =\n", "expected a value");
+	toml_err("a = \"\xff\"\n", "not valid UTF-8");
+	toml_err("[[a]]\n[[a]\n", "expected ']]'");
+	toml_err("a = 1\n[[a]]\n", "not an array of tables");
+	memset(deep, '[', sizeof(deep));
+	memcpy(deep, "a = ", 4);
+	deep[sizeof(deep) - 1] = '\0';
+	toml_err(deep, "nested too deep");
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -247,6 +340,9 @@ static Suite *util_suite(void)
 	tcase_add_test(tc, path_join);
 	tcase_add_test(tc, shell_quote);
 	tcase_add_test(tc, jsonc_strip);
+	tcase_add_test(tc, toml_values);
+	tcase_add_test(tc, toml_tables);
+	tcase_add_test(tc, toml_errors);
 	tcase_add_test(tc, err_message);
 	tcase_add_test(tc, secrets);
 	suite_add_tcase(s, tc);
