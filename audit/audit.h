@@ -202,6 +202,13 @@ int audit_session_begin(struct audit_session **out, const char *db_path, const c
 			const char *ws_name, const char *jail, char *const argv[]) ARB_MUST_CHECK;
 int64_t audit_session_id(const struct audit_session *s);
 int audit_session_end(struct audit_session *s, int exit_status) ARB_MUST_CHECK;
+/*
+ * A limit of the session's box acted (kind "exec", op "limit"): `option` (--timeout,
+ * --memory, --pids) in path, what it did in path2 (a sentence), `count` (processes ended,
+ * forks refused; 1 for a timeout) in count. Its own transaction; call before the end.
+ */
+int audit_session_limit(struct audit_session *s, const char *option, const char *what,
+			int64_t count) ARB_MUST_CHECK;
 void audit_session_free(struct audit_session *s);
 
 /*

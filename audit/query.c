@@ -17,7 +17,8 @@ static const char *const known_ops[] = {
     "exec",	    "exit",
     "request",	    "tunnel",
     "unattributed", "unattributed-delete",
-    "rewind",	    NULL,
+    "rewind",	    "limit",
+    NULL,
 };
 
 bool audit_op_known(const char *op)

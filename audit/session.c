@@ -322,6 +322,44 @@ out:
 	return rc;
 }
 
+int audit_session_limit(struct audit_session *s, const char *option, const char *what,
+			int64_t count)
+{
+	struct audit_val v[AUDIT_CHAIN_COLS] = {0};
+	char comm[17] = "";
+	pid_t ppid = 0;
+	uint64_t start = 0;
+	int rc = audit_db_exec(s->db, "BEGIN IMMEDIATE");
+
+	if (rc < 0)
+		return rc;
+	if (audit_proc_stat(0, comm, &ppid, &start) < 0)
+		comm[0] = '\0';
+	v[AUDIT_COL_COMM] =
+	    (struct audit_val){.type = AUDIT_VAL_TEXT, .s = comm, .n = strlen(comm)};
+	v[AUDIT_COL_TIME_NS] = audit_val_int(util_now_ns(), true);
+	v[AUDIT_COL_KIND] = audit_val_str("exec");
+	v[AUDIT_COL_OP] = audit_val_str("limit");
+	v[AUDIT_COL_PATH] = audit_val_str(option);
+	v[AUDIT_COL_PATH2] = audit_val_str(what);
+	v[AUDIT_COL_RESULT] = audit_val_int(0, true);
+	v[AUDIT_COL_PID] = audit_val_int(s->leader, true);
+	v[AUDIT_COL_SESSION] = audit_val_int(s->id, true);
+	v[AUDIT_COL_COUNT] = audit_val_int(count, true);
+	rc = audit_chain_load(s->chain);
+	if (rc == 0)
+		rc = audit_chain_insert(s->chain, v);
+	if (rc == 0)
+		rc = audit_chain_finish(s->chain);
+	if (rc == -EIO)
+		rc = db_fail(s->db);
+	if (rc == 0)
+		rc = audit_db_exec(s->db, "COMMIT");
+	if (rc < 0)
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
 void audit_session_free(struct audit_session *s)
 {
 	if (!s)

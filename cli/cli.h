@@ -65,6 +65,14 @@ struct jail_run_stats;
 int cli_shell_limit_parse(const char *option, const char *arg, struct jail_limits *l,
 			  int64_t *timeout_ms) ARB_MUST_CHECK;
 void cli_shell_limit_report(const struct jail_limits *l, const struct jail_run_stats *st);
+/*
+ * One audit row per limit that acted on session s's box (--timeout when timed_out, --memory
+ * when the OOM killer ended processes, --pids when forks were refused); a failure to record
+ * is a warning on stderr.
+ */
+struct audit_session;
+void cli_shell_limit_audit(struct audit_session *s, const struct jail_limits *l,
+			   int64_t timeout_ms, bool timed_out, const struct jail_run_stats *st);
 
 /* Command entry points, their help texts and sub-command tables. */
 extern const char cmd_project_usage[], cmd_workspace_usage[], cmd_shell_usage[],

@@ -255,6 +255,9 @@ static void print_row_text(const struct audit_opts *o, const struct audit_row *r
 			       r->jail ? r->jail : "?");
 			print_argv(r->argv_json);
 			putchar('\n');
+		} else if (!strcmp(r->op, "limit")) {
+			printf("session %lld  %s%s: %s%s\n", (long long)r->session, c ? C_RED : "",
+			       r->path ? r->path : "?", r->path2 ? r->path2 : "", c ? C_RESET : "");
 		} else {
 			printf("session %lld  %sstatus %d%s\n", (long long)r->session,
 			       c && failed ? C_RED : "", r->result, c && failed ? C_RESET : "");
@@ -321,7 +324,8 @@ static void print_row_json(const struct audit_opts *o, const struct audit_row *r
 	json_object_set_new(obj, "session", opt_int(r->session, r->session > 0));
 	json_object_set_new(obj, "size", opt_int(r->size, r->size >= 0));
 	json_object_set_new(obj, "count",
-			    opt_int(r->count, !strcmp(r->op, "write") || !strcmp(r->op, "gap")));
+			    opt_int(r->count, !strcmp(r->op, "write") || !strcmp(r->op, "gap") ||
+						  !strcmp(r->op, "limit")));
 	json_object_set_new(obj, "off_lo", opt_int(r->off_lo, r->off_lo >= 0));
 	json_object_set_new(obj, "off_hi", opt_int(r->off_hi, r->off_hi >= 0));
 	json_object_set_new(obj, "mode", opt_int(r->mode, r->mode >= 0));

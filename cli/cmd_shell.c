@@ -366,6 +366,7 @@ static int run_box(struct core_project *p, const struct core_ws *ws, const struc
 		session_checkpoint(p, ws, session, "start");
 		rc = jail_box_run(b, &exit_status, &stats);
 		cli_shell_limit_report(&o->limits, &stats);
+		cli_shell_limit_audit(session, &o->limits, o->timeout_ms, rc == -ETIME, &stats);
 		if (rc == -ETIME)
 			status = cli_fail(JAIL_EXIT_TIMEOUT, "--timeout: %s", util_err_msg());
 		else if (rc < 0)

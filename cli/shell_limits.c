@@ -93,6 +93,35 @@ int cli_shell_limit_parse(const char *option, const char *arg, struct jail_limit
 	return parse_pids(arg, &l->pids);
 }
 
+static void limit_row(struct audit_session *s, const char *option, int64_t count, char *what)
+{
+	if (!what || audit_session_limit(s, option, what, count) < 0)
+		fprintf(stderr, "arborinth: warning: cannot record %s in the audit log: %s\n",
+			option, what ? util_err_msg() : "out of memory");
+	free(what);
+}
+
+void cli_shell_limit_audit(struct audit_session *s, const struct jail_limits *l, int64_t timeout_ms,
+			   bool timed_out, const struct jail_run_stats *st)
+{
+	if (!s)
+		return;
+	if (timed_out)
+		limit_row(s, "--timeout", 1,
+			  util_asprintf("the box ran past %lld.%03lld s and was stopped",
+					(long long)(timeout_ms / 1000),
+					(long long)(timeout_ms % 1000)));
+	if (st->oom_kills)
+		limit_row(s, "--memory", st->oom_kills,
+			  util_asprintf("the box reached %lld MiB; the kernel ended %lld of its "
+					"processes",
+					(long long)(l->memory >> 20), (long long)st->oom_kills));
+	if (st->forks_refused)
+		limit_row(s, "--pids", st->forks_refused,
+			  util_asprintf("the box reached %lld processes; %lld forks were refused",
+					(long long)l->pids, (long long)st->forks_refused));
+}
+
 void cli_shell_limit_report(const struct jail_limits *l, const struct jail_run_stats *st)
 {
 	if (st->oom_kills)

@@ -1,17 +1,16 @@
 /*
  * util/toml.c: a TOML 1.0 document read into a JSON object (jansson), for configuration files
  * other programs own (Codex's config.toml). Tables and arrays of tables become objects and
- * arrays, strings strings, integers and floats numbers, booleans booleans, and dates and
- * times the string as written. Keys may be bare, quoted or dotted. Being a reader of other
- * programs' files, it is lenient where TOML 1.1 relaxed the rules (newlines and a trailing
- * comma in inline tables, \e and \xHH escapes) and strict where a wrong answer could follow
- * (a key defined twice, a table over a value). No C TOML library is packaged for Debian 12.
+ * arrays, strings strings, integers and floats numbers, booleans booleans, and dates, times,
+ * inf and nan (which JSON lacks) the string as written. Keys may be bare, quoted or dotted. Being a
+ * reader of other programs' files, it is lenient where TOML 1.1 relaxed the rules (newlines and a
+ * trailing comma in inline tables, \e and \xHH escapes) and strict where a wrong answer could
+ * follow (a key defined twice, a table over a value). No C TOML library is packaged for Debian 12.
  */
 #include "util/util.h"
 
 #include <errno.h>
 #include <jansson.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -478,10 +477,9 @@ static int number(struct tp *t, const char *s, size_t n, json_t **out)
 	buf[k] = '\0';
 	const char *d = buf + (buf[0] == '+' || buf[0] == '-');
 
+	/* JSON has no infinity or NaN (jansson refuses them): they stay text, as written. */
 	if (!strcmp(d, "inf") || !strcmp(d, "nan")) {
-		double v = d[0] == 'i' ? INFINITY : NAN;
-
-		*out = json_real(buf[0] == '-' ? -v : v);
+		*out = json_string(buf);
 		return *out ? 0 : util_err(-ENOMEM, "out of memory");
 	}
 	if (d[0] == '0' && (d[1] == 'x' || d[1] == 'o' || d[1] == 'b')) {

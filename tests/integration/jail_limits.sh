@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Limits on a box: --timeout stops a runaway command (SIGTERM, then SIGKILL to the whole box),
 # exits 124 with one line, leaves no process behind, and the workspace's view and the next box
-# keep working; the audit records the session's status. --memory, --pids and --cpus (a cgroup
+# keep working; the audit records the session's status and a limit row for each limit that acted. --memory, --pids and --cpus (a cgroup
 # of the box's own): a memory hog is killed, a fork bomb is held to its limit and stopped by
 # --timeout, a busy loop gets its share of a CPU; each with a control without the limit; the
 # host, the view and the next box keep working; the cgroups are gone afterwards.
@@ -37,6 +37,9 @@ expect_status 0 "the workspace still works" -- box -- sh -c 'echo after >after.t
 expect_eq "after" "$OUT" "a box after the timeouts writes the view"
 expect_status 0 "audit" -- "$ARB" audit w --kind exec --json
 expect_match '"exit_status": ?124' "$OUT" "the audit records the timed-out session's status"
+expect_match '"op": ?"limit", ?"path": ?"--timeout", ?"path2": ?"the box ran past 1.000 s and was stopped"' "$OUT" "the audit records that --timeout stopped the box"
+expect_status 0 "audit text" -- "$ARB" audit w --kind exec
+expect_match "arborinth\[[0-9]+\] +limit +session 1  --timeout: the box ran past 1.000 s and was stopped" "$OUT" "audit's text shows the limit row"
 
 # Errors: one line, exit 2, nothing run.
 for bad in 5 0s -3s 2024-01-01 @10 soon ""; do
@@ -74,6 +77,12 @@ took=$((($(date +%s%N) - start) / 1000000))
 expect_match "arborinth: --pids: the box reached its limit of 40 processes; [1-9][0-9]* forks were refused" "$ERR" "--pids message"
 expect_match "arborinth: --timeout: the box ran out of time" "$ERR" "the bomb ended by --timeout"
 [ "$took" -lt 10000 ] && pass || fail "the fork bomb took $took ms to stop"
+# The audit says which limit acted on which session, with the kernel's counts.
+expect_status 0 "audit after the limits" -- "$ARB" audit w --kind exec --json
+expect_match '"op": ?"limit", ?"path": ?"--memory", ?"path2": ?"the box reached 64 MiB; the kernel ended [1-9][0-9]* of its processes"' "$OUT" "the audit records the --memory kill"
+expect_match '"op": ?"limit", ?"path": ?"--pids", ?"path2": ?"the box reached 40 processes; [1-9][0-9]* forks were refused"' "$OUT" "the audit records the refused forks"
+[ "$(grep -c '"op": \?"limit"' <<<"$OUT")" -eq "$(grep -o '"op": \?"limit"' <<<"$OUT" | wc -l)" ] && pass || fail "limit rows"
+expect_status 0 "audit --verify after the limit rows" -- "$ARB" audit w --verify
 SPAWN='for i in $(seq 30); do sleep 2 & done; echo spawned-$(jobs -p | wc -l); kill $(jobs -p)'
 expect_status 0 "control: 30 processes without --pids" -- box -- bash -c "$SPAWN"
 expect_eq "spawned-30" "$OUT" "control: 30 processes start without a limit"
