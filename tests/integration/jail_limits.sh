@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Limits on a box: --timeout stops a runaway command (SIGTERM, then SIGKILL to the whole box),
 # exits 124 with one line, leaves no process behind, and the workspace's view and the next box
-# keep working; the audit records the session's status and a limit row for each limit that acted. --memory, --pids and --cpus (a cgroup
-# of the box's own): a memory hog is killed, a fork bomb is held to its limit and stopped by
-# --timeout, a busy loop gets its share of a CPU; each with a control without the limit; the
-# host, the view and the next box keep working; the cgroups are gone afterwards.
+# keep working; the audit records the session's status and a limit row for each limit that
+# acted. --memory, --pids and --cpus (a cgroup of the box's own): a memory hog is killed, a
+# fork bomb is held to its limit and stopped by --timeout, a busy loop gets its share of a
+# CPU; each with a control without the limit; the host, the view and the next box keep
+# working; the cgroups are gone afterwards.
 . "$(dirname "$0")/jail_lib.sh"
 jail_setup
 
