@@ -71,8 +71,8 @@ void cli_shell_limit_report(const struct jail_limits *l, const struct jail_run_s
  * is a warning on stderr.
  */
 struct audit_session;
-void cli_shell_limit_audit(struct audit_session *s, const struct jail_limits *l,
-			   int64_t timeout_ms, bool timed_out, const struct jail_run_stats *st);
+void cli_shell_limit_audit(struct audit_session *s, const struct jail_limits *l, int64_t timeout_ms,
+			   bool timed_out, const struct jail_run_stats *st);
 
 /* Command entry points, their help texts and sub-command tables. */
 extern const char cmd_project_usage[], cmd_workspace_usage[], cmd_shell_usage[],

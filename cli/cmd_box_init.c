@@ -26,7 +26,7 @@ const char cmd_box_init_usage[] =
  *   {"relay", relay_start, relay_stop},   (ARG: "PORT[,PORT...]=SOCKET")
  */
 static const struct jail_init_hook box_init_hooks[] = {
-    {"relay", proxy_relay_hook_start, proxy_relay_hook_stop},
+    {PROXY_RELAY_HOOK, proxy_relay_hook_start, proxy_relay_hook_stop},
     {0},
 };
 
@@ -40,59 +40,19 @@ int __lsan_is_turned_off(void)
 }
 #endif
 
-static const struct jail_init_hook *hook_named(const char *name)
-{
-	for (const struct jail_init_hook *h = box_init_hooks; h->name; h++)
-		if (!strcmp(h->name, name))
-			return h;
-	return NULL;
-}
-
 int cmd_box_init(struct cli_global *g, int argc, char **argv)
 {
-	const char **names = calloc((size_t)argc + 1, sizeof(*names));
-	const char **args = calloc((size_t)argc + 1, sizeof(*args));
-	struct jail_init_opts o = {.ready_fd = -1, .hooks = box_init_hooks};
-	size_t n = 0;
-	int i = 1, status = JAIL_EXIT_SETUP, rc;
+	struct jail_init_opts o;
+	int status = JAIL_EXIT_SETUP;
 
 	(void)g;
 	in_box_init = 1;
-	if (!names || !args) {
-		fprintf(stderr, "arborinth: box-init: out of memory\n");
-		goto out;
-	}
-	/* Hand-parsed: hook options come from the table, and nothing after -- is ours. */
-	for (; i < argc && strcmp(argv[i], "--"); i += 2) {
-		if (i + 1 >= argc || strncmp(argv[i], "--", 2)) {
-			fprintf(stderr, "arborinth: box-init: bad argument '%s'\n", argv[i]);
-			goto out;
-		}
-		if (!strcmp(argv[i], "--ready-fd")) {
-			o.ready_fd = atoi(argv[i + 1]);
-		} else if (hook_named(argv[i] + 2)) {
-			names[n] = argv[i] + 2;
-			args[n++] = argv[i + 1];
-		} else {
-			fprintf(stderr, "arborinth: box-init: unknown hook '%s'\n", argv[i] + 2);
-			goto out;
-		}
-	}
-	if (i + 1 >= argc) {
-		fprintf(stderr, "arborinth: box-init: no command after --\n");
-		goto out;
-	}
-	o.hook_names = names;
-	o.hook_args = args;
-	o.argv = argv + i + 1;
-	rc = jail_init_run(&o, &status);
-	if (rc < 0) {
+	if (jail_init_opts_parse(&o, argc, argv, box_init_hooks) < 0 ||
+	    jail_init_run(&o, &status) < 0) {
 		fprintf(stderr, "arborinth: %s\n", util_err_msg());
 		status = JAIL_EXIT_SETUP;
 	}
-out:
-	free(names);
-	free(args);
+	jail_init_opts_clear(&o);
 	fflush(stdout);
 	return status;
 }

@@ -34,7 +34,8 @@ static int one_name(struct cli_global *g, const char *name, int argc, char **arg
 	while ((ch = cli_getopt(g, &cmd, argc, argv, "", json ? opts : opts + 1, &status)) != -1) {
 		if (ch == -2)
 			return status;
-		*json = true;
+		if (json)
+			*json = true;
 	}
 	if (optind != argc - 1)
 		return cli_usage_error(

@@ -70,7 +70,7 @@ int cmd_fs_daemon(struct cli_global *g, int argc, char **argv)
 			cfg.ws_name = optarg;
 			break;
 		case 'f':
-			ready_fd = atoi(optarg);
+			ready_fd = (int)strtol(optarg, NULL, 10);
 			break;
 		case 'D':
 			cfg.debug = 1;

@@ -75,13 +75,10 @@ static char *plugin_list(void)
 	if (n)
 		qsort(names, n, sizeof(*names), cmp_str);
 	out = calloc(1, len + 8);
-	for (size_t i = 0; out && i < n; i++) {
-		if (i)
-			strcat(out, ", ");
-		strcat(out, names[i]);
-	}
+	for (size_t i = 0, off = 0; out && i < n; i++)
+		off += (size_t)snprintf(out + off, len + 8 - off, "%s%s", i ? ", " : "", names[i]);
 	if (out && !n)
-		strcpy(out, "none");
+		snprintf(out, len + 8, "none");
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);

@@ -254,14 +254,29 @@ static int box_setup_tcp(struct proxy *px, struct jail_box *b, const struct core
 	return rc;
 }
 
+/* One relay hook: ports (n > 0) of the box's loopback to socket NAME in the socket folder. */
+static int add_relay(struct jail_box *b, const uint16_t *ports, size_t n, const char *name)
+{
+	char *sock = util_asprintf("%s/%s", BOX_PROXY_DIR, name);
+	char *arg = sock ? proxy_relay_arg_format(ports, n, sock) : NULL;
+	int rc = arg ? jail_box_add_init_hook(b, PROXY_RELAY_HOOK, arg)
+		     : util_err(-ENOMEM, "out of memory");
+
+	free(arg);
+	free(sock);
+	return rc;
+}
+
 /* Without --net: the socket directory (read-only) and box-init's relays to it. */
 static int box_setup_relay(struct proxy *px, struct jail_box *b, const struct core_ws *ws)
 {
-	char *dir = util_path_join(ws->run, "proxy"), *relay = NULL, *what = NULL;
-	size_t n = 0, off = 0, cap = 64, n_allow = 0;
+	char *dir = util_path_join(ws->run, "proxy"), *what = NULL;
+	size_t n = 0, n_tls = 0, n_allow = 0;
 	const uint16_t *ports = proxy_ports(px, &n);
 	const char *const *allowed = proxy_allowed_hosts(px, &n_allow);
-	int rc = dir ? 0 : util_err(-ENOMEM, "out of memory");
+	uint16_t *tls = calloc(n + 1, sizeof(*tls));
+	const uint16_t egress = PROXY_EGRESS_PORT;
+	int rc = dir && tls ? 0 : util_err(-ENOMEM, "out of memory");
 
 	/* What --explain says of the mount: which relays, and where tunnels may go. */
 	what = util_asprintf("the proxy's socket%s (relayed to 127.0.0.1 by box-init)%s",
@@ -274,36 +289,21 @@ static int box_setup_relay(struct proxy *px, struct jail_box *b, const struct co
 	}
 	if (rc == 0 && !what)
 		rc = util_err(-ENOMEM, "out of memory");
-	relay = calloc(1, cap + 8 * n);
-	if (rc == 0 && !relay)
-		rc = util_err(-ENOMEM, "out of memory");
-	for (size_t i = 0; rc == 0 && i < n; i++)
-		off += (size_t)sprintf(relay + off, "%s%u", i ? "," : "", ports[i]);
-	if (rc == 0)
-		sprintf(relay + off, "=%s/proxy.sock", BOX_PROXY_DIR);
 	if (rc == 0)
 		rc = jail_box_add_default_mount(b, JAIL_MOUNT_RO, dir, BOX_PROXY_DIR, what);
 	if (rc == 0 && n)
-		rc = jail_box_add_init_hook(b, "relay", relay);
+		rc = add_relay(b, ports, n, "proxy.sock");
 	/* The backends' TLS ports, to the TLS socket. */
-	off = 0;
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		uint16_t tp = proxy_backend_tls_port(proxy_backend_at(px, i));
-
-		if (tp)
-			off += (size_t)sprintf(relay + off, "%s%u", off ? "," : "", tp);
-	}
-	if (rc == 0 && off) {
-		sprintf(relay + off, "=%s/tls.sock", BOX_PROXY_DIR);
-		rc = jail_box_add_init_hook(b, "relay", relay);
-	}
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if ((tls[n_tls] = proxy_backend_tls_port(proxy_backend_at(px, i))))
+			n_tls++;
+	if (rc == 0 && n_tls)
+		rc = add_relay(b, tls, n_tls, "tls.sock");
 	/* The same relay for the CONNECT proxy, to its own socket. */
-	if (rc == 0 && n_allow) {
-		sprintf(relay, "%u=%s/egress.sock", PROXY_EGRESS_PORT, BOX_PROXY_DIR);
-		rc = jail_box_add_init_hook(b, "relay", relay);
-	}
+	if (rc == 0 && n_allow)
+		rc = add_relay(b, &egress, 1, "egress.sock");
+	free(tls);
 	free(what);
-	free(relay);
 	free(dir);
 	return rc;
 }

@@ -37,9 +37,8 @@ static int layer_parent(struct dirty *d, const char *rel, int *out)
 	char *p = buf, *slash;
 	int fd, nfd;
 
-	if (strlen(rel) >= sizeof(buf))
+	if ((size_t)snprintf(buf, sizeof(buf), "%s", rel) >= sizeof(buf))
 		return -ENAMETOOLONG;
-	strcpy(buf, rel);
 	fd = fcntl(d->layer, F_DUPFD_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
@@ -165,9 +164,8 @@ static int whiteout(struct dirty *d, const char *rel)
 	char *slash = buf;
 	int dir = -1, rc;
 
-	if (strlen(rel) >= sizeof(buf))
+	if ((size_t)snprintf(buf, sizeof(buf), "%s", rel) >= sizeof(buf))
 		return -ENAMETOOLONG;
-	strcpy(buf, rel);
 	for (;;) {
 		slash = strchr(slash, '/');
 		if (slash)

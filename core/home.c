@@ -82,7 +82,7 @@ static int conflict_list(git_index *idx, char **list)
 				break;
 			s = ns;
 		}
-		len += (size_t)sprintf(s + len, "%s%s", len ? " " : "", path);
+		len += (size_t)snprintf(s + len, cap - len, "%s%s", len ? " " : "", path);
 	}
 	git_index_conflict_iterator_free(it);
 	*list = s;
@@ -243,7 +243,7 @@ static int check_origin(struct core_project *p, git_diff *diff, char **bad)
 			if (!ns)
 				break;
 			s = ns;
-			len += (size_t)sprintf(s + len, "%s%s", len ? " " : "", in_way);
+			len += (size_t)snprintf(s + len, cap - len, "%s%s", len ? " " : "", in_way);
 		}
 	}
 	if (!s)

@@ -56,7 +56,7 @@ static const char *daemon_exe(void)
 		path[n] = '\0';
 		slash = strrchr(path, '/');
 		if (slash) {
-			strcpy(slash + 1, "arborinth_fs");
+			memcpy(slash + 1, "arborinth_fs", sizeof("arborinth_fs"));
 			if (access(path, X_OK) == 0)
 				return path;
 		}

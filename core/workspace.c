@@ -52,7 +52,7 @@ static pid_t read_pid(const char *run)
 	pid_t pid = 0;
 
 	if (path && util_read_file(path, &buf, NULL) == 0) {
-		pid = (pid_t)atoi(buf);
+		pid = (pid_t)strtol(buf, NULL, 10);
 		if (!util_pid_alive(pid))
 			pid = 0;
 	}

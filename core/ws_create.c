@@ -22,7 +22,7 @@ static int random_hex(char *buf, size_t bytes)
 	if (bytes > sizeof(raw) || getrandom(raw, bytes, 0) != (ssize_t)bytes)
 		return -EIO;
 	for (size_t i = 0; i < bytes; i++)
-		sprintf(buf + 2 * i, "%02x", raw[i]);
+		snprintf(buf + 2 * i, 3, "%02x", raw[i]);
 	return 0;
 }
 

@@ -44,7 +44,7 @@ static int open_lower(struct fs *fs, const git_oid *oid, int64_t size, int *out)
 		git_oid_tostr(hex, sizeof(hex), oid);
 		memcpy(path, hex, 2);
 		path[2] = '/';
-		strcpy(path + 3, hex + 2);
+		memcpy(path + 3, hex + 2, GIT_OID_HEXSZ - 1); /* with the NUL */
 		unlinkat(fs->blobs_fd, path, 0);
 	}
 	return -EIO;

@@ -311,15 +311,7 @@ static void build_argv(struct jail_box *b)
 	jail_strv_push(a, "--info-fd");
 	jail_strv_pushf(a, "%d", JAIL_FD_INFO);
 	jail_strv_push(a, "--");
-	jail_strv_push(a, JAIL_BOX_INIT_PATH);
-	jail_strv_push(a, "__box-init");
-	jail_strv_push(a, "--ready-fd");
-	jail_strv_pushf(a, "%d", JAIL_FD_READY);
-	for (size_t i = 0; i < b->hooks.n; i++)
-		jail_strv_push(a, b->hooks.v[i]);
-	jail_strv_push(a, "--");
-	for (size_t i = 0; i < b->command.n; i++)
-		jail_strv_push(a, b->command.v[i]);
+	jail_init_argv(a, JAIL_BOX_INIT_PATH, JAIL_FD_READY, &b->hooks, &b->command);
 }
 
 int jail_box_finish(struct jail_box *b)

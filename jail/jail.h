@@ -93,7 +93,7 @@ int jail_box_add_default_mount(struct jail_box *b, enum jail_mount_type type, co
 int jail_box_add_env(struct jail_box *b, const char *arg) ARB_MUST_CHECK;
 /*
  * Asks box-init to run hook `name` with `arg` before the command (`__box-init --NAME ARG`);
- * the hook must exist in the box-init hook table (cli/cmd_box_init.c).
+ * the hook must exist in the table box-init's program hands jail_init_opts_parse().
  */
 int jail_box_add_init_hook(struct jail_box *b, const char *name, const char *arg) ARB_MUST_CHECK;
 /*
@@ -196,5 +196,14 @@ struct jail_init_opts {
  * -errno with a message when a hook fails or the command cannot be forked.
  */
 int jail_init_run(const struct jail_init_opts *o, int *exit_status) ARB_MUST_CHECK;
+/*
+ * box-init's own command line from its verb on (argv[0] "__box-init"; built by the host side
+ * in jail/init_argv.c) into o, with hook names checked against the table `hooks`.
+ * -EINVAL with a message (a bad pair, an unknown hook, a bad --ready-fd, no command). Free
+ * with jail_init_opts_clear(); o->argv points into argv.
+ */
+int jail_init_opts_parse(struct jail_init_opts *o, int argc, char **argv,
+			 const struct jail_init_hook *hooks) ARB_MUST_CHECK;
+void jail_init_opts_clear(struct jail_init_opts *o);
 
 #endif

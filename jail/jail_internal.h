@@ -30,6 +30,13 @@ void jail_strv_take(struct jail_strv *s, char *str);
 int jail_strv_ok(const struct jail_strv *s) ARB_MUST_CHECK; /* 0 or -ENOMEM */
 void jail_strv_clear(struct jail_strv *s);
 
+/*
+ * box-init's command line (jail/init_argv.c, next to its parser jail_init_opts_parse):
+ * PROGRAM __box-init --ready-fd N, the hook options ("--NAME", "ARG" pairs), --, COMMAND.
+ */
+void jail_init_argv(struct jail_strv *a, const char *program, int ready_fd,
+		    const struct jail_strv *hooks, const struct jail_strv *command);
+
 /* ---- paths ---------------------------------------------------------------------------- */
 
 /*

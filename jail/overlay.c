@@ -33,7 +33,7 @@ static char *encode(const char *dest)
 		if (strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", *p))
 			*o++ = (char)*p;
 		else
-			o += sprintf(o, "%%%02X", *p);
+			o += snprintf(o, 4, "%%%02X", *p);
 	}
 	if (out)
 		*o = '\0';

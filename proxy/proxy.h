@@ -250,6 +250,10 @@ void proxy_relay_free(struct proxy_relay *r);
  */
 int proxy_relay_arg_parse(const char *arg, uint16_t **ports, size_t *n,
 			  char **socket_path) ARB_MUST_CHECK;
+/* The other half: "PORT[,PORT...]=SOCKET" for n > 0 ports (caller frees; NULL: ENOMEM). */
+char *proxy_relay_arg_format(const uint16_t *ports, size_t n, const char *socket_path);
+/* The box-init hook that runs relays (jail_box_add_init_hook, box-init's hook table). */
+#define PROXY_RELAY_HOOK "relay"
 
 /*
  * The same as a box-init hook (struct jail_init_hook's start/stop): start parses arg

@@ -282,6 +282,19 @@ int proxy_relay_arg_parse(const char *arg, uint16_t **ports, size_t *n, char **s
 	return 0;
 }
 
+char *proxy_relay_arg_format(const uint16_t *ports, size_t n, const char *socket_path)
+{
+	size_t cap = n * 6 + strlen(socket_path) + 2, off = 0;
+	char *out = malloc(cap);
+
+	for (size_t i = 0; out && i < n; i++)
+		off += (size_t)snprintf(out + off, cap - off, "%s%u", i ? "," : "",
+					(unsigned)ports[i]);
+	if (out)
+		snprintf(out + off, cap - off, "=%s", socket_path);
+	return out;
+}
+
 int proxy_relay_hook_start(const char *arg, void **state)
 {
 	struct proxy_relay *r = NULL;

@@ -41,7 +41,7 @@ int proxy_sockaddr(const char *path, struct sockaddr_un *sa, socklen_t *len, int
 	sa->sun_family = AF_UNIX;
 	*dirfd = -1;
 	if (strlen(path) < sizeof(sa->sun_path)) {
-		strcpy(sa->sun_path, path);
+		memcpy(sa->sun_path, path, strlen(path) + 1);
 	} else {
 		/* Too long for sun_path: reach it through our fd of its directory. */
 		slash = strrchr(path, '/');

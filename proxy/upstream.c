@@ -227,7 +227,7 @@ static size_t header_cb(char *data, size_t size, size_t nitems, void *ud)
 	if (n >= 5 && strncmp(data, "HTTP/", 5) == 0) {
 		const char *sp = memchr(data, ' ', n);
 
-		f->status = sp ? atoi(sp + 1) : 0;
+		f->status = sp ? (int)strtol(sp + 1, NULL, 10) : 0;
 		f->head_len = 0;
 		f->has_cl = false;
 		return len;

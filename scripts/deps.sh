@@ -3,7 +3,7 @@
 # Does nothing when all are present; otherwise apt-get update + install (root or sudo).
 set -euo pipefail
 
-PKGS=(build-essential cmake ninja-build pkg-config git python3 clang-format
+PKGS=(build-essential cmake ninja-build pkg-config git python3 clang-format cppcheck
       libfuse3-dev fuse3 libgit2-dev libsqlite3-dev sqlite3 libseccomp-dev check
       libjansson-dev libcurl4-openssl-dev libssl-dev zlib1g-dev libhttp-parser-dev bubblewrap libcap2-bin iproute2 procps psmisc
       util-linux attr tmux

@@ -17,6 +17,11 @@ fi
 
 echo "== format check"
 git ls-files -z '*.c' '*.h' | xargs -0 clang-format --dry-run --Werror
+echo "== layering check"
+bash scripts/check-layers.sh
+echo "== static analysis (cppcheck)"
+git ls-files -z '*.c' ':!tests/' | xargs -0 cppcheck --quiet --enable=warning,portability \
+	--inline-suppr --std=c11 -D_GNU_SOURCE -I. --error-exitcode=1
 
 jobs=$(nproc)
 echo "== build (RelWithDebInfo)"

@@ -768,6 +768,56 @@ START_TEST(init_statuses)
 }
 END_TEST
 
+START_TEST(init_argv_roundtrip)
+{
+	/* The host's half builds what box-init's half parses; bad command lines are refused. */
+	struct jail_strv a = {0}, hooks = {0}, cmd = {0};
+	struct jail_init_opts o;
+
+	jail_strv_push(&hooks, "--test");
+	jail_strv_push(&hooks, "ARG 1");
+	jail_strv_push(&cmd, "sh");
+	jail_strv_push(&cmd, "--");
+	jail_init_argv(&a, "/prog", 5, &hooks, &cmd);
+	ck_assert_int_eq(jail_strv_ok(&a), 0);
+	ck_assert_str_eq(a.v[1], "__box-init");
+	ck_assert_int_eq(jail_init_opts_parse(&o, (int)a.n - 1, a.v + 1, test_hooks), 0);
+	ck_assert_int_eq(o.ready_fd, 5);
+	ck_assert_str_eq(o.hook_names[0], "test");
+	ck_assert_str_eq(o.hook_args[0], "ARG 1");
+	ck_assert_ptr_null(o.hook_names[1]);
+	ck_assert_str_eq(o.argv[0], "sh");
+	ck_assert_str_eq(o.argv[1], "--"); /* the command's own -- is its own */
+	jail_init_opts_clear(&o);
+	{
+		static const struct {
+			const char *argv[6];
+			const char *msg;
+		} bad[] = {
+		    {{"__box-init", "--ready-fd", "x", "--", "sh"}, "bad --ready-fd 'x'"},
+		    {{"__box-init", "--nope", "a", "--", "sh"}, "unknown hook 'nope'"},
+		    {{"__box-init", "ready", "1", "--", "sh"}, "bad argument 'ready'"},
+		    {{"__box-init", "--ready-fd", "3", "--"}, "no command after --"},
+		    {{"__box-init", "--test"}, "bad argument '--test'"},
+		};
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			int n = 0;
+
+			while (n < 6 && bad[i].argv[n])
+				n++;
+			ck_assert_int_eq(
+			    jail_init_opts_parse(&o, n, (char **)bad[i].argv, test_hooks), -EINVAL);
+			ck_assert_msg(strstr(util_err_msg(), bad[i].msg), "%zu: %s", i,
+				      util_err_msg());
+			ck_assert_ptr_null(o.hook_names);
+		}
+	}
+	jail_strv_clear(&a);
+	jail_strv_clear(&hooks);
+	jail_strv_clear(&cmd);
+}
+END_TEST
+
 START_TEST(init_hook_failures)
 {
 	const char *unknown[] = {"nope", NULL}, *failing[] = {"test", "test", NULL};
@@ -829,6 +879,7 @@ static Suite *jail_suite(void)
 	tcase_add_test(tc, init_runs_hooks_and_command);
 	tcase_add_test(tc, init_statuses);
 	tcase_add_test(tc, init_hook_failures);
+	tcase_add_test(tc, init_argv_roundtrip);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# scripts/check-layers.sh: the architecture's rules, checked on the sources (CI runs it next
+# to the format check). Exit 1 with one line per violation.
+#
+#  1. Each folder includes only the modules below it (ARCHITECTURE in the README):
+#       util   -> (nothing)
+#       audit  -> util             binds -> util
+#       jail   -> util             proxy -> util
+#       fs     -> audit util
+#       core   -> fs audit util
+#       cli    -> anything (parse and print; orchestration moves to the library, issue #14)
+#  2. A module's private headers (*_internal.h, and cli's cmd_launch.h) are included only
+#     inside the module and by the unit tests.
+#  3. No sprintf, strcpy, strcat, atoi, gets in the sources (snprintf, strtol, util_asprintf).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+declare -A allowed=(
+	[util]=""
+	[audit]="util"
+	[binds]="util"
+	[jail]="util"
+	[proxy]="util"
+	[fs]="audit util"
+	[core]="fs audit util"
+	[cli]="*"
+)
+bad=0
+complain() {
+	echo "check-layers: $*"
+	bad=1
+}
+
+for dir in "${!allowed[@]}"; do
+	while IFS=: read -r file line inc; do
+		mod=${inc%%/*}
+		[ "$mod" = "$dir" ] && continue
+		if [ "${allowed[$dir]}" != "*" ] && ! grep -qw -- "$mod" <<<"${allowed[$dir]}"; then
+			complain "$file:$line: $dir/ may not include $inc (allowed: ${allowed[$dir]:-none})"
+		fi
+	done < <(git grep -n -o -E '^#include "[a-z_]+/[a-z_]+\.h"' -- "$dir/*.c" "$dir/*.h" |
+		sed -E 's/#include "(.*)"/\1/')
+done
+
+# Private headers stay in their module (and the unit tests).
+while IFS=: read -r file line inc; do
+	mod=${inc%%/*}
+	case "$file" in
+	"$mod"/* | tests/unit/*) ;;
+	*) complain "$file:$line: includes $inc, private to $mod/" ;;
+	esac
+done < <(git grep -n -o -E '^#include "[a-z_]+/([a-z_]+_internal|cmd_launch)\.h"' -- '*.c' '*.h' |
+	sed -E 's/#include "(.*)"/\1/')
+
+# Unbounded or unchecked calls.
+while IFS= read -r hit; do
+	complain "$hit: use snprintf, util_asprintf or strtol instead"
+done < <(git grep -n -E '\b(sprintf|strcpy|strcat|atoi|gets)\(' -- '*.c' ':!tests/' || true)
+
+exit $bad
