@@ -692,32 +692,3 @@ out:
 		free((char *)o.ops[i]);
 	return status;
 }
-
-/* --- shell sessions --- */
-
-int cli_audit_session_begin(struct audit_session **out, struct core_project *p,
-			    const struct core_ws *ws, const char *jail, char *const cmd[])
-{
-	char *db = util_path_join(core_project_state_dir(p), "state.db");
-	int rc;
-
-	*out = NULL;
-	if (!db)
-		return util_err(-ENOMEM, "out of memory");
-	rc = audit_session_begin(out, db, ws->id, ws->name, jail, cmd);
-	free(db);
-	if (rc < 0)
-		return util_err(rc, "cannot record the session in the audit log: %s",
-				util_err_msg());
-	return 0;
-}
-
-void cli_audit_session_end(const struct core_ws *ws, struct audit_session *s, int exit_status)
-{
-	/* The session's last writes may still be coalescing in the daemon: record them first. */
-	if (s)
-		sync_or_warn(ws);
-	if (s && audit_session_end(s, exit_status) < 0)
-		fprintf(stderr, "arborinth: warning: cannot record the end of the session: %s\n",
-			util_err_msg());
-}

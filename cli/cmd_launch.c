@@ -81,7 +81,7 @@ int launch_write_box_login(const struct launch *l, struct proxy *px, const char 
 	int rc = l->ws_home ? proxy_login_box_file(px, l->backend, &text)
 			    : util_err(-EINVAL, "no workspace home");
 
-	rc = rc ?: cli_home_write(l->ws_home, sub, name, text);
+	rc = rc ?: lib_home_write(l->ws_home, sub, name, text);
 	free(text);
 	return rc;
 }
@@ -91,7 +91,7 @@ int launch_box_json_merge(const struct launch *l, const char *sub, const char *n
 	json_t *root = NULL;
 	char *text = NULL;
 	int dir = -1, fd = -1,
-	    rc = l->ws_home ? cli_home_dir_open(l->ws_home, sub, &dir)
+	    rc = l->ws_home ? lib_home_dir_open(l->ws_home, sub, &dir)
 			    : util_err(-EINVAL, "no workspace home");
 
 	if (rc < 0)
@@ -203,8 +203,8 @@ static int parse(struct cli_global *g, const struct cli_cmd *cmd, int argc, char
 			struct jail_limits lim = {0};
 			int64_t timeout_ms = 0;
 
-			if (cli_shell_limit_parse(limit_names[c - LAUNCH_OPT_TIMEOUT], optarg, &lim,
-						  &timeout_ms) < 0)
+			if (lib_limit_parse(limit_names[c - LAUNCH_OPT_TIMEOUT], optarg, &lim,
+					    &timeout_ms) < 0)
 				return cli_usage_error(cmd->name, "%s", util_err_msg());
 			l->limits[c - LAUNCH_OPT_TIMEOUT] = optarg;
 			break;
@@ -374,7 +374,7 @@ int launch_backend_opt(struct launch *l, const char *key, const char *value)
 
 char *launch_key_file(const struct launch *l)
 {
-	return cli_proxy_key_file(l->host_home, l->backend);
+	return lib_proxy_key_file(l->host_home, l->backend);
 }
 
 /*
@@ -420,7 +420,7 @@ static int choose_auth(struct launch *l)
 				c->name, l->backend, l->key_env, l->key_hint);
 	if (l->auth == LAUNCH_AUTH_LOGIN) {
 		l->backend = c->login_backend;
-		l->login = (struct cli_proxy_login){c->login_backend, c->login_kind, l->login_path,
+		l->login = (struct lib_proxy_login){c->login_backend, c->login_kind, l->login_path,
 						    l->token_url};
 	}
 	return CLI_OK;
@@ -451,16 +451,16 @@ static int check_backend(const struct launch *l)
 {
 	char *spec = launch_backend_spec(l);
 	const char *specs[1] = {spec};
-	struct cli_proxy_opts po = {.backends = specs,
+	struct lib_proxy_opts po = {.backends = specs,
 				    .n_backends = 1,
 				    .key_file = l->key_file,
 				    .login = l->auth == LAUNCH_AUTH_LOGIN ? &l->login : NULL};
-	struct cli_net_audit *a = NULL;
+	struct lib_net_audit *a = NULL;
 	struct proxy *px = NULL;
 	int rc =
-	    spec ? cli_proxy_start(&px, &a, NULL, NULL, &po) : util_err(-ENOMEM, "out of memory");
+	    spec ? lib_proxy_start(&px, &a, NULL, NULL, &po) : util_err(-ENOMEM, "out of memory");
 
-	cli_proxy_stop(px, a);
+	lib_proxy_stop(px, a);
 	free(spec);
 	return rc < 0 ? cli_fail(CLI_ERR, "%s: %s", l->client->name, util_err_msg()) : CLI_OK;
 }
@@ -583,7 +583,7 @@ int launch_run(const struct launch_client *c, int argc, char **argv, void *globa
 	struct cli_global *g = global;
 	struct cli_cmd cmd = {c->name, NULL, NULL, NULL, c->usage, NULL};
 	struct launch l = {.client = c, .tcp_fd = -1, .tcp_tls_fd = -1};
-	struct cli_box_extra extra = {apply_extra, &l, NULL, -1, -1, NULL};
+	struct lib_box_extra extra = {apply_extra, &l, NULL, -1, -1, NULL};
 	char **sargv = NULL, *backend = NULL;
 	int sargc = 0, status;
 

@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
+#include "lib/lib_internal.h"
 
 struct jail_box;
 struct proxy;
@@ -50,7 +51,7 @@ struct launch {
 	char *login_path;		  /* owned: the host login file, with LAUNCH_AUTH_LOGIN */
 	char *ws_home;			  /* owned: the workspace's home/ on the host */
 	char *key_env;			  /* owned: the backend's key variable */
-	struct cli_proxy_login login;	  /* handed to the proxy with LAUNCH_AUTH_LOGIN */
+	struct lib_proxy_login login;	  /* handed to the proxy with LAUNCH_AUTH_LOGIN */
 	bool net, explain, no_tool_managers;
 	const char *limits[4]; /* --timeout, --memory, --cpus, --pids as given (checked) */
 	int tcp_fd;	       /* with --net: the proxy's listener on the host's loopback, or -1 */

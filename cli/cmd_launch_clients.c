@@ -148,19 +148,19 @@ static int claude_box(struct launch *l, struct jail_box *b, struct proxy *px)
 	int rc = home_dir(b, ".claude", "Claude Code", &dir);
 
 	if (rc == 0)
-		rc = cli_box_env(b, "CLAUDE_CONFIG_DIR", dir);
+		rc = lib_box_env(b, "CLAUDE_CONFIG_DIR", dir);
 	if (rc == 0)
-		rc = cli_box_env(b, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+		rc = lib_box_env(b, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
 	if (rc == 0)
-		rc = cli_box_env(b, "DISABLE_AUTOUPDATER", "1");
+		rc = lib_box_env(b, "DISABLE_AUTOUPDATER", "1");
 	if (rc == 0)
-		rc = cli_box_env(b, "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL", "1");
+		rc = lib_box_env(b, "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL", "1");
 	if (rc == 0)
-		rc = cli_box_env(b, "DISABLE_TELEMETRY", "1");
+		rc = lib_box_env(b, "DISABLE_TELEMETRY", "1");
 	if (rc == 0)
-		rc = cli_box_env(b, "DISABLE_ERROR_REPORTING", "1");
+		rc = lib_box_env(b, "DISABLE_ERROR_REPORTING", "1");
 	if (rc == 0 && l->model_import)
-		rc = cli_box_env(b, "ANTHROPIC_MODEL", l->model_import);
+		rc = lib_box_env(b, "ANTHROPIC_MODEL", l->model_import);
 	/* A subscription login: the box's own credentials file, with placeholders. */
 	if (rc == 0 && l->auth == LAUNCH_AUTH_LOGIN && px && !l->explain)
 		rc = launch_write_box_login(l, px, ".claude", ".credentials.json");
@@ -334,20 +334,20 @@ static int codex_box(struct launch *l, struct jail_box *b, struct proxy *px)
 	int rc = home_dir(b, ".codex", "Codex", &dir);
 
 	if (rc == 0)
-		rc = cli_box_env(b, "CODEX_HOME", dir);
+		rc = lib_box_env(b, "CODEX_HOME", dir);
 	if (rc == 0 && l->auth == LAUNCH_AUTH_LOGIN) {
 		/* The login's placeholders in auth.json; its refreshes answered by the proxy. */
 		size_t n = 0;
 		const uint16_t *ports = px ? proxy_ports(px, &n) : NULL;
 		char *url = util_asprintf("http://127.0.0.1:%u/oauth/token", n ? ports[0] : 0);
 
-		rc = url ? cli_box_env(b, "CODEX_REFRESH_TOKEN_URL_OVERRIDE", url)
+		rc = url ? lib_box_env(b, "CODEX_REFRESH_TOKEN_URL_OVERRIDE", url)
 			 : util_err(-ENOMEM, "out of memory");
 		free(url);
-		/* The proxy's CA, for the ChatGPT backend over TLS (cli_proxy_box_setup). */
-		url = cli_proxy_ca_file(jail_box_home(b));
+		/* The proxy's CA, for the ChatGPT backend over TLS (lib_proxy_box_setup). */
+		url = lib_proxy_ca_file(jail_box_home(b));
 		rc = rc
-			 ?: url ? cli_box_env(b, "CODEX_CA_CERTIFICATE", url)
+			 ?: url ? lib_box_env(b, "CODEX_CA_CERTIFICATE", url)
 				: util_err(-ENOMEM, "out of memory");
 		free(url);
 		if (rc == 0 && px && !l->explain)
@@ -359,14 +359,14 @@ static int codex_box(struct launch *l, struct jail_box *b, struct proxy *px)
 
 		rc = !text	  ? util_err(-ENOMEM, "out of memory")
 		     : l->explain ? 0
-				  : cli_home_write(l->ws_home, ".codex", "auth.json", text);
+				  : lib_home_write(l->ws_home, ".codex", "auth.json", text);
 		if (text)
 			explicit_bzero(text, strlen(text));
 		free(text);
 		json_decref(j);
 	} else if (rc == 0 && ph) {
 		/* `codex exec` reads CODEX_API_KEY; the proxy sets OPENAI_API_KEY. */
-		rc = cli_box_env(b, "CODEX_API_KEY", ph);
+		rc = lib_box_env(b, "CODEX_API_KEY", ph);
 	}
 	free(dir);
 	return rc;

@@ -459,18 +459,18 @@ static int opencode_box(struct launch *l, struct jail_box *b, struct proxy *px)
 		cfg = NULL;
 	}
 	text = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
-	rc = text ? cli_box_env(b, "OPENCODE_CONFIG_CONTENT", text)
+	rc = text ? lib_box_env(b, "OPENCODE_CONFIG_CONTENT", text)
 		  : util_err(-ENOMEM, "out of memory");
 	if (rc == 0)
-		rc = cli_box_env(b, "OPENCODE_DISABLE_AUTOUPDATE", "1");
+		rc = lib_box_env(b, "OPENCODE_DISABLE_AUTOUPDATE", "1");
 	if (rc == 0)
-		rc = cli_box_env(b, "OPENCODE_DISABLE_MODELS_FETCH", "1");
+		rc = lib_box_env(b, "OPENCODE_DISABLE_MODELS_FETCH", "1");
 	if (rc == 0)
-		rc = cli_box_env(b, "OPENCODE_DISABLE_DEFAULT_PLUGINS", "1");
+		rc = lib_box_env(b, "OPENCODE_DISABLE_DEFAULT_PLUGINS", "1");
 	if (rc == 0)
-		rc = cli_box_env(b, "OPENCODE_DISABLE_LSP_DOWNLOAD", "1");
+		rc = lib_box_env(b, "OPENCODE_DISABLE_LSP_DOWNLOAD", "1");
 	if (rc == 0)
-		rc = cli_box_env(b, "OPENCODE_DISABLE_SHARE", "1");
+		rc = lib_box_env(b, "OPENCODE_DISABLE_SHARE", "1");
 	free(text);
 	json_decref(cfg);
 	free(key);

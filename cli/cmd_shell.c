@@ -11,10 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "audit/audit.h"
-#include "core/core.h"
 #include "jail/jail.h"
-#include "proxy/proxy.h"
+#include "lib/lib_internal.h"
 
 const char cmd_shell_usage[] =
     "usage: arborinth shell NAME [OPTIONS] [--] [CMD ARGS...]\n"
@@ -96,20 +94,6 @@ static const struct option shell_opts[] = {
     {0},
 };
 
-struct shell_opts {
-	const char *jail;
-	bool net, explain, no_tool_managers;
-	const char **mounts, **envs, **backends; /* borrowed from argv */
-	size_t n_mounts, n_envs, n_backends;
-	const char *key_file;
-	int64_t timeout_ms; /* 0: none */
-	struct jail_limits limits;
-	const char **allow_hosts; /* borrowed from argv */
-	size_t n_allow_hosts;
-	const char **grants, **binds; /* borrowed from argv */
-	size_t n_grants, n_binds;
-};
-
 static bool option_takes_value(const char *arg)
 {
 	if (strchr(arg, '='))
@@ -156,7 +140,20 @@ static const char *default_shell(void)
 	return bash ? "bash" : "sh";
 }
 
-/* Parses options in argv[0..argc); *name_at: index of NAME. */
+/*
+ * Parses options in argv[0..argc) into box b (which knows NAME only later: it is made after
+ * the parse, so the options go into a scratch list first). *name_at: index of NAME.
+ */
+struct shell_opts {
+	const char *jail;
+	bool explain;
+	struct {
+		int opt;
+		const char *arg;
+	} * v;
+	size_t n;
+};
+
 static int parse_options(struct cli_global *g, int argc, char **argv, struct shell_opts *o,
 			 int *name_at)
 {
@@ -164,81 +161,14 @@ static int parse_options(struct cli_global *g, int argc, char **argv, struct she
 
 	optind = 0;
 	while ((c = cli_getopt(g, &shell_cmd, argc, argv, "", shell_opts, &status)) != -1) {
-		switch (c) {
-		case -2:
+		if (c == -2)
 			return status;
-		case 'J':
+		if (c == 'J')
 			o->jail = optarg;
-			break;
-		case 'm':
-			o->mounts[o->n_mounts++] = optarg;
-			break;
-		case 'e':
-			o->envs[o->n_envs++] = optarg;
-			break;
-		case 'n':
-			o->net = true;
-			break;
-		case 'x':
+		else if (c == 'x')
 			o->explain = true;
-			break;
-		case 'b':
-			o->backends[o->n_backends++] = optarg;
-			break;
-		case 'k':
-			o->key_file = optarg;
-			break;
-		case 'H':
-			o->allow_hosts[o->n_allow_hosts++] = optarg;
-			break;
-		case 'g':
-			o->grants[o->n_grants++] = optarg;
-			break;
-		case 'B':
-			o->binds[o->n_binds++] = optarg;
-			break;
-		case 'T':
-			o->no_tool_managers = true;
-			break;
-		case 't':
-		case 'M':
-		case 'C':
-		case 'P':
-			if (cli_shell_limit_parse(c == 't'   ? "timeout"
-						  : c == 'M' ? "memory"
-						  : c == 'C' ? "cpus"
-							     : "pids",
-						  optarg, &o->limits, &o->timeout_ms) < 0)
-				return cli_usage_error("shell", "%s", util_err_msg());
-			break;
-		}
-	}
-	if (strcmp(o->jail, "bubblewrap") && strcmp(o->jail, "none"))
-		return cli_usage_error("shell", "unknown jail '%s' (available: bubblewrap, none)",
-				       o->jail);
-	if (!strcmp(o->jail, "none") &&
-	    (o->n_mounts || o->n_envs || o->net || o->n_backends || o->n_grants || o->n_binds ||
-	     o->no_tool_managers || o->timeout_ms || o->limits.memory || o->limits.cpu_milli ||
-	     o->limits.pids))
-		return cli_usage_error("shell",
-				       "--mount, --env, --net, --backend, --grant, --binds, "
-				       "--no-tool-managers and the limits need --jail bubblewrap "
-				       "(--jail none runs on the host as it is)");
-	if (o->key_file && o->n_backends != 1)
-		return cli_usage_error("shell", "--api-key-file needs exactly one --backend");
-	if (o->net && o->n_allow_hosts)
-		return cli_usage_error("shell", "--allow-host is for boxes without --net (with "
-						"--net the box reaches every host itself)");
-	if (!strcmp(o->jail, "none") && o->n_allow_hosts)
-		return cli_usage_error("shell", "--allow-host needs --jail bubblewrap (--jail none "
-						"runs on the host as it is)");
-	for (size_t i = 0; i < o->n_allow_hosts; i++) {
-		char *host = NULL;
-		uint16_t port;
-
-		if (proxy_allow_host_parse(o->allow_hosts[i], &host, &port) < 0)
-			return cli_usage_error("shell", "--allow-host: %s", util_err_msg());
-		free(host);
+		else
+			o->v[o->n].opt = c, o->v[o->n++].arg = optarg;
 	}
 	if (optind >= argc)
 		return cli_usage_error("shell", "missing workspace NAME");
@@ -246,165 +176,70 @@ static int parse_options(struct cli_global *g, int argc, char **argv, struct she
 	return -1;
 }
 
-/*
- * Every session is a diff between two checkpoints (`arborinth log`, `diff --session`,
- * `rewind --before-session`). A checkpoint that fails is a warning: the session runs anyway.
- */
-static void session_checkpoint(struct core_project *p, const struct core_ws *ws,
-			       const struct audit_session *s, const char *kind)
+/* The parsed options on box b, in the order given. -errno as the library says. */
+static int apply_options(arb_box *b, const struct shell_opts *o)
 {
-	struct core_ckpt_opts o = {.message = kind[0] == 's' ? "session start" : "session end",
-				   .kind = kind,
-				   .session = s ? audit_session_id(s) : 0};
-	struct core_ckpt c = {0};
+	static const char *const limits[] = {
+	    ['t'] = "timeout", ['M'] = "memory", ['C'] = "cpus", ['P'] = "pids"};
+	int rc = arb_box_set_jail(b, o->jail);
 
-	if (core_ws_checkpoint(p, ws, &o, &c) < 0)
-		fprintf(stderr, "arborinth: warning: no %s checkpoint for this session: %s\n", kind,
-			util_err_msg());
-	core_ckpt_clear(&c);
+	for (size_t i = 0; rc == 0 && i < o->n; i++) {
+		const char *a = o->v[i].arg;
+
+		switch (o->v[i].opt) {
+		case 'm':
+			rc = arb_box_add_mount(b, a);
+			break;
+		case 'e':
+			rc = arb_box_add_env(b, a);
+			break;
+		case 'n':
+			rc = arb_box_set_network(b, 1);
+			break;
+		case 'b':
+			rc = arb_box_add_backend(b, a);
+			break;
+		case 'k':
+			rc = arb_box_set_api_key_file(b, a);
+			break;
+		case 'H':
+			rc = arb_box_allow_host(b, a);
+			break;
+		case 'g':
+			rc = arb_box_add_grant(b, a);
+			break;
+		case 'B':
+			rc = arb_box_add_binds_file(b, a);
+			break;
+		case 'T':
+			rc = arb_box_set_no_tool_managers(b, 1);
+			break;
+		default:
+			rc = arb_box_set_limit(b, limits[o->v[i].opt], a);
+		}
+	}
+	return rc;
 }
 
-/* Builds the box for ws from the options; *out: jail_box_free(). */
-static int make_box(struct core_project *p, const struct core_ws *ws, const struct shell_opts *o,
-		    struct proxy *px, char **cmd, const struct cli_box_extra *extra,
-		    struct jail_box **out)
+/* A failure of the library: a usage error when the input was at fault. */
+static int lib_fail(void)
 {
-	struct jail_box_config cfg = {
-	    .ws_name = ws->name,
-	    .ws_root = ws->root,
-	    .workdir = ws->workdir,
-	    .tmp = ws->tmp,
-	    .cache = ws->cache,
-	    .home = ws->home,
-	    .origin_root = core_project_root(p),
-	    .origin_objects = core_project_objects_dir(p),
-	    .state_dir = core_project_state_dir(p),
-	    .net = o->net,
-	    .no_tool_managers = o->no_tool_managers,
-	};
-	struct jail_box *b = NULL;
-	int status = CLI_OK;
-
-	if (jail_box_new(&b, &cfg) < 0)
-		return cli_fail_lib();
-	/* A launcher's defaults, then grants and bind files, then --mount and --env win. */
-	if (extra && extra->apply(extra->ctx, b, px) < 0)
-		status = cli_fail_lib();
-	if (status == CLI_OK)
-		status = cli_binds_apply(b, o->grants, o->n_grants, o->binds, o->n_binds);
-	for (size_t i = 0; i < o->n_mounts && status == CLI_OK; i++)
-		if (jail_box_add_mount(b, o->mounts[i]) < 0)
-			status = cli_usage_error("shell", "%s", util_err_msg());
-	for (size_t i = 0; i < o->n_envs && status == CLI_OK; i++)
-		if (jail_box_add_env(b, o->envs[i]) < 0)
-			status = cli_usage_error("shell", "%s", util_err_msg());
-	/* After --env: the placeholders win over a host variable of the same name. */
-	if (status == CLI_OK && px &&
-	    cli_proxy_box_setup(
-		px, b, ws, (o->net ? CLI_PROXY_TCP : 0) | (o->explain ? CLI_PROXY_DRY : 0)) < 0)
-		status = cli_fail_lib();
-	if (status == CLI_OK &&
-	    (jail_box_set_timeout(b, o->timeout_ms) < 0 || jail_box_set_limits(b, &o->limits) < 0 ||
-	     jail_box_set_command(b, cmd) < 0 || jail_box_finish(b) < 0))
-		status = cli_fail_lib();
-	if (status != CLI_OK) {
-		jail_box_free(b);
-		return status;
-	}
-	*out = b;
-	return CLI_OK;
+	return arb_error_is_input() ? cli_usage_error("shell", "%s", arb_error_last())
+				    : cli_fail(CLI_ERR, "%s", arb_error_last());
 }
 
-static int run_box(struct core_project *p, const struct core_ws *ws, const struct shell_opts *o,
-		   char **cmd, const struct cli_box_extra *extra)
+void cli_shell_limit_report(const struct jail_limits *l, const struct arb_run_result *st)
 {
-	struct audit_session *session = NULL;
-	struct jail_box *b = NULL;
-	struct proxy *px = NULL;
-	struct cli_net_audit *net = NULL;
-	struct cli_proxy_opts po = {.backends = o->backends,
-				    .n_backends = o->n_backends,
-				    .key_file = o->key_file,
-				    .login = extra ? extra->login : NULL,
-				    .allow_hosts = o->allow_hosts,
-				    .n_allow_hosts = o->n_allow_hosts,
-				    .listen = !o->explain,
-				    .tcp = o->net,
-				    .tcp_fd = extra ? extra->tcp_fd : -1,
-				    .tcp_tls_fd = extra ? extra->tcp_tls_fd : -1,
-				    .tcp_backend = extra ? extra->tcp_backend : NULL};
-	char *text = NULL;
-	int status, exit_status = 0;
-
-	/* The proxy first: the box's environment holds its placeholders. */
-	if (cli_proxy_start(&px, &net, p, ws, &po) < 0)
-		return cli_fail_lib();
-	status = make_box(p, ws, o, px, cmd, extra, &b);
-	if (status != CLI_OK) {
-		cli_proxy_stop(px, net);
-		return status;
-	}
-	if (o->explain) {
-		if (jail_box_explain(b, &text) < 0)
-			status = cli_fail_lib();
-		else
-			fputs(text, stdout);
-		free(text);
-		jail_box_free(b);
-		cli_proxy_stop(px, net);
-		return status;
-	}
-	fflush(stdout);
-	if (cli_audit_session_begin(&session, p, ws, "bubblewrap", cmd) < 0) {
-		status = cli_fail_lib();
-	} else {
-		/* The proxy's records belong to this session from the box's first request. */
-		cli_proxy_set_session(net, session);
-		struct jail_run_stats stats = {0};
-		int rc;
-
-		session_checkpoint(p, ws, session, "start");
-		rc = jail_box_run(b, &exit_status, &stats);
-		cli_shell_limit_report(&o->limits, &stats);
-		cli_shell_limit_audit(session, &o->limits, o->timeout_ms, rc == -ETIME, &stats);
-		if (rc == -ETIME)
-			status = cli_fail(JAIL_EXIT_TIMEOUT, "--timeout: %s", util_err_msg());
-		else if (rc < 0)
-			status = cli_fail(JAIL_EXIT_SETUP, "%s", util_err_msg());
-		else
-			status = exit_status;
-		session_checkpoint(p, ws, session, "end");
-	}
-	cli_audit_session_end(ws, session, status);
-	jail_box_free(b);
-	cli_proxy_stop(px, net);
-	return status;
-}
-
-static int run_none(struct core_project *p, const struct core_ws *ws, const struct shell_opts *o,
-		    char **cmd)
-{
-	struct audit_session *session = NULL;
-	int exit_status = 0, status;
-
-	if (o->explain) {
-		printf("== inputs ==\n  workspace  %s (%s)\n  jail       none: runs on the host "
-		       "with no isolation; the host's files, network and environment are all "
-		       "visible\n  directory  %s\n",
-		       ws->name, ws->root, ws->workdir);
-		return CLI_OK;
-	}
-	fflush(stdout);
-	if (cli_audit_session_begin(&session, p, ws, "none", cmd) < 0) {
-		status = cli_fail_lib();
-	} else {
-		session_checkpoint(p, ws, session, "start");
-		status = jail_none_run(ws->workdir, cmd, &exit_status) < 0 ? cli_fail_lib()
-									   : exit_status;
-		session_checkpoint(p, ws, session, "end");
-	}
-	cli_audit_session_end(ws, session, status);
-	return status;
+	if (st->oom_kills)
+		fprintf(stderr,
+			"arborinth: --memory: the box reached its limit of %lld MiB; the kernel "
+			"ended %lld of its processes\n",
+			(long long)(l->memory >> 20), (long long)st->oom_kills);
+	if (st->forks_refused)
+		fprintf(stderr,
+			"arborinth: --pids: the box reached its limit of %lld processes; %lld "
+			"forks were refused\n",
+			(long long)l->pids, (long long)st->forks_refused);
 }
 
 int cmd_shell(struct cli_global *g, int argc, char **argv)
@@ -412,55 +247,61 @@ int cmd_shell(struct cli_global *g, int argc, char **argv)
 	return cli_shell_run(g, argc, argv, NULL);
 }
 
-int cli_shell_run(struct cli_global *g, int argc, char **argv, const struct cli_box_extra *extra)
+int cli_shell_run(struct cli_global *g, int argc, char **argv, const struct lib_box_extra *extra)
 {
 	struct shell_opts o = {.jail = "bubblewrap"};
-	struct core_project *p = NULL;
-	struct core_ws *ws = NULL;
-	char *shell_argv[2] = {NULL, NULL};
+	struct arb_run_result res;
+	arb_project *p = NULL;
+	arb_box *b = NULL;
+	char *shell_argv[2] = {NULL, NULL}, *text = NULL;
 	int cmd_at = command_index(argc, argv), name_at = 0;
-	int status;
+	int status, rc;
 	char **cmd;
 
-	o.mounts = calloc((size_t)argc + 1, sizeof(*o.mounts));
-	o.envs = calloc((size_t)argc + 1, sizeof(*o.envs));
-	o.backends = calloc((size_t)argc + 1, sizeof(*o.backends));
-	o.allow_hosts = calloc((size_t)argc + 1, sizeof(*o.allow_hosts));
-	o.grants = calloc((size_t)argc + 1, sizeof(*o.grants));
-	o.binds = calloc((size_t)argc + 1, sizeof(*o.binds));
-	if (!o.mounts || !o.envs || !o.backends || !o.grants || !o.binds || !o.allow_hosts) {
-		status = cli_fail(CLI_ERR, "out of memory");
-		goto out;
-	}
+	o.v = calloc((size_t)argc + 1, sizeof(*o.v));
+	if (!o.v)
+		return cli_fail(CLI_ERR, "out of memory");
 	cmd = argv + cmd_at + (cmd_at < argc && !strcmp(argv[cmd_at], "--"));
 	status = parse_options(g, cmd_at, argv, &o, &name_at);
 	if (status != -1)
 		goto out;
-	if (core_project_open(&p, g->workdir) < 0 || core_ws_get(p, argv[name_at], &ws) < 0) {
-		status = cli_fail_lib();
+	if (arb_project_open(&p, g->workdir) < 0) {
+		status = cli_fail(CLI_ERR, "%s", arb_error_last());
 		goto out;
 	}
-	/* The view may be down (after a reboot, say): bring it up; --explain changes nothing. */
-	if (!o.explain && core_ws_mount(p, ws, 0) < 0) {
-		status = cli_fail_lib();
+	if (arb_box_new(&b, p, argv[name_at]) < 0 || apply_options(b, &o) < 0) {
+		status = lib_fail();
 		goto out;
 	}
+	if (extra)
+		lib_box_set_extra(b, extra);
 	if (!*cmd) {
 		shell_argv[0] = (char *)default_shell();
 		cmd = shell_argv;
 	}
-	if (!strcmp(o.jail, "none"))
-		status = run_none(p, ws, &o, cmd);
+	if (o.explain) {
+		if (arb_box_explain(&text, b, cmd) < 0) {
+			status = lib_fail();
+		} else {
+			fputs(text, stdout);
+			status = CLI_OK;
+		}
+		arb_free(text);
+		goto out;
+	}
+	rc = arb_box_run(&res, b, cmd);
+	cli_shell_limit_report(lib_box_limits(b), &res);
+	if (rc < 0 && res.session)
+		status = cli_fail(res.exit_status, "%s", arb_error_last());
+	else if (rc < 0)
+		status = lib_fail();
+	else if (res.timed_out)
+		status = cli_fail(res.exit_status, "--timeout: %s", arb_error_last());
 	else
-		status = run_box(p, ws, &o, cmd, extra);
+		status = res.exit_status;
 out:
-	core_ws_free(ws);
-	core_project_free(p);
-	free(o.mounts);
-	free(o.envs);
-	free(o.backends);
-	free(o.allow_hosts);
-	free(o.grants);
-	free(o.binds);
+	arb_box_free(b);
+	arb_project_free(p);
+	free(o.v);
 	return status;
 }

@@ -1,5 +1,6 @@
 /* cli/main.c: entry point, global options and the top-level command table. */
 #include "cli/cli.h"
+#include "lib/lib_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -123,7 +124,10 @@ static int run(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	int status = run(argc, argv);
+	int status;
+
+	lib_helpers_from_program();
+	status = run(argc, argv);
 
 	/* A full disk or a closed pipe on stdout is an error, not a silent success. */
 	if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -108,6 +108,12 @@ int core_ws_purge(struct core_project *p, const char *name) ARB_MUST_CHECK;
  * -EPERM with a message when allow_other needs user_allow_other in /etc/fuse.conf (not root).
  */
 int core_ws_mount(struct core_project *p, struct core_ws *ws, unsigned int flags) ARB_MUST_CHECK;
+/*
+ * The program that serves views (`PROGRAM __fs-daemon ...`) for this process, when it is not
+ * the arborinth_fs beside the running binary (libarborinth in another program). Process-wide;
+ * call before the first mount. NULL: back to the default.
+ */
+void core_set_daemon_exe(const char *path);
 /* Unmounts the view and waits for its daemon to finish; a no-op when not mounted. */
 int core_ws_unmount(struct core_project *p, struct core_ws *ws) ARB_MUST_CHECK;
 /* The live daemon's pid from run/daemon.pid, or 0. */

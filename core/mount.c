@@ -39,9 +39,18 @@ static void log_reason(const char *log, char *buf, size_t size)
 
 /*
  * The executable that serves the view: ARBORINTH_EXE when set (unit tests, which are not
- * arborinth themselves), else the lean arborinth_fs next to this binary, else this binary.
+ * arborinth themselves), else the one core_set_daemon_exe() named (libarborinth, whose
+ * process may be any program), else the lean arborinth_fs next to this binary, else this
+ * binary.
  * Borrowed static storage.
  */
+static char daemon_exe_set[PATH_MAX];
+
+void core_set_daemon_exe(const char *path)
+{
+	snprintf(daemon_exe_set, sizeof(daemon_exe_set), "%s", path ? path : "");
+}
+
 static const char *daemon_exe(void)
 {
 	static char path[PATH_MAX];
@@ -51,6 +60,8 @@ static const char *daemon_exe(void)
 
 	if (env && *env)
 		return env;
+	if (daemon_exe_set[0])
+		return daemon_exe_set;
 	n = readlink("/proc/self/exe", path, sizeof(path) - sizeof("arborinth_fs"));
 	if (n > 0) {
 		path[n] = '\0';

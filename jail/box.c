@@ -203,6 +203,7 @@ int jail_box_new(struct jail_box **out, const struct jail_box_config *cfg)
 	if (!b)
 		return util_err(-ENOMEM, "out of memory");
 	b->net = cfg->net;
+	b->stdio[0] = b->stdio[1] = b->stdio[2] = -1;
 	rc = copy_config(b, cfg);
 	if (rc == 0)
 		rc = resolve_home(b);
@@ -257,6 +258,17 @@ int jail_box_add_init_hook(struct jail_box *b, const char *name, const char *arg
 	jail_strv_pushf(&b->hooks, "--%s", name);
 	jail_strv_push(&b->hooks, arg);
 	return jail_strv_ok(&b->hooks);
+}
+
+int jail_box_set_stdio(struct jail_box *b, const int stdio[3])
+{
+	int rc = check_open(b);
+
+	if (rc < 0)
+		return rc;
+	for (int i = 0; i < 3; i++)
+		b->stdio[i] = stdio[i];
+	return 0;
 }
 
 int jail_box_set_timeout(struct jail_box *b, int64_t ms)

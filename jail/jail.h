@@ -22,13 +22,20 @@
 #include "util/util.h"
 
 /*
- * Runs argv[0] (searched on PATH) with argv in directory cwd, stdio inherited, and waits.
+ * Runs argv[0] (searched on PATH) with argv in directory cwd and waits; stdio: the
+ * command's stdin, stdout and stderr (-1 each, or stdio NULL: inherited).
  * *exit_status receives the shell-style status (128+N when killed by signal N); 127 when
  * the program could not be started (with a message on stderr from the child, as shells do).
  * While the child runs, SIGTERM/SIGHUP sent to us are forwarded; SIGINT/SIGQUIT are ignored
  * here (the terminal delivers them to the child itself).
  */
-int jail_none_run(const char *cwd, char *const argv[], int *exit_status) ARB_MUST_CHECK;
+int jail_none_run(const char *cwd, char *const argv[], const int stdio[3],
+		  int *exit_status) ARB_MUST_CHECK;
+/*
+ * In a child about to exec: puts the descriptors of stdio (-1: keep) at 0, 1 and 2. -errno.
+ * Safe when one of them already is 0, 1 or 2, or two are the same.
+ */
+int jail_stdio_apply(const int stdio[3]);
 
 /* ---- the bubblewrap box ----------------------------------------------------------------- */
 
@@ -101,6 +108,8 @@ int jail_box_add_init_hook(struct jail_box *b, const char *name, const char *arg
  * to the whole box 2 s later; jail_box_run() then reports JAIL_EXIT_TIMEOUT. 0: no limit.
  */
 int jail_box_set_timeout(struct jail_box *b, int64_t ms) ARB_MUST_CHECK;
+/* The command's stdin, stdout and stderr: the caller's descriptors (-1: inherited). */
+int jail_box_set_stdio(struct jail_box *b, const int stdio[3]) ARB_MUST_CHECK;
 /* Resource limits on a cgroup of the box's own (jail/cgroup.c); a 0 field: no limit. */
 struct jail_limits {
 	int64_t memory;	   /* bytes of memory (and swap) for all of the box */

@@ -2,6 +2,7 @@
 #include "jail/jail.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,25 @@ static void forward_signal(int sig)
 		kill(child_pid, sig);
 }
 
-int jail_none_run(const char *cwd, char *const argv[], int *exit_status)
+int jail_stdio_apply(const int stdio[3])
+{
+	int moved[3];
+
+	if (!stdio)
+		return 0;
+	/* Above 2 first, so that no dup2() overwrites a source that is another's target. */
+	for (int i = 0; i < 3; i++) {
+		moved[i] = stdio[i] >= 0 ? fcntl(stdio[i], F_DUPFD_CLOEXEC, 3) : -1;
+		if (stdio[i] >= 0 && moved[i] < 0)
+			return -errno;
+	}
+	for (int i = 0; i < 3; i++)
+		if (moved[i] >= 0 && (dup2(moved[i], i) < 0 || close(moved[i]) < 0))
+			return -errno;
+	return 0;
+}
+
+int jail_none_run(const char *cwd, char *const argv[], const int stdio[3], int *exit_status)
 {
 	/*
 	 * The terminal already sends SIGINT/SIGQUIT to the child's process group (ours), so
@@ -33,6 +52,8 @@ int jail_none_run(const char *cwd, char *const argv[], int *exit_status)
 	if (pid < 0)
 		return util_err(-errno, "cannot fork: %s", strerror(errno));
 	if (pid == 0) {
+		if (jail_stdio_apply(stdio) < 0)
+			_exit(127);
 		if (chdir(cwd) < 0) {
 			fprintf(stderr, "arborinth: cannot enter %s: %s\n", cwd, strerror(errno));
 			_exit(127);

@@ -93,6 +93,8 @@ static void child_exec(const struct jail_box *b, const struct jail_cgroups *cg,
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		_exit(JAIL_EXIT_SETUP);
+	if (jail_stdio_apply(b->stdio) < 0)
+		_exit(JAIL_EXIT_SETUP);
 	/* Above the fixed numbers first, so that no dup2() overwrites a source. */
 	for (size_t i = 0; i < ARB_ARRAY_LEN(have); i++) {
 		have[i] = fcntl(have[i], F_DUPFD, 10);

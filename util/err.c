@@ -2,16 +2,20 @@
 #include "util/util.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static __thread char err_buf[1024];
 
 int util_err(int rc, const char *fmt, ...)
 {
+	char buf[sizeof(err_buf)];
 	va_list ap;
 
+	/* Through a copy: the arguments may be the current message (a prefix added to it). */
 	va_start(ap, fmt);
-	vsnprintf(err_buf, sizeof(err_buf), fmt, ap);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
+	memcpy(err_buf, buf, sizeof(buf));
 	return rc;
 }
 

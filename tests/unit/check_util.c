@@ -235,6 +235,9 @@ START_TEST(err_message)
 {
 	ck_assert_int_eq(util_err(-EINVAL, "bad %s", "thing"), -EINVAL);
 	ck_assert_str_eq(util_err_msg(), "bad thing");
+	/* A prefix added to the current message, the message being an argument. */
+	ck_assert_int_eq(util_err(-ENOENT, "--binds %s: %s", "f.toml", util_err_msg()), -ENOENT);
+	ck_assert_str_eq(util_err_msg(), "--binds f.toml: bad thing");
 }
 END_TEST
 

@@ -1,11 +1,11 @@
 /*
- * cli/box_home.c: what the host hands the box besides its mounts: files written into the
+ * lib/box_home.c: what the host hands the box besides its mounts: files written into the
  * workspace's home (the box's $HOME; the proxy's key files and CA, a launcher's login and
  * config files) and variables. The box can write its
  * home too, so every step goes through a directory descriptor and no link is followed: a link
  * the box planted is refused (a directory) or replaced (the file), never written through.
  */
-#include "cli/cli.h"
+#include "lib/lib_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +16,7 @@
 
 #include "jail/jail.h"
 
-int cli_home_dir_open(const char *home, const char *sub, int *out)
+int lib_home_dir_open(const char *home, const char *sub, int *out)
 {
 	char *copy = strdup(sub), *save = NULL;
 	int dir = -1, rc = 0;
@@ -61,9 +61,9 @@ out:
 	return rc;
 }
 
-int cli_home_write(const char *home, const char *sub, const char *name, const char *data)
+int lib_home_write(const char *home, const char *sub, const char *name, const char *data)
 {
-	int dir = -1, rc = cli_home_dir_open(home, sub, &dir);
+	int dir = -1, rc = lib_home_dir_open(home, sub, &dir);
 
 	if (rc == 0)
 		rc = util_write_file_at(dir, name, data, strlen(data), 0600, (uid_t)-1, 0);
@@ -72,7 +72,7 @@ int cli_home_write(const char *home, const char *sub, const char *name, const ch
 	return rc;
 }
 
-int cli_box_env(struct jail_box *b, const char *name, const char *value)
+int lib_box_env(struct jail_box *b, const char *name, const char *value)
 {
 	char *kv = util_asprintf("%s=%s", name, value);
 	int rc = kv ? jail_box_add_env(b, kv) : util_err(-ENOMEM, "out of memory");

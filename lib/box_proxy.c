@@ -1,11 +1,12 @@
 /*
- * cli/shell_proxy.c: `shell --backend` and `--allow-host`: the credential proxy (and the
- * CONNECT proxy for allowed hosts) for one box. The proxy runs in this process (threads) for
- * as long as the box does; the box gets the proxy's socket directory read-only, relay hooks
- * for box-init, the backends' base URLs and placeholders and the HTTP(S)_PROXY variables.
- * Every request the proxy sees becomes a "net" row in state.db, linked to the box's session.
+ * lib/box_proxy.c: a box's backends and allowed hosts (`shell --backend`, `--allow-host`):
+ * the credential proxy (and the CONNECT proxy for allowed hosts) for one box. The proxy runs in
+ * this process (threads) for as long as the box does; the box gets the proxy's socket directory
+ * read-only, relay hooks for box-init, the backends' base URLs and placeholders and the
+ * HTTP(S)_PROXY variables. Every request the proxy sees becomes a "net" row in state.db, linked to
+ * the box's session.
  */
-#include "cli/cli.h"
+#include "lib/lib_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,7 +26,7 @@
 #define BOX_KEY_SUB ".arborinth/proxy"
 
 /* The observer's state: the recorder, and the session once it has begun. */
-struct cli_net_audit {
+struct lib_net_audit {
 	struct audit_log *log;
 	atomic_llong session;
 	atomic_bool warned;
@@ -34,7 +35,7 @@ struct cli_net_audit {
 /* Called from the proxy's connection threads; the record's strings are already redacted. */
 static void net_observe(void *ctx, const struct proxy_record *rec)
 {
-	struct cli_net_audit *a = ctx;
+	struct lib_net_audit *a = ctx;
 	bool done =
 	    rec->allowed && rec->status != 0 && rec->reason && !strcmp(rec->reason, "allowed");
 	struct audit_event ev = {
@@ -62,10 +63,10 @@ static void net_observe(void *ctx, const struct proxy_record *rec)
 				"audit log\n");
 }
 
-static int net_audit_open(struct cli_net_audit **out, struct core_project *p,
+static int net_audit_open(struct lib_net_audit **out, struct core_project *p,
 			  const struct core_ws *ws)
 {
-	struct cli_net_audit *a = calloc(1, sizeof(*a));
+	struct lib_net_audit *a = calloc(1, sizeof(*a));
 	char *db = util_path_join(core_project_state_dir(p), "state.db");
 	int rc = a && db ? 0 : util_err(-ENOMEM, "out of memory");
 
@@ -80,13 +81,13 @@ static int net_audit_open(struct cli_net_audit **out, struct core_project *p,
 	return 0;
 }
 
-void cli_proxy_set_session(struct cli_net_audit *a, const struct audit_session *s)
+void lib_proxy_set_session(struct lib_net_audit *a, const struct audit_session *s)
 {
 	if (a && s)
 		atomic_store(&a->session, audit_session_id(s));
 }
 
-void cli_proxy_stop(struct proxy *px, struct cli_net_audit *a)
+void lib_proxy_stop(struct proxy *px, struct lib_net_audit *a)
 {
 	/* The proxy first: its last records go to the log, which close writes out. */
 	proxy_free(px);
@@ -96,7 +97,7 @@ void cli_proxy_stop(struct proxy *px, struct cli_net_audit *a)
 }
 
 /* The launcher's login on its backend (which then holds no key). */
-static int attach_login(struct proxy_backend **b, size_t n, const struct cli_proxy_login *lg)
+static int attach_login(struct proxy_backend **b, size_t n, const struct lib_proxy_login *lg)
 {
 	struct proxy_login *l = NULL;
 	int rc;
@@ -113,12 +114,12 @@ static int attach_login(struct proxy_backend **b, size_t n, const struct cli_pro
 	return util_err(-EINVAL, "no backend %s for the login", lg->backend);
 }
 
-int cli_proxy_start(struct proxy **out, struct cli_net_audit **audit, struct core_project *p,
-		    const struct core_ws *ws, const struct cli_proxy_opts *o)
+int lib_proxy_start(struct proxy **out, struct lib_net_audit **audit, struct core_project *p,
+		    const struct core_ws *ws, const struct lib_proxy_opts *o)
 {
 	struct proxy_config cfg = {0};
 	char *dir = NULL, *sock = NULL, *esock = NULL, *tsock = NULL;
-	struct cli_net_audit *a = NULL;
+	struct lib_net_audit *a = NULL;
 	size_t made = 0, n = o->n_backends;
 	int rc = -ENOMEM, *tcp_fds = NULL, *tls_fds = NULL;
 
@@ -201,7 +202,7 @@ int cli_proxy_start(struct proxy **out, struct cli_net_audit **audit, struct cor
 		a = NULL;
 	}
 out:
-	cli_proxy_stop(NULL, a);
+	lib_proxy_stop(NULL, a);
 	free(tcp_fds);
 	free(tls_fds);
 	free(tsock);
@@ -216,12 +217,12 @@ out:
 	return rc;
 }
 
-char *cli_proxy_key_file(const char *home, const char *backend)
+char *lib_proxy_key_file(const char *home, const char *backend)
 {
 	return util_asprintf("%s/%s/%s.key", home, BOX_KEY_SUB, backend);
 }
 
-char *cli_proxy_ca_file(const char *home)
+char *lib_proxy_ca_file(const char *home)
 {
 	return util_asprintf("%s/%s/ca.pem", home, BOX_KEY_SUB);
 }
@@ -247,7 +248,7 @@ static int box_setup_tcp(struct proxy *px, struct jail_box *b, const struct core
 			continue; /* its placeholders are in the box's login file */
 		file = util_asprintf("%s.key", name);
 
-		rc = file ? cli_home_write(ws->home, BOX_KEY_SUB, file, proxy_placeholder(px, name))
+		rc = file ? lib_home_write(ws->home, BOX_KEY_SUB, file, proxy_placeholder(px, name))
 			  : util_err(-ENOMEM, "out of memory");
 		free(file);
 	}
@@ -308,21 +309,21 @@ static int box_setup_relay(struct proxy *px, struct jail_box *b, const struct co
 	return rc;
 }
 
-int cli_proxy_box_setup(struct proxy *px, struct jail_box *b, const struct core_ws *ws,
+int lib_proxy_box_setup(struct proxy *px, struct jail_box *b, const struct core_ws *ws,
 			unsigned flags)
 {
 	char **env = NULL, *key_dir = NULL;
-	int rc = flags & CLI_PROXY_TCP ? box_setup_tcp(px, b, ws, flags & CLI_PROXY_DRY, &key_dir)
+	int rc = flags & LIB_PROXY_TCP ? box_setup_tcp(px, b, ws, flags & LIB_PROXY_DRY, &key_dir)
 				       : box_setup_relay(px, b, ws);
-	char *ca = proxy_tls_ca(px) ? cli_proxy_ca_file(jail_box_home(b)) : NULL;
+	char *ca = proxy_tls_ca(px) ? lib_proxy_ca_file(jail_box_home(b)) : NULL;
 
 	/* TLS toward the box: the CA certificate (public) for the client to trust. */
 	if (rc == 0 && proxy_tls_ca(px) && !ca)
 		rc = util_err(-ENOMEM, "out of memory");
-	if (rc == 0 && ca && !(flags & CLI_PROXY_DRY))
-		rc = cli_home_write(ws->home, BOX_KEY_SUB, "ca.pem", proxy_tls_ca(px));
+	if (rc == 0 && ca && !(flags & LIB_PROXY_DRY))
+		rc = lib_home_write(ws->home, BOX_KEY_SUB, "ca.pem", proxy_tls_ca(px));
 	if (rc == 0 && ca)
-		rc = cli_box_env(b, "ARBORINTH_PROXY_CA_FILE", ca);
+		rc = lib_box_env(b, "ARBORINTH_PROXY_CA_FILE", ca);
 	free(ca);
 
 	if (rc == 0)

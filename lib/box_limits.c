@@ -1,8 +1,8 @@
 /*
- * cli/shell_limits.c: `shell`'s limits: --timeout DURATION, --memory SIZE, --cpus N,
+ * lib/box_limits.c: `shell`'s limits: --timeout DURATION, --memory SIZE, --cpus N,
  * --pids N (parsed here, applied by jail/), and the line that says what they did.
  */
-#include "cli/cli.h"
+#include "lib/lib_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -81,8 +81,7 @@ static int parse_pids(const char *arg, int64_t *n)
 	return 0;
 }
 
-int cli_shell_limit_parse(const char *option, const char *arg, struct jail_limits *l,
-			  int64_t *timeout_ms)
+int lib_limit_parse(const char *option, const char *arg, struct jail_limits *l, int64_t *timeout_ms)
 {
 	if (!strcmp(option, "timeout"))
 		return parse_timeout(arg, timeout_ms);
@@ -101,8 +100,8 @@ static void limit_row(struct audit_session *s, const char *option, int64_t count
 	free(what);
 }
 
-void cli_shell_limit_audit(struct audit_session *s, const struct jail_limits *l, int64_t timeout_ms,
-			   bool timed_out, const struct jail_run_stats *st)
+void lib_limit_audit(struct audit_session *s, const struct jail_limits *l, int64_t timeout_ms,
+		     bool timed_out, const struct jail_run_stats *st)
 {
 	if (!s)
 		return;
@@ -120,18 +119,4 @@ void cli_shell_limit_audit(struct audit_session *s, const struct jail_limits *l,
 		limit_row(s, "--pids", st->forks_refused,
 			  util_asprintf("the box reached %lld processes; %lld forks were refused",
 					(long long)l->pids, (long long)st->forks_refused));
-}
-
-void cli_shell_limit_report(const struct jail_limits *l, const struct jail_run_stats *st)
-{
-	if (st->oom_kills)
-		fprintf(stderr,
-			"arborinth: --memory: the box reached its limit of %lld MiB; the kernel "
-			"ended %lld of its processes\n",
-			(long long)(l->memory >> 20), (long long)st->oom_kills);
-	if (st->forks_refused)
-		fprintf(stderr,
-			"arborinth: --pids: the box reached its limit of %lld processes; %lld "
-			"forks were refused\n",
-			(long long)l->pids, (long long)st->forks_refused);
 }

@@ -1,9 +1,9 @@
 /*
- * cli/cmd_launch_binds.c: --grant NAME and --binds FILE for `shell` and the agent launchers:
+ * lib/box_binds.c: --grant NAME and --binds FILE for `shell` and the agent launchers:
  * grants first, then bind files in the order given (a user's file wins), applied to the box
  * as extra mounts, PATH entries and variables. Host credential files are never mounted.
  */
-#include "cli/cli.h"
+#include "lib/lib_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -34,26 +34,28 @@ static int apply_mounts(struct jail_box *b, const struct binds_set *s, const cha
 		int rc;
 
 		if (m[i].kind != BINDS_TMPFS && util_secret_path(m[i].path, home, &secret)) {
-			cli_fail(CLI_USAGE,
-				 "%s%s: %s would expose host credentials (%s); they are never "
-				 "mounted into a box",
-				 what, m[i].origin, m[i].path, secret);
+			rc = util_err(-EINVAL,
+				      "%s%s: %s would expose host credentials (%s); they are never "
+				      "mounted into a box",
+				      what, m[i].origin, m[i].path, secret);
 			free(secret);
-			return CLI_USAGE;
+			return lib_input_err(rc);
 		}
 		if (m[i].kind != BINDS_TMPFS && access(m[i].path, F_OK) < 0)
-			return cli_fail(CLI_USAGE, "%s%s: %s does not exist", what, m[i].origin,
-					m[i].path);
+			return lib_input_err(util_err(-EINVAL, "%s%s: %s does not exist", what,
+						      m[i].origin, m[i].path));
 		why = util_asprintf("%s%s", what, m[i].origin);
 		if (!why)
-			return cli_fail(CLI_ERR, "out of memory");
+			return util_err(-ENOMEM, "out of memory");
 		rc = jail_box_add_extra_mount(b, mount_type(m[i].kind), m[i].path, why);
 		free(why);
+		if (rc == -ENOMEM)
+			return rc;
 		if (rc < 0)
-			return cli_fail(rc == -ENOMEM ? CLI_ERR : CLI_USAGE, "%s%s: %s", what,
-					m[i].origin, util_err_msg());
+			return lib_input_err(
+			    util_err(rc, "%s%s: %s", what, m[i].origin, util_err_msg()));
 	}
-	return CLI_OK;
+	return 0;
 }
 
 static int apply_rest(struct jail_box *b, const struct binds_set *s)
@@ -65,44 +67,44 @@ static int apply_rest(struct jail_box *b, const struct binds_set *s)
 	/* The set lists PATH entries front first: prepend from the back. */
 	for (size_t i = n; i-- > 0;)
 		if (jail_box_path_prepend(b, d[i].dir) < 0)
-			return cli_fail(CLI_USAGE, "%s: %s", d[i].origin, util_err_msg());
+			return lib_input_err(
+			    util_err(-EINVAL, "%s: %s", d[i].origin, util_err_msg()));
 	v = binds_set_env(s, &n);
 	for (size_t i = 0; i < n; i++) {
 		char *kv = util_asprintf("%s=%s", v[i].name, v[i].value);
 		int rc = kv ? jail_box_add_env(b, kv) : -ENOMEM;
 
 		free(kv);
+		if (rc == -ENOMEM)
+			return util_err(rc, "out of memory");
 		if (rc < 0)
-			return cli_fail(CLI_USAGE, "%s: %s", v[i].origin, util_err_msg());
+			return lib_input_err(
+			    util_err(-EINVAL, "%s: %s", v[i].origin, util_err_msg()));
 	}
-	return CLI_OK;
+	return 0;
 }
 
-int cli_binds_apply(struct jail_box *b, const char *const *grants, size_t n_grants,
+int lib_binds_apply(struct jail_box *b, const char *const *grants, size_t n_grants,
 		    const char *const *files, size_t n_files)
 {
 	struct binds_grant_ctx ctx = {.home = jail_box_home(b), .cache = jail_box_cache_dir(b)};
 	struct binds_set *s = NULL;
-	int status = CLI_OK;
+	int rc = 0;
 
 	if (!n_grants && !n_files)
-		return CLI_OK;
+		return 0;
 	if (binds_set_new(&s) < 0)
-		return cli_fail_lib();
-	for (size_t i = 0; i < n_grants && status == CLI_OK; i++)
-		if (binds_grant_add(s, grants[i], &ctx) < 0)
-			status = cli_usage_error("--grant", "%s", util_err_msg());
-	for (size_t i = 0; i < n_files && status == CLI_OK; i++) {
-		int rc = binds_file_load(s, files[i], ctx.home);
-
-		if (rc < 0)
-			status = cli_fail(rc == -ENOMEM ? CLI_ERR : CLI_USAGE, "--binds %s",
-					  util_err_msg());
-	}
-	if (status == CLI_OK)
-		status = apply_mounts(b, s, ctx.home);
-	if (status == CLI_OK)
-		status = apply_rest(b, s);
+		return -ENOMEM;
+	for (size_t i = 0; i < n_grants && rc == 0; i++)
+		if ((rc = binds_grant_add(s, grants[i], &ctx)) < 0 && rc != -ENOMEM)
+			rc = lib_input_err(util_err(-EINVAL, "--grant: %s", util_err_msg()));
+	for (size_t i = 0; i < n_files && rc == 0; i++)
+		if ((rc = binds_file_load(s, files[i], ctx.home)) < 0 && rc != -ENOMEM)
+			rc = lib_input_err(util_err(-EINVAL, "--binds %s", util_err_msg()));
+	if (rc == 0)
+		rc = apply_mounts(b, s, ctx.home);
+	if (rc == 0)
+		rc = apply_rest(b, s);
 	binds_set_free(s);
-	return status;
+	return rc;
 }

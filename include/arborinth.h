@@ -1,0 +1,242 @@
+/*
+ * arborinth.h: libarborinth, the public C API of arborinth.
+ *
+ * A project is a git checkout (the origin). Its workspaces are copy-on-write views of a
+ * commit, mounted by a FUSE daemon at WORKSPACE/workdir; every write through a view is
+ * recorded in the project's audit log. A box runs a command inside a workspace's view under
+ * bubblewrap: host read-only, real home hidden, seccomp, no network unless asked, API keys
+ * only through the credential proxy. The command-line tool `arborinth` is built on this API.
+ *
+ * Conventions (as libgit2's):
+ *  - Objects are opaque handles, created by a function whose first parameter is the output
+ *    (`arb_project_open(&p, ...)`) and released by the matching `*_free()` (NULL is fine).
+ *  - Functions return 0 (or a count, where said) on success and a negative errno on failure;
+ *    arb_error_last() then holds a one-line message for this thread, and
+ *    arb_error_is_input() says whether the caller's input was at fault (a bad name, spec or
+ *    file: the command line's usage errors) rather than the system.
+ *  - Strings returned by accessors are borrowed: valid while their object lives.
+ *  - A handle is used by one thread at a time; different handles may be used concurrently.
+ *
+ * Link with `pkg-config --cflags --libs arborinth`. A running box needs bwrap (bubblewrap)
+ * on PATH and the arborinth helper programs installed beside the library's arborinth binary
+ * (`cmake --install` puts them together); the view needs /dev/fuse.
+ */
+#ifndef ARBORINTH_H
+#define ARBORINTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define ARB_EXTERN __attribute__((visibility("default")))
+#else
+#define ARB_EXTERN
+#endif
+
+#define ARB_VERSION_MAJOR 0
+#define ARB_VERSION_MINOR 1
+#define ARB_VERSION_PATCH 0
+
+/* The library's version at run time (compare with ARB_VERSION_* at build time). */
+ARB_EXTERN void arb_version(int *major, int *minor, int *patch);
+
+/* ---- errors ------------------------------------------------------------------------------ */
+
+/* The message of this thread's last failure; never NULL ("" when there was none). */
+ARB_EXTERN const char *arb_error_last(void);
+/* Nonzero when this thread's last failure was the caller's input, not the system. */
+ARB_EXTERN int arb_error_is_input(void);
+/* Frees memory the library returned to the caller (text from arb_box_explain, ...). */
+ARB_EXTERN void arb_free(void *ptr);
+
+/* ---- projects ---------------------------------------------------------------------------- */
+
+typedef struct arb_project arb_project;
+
+/*
+ * Opens the git repository containing `workdir` (NULL: the current directory), searching
+ * upwards. -ENOENT (not in a repository), -ENOTDIR, -EINVAL (a bare repository).
+ */
+ARB_EXTERN int arb_project_open(arb_project **out, const char *workdir);
+ARB_EXTERN void arb_project_free(arb_project *p);
+/* The checkout's top directory (absolute). */
+ARB_EXTERN const char *arb_project_root(const arb_project *p);
+
+/* ---- workspaces -------------------------------------------------------------------------- */
+
+typedef struct arb_workspace arb_workspace;
+
+#define ARB_WS_DIRTY	   0x1 /* create: carry the origin's uncommitted changes too */
+#define ARB_WS_ALLOW_OTHER 0x2 /* create, mount: other users may use the view */
+
+/*
+ * Creates workspace `name` at revision `rev` (NULL: HEAD) and mounts its view. -EEXIST when
+ * the name is taken; nothing is left behind on failure. *out may be NULL when not wanted.
+ */
+ARB_EXTERN int arb_workspace_create(arb_workspace **out, arb_project *p, const char *name,
+				    const char *rev, unsigned flags);
+/* -ENOENT for an unknown workspace. A snapshot: accessors say what was true when got. */
+ARB_EXTERN int arb_workspace_get(arb_workspace **out, arb_project *p, const char *name);
+/* All workspaces, by name, into a new array (free with arb_workspace_list_free). */
+ARB_EXTERN int arb_workspace_list(arb_workspace ***out, size_t *n, arb_project *p);
+ARB_EXTERN void arb_workspace_list_free(arb_workspace **v, size_t n);
+ARB_EXTERN void arb_workspace_free(arb_workspace *ws);
+
+ARB_EXTERN const char *arb_workspace_name(const arb_workspace *ws);
+ARB_EXTERN const char *arb_workspace_id(const arb_workspace *ws);
+/* The commit it was created at (40 hex digits) and its branch (arborinth/NAME). */
+ARB_EXTERN const char *arb_workspace_base_commit(const arb_workspace *ws);
+ARB_EXTERN const char *arb_workspace_branch(const arb_workspace *ws);
+/* Its folder, its view (root/workdir) and its home (the box's $HOME). */
+ARB_EXTERN const char *arb_workspace_root(const arb_workspace *ws);
+ARB_EXTERN const char *arb_workspace_workdir(const arb_workspace *ws);
+ARB_EXTERN const char *arb_workspace_home(const arb_workspace *ws);
+ARB_EXTERN int64_t arb_workspace_created_ns(const arb_workspace *ws);
+/* Nonzero when the view was mounted; the daemon's pid (0: not running). */
+ARB_EXTERN int arb_workspace_mounted(const arb_workspace *ws);
+ARB_EXTERN int64_t arb_workspace_daemon_pid(const arb_workspace *ws);
+
+/* Mounts the view (a no-op when mounted); flags: 0 or ARB_WS_ALLOW_OTHER. */
+ARB_EXTERN int arb_workspace_mount(arb_project *p, const char *name, unsigned flags);
+/* Unmounts the view and waits for its daemon; a no-op when not mounted. */
+ARB_EXTERN int arb_workspace_unmount(arb_project *p, const char *name);
+/* Unmounts and removes the workspace (its audit history stays readable). */
+ARB_EXTERN int arb_workspace_delete(arb_project *p, const char *name);
+
+/* ---- boxes ------------------------------------------------------------------------------- */
+
+typedef struct arb_box arb_box;
+
+/*
+ * A box specification for workspace `ws_name`: the default profile (bubblewrap, no network,
+ * the workspace's home, tmp and cache) that the setters below extend. Inputs are checked
+ * when the box is built (arb_box_explain, arb_box_run): a bad one fails there with
+ * arb_error_is_input() set and nothing run.
+ */
+ARB_EXTERN int arb_box_new(arb_box **out, arb_project *p, const char *ws_name);
+ARB_EXTERN void arb_box_free(arb_box *b);
+
+/* "bubblewrap" (the default) or "none" (run on the host, no isolation: for comparison). */
+ARB_EXTERN int arb_box_set_jail(arb_box *b, const char *jail);
+/* A mount: TYPE:DEST or TYPE:SRC:DEST, TYPE ro, rw, overlay, tmpfs, dev or proc. */
+ARB_EXTERN int arb_box_add_mount(arb_box *b, const char *spec);
+/* A variable: NAME=VALUE, or NAME for the host's value. */
+ARB_EXTERN int arb_box_add_env(arb_box *b, const char *var);
+/* Nonzero: share the host's network (the proxy then listens on the host's loopback). */
+ARB_EXTERN int arb_box_set_network(arb_box *b, int share);
+/* A credential-proxy backend: NAME[=URL][,OPT=VALUE...], e.g. "anthropic". */
+ARB_EXTERN int arb_box_add_backend(arb_box *b, const char *spec);
+/* The real key of the one backend, read from FILE on the host. */
+ARB_EXTERN int arb_box_set_api_key_file(arb_box *b, const char *file);
+/* HOST:PORT the box may open CONNECT tunnels to (without network sharing). */
+ARB_EXTERN int arb_box_allow_host(arb_box *b, const char *host_port);
+/* A toolchain grant (node, python, rust, go) and a bind file, in the order added. */
+ARB_EXTERN int arb_box_add_grant(arb_box *b, const char *name);
+ARB_EXTERN int arb_box_add_binds_file(arb_box *b, const char *path);
+/* Nonzero: only the PATH entries under $HOME, not what their tool managers need. */
+ARB_EXTERN int arb_box_set_no_tool_managers(arb_box *b, int off);
+/* A limit: "timeout" (30s, 10m, 2h, 1d), "memory" (512M, 2G), "cpus" (0.5, 2), "pids" (N). */
+ARB_EXTERN int arb_box_set_limit(arb_box *b, const char *limit, const char *value);
+/*
+ * The command's standard input, output and error: a descriptor of the caller's (a pipe, a
+ * file, a terminal) or -1 to inherit the caller's own. The library does not close them.
+ */
+ARB_EXTERN int arb_box_set_stdio(arb_box *b, int in_fd, int out_fd, int err_fd);
+
+/* The resolved box as text (mounts with their reasons, environment, argv); runs nothing. */
+ARB_EXTERN int arb_box_explain(char **out, arb_box *b, char *const argv[]);
+
+struct arb_run_result {
+	int exit_status;       /* the command's (128+N for signal N; 124 after a timeout) */
+	int timed_out;	       /* the timeout stopped the box (arb_error_last() says how) */
+	int64_t oom_kills;     /* processes the memory limit's OOM killer ended */
+	int64_t forks_refused; /* forks the pids limit refused */
+	int64_t session;       /* the session's number in the audit log (0: none) */
+};
+
+/*
+ * Runs argv (argv[0] searched on the box's PATH) in the box and waits for it: mounts the
+ * view when it is down, starts the proxy for the backends, records a session in the audit
+ * log with a checkpoint at its start and end. 0 when the command ran, whatever its status
+ * (in *res); negative errno when the box could not be built or started.
+ */
+ARB_EXTERN int arb_box_run(struct arb_run_result *res, arb_box *b, char *const argv[]);
+
+/* ---- the audit log ----------------------------------------------------------------------- */
+
+typedef struct arb_audit_iter arb_audit_iter;
+
+#define ARB_AUDIT_FS   0x1 /* file system operations (and "gap" rows) */
+#define ARB_AUDIT_EXEC 0x2 /* sessions: "exec", "exit", "limit" */
+#define ARB_AUDIT_NET  0x4 /* the proxy's "request" and "tunnel" rows */
+
+struct arb_audit_filter {
+	int64_t since_ns, until_ns; /* 0: unbounded */
+	const char *path_glob;	    /* SQLite GLOB on path or path2; NULL: any */
+	unsigned kinds;		    /* ARB_AUDIT_* mask; 0: all */
+	int64_t session;	    /* 0: any */
+	int failed;		    /* only failed operations and non-zero exits */
+	int all;		    /* include .git internals */
+};
+
+/* One row; strings valid until the next arb_audit_next() or arb_audit_free(). */
+struct arb_audit_row {
+	int64_t seq, time_ns;
+	const char *kind, *op;	   /* "fs"/"exec"/"net"; "write", "exec", "request", ... */
+	const char *path, *path2;  /* NULL when not applicable */
+	int result;		   /* errno (fs), exit status ("exit"), 0/1 (net) */
+	int64_t pid;		   /* 0: unknown */
+	const char *comm, *exe;	   /* NULL: unknown */
+	int64_t session;	   /* 0: none */
+	int64_t size, count;	   /* -1 / 0 when not applicable */
+	int64_t off_lo, off_hi;	   /* -1: not applicable */
+	const char *argv_json;	   /* "exec" rows: the session's argv as JSON */
+	const char *method, *host; /* "net" rows */
+	const char *decision;	   /* "net" rows: allowed or refused */
+	int64_t status;		   /* "net" rows: the HTTP status; -1 otherwise */
+};
+
+/*
+ * The timeline of workspace `ws_name` (a deleted one's too, while its history is kept),
+ * oldest first. f: NULL for everything but .git internals.
+ */
+ARB_EXTERN int arb_audit_open(arb_audit_iter **out, arb_project *p, const char *ws_name,
+			      const struct arb_audit_filter *f);
+/* 1 with *row set, 0 at the end, negative errno on failure. */
+ARB_EXTERN int arb_audit_next(arb_audit_iter *it, const struct arb_audit_row **row);
+ARB_EXTERN void arb_audit_free(arb_audit_iter *it);
+
+/* ---- checkpoints ------------------------------------------------------------------------- */
+
+struct arb_checkpoint {
+	unsigned seq;	 /* N of refs/arborinth/checkpoints/N */
+	char commit[41]; /* hex */
+	int64_t time_ns;
+	char kind[16];	   /* manual, start, end (of a session), rewind */
+	int64_t session;   /* 0: none */
+	char message[256]; /* the first line, cut at 255 bytes */
+};
+
+/* Records the view of workspace `ws_name` as it is now. message: NULL for "checkpoint". */
+ARB_EXTERN int arb_checkpoint_create(struct arb_checkpoint *out, arb_project *p,
+				     const char *ws_name, const char *message);
+/* All checkpoints, oldest first, into a new array (free with arb_free). */
+ARB_EXTERN int arb_checkpoint_list(struct arb_checkpoint **out, size_t *n, arb_project *p,
+				   const char *ws_name);
+/*
+ * The view becomes checkpoint `to` ("N", "#N", "base", or a revision of the workspace's
+ * repository); a checkpoint of the state before is taken first (in *before when not NULL).
+ * -EBUSY while a session of the workspace runs.
+ */
+ARB_EXTERN int arb_rewind(struct arb_checkpoint *before, arb_project *p, const char *ws_name,
+			  const char *to);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,208 @@
+/* lib/workspace.c: workspaces (arborinth.h): create, get, list, mount, unmount, delete. */
+#include "lib/lib_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "core/core.h"
+
+struct arb_workspace {
+	struct core_ws *core;
+};
+
+static int wrap(arb_workspace **out, struct core_ws *ws)
+{
+	arb_workspace *w = calloc(1, sizeof(*w));
+
+	if (!w) {
+		core_ws_free(ws);
+		return util_err(-ENOMEM, "out of memory");
+	}
+	w->core = ws;
+	*out = w;
+	return 0;
+}
+
+/* A name that is not one is the caller's fault; so is one that is taken or unknown. */
+static int name_err(int rc)
+{
+	return rc == -EINVAL || rc == -EEXIST || rc == -ENOENT ? lib_input_err(rc) : rc;
+}
+
+int arb_workspace_create(arb_workspace **out, arb_project *p, const char *name, const char *rev,
+			 unsigned flags)
+{
+	struct core_ws *ws = NULL;
+	int rc;
+
+	lib_err_reset();
+	if (out)
+		*out = NULL;
+	if (flags & ~(unsigned)(ARB_WS_DIRTY | ARB_WS_ALLOW_OTHER))
+		return lib_input_err(util_err(-EINVAL, "unknown workspace flags 0x%x", flags));
+	if ((rc = core_ws_name_check(name)) < 0)
+		return lib_input_err(rc);
+	rc = core_ws_create_opts(p->core, name, rev,
+				 (flags & ARB_WS_DIRTY ? CORE_WS_DIRTY : 0) |
+				     (flags & ARB_WS_ALLOW_OTHER ? CORE_WS_ALLOW_OTHER : 0),
+				 &ws);
+	if (rc < 0)
+		return name_err(rc);
+	if (!out) {
+		core_ws_free(ws);
+		return 0;
+	}
+	return wrap(out, ws);
+}
+
+int arb_workspace_get(arb_workspace **out, arb_project *p, const char *name)
+{
+	struct core_ws *ws = NULL;
+	int rc;
+
+	lib_err_reset();
+	*out = NULL;
+	if ((rc = core_ws_name_check(name)) < 0)
+		return lib_input_err(rc);
+	rc = core_ws_get(p->core, name, &ws);
+	return rc < 0 ? name_err(rc) : wrap(out, ws);
+}
+
+int arb_workspace_list(arb_workspace ***out, size_t *n, arb_project *p)
+{
+	struct core_ws **v = NULL;
+	arb_workspace **w;
+	size_t count = 0;
+	int rc;
+
+	lib_err_reset();
+	*out = NULL;
+	*n = 0;
+	rc = core_ws_list(p->core, &v, &count);
+	if (rc < 0)
+		return rc;
+	w = calloc(count + 1, sizeof(*w));
+	for (size_t i = 0; i < count; i++) {
+		if (w && rc == 0)
+			rc = wrap(&w[i], v[i]);
+		else
+			core_ws_free(v[i]);
+	}
+	free(v);
+	if (!w || rc < 0) {
+		arb_workspace_list_free(w, count);
+		return util_err(-ENOMEM, "out of memory");
+	}
+	*out = w;
+	*n = count;
+	return 0;
+}
+
+void arb_workspace_list_free(arb_workspace **v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		arb_workspace_free(v[i]);
+	free(v);
+}
+
+void arb_workspace_free(arb_workspace *ws)
+{
+	if (!ws)
+		return;
+	core_ws_free(ws->core);
+	free(ws);
+}
+
+const char *arb_workspace_name(const arb_workspace *ws)
+{
+	return ws->core->name;
+}
+
+const char *arb_workspace_id(const arb_workspace *ws)
+{
+	return ws->core->id;
+}
+
+const char *arb_workspace_base_commit(const arb_workspace *ws)
+{
+	return ws->core->base_commit;
+}
+
+const char *arb_workspace_branch(const arb_workspace *ws)
+{
+	return ws->core->branch;
+}
+
+const char *arb_workspace_root(const arb_workspace *ws)
+{
+	return ws->core->root;
+}
+
+const char *arb_workspace_workdir(const arb_workspace *ws)
+{
+	return ws->core->workdir;
+}
+
+const char *arb_workspace_home(const arb_workspace *ws)
+{
+	return ws->core->home;
+}
+
+int64_t arb_workspace_created_ns(const arb_workspace *ws)
+{
+	return ws->core->created_ns;
+}
+
+int arb_workspace_mounted(const arb_workspace *ws)
+{
+	return ws->core->mounted;
+}
+
+int64_t arb_workspace_daemon_pid(const arb_workspace *ws)
+{
+	return ws->core->daemon_pid;
+}
+
+int arb_workspace_mount(arb_project *p, const char *name, unsigned flags)
+{
+	struct core_ws *ws = NULL;
+	int rc;
+
+	lib_err_reset();
+	if (flags & ~(unsigned)ARB_WS_ALLOW_OTHER)
+		return lib_input_err(util_err(-EINVAL, "unknown mount flags 0x%x", flags));
+	rc = core_ws_get(p->core, name, &ws);
+	if (rc == 0)
+		rc = core_ws_mount(p->core, ws,
+				   flags & ARB_WS_ALLOW_OTHER ? CORE_WS_ALLOW_OTHER : 0);
+	else
+		rc = name_err(rc);
+	core_ws_free(ws);
+	return rc;
+}
+
+int arb_workspace_unmount(arb_project *p, const char *name)
+{
+	struct core_ws *ws = NULL;
+	int rc;
+
+	lib_err_reset();
+	rc = core_ws_get(p->core, name, &ws);
+	if (rc == 0)
+		rc = core_ws_unmount(p->core, ws);
+	else
+		rc = name_err(rc);
+	core_ws_free(ws);
+	return rc;
+}
+
+int arb_workspace_delete(arb_project *p, const char *name)
+{
+	int rc;
+
+	lib_err_reset();
+	if ((rc = core_ws_name_check(name)) < 0)
+		return lib_input_err(rc);
+	rc = core_ws_delete(p->core, name);
+	return rc == -ENOENT ? lib_input_err(rc) : rc;
+}
