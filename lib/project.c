@@ -17,7 +17,7 @@ int arb_project_open(arb_project **out, const char *workdir)
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return util_err(-ENOMEM, "out of memory");
-	rc = core_project_open(&p->core, workdir);
+	rc = core_project_open(&p->core, workdir ? workdir : ".");
 	if (rc < 0) {
 		free(p);
 		return rc == -ENOMEM ? rc : lib_input_err(rc);

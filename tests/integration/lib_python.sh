@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The Python package: `pip install ./python` into a fresh venv (Debian 12's python3, no index:
+# the standard library only), then its unittest suite (tests/python/test_api.py) and the
+# example (examples/example.py) from that venv against the build's libarborinth, in real
+# mounts and boxes.
+export TMPDIR=${ARB_JAIL_TMPDIR:-/var/tmp}
+. "$(dirname "$0")/lib.sh"
+
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3)
+"$PY" -c 'import ensurepip, setuptools' 2>/dev/null ||
+	skip "python3-venv and python3-setuptools are needed (scripts/deps.sh installs them)"
+export ARBORINTH_LIBRARY="$ARB_BUILD/lib/libarborinth.so.0"
+[ -f "$ARBORINTH_LIBRARY" ] && pass || fail "libarborinth.so.0 is built"
+
+"$PY" -m venv --system-site-packages "$T/venv" >"$T/venv.log" 2>&1 && pass ||
+	fail "venv: $(tail -3 "$T/venv.log")"
+cp -r "$ARB_SRC/python" "$T/src"
+"$T/venv/bin/pip" install --no-index --no-build-isolation --quiet "$T/src" >"$T/pip.log" 2>&1 &&
+	pass || fail "pip install ./python: $(tail -5 "$T/pip.log")"
+where=$(cd "$T" && "$T/venv/bin/python" -c 'import arborinth, os; print(os.path.dirname(arborinth.__file__))')
+case "$where" in
+"$T/venv/"*) pass ;;
+*) fail "the venv imports the installed package, not $where" ;;
+esac
+
+if (cd "$T" && "$T/venv/bin/python" "$ARB_SRC/tests/python/test_api.py") >"$T/unittest.log" 2>&1; then
+	pass
+else
+	fail "the package's unittest suite: $(tail -30 "$T/unittest.log")"
+fi
+grep -E "^Ran [0-9]+ tests" "$T/unittest.log" >/dev/null && pass || fail "unittest ran"
+
+# The example, in a repository of its own.
+mkdir "$T/repo"
+(cd "$T/repo" && git init -q && echo x >f && git add f &&
+	git -c user.email=t@e -c user.name=t commit -qm x)
+OUT=$(cd "$T/repo" && "$T/venv/bin/python" "$ARB_SRC/examples/example.py" 2>&1) && pass ||
+	fail "examples/example.py: $OUT"
+expect_match "output: hello from the box" "$OUT" "the example's box printed"
+expect_match "audit: fs create greeting.txt pid [0-9]+ sh" "$OUT" "the example read the audit"
+expect_match "^deleted example-py-" "$OUT" "the example deleted its workspace"
+[ -z "$(ls "$T/repo/.arborinth/workspaces" 2>/dev/null)" ] && pass || fail "no workspace left"
+finish
