@@ -33,7 +33,8 @@ static const struct jail_init_hook box_init_hooks[] = {
 /* LeakSanitizer needs ptrace, which the box's seccomp filter denies: no leak check here. */
 static int in_box_init;
 #if defined(__SANITIZE_ADDRESS__)
-int __lsan_is_turned_off(void);
+/* Default visibility: the sanitizer runtime (a shared library) looks it up dynamically. */
+__attribute__((visibility("default"))) int __lsan_is_turned_off(void);
 int __lsan_is_turned_off(void)
 {
 	return in_box_init;

@@ -27,6 +27,8 @@ for f in bin/arborinth bin/arborinth_fs bin/arborinth_box_init include/arborinth
 done
 pcdir=$(dirname "$(find "$T/inst" -name arborinth.pc | head -1)")
 flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs arborinth) && pass || fail "pkg-config"
+# The sanitizer build's library wants its runtime in the program too.
+ldd "$LIB" | grep -q libasan && flags="$flags -fsanitize=address,undefined"
 # shellcheck disable=SC2086
 cc -std=c11 -Wall -Wextra -Werror "$ARB_SRC/examples/box_example.c" $flags -o "$T/box_example" \
 	2>"$T/cc.log" && pass || fail "compiling against the installed library: $(cat "$T/cc.log")"
