@@ -56,11 +56,13 @@ int cli_getopt(struct cli_global *g, const struct cli_cmd *cmd, int argc, char *
 	       const char *shortopts, const struct option *longopts, int *status);
 
 /*
- * `shell` with argv as given to it, plus a launcher's part of the box (lib/lib_internal.h):
- * parses the options into an arb_box and runs it.
+ * Runs cmd in box b (or with explain prints the resolved box) and returns the exit status
+ * `shell` exits with; a failure is one line on stderr (a usage error of command `name` when
+ * the input was at fault). cli_box_fail: that line, for a failure of the library.
  */
-struct lib_box_extra;
-int cli_shell_run(struct cli_global *g, int argc, char **argv, const struct lib_box_extra *extra);
+struct arb_box;
+int cli_box_go(struct arb_box *b, char **cmd, bool explain, const char *name);
+int cli_box_fail(const char *cmd);
 /* After a box ran: a line on stderr for each limit it reached. */
 struct jail_limits;
 struct arb_run_result;

@@ -1,9 +1,9 @@
 /*
  * cli/cmd_launch.c: `arborinth claude|codex|opencode NAME [OPTIONS] [-- CLIENT ARGS...]`.
- * Creates workspace NAME when missing, finds the client on the host, and runs it through
- * `shell` (cli_shell_run) in a bubblewrap box with the backend it needs on the credential
- * proxy, the client bound read-only at its host path, and the client's variables (the
- * client's own file, cli/cmd_launch_clients.c, says which).
+ * Creates workspace NAME when missing, finds the client on the host, and runs it in a box
+ * (an arb_box, as `shell` does) with the backend it needs on the credential proxy, the
+ * client bound read-only at its host path, and the client's variables (the client's own
+ * file, cli/cmd_launch_clients.c, says which; added through lib_box_set_extra).
  */
 #include "cli/cmd_launch.h"
 #include "cli/cli.h"
@@ -33,7 +33,6 @@ enum {
 	LAUNCH_OPT_NO_TOOLS,
 };
 static const char *const limit_names[] = {"timeout", "memory", "cpus", "pids"};
-static const char *const limit_flags[] = {"--timeout", "--memory", "--cpus", "--pids"};
 
 static const struct option launch_opts[] = {
     {"rev", required_argument, NULL, 'r'},
@@ -528,53 +527,59 @@ static int apply_extra(void *ctx, struct jail_box *b, struct proxy *px)
 	return l->client->box(l, b, px);
 }
 
-/* `shell NAME --backend B ... -- EXE FIXED... USER...` */
-static char **shell_argv(const struct launch *l, int *argc_out, char **backend_out)
+/*
+ * The launch as a box: its backend, then what `shell` would take from --grant, --binds,
+ * --mount, --env, --net, the limits and --no-tool-managers, and the client's part (extra).
+ */
+static int launch_box(const struct launch *l, arb_project *p, const struct lib_box_extra *extra,
+		      arb_box **out)
 {
-	size_t cap = 26 + 2 * (l->n_grants + l->n_binds + l->n_mounts + l->n_envs) + l->n_fixed +
-		     (size_t)l->n_client_args;
-	char **v = calloc(cap + 1, sizeof(*v));
 	char *backend = launch_backend_spec(l);
+	arb_box *b = NULL;
+	int rc = backend ? arb_box_new(&b, p, l->name) : util_err(-ENOMEM, "out of memory");
+
+	if (rc == 0)
+		rc = arb_box_add_backend(b, backend);
+	for (size_t i = 0; rc == 0 && i < l->n_grants; i++)
+		rc = arb_box_add_grant(b, l->grants[i]);
+	for (size_t i = 0; rc == 0 && i < l->n_binds; i++)
+		rc = arb_box_add_binds_file(b, l->binds[i]);
+	for (size_t i = 0; rc == 0 && i < l->n_mounts; i++)
+		rc = arb_box_add_mount(b, l->mounts[i]);
+	for (size_t i = 0; rc == 0 && i < l->n_envs; i++)
+		rc = arb_box_add_env(b, l->envs[i]);
+	if (rc == 0 && l->net)
+		rc = arb_box_set_network(b, 1);
+	for (size_t i = 0; rc == 0 && i < ARB_ARRAY_LEN(limit_names); i++)
+		if (l->limits[i])
+			rc = arb_box_set_limit(b, limit_names[i], l->limits[i]);
+	if (rc == 0 && l->no_tool_managers)
+		rc = arb_box_set_no_tool_managers(b, 1);
+	if (rc == 0 && l->key_file)
+		rc = arb_box_set_api_key_file(b, l->key_file);
+	free(backend);
+	if (rc < 0) {
+		arb_box_free(b);
+		return rc;
+	}
+	lib_box_set_extra(b, extra);
+	*out = b;
+	return 0;
+}
+
+/* The client's argv: EXE FIXED... USER... (caller frees the array, not the strings). */
+static char **client_argv(const struct launch *l)
+{
+	char **v = calloc(2 + l->n_fixed + (size_t)l->n_client_args, sizeof(*v));
 	size_t n = 0;
 
-	if (!v || !backend) {
-		free(v);
-		free(backend);
+	if (!v)
 		return NULL;
-	}
-#define PUSH(x) (v[n++] = (char *)(x))
-	PUSH("shell");
-	PUSH(l->name);
-	PUSH("--backend");
-	PUSH(backend); /* the caller frees it: getopt may reorder v */
-	*backend_out = backend;
-	for (size_t i = 0; i < l->n_grants; i++)
-		PUSH("--grant"), PUSH(l->grants[i]);
-	for (size_t i = 0; i < l->n_binds; i++)
-		PUSH("--binds"), PUSH(l->binds[i]);
-	for (size_t i = 0; i < l->n_mounts; i++)
-		PUSH("--mount"), PUSH(l->mounts[i]);
-	for (size_t i = 0; i < l->n_envs; i++)
-		PUSH("--env"), PUSH(l->envs[i]);
-	if (l->net)
-		PUSH("--net");
-	for (size_t i = 0; i < ARB_ARRAY_LEN(limit_names); i++)
-		if (l->limits[i])
-			PUSH(limit_flags[i]), PUSH(l->limits[i]);
-	if (l->no_tool_managers)
-		PUSH("--no-tool-managers");
-	if (l->explain)
-		PUSH("--explain");
-	if (l->key_file)
-		PUSH("--api-key-file"), PUSH(l->key_file);
-	PUSH("--");
-	PUSH(l->exe);
+	v[n++] = l->exe;
 	for (size_t i = 0; i < l->n_fixed; i++)
-		PUSH(l->fixed_args[i]);
+		v[n++] = l->fixed_args[i];
 	for (int i = 0; i < l->n_client_args; i++)
-		PUSH(l->client_args[i]);
-#undef PUSH
-	*argc_out = (int)n;
+		v[n++] = l->client_args[i];
 	return v;
 }
 
@@ -584,8 +589,10 @@ int launch_run(const struct launch_client *c, int argc, char **argv, void *globa
 	struct cli_cmd cmd = {c->name, NULL, NULL, NULL, c->usage, NULL};
 	struct launch l = {.client = c, .tcp_fd = -1, .tcp_tls_fd = -1};
 	struct lib_box_extra extra = {apply_extra, &l, NULL, -1, -1, NULL};
-	char **sargv = NULL, *backend = NULL;
-	int sargc = 0, status;
+	arb_project *p = NULL;
+	arb_box *box = NULL;
+	char **argv_box = NULL;
+	int status;
 
 	status = parse(g, &cmd, argc, argv, &l);
 	if (status != -1)
@@ -622,9 +629,16 @@ int launch_run(const struct launch_client *c, int argc, char **argv, void *globa
 		status = ensure_workspace(g, &l);
 	if (status != CLI_OK)
 		goto out;
-	sargv = shell_argv(&l, &sargc, &backend);
-	if (!sargv) {
+	if (!(argv_box = client_argv(&l))) {
 		status = cli_fail(CLI_ERR, "out of memory");
+		goto out;
+	}
+	if (arb_project_open(&p, g->workdir) < 0) {
+		status = cli_fail(CLI_ERR, "%s", arb_error_last());
+		goto out;
+	}
+	if (launch_box(&l, p, &extra, &box) < 0) {
+		status = cli_box_fail(c->name);
 		goto out;
 	}
 	if (l.explain)
@@ -632,10 +646,11 @@ int launch_run(const struct launch_client *c, int argc, char **argv, void *globa
 	for (size_t i = 0; i < l.n_mcp_notes; i++)
 		fprintf(l.explain ? stdout : stderr, "%smcp: %s\n",
 			l.explain ? "" : "arborinth: ", l.mcp_notes[i]);
-	status = cli_shell_run(g, sargc, sargv, &extra);
+	status = cli_box_go(box, argv_box, l.explain, c->name);
 out:
-	free(backend);
-	free(sargv);
+	arb_box_free(box);
+	arb_project_free(p);
+	free(argv_box);
 	launch_clear(&l);
 	return status;
 }

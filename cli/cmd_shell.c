@@ -221,11 +221,39 @@ static int apply_options(arb_box *b, const struct shell_opts *o)
 	return rc;
 }
 
-/* A failure of the library: a usage error when the input was at fault. */
+int cli_box_fail(const char *cmd)
+{
+	return arb_error_is_input() ? cli_usage_error(cmd, "%s", arb_error_last())
+				    : cli_fail(CLI_ERR, "%s", arb_error_last());
+}
+
 static int lib_fail(void)
 {
-	return arb_error_is_input() ? cli_usage_error("shell", "%s", arb_error_last())
-				    : cli_fail(CLI_ERR, "%s", arb_error_last());
+	return cli_box_fail("shell");
+}
+
+int cli_box_go(arb_box *b, char **cmd, bool explain, const char *name)
+{
+	struct arb_run_result res;
+	char *text = NULL;
+	int rc;
+
+	if (explain) {
+		if (arb_box_explain(&text, b, cmd) < 0)
+			return cli_box_fail(name);
+		fputs(text, stdout);
+		arb_free(text);
+		return CLI_OK;
+	}
+	rc = arb_box_run(&res, b, cmd);
+	cli_shell_limit_report(lib_box_limits(b), &res);
+	if (rc < 0 && res.session)
+		return cli_fail(res.exit_status, "%s", arb_error_last());
+	if (rc < 0)
+		return cli_box_fail(name);
+	if (res.timed_out)
+		return cli_fail(res.exit_status, "--timeout: %s", arb_error_last());
+	return res.exit_status;
 }
 
 void cli_shell_limit_report(const struct jail_limits *l, const struct arb_run_result *st)
@@ -244,18 +272,12 @@ void cli_shell_limit_report(const struct jail_limits *l, const struct arb_run_re
 
 int cmd_shell(struct cli_global *g, int argc, char **argv)
 {
-	return cli_shell_run(g, argc, argv, NULL);
-}
-
-int cli_shell_run(struct cli_global *g, int argc, char **argv, const struct lib_box_extra *extra)
-{
 	struct shell_opts o = {.jail = "bubblewrap"};
-	struct arb_run_result res;
 	arb_project *p = NULL;
 	arb_box *b = NULL;
-	char *shell_argv[2] = {NULL, NULL}, *text = NULL;
+	char *shell_argv[2] = {NULL, NULL};
 	int cmd_at = command_index(argc, argv), name_at = 0;
-	int status, rc;
+	int status;
 	char **cmd;
 
 	o.v = calloc((size_t)argc + 1, sizeof(*o.v));
@@ -273,32 +295,11 @@ int cli_shell_run(struct cli_global *g, int argc, char **argv, const struct lib_
 		status = lib_fail();
 		goto out;
 	}
-	if (extra)
-		lib_box_set_extra(b, extra);
 	if (!*cmd) {
 		shell_argv[0] = (char *)default_shell();
 		cmd = shell_argv;
 	}
-	if (o.explain) {
-		if (arb_box_explain(&text, b, cmd) < 0) {
-			status = lib_fail();
-		} else {
-			fputs(text, stdout);
-			status = CLI_OK;
-		}
-		arb_free(text);
-		goto out;
-	}
-	rc = arb_box_run(&res, b, cmd);
-	cli_shell_limit_report(lib_box_limits(b), &res);
-	if (rc < 0 && res.session)
-		status = cli_fail(res.exit_status, "%s", arb_error_last());
-	else if (rc < 0)
-		status = lib_fail();
-	else if (res.timed_out)
-		status = cli_fail(res.exit_status, "--timeout: %s", arb_error_last());
-	else
-		status = res.exit_status;
+	status = cli_box_go(b, cmd, o.explain, "shell");
 out:
 	arb_box_free(b);
 	arb_project_free(p);
