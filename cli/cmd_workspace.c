@@ -1,12 +1,13 @@
 /* cli/cmd_workspace.c: `arborinth workspace create|list|info|delete`. */
 #include "cli/cli.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core.h"
+#include "include/arborinth.h"
 
 const char cmd_workspace_usage[] =
     "usage: arborinth workspace create NAME [--rev REV] [--dirty] [--allow-other] [--json]\n"
@@ -53,37 +54,47 @@ const struct cli_cmd cmd_workspace_subs[] = {
     {0},
 };
 
-static json_t *ws_json(const struct core_ws *ws)
+static json_t *ws_json(const arb_workspace *ws)
 {
 	char created[32];
 
-	util_time_format(created, sizeof(created), ws->created_ns, true);
-	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:b,s:I}", "name", ws->name,
-			 "root", ws->root, "workdir", ws->workdir, "tmp", ws->tmp, "cache",
-			 ws->cache, "home", ws->home, "base_commit", ws->base_commit, "branch",
-			 ws->branch, "remote", ws->remote, "created", created, "state", ws->state,
-			 "mounted", ws->mounted, "daemon_pid", (json_int_t)ws->daemon_pid);
+	util_time_format(created, sizeof(created), arb_workspace_created_ns(ws), true);
+	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:b,s:I}", "name",
+			 arb_workspace_name(ws), "root", arb_workspace_root(ws), "workdir",
+			 arb_workspace_workdir(ws), "tmp", arb_workspace_tmp(ws), "cache",
+			 arb_workspace_cache(ws), "home", arb_workspace_home(ws), "base_commit",
+			 arb_workspace_base_commit(ws), "branch", arb_workspace_branch(ws),
+			 "remote", arb_workspace_remote(ws), "created", created, "state",
+			 arb_workspace_state(ws), "mounted", arb_workspace_mounted(ws),
+			 "daemon_pid", (json_int_t)arb_workspace_daemon_pid(ws));
 }
 
-static void ws_print(const struct core_ws *ws)
+static void ws_print(const arb_workspace *ws)
 {
 	char created[32];
 
-	util_time_format(created, sizeof(created), ws->created_ns, false);
-	printf("name:     %s\n", ws->name);
-	printf("root:     %s\n", ws->root);
-	printf("workdir:  %s\n", ws->workdir);
-	printf("tmp:      %s\n", ws->tmp);
-	printf("cache:    %s\n", ws->cache);
-	printf("home:     %s\n", ws->home);
-	printf("base:     %s\n", ws->base_commit);
-	printf("branch:   %s\n", ws->branch);
-	printf("remote:   %s\n", ws->remote);
+	util_time_format(created, sizeof(created), arb_workspace_created_ns(ws), false);
+	printf("name:     %s\n", arb_workspace_name(ws));
+	printf("root:     %s\n", arb_workspace_root(ws));
+	printf("workdir:  %s\n", arb_workspace_workdir(ws));
+	printf("tmp:      %s\n", arb_workspace_tmp(ws));
+	printf("cache:    %s\n", arb_workspace_cache(ws));
+	printf("home:     %s\n", arb_workspace_home(ws));
+	printf("base:     %s\n", arb_workspace_base_commit(ws));
+	printf("branch:   %s\n", arb_workspace_branch(ws));
+	printf("remote:   %s\n", arb_workspace_remote(ws));
 	printf("created:  %s\n", created);
-	if (ws->mounted)
-		printf("mounted:  yes (daemon pid %d)\n", (int)ws->daemon_pid);
+	if (arb_workspace_mounted(ws))
+		printf("mounted:  yes (daemon pid %lld)\n",
+		       (long long)arb_workspace_daemon_pid(ws));
 	else
 		printf("mounted:  no\n");
+}
+
+/* The command line's one line for a failure of the library (exit status 1). */
+static int fail_lib(void)
+{
+	return cli_fail(CLI_ERR, "%s", arb_error_last());
 }
 
 /* `create --dirty`, `--from` and `create|mount --allow-other`, set by parse(). */
@@ -143,56 +154,52 @@ static int parse(struct cli_global *g, const char *sub, int argc, char **argv, b
 static int ws_create(struct cli_global *g, int argc, char **argv)
 {
 	const char *name = NULL, *rev = NULL;
-	struct core_project *p = NULL;
-	struct core_ws *ws = NULL;
+	arb_project *p = NULL;
+	arb_workspace *ws = NULL;
 	bool json = false;
-	int status;
+	int status, rc;
 
 	if (parse(g, "create", argc, argv, &json, &rev, NULL, &name, 1, &status) < 0)
 		return status;
-	if (core_ws_name_check(name) < 0)
-		return cli_fail_lib();
+	if (arb_workspace_name_check(name) < 0)
+		return fail_lib();
 	if (create_from && (rev || create_dirty))
 		return cli_usage_error("workspace create", "--from goes without --rev and --dirty");
 	if (create_from && (!*create_from || *create_from == '@'))
 		return cli_usage_error("workspace create", "--from needs a workspace NAME[@CKPT]");
+	if (arb_project_open(&p, g->workdir) < 0)
+		return fail_lib();
 	if (create_from) {
 		char *from = strdup(create_from), *at = from ? strchr(from, '@') : NULL;
 
 		if (at)
 			*at++ = '\0';
-		if (!from || core_project_open(&p, g->workdir) < 0 ||
-		    core_ws_fork(p, name, from, at && *at ? at : NULL,
-				 allow_other ? CORE_WS_ALLOW_OTHER : 0, &ws) < 0)
-			status = from ? cli_fail_lib() : cli_fail(CLI_ERR, "out of memory");
-		else
-			status = CLI_OK;
+		rc = from ? arb_workspace_fork(&ws, p, name, from, at && *at ? at : NULL,
+					       allow_other ? ARB_WS_ALLOW_OTHER : 0)
+			  : util_err(-ENOMEM, "out of memory");
 		free(from);
-		if (status != CLI_OK)
-			goto out;
-	} else if (core_project_open(&p, g->workdir) < 0 ||
-		   core_ws_create_opts(p, name, rev,
-				       (create_dirty ? CORE_WS_DIRTY : 0) |
-					   (allow_other ? CORE_WS_ALLOW_OTHER : 0),
-				       &ws) < 0) {
-		status = cli_fail_lib();
-		goto out;
+	} else {
+		rc = arb_workspace_create(&ws, p, name, rev,
+					  (create_dirty ? ARB_WS_DIRTY : 0) |
+					      (allow_other ? ARB_WS_ALLOW_OTHER : 0));
 	}
-	if (json)
+	if (rc < 0)
+		status = fail_lib();
+	else if (json)
 		status = cli_json_print(ws_json(ws));
 	else
-		status = printf("created workspace %s at %.12s\n  workdir: %s\n", ws->name,
-				ws->base_commit, ws->workdir) < 0;
-out:
-	core_ws_free(ws);
-	core_project_free(p);
+		status =
+		    printf("created workspace %s at %.12s\n  workdir: %s\n", arb_workspace_name(ws),
+			   arb_workspace_base_commit(ws), arb_workspace_workdir(ws)) < 0;
+	arb_workspace_free(ws);
+	arb_project_free(p);
 	return status;
 }
 
 static int ws_list(struct cli_global *g, int argc, char **argv)
 {
-	struct core_project *p = NULL;
-	struct core_ws **list = NULL;
+	arb_project *p = NULL;
+	arb_workspace **list = NULL;
 	json_t *arr = NULL;
 	bool json = false;
 	size_t n = 0;
@@ -200,8 +207,8 @@ static int ws_list(struct cli_global *g, int argc, char **argv)
 
 	if (parse(g, "list", argc, argv, &json, NULL, NULL, NULL, 0, &status) < 0)
 		return status;
-	if (core_project_open(&p, g->workdir) < 0 || core_ws_list(p, &list, &n) < 0) {
-		status = cli_fail_lib();
+	if (arb_project_open(&p, g->workdir) < 0 || arb_workspace_list(&list, &n, p) < 0) {
+		status = fail_lib();
 		goto out;
 	}
 	if (json) {
@@ -216,31 +223,31 @@ static int ws_list(struct cli_global *g, int argc, char **argv)
 	for (size_t i = 0; i < n; i++) {
 		char created[32];
 
-		util_time_format(created, sizeof(created), list[i]->created_ns, false);
-		printf("%-24s %-12.12s %-8s %s\n", list[i]->name, list[i]->base_commit,
-		       list[i]->mounted ? "yes" : "no", created);
+		util_time_format(created, sizeof(created), arb_workspace_created_ns(list[i]),
+				 false);
+		printf("%-24s %-12.12s %-8s %s\n", arb_workspace_name(list[i]),
+		       arb_workspace_base_commit(list[i]),
+		       arb_workspace_mounted(list[i]) ? "yes" : "no", created);
 	}
 	status = CLI_OK;
 out:
-	for (size_t i = 0; i < n; i++)
-		core_ws_free(list[i]);
-	free(list);
-	core_project_free(p);
+	arb_workspace_list_free(list, n);
+	arb_project_free(p);
 	return status;
 }
 
 static int ws_info(struct cli_global *g, int argc, char **argv)
 {
-	struct core_project *p = NULL;
-	struct core_ws *ws = NULL;
+	arb_project *p = NULL;
+	arb_workspace *ws = NULL;
 	const char *name = NULL;
 	bool json = false;
 	int status;
 
 	if (parse(g, "info", argc, argv, &json, NULL, NULL, &name, 1, &status) < 0)
 		return status;
-	if (core_project_open(&p, g->workdir) < 0 || core_ws_get(p, name, &ws) < 0) {
-		status = cli_fail_lib();
+	if (arb_project_open(&p, g->workdir) < 0 || arb_workspace_get(&ws, p, name) < 0) {
+		status = fail_lib();
 		goto out;
 	}
 	if (json) {
@@ -250,37 +257,37 @@ static int ws_info(struct cli_global *g, int argc, char **argv)
 		status = CLI_OK;
 	}
 out:
-	core_ws_free(ws);
-	core_project_free(p);
+	arb_workspace_free(ws);
+	arb_project_free(p);
 	return status;
 }
 
 static int ws_delete(struct cli_global *g, int argc, char **argv)
 {
-	struct core_project *p = NULL;
+	arb_project *p = NULL;
 	const char *name = NULL;
 	bool json = false, purge = false;
 	int status;
 
 	if (parse(g, "delete", argc, argv, &json, NULL, &purge, &name, 1, &status) < 0)
 		return status;
-	if (core_project_open(&p, g->workdir) < 0 ||
-	    (purge ? core_ws_purge(p, name) : core_ws_delete(p, name)) < 0) {
-		status = cli_fail_lib();
+	if (arb_project_open(&p, g->workdir) < 0 ||
+	    (purge ? arb_workspace_purge(p, name) : arb_workspace_delete(p, name)) < 0) {
+		status = fail_lib();
 		goto out;
 	}
 	printf("deleted workspace %s%s\n", name, purge ? " and its history" : "");
 	status = CLI_OK;
 out:
-	core_project_free(p);
+	arb_project_free(p);
 	return status;
 }
 
 /* mount and unmount: the same shape, one verb apart. */
 static int ws_mount_common(struct cli_global *g, int argc, char **argv, bool mount)
 {
-	struct core_project *p = NULL;
-	struct core_ws *ws = NULL;
+	arb_project *p = NULL;
+	arb_workspace *ws = NULL;
 	const char *name = NULL;
 	bool json = false;
 	int status;
@@ -288,20 +295,20 @@ static int ws_mount_common(struct cli_global *g, int argc, char **argv, bool mou
 	if (parse(g, mount ? "mount" : "unmount", argc, argv, &json, NULL, NULL, &name, 1,
 		  &status) < 0)
 		return status;
-	if (core_project_open(&p, g->workdir) < 0 || core_ws_get(p, name, &ws) < 0 ||
-	    (mount ? core_ws_mount(p, ws, allow_other ? CORE_WS_ALLOW_OTHER : 0)
-		   : core_ws_unmount(p, ws)) < 0) {
-		status = cli_fail_lib();
+	if (arb_project_open(&p, g->workdir) < 0 || arb_workspace_get(&ws, p, name) < 0 ||
+	    (mount ? arb_workspace_mount(p, name, allow_other ? ARB_WS_ALLOW_OTHER : 0)
+		   : arb_workspace_unmount(p, name)) < 0) {
+		status = fail_lib();
 		goto out;
 	}
 	if (json)
 		status = cli_json_print(ws_json(ws));
 	else
 		status = printf("%s %s\n", mount ? "mounted" : "unmounted",
-				mount ? ws->workdir : ws->name) < 0;
+				mount ? arb_workspace_workdir(ws) : arb_workspace_name(ws)) < 0;
 out:
-	core_ws_free(ws);
-	core_project_free(p);
+	arb_workspace_free(ws);
+	arb_project_free(p);
 	return status;
 }
 

@@ -70,6 +70,9 @@ ARB_EXTERN const char *arb_project_root(const arb_project *p);
 
 typedef struct arb_workspace arb_workspace;
 
+/* 0 when name can be a workspace's; -EINVAL with the rule it breaks (an input error). */
+ARB_EXTERN int arb_workspace_name_check(const char *name);
+
 #define ARB_WS_DIRTY	   0x1 /* create: carry the origin's uncommitted changes too */
 #define ARB_WS_ALLOW_OTHER 0x2 /* create, mount: other users may use the view */
 
@@ -79,6 +82,13 @@ typedef struct arb_workspace arb_workspace;
  */
 ARB_EXTERN int arb_workspace_create(arb_workspace **out, arb_project *p, const char *name,
 				    const char *rev, unsigned flags);
+/*
+ * Creates workspace `name` whose base is workspace `from`'s checkpoint `ckpt` ("N", "#N",
+ * "base", "view", a revision of its repository; NULL: a checkpoint of its view taken now):
+ * as instant as a create, independent of `from` afterwards. flags: 0 or ARB_WS_ALLOW_OTHER.
+ */
+ARB_EXTERN int arb_workspace_fork(arb_workspace **out, arb_project *p, const char *name,
+				  const char *from, const char *ckpt, unsigned flags);
 /* -ENOENT for an unknown workspace. A snapshot: accessors say what was true when got. */
 ARB_EXTERN int arb_workspace_get(arb_workspace **out, arb_project *p, const char *name);
 /* All workspaces, by name, into a new array (free with arb_workspace_list_free). */
@@ -95,6 +105,11 @@ ARB_EXTERN const char *arb_workspace_branch(const arb_workspace *ws);
 ARB_EXTERN const char *arb_workspace_root(const arb_workspace *ws);
 ARB_EXTERN const char *arb_workspace_workdir(const arb_workspace *ws);
 ARB_EXTERN const char *arb_workspace_home(const arb_workspace *ws);
+/* The box's /tmp and cache, the origin's remote for it (arborinth/NAME), its state. */
+ARB_EXTERN const char *arb_workspace_tmp(const arb_workspace *ws);
+ARB_EXTERN const char *arb_workspace_cache(const arb_workspace *ws);
+ARB_EXTERN const char *arb_workspace_remote(const arb_workspace *ws);
+ARB_EXTERN const char *arb_workspace_state(const arb_workspace *ws);
 ARB_EXTERN int64_t arb_workspace_created_ns(const arb_workspace *ws);
 /* Nonzero when the view was mounted; the daemon's pid (0: not running). */
 ARB_EXTERN int arb_workspace_mounted(const arb_workspace *ws);
@@ -106,6 +121,11 @@ ARB_EXTERN int arb_workspace_mount(arb_project *p, const char *name, unsigned fl
 ARB_EXTERN int arb_workspace_unmount(arb_project *p, const char *name);
 /* Unmounts and removes the workspace (its audit history stays readable). */
 ARB_EXTERN int arb_workspace_delete(arb_project *p, const char *name);
+/*
+ * Deletes the workspace if it exists, then the audit history of every workspace ever called
+ * name. -ENOENT when there is neither.
+ */
+ARB_EXTERN int arb_workspace_purge(arb_project *p, const char *name);
 
 /* ---- boxes ------------------------------------------------------------------------------- */
 

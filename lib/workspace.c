@@ -29,6 +29,13 @@ static int name_err(int rc)
 	return rc == -EINVAL || rc == -EEXIST || rc == -ENOENT ? lib_input_err(rc) : rc;
 }
 
+int arb_workspace_name_check(const char *name)
+{
+	lib_err_reset();
+	return name ? lib_input_err(core_ws_name_check(name))
+		    : lib_input_err(util_err(-EINVAL, "no workspace name"));
+}
+
 int arb_workspace_create(arb_workspace **out, arb_project *p, const char *name, const char *rev,
 			 unsigned flags)
 {
@@ -46,6 +53,30 @@ int arb_workspace_create(arb_workspace **out, arb_project *p, const char *name, 
 				 (flags & ARB_WS_DIRTY ? CORE_WS_DIRTY : 0) |
 				     (flags & ARB_WS_ALLOW_OTHER ? CORE_WS_ALLOW_OTHER : 0),
 				 &ws);
+	if (rc < 0)
+		return name_err(rc);
+	if (!out) {
+		core_ws_free(ws);
+		return 0;
+	}
+	return wrap(out, ws);
+}
+
+int arb_workspace_fork(arb_workspace **out, arb_project *p, const char *name, const char *from,
+		       const char *ckpt, unsigned flags)
+{
+	struct core_ws *ws = NULL;
+	int rc;
+
+	lib_err_reset();
+	if (out)
+		*out = NULL;
+	if (flags & ~(unsigned)ARB_WS_ALLOW_OTHER)
+		return lib_input_err(util_err(-EINVAL, "unknown fork flags 0x%x", flags));
+	if ((rc = core_ws_name_check(name)) < 0)
+		return lib_input_err(rc);
+	rc = core_ws_fork(p->core, name, from, ckpt,
+			  flags & ARB_WS_ALLOW_OTHER ? CORE_WS_ALLOW_OTHER : 0, &ws);
 	if (rc < 0)
 		return name_err(rc);
 	if (!out) {
@@ -148,6 +179,26 @@ const char *arb_workspace_home(const arb_workspace *ws)
 	return ws->core->home;
 }
 
+const char *arb_workspace_tmp(const arb_workspace *ws)
+{
+	return ws->core->tmp;
+}
+
+const char *arb_workspace_cache(const arb_workspace *ws)
+{
+	return ws->core->cache;
+}
+
+const char *arb_workspace_remote(const arb_workspace *ws)
+{
+	return ws->core->remote;
+}
+
+const char *arb_workspace_state(const arb_workspace *ws)
+{
+	return ws->core->state;
+}
+
 int64_t arb_workspace_created_ns(const arb_workspace *ws)
 {
 	return ws->core->created_ns;
@@ -204,5 +255,16 @@ int arb_workspace_delete(arb_project *p, const char *name)
 	if ((rc = core_ws_name_check(name)) < 0)
 		return lib_input_err(rc);
 	rc = core_ws_delete(p->core, name);
+	return rc == -ENOENT ? lib_input_err(rc) : rc;
+}
+
+int arb_workspace_purge(arb_project *p, const char *name)
+{
+	int rc;
+
+	lib_err_reset();
+	if ((rc = core_ws_name_check(name)) < 0)
+		return lib_input_err(rc);
+	rc = core_ws_purge(p->core, name);
 	return rc == -ENOENT ? lib_input_err(rc) : rc;
 }

@@ -20,7 +20,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_lib import ARB, Checks, Env, need_box, search_files, skip  # noqa: E402
+from e2e_lib import ARB, Checks, Env, install_clients, need_box, search_files, skip  # noqa: E402
 import e2e_real_clients as rc  # noqa: E402
 
 need_box()
@@ -215,7 +215,7 @@ def main():
     if not shutil.which("tmux"):
         skip("tmux is not installed (apt-get install tmux)")
     with Env("e2e-interactive") as E:
-        prefix = rc.install(E)
+        prefix = install_clients(E, C)
         E.path = os.path.join(prefix, "node_modules", ".bin") + ":" + E.path
         tm = Tmux(E.t)
         try:
