@@ -63,10 +63,6 @@ int cli_getopt(struct cli_global *g, const struct cli_cmd *cmd, int argc, char *
 struct arb_box;
 int cli_box_go(struct arb_box *b, char **cmd, bool explain, const char *name);
 int cli_box_fail(const char *cmd);
-/* After a box ran: a line on stderr for each limit it reached. */
-struct jail_limits;
-struct arb_run_result;
-void cli_shell_limit_report(const struct jail_limits *l, const struct arb_run_result *r);
 
 /* Command entry points, their help texts and sub-command tables. */
 extern const char cmd_project_usage[], cmd_workspace_usage[], cmd_shell_usage[],

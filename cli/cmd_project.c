@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "core/core.h"
+#include "include/arborinth.h"
 
 const char cmd_project_usage[] =
     "usage: arborinth project info [--workdir DIR] [--json]\n"
@@ -20,22 +20,22 @@ const struct cli_cmd cmd_project_subs[] = {
     {0},
 };
 
-static json_t *info_json(struct core_project *p, const struct core_head *h, size_t n)
+static json_t *info_json(const arb_project *p, const struct arb_head *h, size_t n)
 {
-	json_t *head =
-	    json_pack("{s:s?,s:s?,s:b,s:b}", "commit", h->unborn ? NULL : h->commit, "branch",
-		      h->branch, "detached", !h->branch && !h->unborn, "unborn", h->unborn);
+	json_t *head = json_pack("{s:s?,s:s?,s:b,s:b}", "commit", h->unborn ? NULL : h->commit,
+				 "branch", *h->branch ? h->branch : NULL, "detached",
+				 !*h->branch && !h->unborn, "unborn", h->unborn);
 
-	return json_pack("{s:s,s:s,s:s,s:o,s:I}", "root", core_project_root(p), "git_dir",
-			 core_project_gitdir(p), "state_dir", core_project_state_dir(p), "head",
+	return json_pack("{s:s,s:s,s:s,s:o,s:I}", "root", arb_project_root(p), "git_dir",
+			 arb_project_git_dir(p), "state_dir", arb_project_state_dir(p), "head",
 			 head, "workspaces", (json_int_t)n);
 }
 
 static int project_info(struct cli_global *g, int argc, char **argv)
 {
 	static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {0}};
-	struct core_project *p = NULL;
-	struct core_head head = {0};
+	arb_project *p = NULL;
+	struct arb_head head;
 	bool json = false;
 	int status = CLI_ERR;
 	size_t n = 0;
@@ -49,28 +49,27 @@ static int project_info(struct cli_global *g, int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error("project info", "unexpected argument '%s'", argv[optind]);
-	if (core_project_open(&p, g->workdir) < 0 || core_project_head(p, &head) < 0 ||
-	    core_ws_count(p, &n) < 0) {
-		status = cli_fail_lib();
+	if (arb_project_open(&p, g->workdir) < 0 || arb_project_head(&head, p) < 0 ||
+	    arb_project_workspace_count(&n, p) < 0) {
+		status = cli_fail(CLI_ERR, "%s", arb_error_last());
 		goto out;
 	}
 	if (json) {
 		status = cli_json_print(info_json(p, &head, n));
 		goto out;
 	}
-	printf("root:       %s\n", core_project_root(p));
-	printf("git dir:    %s\n", core_project_gitdir(p));
+	printf("root:       %s\n", arb_project_root(p));
+	printf("git dir:    %s\n", arb_project_git_dir(p));
 	if (head.unborn)
-		printf("HEAD:       (no commits yet) on %s\n", head.branch ? head.branch : "?");
-	else if (head.branch)
+		printf("HEAD:       (no commits yet) on %s\n", *head.branch ? head.branch : "?");
+	else if (*head.branch)
 		printf("HEAD:       %s on %s\n", head.commit, head.branch);
 	else
 		printf("HEAD:       %s (detached)\n", head.commit);
 	printf("workspaces: %zu\n", n);
 	status = CLI_OK;
 out:
-	free(head.branch);
-	core_project_free(p);
+	arb_project_free(p);
 	return status;
 }
 

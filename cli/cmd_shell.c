@@ -11,8 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "jail/jail.h"
-#include "lib/lib_internal.h"
+#include "include/arborinth.h"
 
 const char cmd_shell_usage[] =
     "usage: arborinth shell NAME [OPTIONS] [--] [CMD ARGS...]\n"
@@ -221,6 +220,21 @@ static int apply_options(arb_box *b, const struct shell_opts *o)
 	return rc;
 }
 
+/* After a box ran: a line on stderr for each limit it reached. */
+static void limit_report(const struct arb_run_result *r)
+{
+	if (r->oom_kills)
+		fprintf(stderr,
+			"arborinth: --memory: the box reached its limit of %lld MiB; the kernel "
+			"ended %lld of its processes\n",
+			(long long)(r->memory_limit >> 20), (long long)r->oom_kills);
+	if (r->forks_refused)
+		fprintf(stderr,
+			"arborinth: --pids: the box reached its limit of %lld processes; %lld "
+			"forks were refused\n",
+			(long long)r->pids_limit, (long long)r->forks_refused);
+}
+
 int cli_box_fail(const char *cmd)
 {
 	return arb_error_is_input() ? cli_usage_error(cmd, "%s", arb_error_last())
@@ -246,7 +260,7 @@ int cli_box_go(arb_box *b, char **cmd, bool explain, const char *name)
 		return CLI_OK;
 	}
 	rc = arb_box_run(&res, b, cmd);
-	cli_shell_limit_report(lib_box_limits(b), &res);
+	limit_report(&res);
 	if (rc < 0 && res.session)
 		return cli_fail(res.exit_status, "%s", arb_error_last());
 	if (rc < 0)
@@ -254,20 +268,6 @@ int cli_box_go(arb_box *b, char **cmd, bool explain, const char *name)
 	if (res.timed_out)
 		return cli_fail(res.exit_status, "--timeout: %s", arb_error_last());
 	return res.exit_status;
-}
-
-void cli_shell_limit_report(const struct jail_limits *l, const struct arb_run_result *st)
-{
-	if (st->oom_kills)
-		fprintf(stderr,
-			"arborinth: --memory: the box reached its limit of %lld MiB; the kernel "
-			"ended %lld of its processes\n",
-			(long long)(l->memory >> 20), (long long)st->oom_kills);
-	if (st->forks_refused)
-		fprintf(stderr,
-			"arborinth: --pids: the box reached its limit of %lld processes; %lld "
-			"forks were refused\n",
-			(long long)l->pids, (long long)st->forks_refused);
 }
 
 int cmd_shell(struct cli_global *g, int argc, char **argv)

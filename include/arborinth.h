@@ -63,8 +63,20 @@ typedef struct arb_project arb_project;
  */
 ARB_EXTERN int arb_project_open(arb_project **out, const char *workdir);
 ARB_EXTERN void arb_project_free(arb_project *p);
-/* The checkout's top directory (absolute). */
+/* The checkout's top directory, its git directory and arborinth's folder in it (absolute). */
 ARB_EXTERN const char *arb_project_root(const arb_project *p);
+ARB_EXTERN const char *arb_project_git_dir(const arb_project *p);
+ARB_EXTERN const char *arb_project_state_dir(const arb_project *p);
+
+/* The checkout's HEAD. */
+struct arb_head {
+	char commit[41];  /* hex; "" when the branch has no commits yet */
+	char branch[256]; /* the branch's short name; "" when detached */
+	int unborn;	  /* no commits yet */
+};
+ARB_EXTERN int arb_project_head(struct arb_head *out, const arb_project *p);
+/* The number of workspaces. */
+ARB_EXTERN int arb_project_workspace_count(size_t *out, arb_project *p);
 
 /* ---- workspaces -------------------------------------------------------------------------- */
 
@@ -176,6 +188,8 @@ struct arb_run_result {
 	int64_t oom_kills;     /* processes the memory limit's OOM killer ended */
 	int64_t forks_refused; /* forks the pids limit refused */
 	int64_t session;       /* the session's number in the audit log (0: none) */
+	int64_t memory_limit;  /* the limits the box ran with (bytes, processes); 0: none */
+	int64_t pids_limit;
 };
 
 /*

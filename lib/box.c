@@ -207,11 +207,6 @@ void lib_box_set_extra(arb_box *b, const struct lib_box_extra *extra)
 	b->extra = extra;
 }
 
-const struct jail_limits *lib_box_limits(const arb_box *b)
-{
-	return &b->limits;
-}
-
 /* The rules between options, checked before anything is looked up. */
 static int spec_check(const arb_box *b)
 {
@@ -415,6 +410,8 @@ static int run_box(const arb_box *b, const struct core_ws *ws, char *const argv[
 	lib_session_checkpoint(b->p->core, ws, session, "start");
 	rc = jail_box_run(jb, &res->exit_status, &stats);
 	res->oom_kills = stats.oom_kills;
+	res->memory_limit = b->limits.memory;
+	res->pids_limit = b->limits.pids;
 	res->forks_refused = stats.forks_refused;
 	res->timed_out = rc == -ETIME;
 	/* What the run said outlives the bookkeeping after it. */

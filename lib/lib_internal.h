@@ -155,7 +155,5 @@ struct lib_box_extra {
 };
 /* Borrowed: must outlive the box. */
 void lib_box_set_extra(arb_box *b, const struct lib_box_extra *extra);
-/* The limits as parsed, for the command line's report after a run. */
-const struct jail_limits *lib_box_limits(const arb_box *b);
 
 #endif

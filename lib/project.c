@@ -2,6 +2,7 @@
 #include "lib/lib_internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/core.h"
@@ -37,4 +38,38 @@ void arb_project_free(arb_project *p)
 const char *arb_project_root(const arb_project *p)
 {
 	return core_project_root(p->core);
+}
+
+const char *arb_project_git_dir(const arb_project *p)
+{
+	return core_project_gitdir(p->core);
+}
+
+const char *arb_project_state_dir(const arb_project *p)
+{
+	return core_project_state_dir(p->core);
+}
+
+int arb_project_head(struct arb_head *out, const arb_project *p)
+{
+	struct core_head h = {0};
+	int rc;
+
+	lib_err_reset();
+	*out = (struct arb_head){0};
+	rc = core_project_head(p->core, &h);
+	if (rc == 0) {
+		snprintf(out->commit, sizeof(out->commit), "%s", h.unborn ? "" : h.commit);
+		snprintf(out->branch, sizeof(out->branch), "%s", h.branch ? h.branch : "");
+		out->unborn = h.unborn;
+	}
+	free(h.branch);
+	return rc;
+}
+
+int arb_project_workspace_count(size_t *out, arb_project *p)
+{
+	lib_err_reset();
+	*out = 0;
+	return core_ws_count(p->core, out);
 }

@@ -42,7 +42,8 @@ c_char_pp = ctypes.POINTER(ctypes.c_char_p)
 class RunResult(ctypes.Structure):
     _fields_ = [("exit_status", ctypes.c_int), ("timed_out", ctypes.c_int),
                 ("oom_kills", ctypes.c_int64), ("forks_refused", ctypes.c_int64),
-                ("session", ctypes.c_int64)]
+                ("session", ctypes.c_int64), ("memory_limit", ctypes.c_int64),
+                ("pids_limit", ctypes.c_int64)]
 
 
 class AuditFilter(ctypes.Structure):
