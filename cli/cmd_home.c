@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/core.h"
+#include "include/arborinth.h"
 
 const char cmd_merge_usage[] =
     "usage: arborinth merge NAME [--json]\n"
@@ -41,57 +41,53 @@ static int one_name(struct cli_global *g, const char *name, int argc, char **arg
 		return cli_usage_error(
 		    name, optind >= argc ? "missing workspace NAME" : "unexpected argument '%s'",
 		    argv[argc - 1]);
-	if (core_ws_name_check(argv[optind]) < 0)
-		return cli_usage_error(name, "%s", util_err_msg());
+	if (arb_workspace_name_check(argv[optind]) < 0)
+		return cli_usage_error(name, "%s", arb_error_last());
 	return -1;
 }
 
 int cmd_merge(struct cli_global *g, int argc, char **argv)
 {
 	static const char *const kinds[] = {"up-to-date", "fast-forward", "merge-commit"};
-	struct core_project *p = NULL;
-	struct core_ws *ws = NULL;
-	struct core_merge m;
+	arb_project *p = NULL;
+	struct arb_merge m;
 	bool json = false;
 	int status = one_name(g, "merge", argc, argv, &json, cmd_merge_usage);
+	const char *name = argv[optind];
 
 	if (status != -1)
 		return status;
 	status = CLI_OK;
-	if (core_project_open(&p, g->workdir) < 0 || core_ws_get(p, argv[optind], &ws) < 0 ||
-	    core_ws_merge(p, ws, &m) < 0)
-		status = cli_fail_lib();
+	if (arb_project_open(&p, g->workdir) < 0 || arb_merge(&m, p, name) < 0)
+		status = cli_fail(CLI_ERR, "%s", arb_error_last());
 	else if (json)
 		status =
 		    cli_json_print(json_pack("{s:s, s:s, s:s?}", "result", kinds[m.kind], "branch",
 					     m.branch, "commit", *m.commit ? m.commit : NULL));
-	else if (m.kind == CORE_MERGE_UP_TO_DATE)
-		printf("%s already has everything of %s\n", m.branch, ws->branch);
+	else if (m.kind == ARB_MERGE_UP_TO_DATE)
+		printf("%s already has everything of arborinth/%s\n", m.branch, name);
 	else
-		printf("%s: %s of %s, now at %.12s\n", m.branch, kinds[m.kind], ws->branch,
+		printf("%s: %s of arborinth/%s, now at %.12s\n", m.branch, kinds[m.kind], name,
 		       m.commit);
-	core_ws_free(ws);
-	core_project_free(p);
+	arb_project_free(p);
 	return status;
 }
 
 int cmd_apply(struct cli_global *g, int argc, char **argv)
 {
-	struct core_project *p = NULL;
-	struct core_ws *ws = NULL;
+	arb_project *p = NULL;
 	size_t files = 0;
 	int status = one_name(g, "apply", argc, argv, NULL, cmd_apply_usage);
+	const char *name = argv[optind];
 
 	if (status != -1)
 		return status;
 	status = CLI_OK;
-	if (core_project_open(&p, g->workdir) < 0 || core_ws_get(p, argv[optind], &ws) < 0 ||
-	    core_ws_apply(p, ws, &files) < 0)
-		status = cli_fail_lib();
+	if (arb_project_open(&p, g->workdir) < 0 || arb_apply(&files, p, name) < 0)
+		status = cli_fail(CLI_ERR, "%s", arb_error_last());
 	else
 		printf("applied %zu changed path%s of %s to the origin's working tree (unstaged)\n",
-		       files, files == 1 ? "" : "s", ws->name);
-	core_ws_free(ws);
-	core_project_free(p);
+		       files, files == 1 ? "" : "s", name);
+	arb_project_free(p);
 	return status;
 }

@@ -269,6 +269,27 @@ ARB_EXTERN int arb_checkpoint_list(struct arb_checkpoint **out, size_t *n, arb_p
 ARB_EXTERN int arb_rewind(struct arb_checkpoint *before, arb_project *p, const char *ws_name,
 			  const char *to);
 
+/* ---- bringing work home ----------------------------------------------------------------- */
+
+enum arb_merge_kind { ARB_MERGE_UP_TO_DATE, ARB_MERGE_FAST_FORWARD, ARB_MERGE_COMMIT };
+struct arb_merge {
+	enum arb_merge_kind kind;
+	char branch[256]; /* the origin's branch */
+	char commit[41];  /* its head now */
+};
+/*
+ * Merges the workspace's branch into the origin's current branch: a fast-forward or a merge
+ * commit. -EEXIST listing the conflicting paths, -EBUSY when the origin's uncommitted changes
+ * are in the way; either way nothing changes. Runs no hooks or config of the workspace.
+ */
+ARB_EXTERN int arb_merge(struct arb_merge *out, arb_project *p, const char *ws_name);
+/*
+ * Applies the workspace's changes against its base (committed and not) to the origin's
+ * working tree as unstaged changes; *files: how many files changed. Checked whole first:
+ * -EEXIST and nothing written when an origin file is not as the base has it.
+ */
+ARB_EXTERN int arb_apply(size_t *files, arb_project *p, const char *ws_name);
+
 #ifdef __cplusplus
 }
 #endif

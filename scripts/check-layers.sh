@@ -44,7 +44,6 @@ declare -A cli_below=(
 	[cli/cmd_audit_chain.c]="audit: verify, export"
 	[cli/cmd_checkpoint.c]="checkpoint, rewind, restore"
 	[cli/cmd_log.c]="log, diff"
-	[cli/cmd_home.c]="merge, apply"
 	[cli/cmd_grant.c]="grant list"
 )
 bad=0

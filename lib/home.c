@@ -1,0 +1,50 @@
+/* lib/home.c: bringing a workspace's work into the origin: merge and apply (arborinth.h). */
+#include "lib/lib_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+#include "core/core.h"
+
+static int ws_open(arb_project *p, const char *name, struct core_ws **ws)
+{
+	int rc = core_ws_get(p->core, name, ws);
+
+	return rc == -ENOENT || rc == -EINVAL ? lib_input_err(rc) : rc;
+}
+
+int arb_merge(struct arb_merge *out, arb_project *p, const char *ws_name)
+{
+	struct core_merge m = {0};
+	struct core_ws *ws = NULL;
+	int rc;
+
+	lib_err_reset();
+	*out = (struct arb_merge){0};
+	rc = ws_open(p, ws_name, &ws);
+	if (rc == 0)
+		rc = core_ws_merge(p->core, ws, &m);
+	if (rc == 0) {
+		out->kind = m.kind == CORE_MERGE_UP_TO_DATE	? ARB_MERGE_UP_TO_DATE
+			    : m.kind == CORE_MERGE_FAST_FORWARD ? ARB_MERGE_FAST_FORWARD
+								: ARB_MERGE_COMMIT;
+		snprintf(out->branch, sizeof(out->branch), "%s", m.branch);
+		snprintf(out->commit, sizeof(out->commit), "%s", m.commit);
+	}
+	core_ws_free(ws);
+	return rc;
+}
+
+int arb_apply(size_t *files, arb_project *p, const char *ws_name)
+{
+	struct core_ws *ws = NULL;
+	int rc;
+
+	lib_err_reset();
+	*files = 0;
+	rc = ws_open(p, ws_name, &ws);
+	if (rc == 0)
+		rc = core_ws_apply(p->core, ws, files);
+	core_ws_free(ws);
+	return rc;
+}
