@@ -102,8 +102,8 @@ int cmd_rewind(struct cli_global *g, int argc, char **argv);
 int cmd_restore(struct cli_global *g, int argc, char **argv);
 int cmd_log(struct cli_global *g, int argc, char **argv);
 int cmd_diff(struct cli_global *g, int argc, char **argv);
-struct core_ckpt;
-json_t *cli_ckpt_json(const struct core_ckpt *c);
+struct arb_checkpoint;
+json_t *cli_ckpt_json(const struct arb_checkpoint *c);
 /* Bringing work home (cli/cmd_home.c). */
 extern const char cmd_merge_usage[], cmd_apply_usage[];
 int cmd_merge(struct cli_global *g, int argc, char **argv);

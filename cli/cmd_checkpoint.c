@@ -10,8 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "audit/audit.h"
-#include "core/core.h"
+#include "include/arborinth.h"
 
 const char cmd_checkpoint_usage[] =
     "usage: arborinth checkpoint NAME [-m MSG] [--json]\n"
@@ -42,21 +41,23 @@ const char cmd_restore_usage[] =
     "did not exist then is removed. Written through the view, so the audit records each\n"
     "change.\n";
 
-static int open_ws(struct cli_global *g, const char *name, struct core_project **p,
-		   struct core_ws **ws)
+/* A workspace name, checked as the command line checks it. */
+static int check_name(const char *cmd, const char *name)
 {
-	if (core_ws_name_check(name) < 0)
-		return cli_usage_error("checkpoint", "%s", util_err_msg());
-	if (core_project_open(p, g->workdir) < 0 || core_ws_get(*p, name, ws) < 0)
-		return cli_fail_lib();
-	return CLI_OK;
+	return arb_workspace_name_check(name) < 0 ? cli_usage_error(cmd, "%s", arb_error_last())
+						  : CLI_OK;
 }
 
-json_t *cli_ckpt_json(const struct core_ckpt *c)
+static int fail_lib(void)
+{
+	return cli_fail(CLI_ERR, "%s", arb_error_last());
+}
+
+json_t *cli_ckpt_json(const struct arb_checkpoint *c)
 {
 	return json_pack("{s:I, s:s, s:s, s:I, s:s, s:s, s:o}", "checkpoint", (json_int_t)c->seq,
 			 "commit", c->commit, "tree", c->tree, "time_ns", (json_int_t)c->time_ns,
-			 "kind", c->kind, "message", c->message ? c->message : "", "session",
+			 "kind", c->kind, "message", c->message, "session",
 			 c->session ? json_integer(c->session) : json_null());
 }
 
@@ -66,10 +67,9 @@ int cmd_checkpoint(struct cli_global *g, int argc, char **argv)
 	    {"message", required_argument, NULL, 'm'}, {"json", no_argument, NULL, 'j'}, {0}};
 	static const struct cli_cmd cmd = {"checkpoint",	 NULL, NULL, NULL,
 					   cmd_checkpoint_usage, NULL};
-	struct core_ckpt_opts o = {0};
-	struct core_project *p = NULL;
-	struct core_ws *ws = NULL;
-	struct core_ckpt c = {0};
+	const char *message = NULL;
+	arb_project *p = NULL;
+	struct arb_checkpoint c;
 	bool json = false;
 	int status = CLI_USAGE, ch;
 
@@ -78,7 +78,7 @@ int cmd_checkpoint(struct cli_global *g, int argc, char **argv)
 		if (ch == -2)
 			return status;
 		if (ch == 'm')
-			o.message = optarg;
+			message = optarg;
 		else
 			json = true;
 	}
@@ -87,62 +87,24 @@ int cmd_checkpoint(struct cli_global *g, int argc, char **argv)
 				       optind >= argc ? "missing workspace NAME"
 						      : "unexpected argument '%s'",
 				       argv[argc - 1]);
-	if (o.message && (strchr(o.message, '\n') || strlen(o.message) > CORE_CKPT_MESSAGE_MAX))
-		return cli_usage_error("checkpoint", "-m: one line of at most %d bytes",
-				       CORE_CKPT_MESSAGE_MAX);
-	status = open_ws(g, argv[optind], &p, &ws);
-	if (status == CLI_OK && core_ws_checkpoint(p, ws, &o, &c) < 0)
-		status = cli_fail_lib();
-	if (status == CLI_OK && json)
+	if (message && (strchr(message, '\n') || strlen(message) > 1000))
+		return cli_usage_error("checkpoint", "-m: one line of at most %d bytes", 1000);
+	if ((status = check_name("checkpoint", argv[optind])) != CLI_OK)
+		return status;
+	if (arb_project_open(&p, g->workdir) < 0 ||
+	    arb_checkpoint_create(&c, p, argv[optind], message) < 0)
+		status = fail_lib();
+	else if (json)
 		status = cli_json_print(cli_ckpt_json(&c));
-	else if (status == CLI_OK)
+	else
 		printf("checkpoint %u of %s: %.12s (%s; %zu files hashed, %zu known)\n", c.seq,
-		       ws->name, c.commit, c.message, c.hashed, c.reused);
-	core_ckpt_clear(&c);
-	core_ws_free(ws);
-	core_project_free(p);
+		       argv[optind], c.commit, c.message, c.hashed, c.reused);
+	arb_project_free(p);
 	return status;
 }
 
-/* --to CKPT or --before-session N as a tree of ws. */
-static int target_tree(struct core_project *p, const struct core_ws *ws, const char *to,
-		       const char *before, git_oid *tree)
-{
-	struct core_ckpt c = {0};
-	char *end;
-	long long s;
-	int rc;
-
-	if (to)
-		return core_ws_tree(p, ws, to, tree);
-	s = strtoll(before, &end, 10);
-	if (*end || s <= 0)
-		return util_err(-EINVAL, "--before-session '%s' is not a session number", before);
-	rc = core_ws_session_ckpt(p, ws, s, "start", &c);
-	if (rc == 0 && git_oid_fromstr(tree, c.tree) < 0)
-		rc = util_err(-EIO, "bad checkpoint tree %s", c.tree);
-	core_ckpt_clear(&c);
-	return rc;
-}
-
-/* One audit row for the rewind (path: what it went back to). */
-static void record_rewind(struct core_project *p, const struct core_ws *ws, const char *what)
-{
-	struct audit_log *log = NULL;
-	struct audit_event ev = {
-	    .time_ns = util_now_ns(), .kind = "fs", .op = "rewind", .path = what, .size = -1};
-	char *db = util_path_join(core_project_state_dir(p), "state.db");
-
-	if (!db || audit_log_open(&log, db, ws->id, ws->name) < 0 || audit_log_append(log, &ev) < 0)
-		fprintf(stderr, "arborinth: warning: the rewind could not be recorded in the audit "
-				"log\n");
-	if (log)
-		audit_log_close(log);
-	free(db);
-}
-
 static int parse_target(struct cli_global *g, const struct cli_cmd *cmd, int argc, char **argv,
-			const char *at_name, const char **to, const char **before, bool *json)
+			const char *at_name, const char **to, int64_t *before, bool *json)
 {
 	static const struct option opts[] = {{"to", required_argument, NULL, 't'},
 					     {"at", required_argument, NULL, 't'},
@@ -150,92 +112,101 @@ static int parse_target(struct cli_global *g, const struct cli_cmd *cmd, int arg
 					     {"json", no_argument, NULL, 'j'},
 					     {0}};
 	int status = CLI_USAGE, ch;
+	char *end;
 
 	optind = 0;
 	while ((ch = cli_getopt(g, cmd, argc, argv, "", opts, &status)) != -1) {
 		if (ch == -2)
 			return status;
-		if (ch == 't')
+		if (ch == 't') {
 			*to = optarg;
-		else if (ch == 'b')
-			*before = optarg;
-		else if (json)
+		} else if (ch == 'b') {
+			long long s = strtoll(optarg, &end, 10);
+
+			if (*end || s <= 0 || !*optarg)
+				return cli_fail(CLI_ERR,
+						"--before-session '%s' is not a session number",
+						optarg);
+			*before = s;
+		} else if (json) {
 			*json = true;
-		else
+		} else {
 			return cli_usage_error(cmd->name, "unknown option '--json'");
+		}
 	}
 	if (!*to == !*before)
 		return cli_usage_error(
 		    cmd->name, "give exactly one of %s CKPT and --before-session N", at_name);
 	if (optind >= argc)
 		return cli_usage_error(cmd->name, "missing workspace NAME");
-	return -1;
+	return check_name(cmd->name, argv[optind]) == CLI_OK ? -1 : CLI_USAGE;
+}
+
+/* "CKPT" or "before session N", for the messages. */
+static void target_text(char *buf, size_t size, const char *to, int64_t before)
+{
+	if (to)
+		snprintf(buf, size, "%s", to);
+	else
+		snprintf(buf, size, "before session %lld", (long long)before);
 }
 
 int cmd_rewind(struct cli_global *g, int argc, char **argv)
 {
 	static const struct cli_cmd cmd = {"rewind", NULL, NULL, NULL, cmd_rewind_usage, NULL};
-	const char *to = NULL, *before = NULL;
-	struct core_project *p = NULL;
-	struct core_ws *ws = NULL;
-	struct core_ckpt c = {0};
+	const char *to = NULL, *name;
+	int64_t before = 0;
+	arb_project *p = NULL;
+	struct arb_checkpoint c;
 	bool json = false;
-	git_oid tree;
-	char what[128];
+	char what[64], num[32];
 	int status = parse_target(g, &cmd, argc, argv, "--to", &to, &before, &json);
 
 	if (status != -1)
 		return status;
 	if (optind != argc - 1)
 		return cli_usage_error("rewind", "unexpected argument '%s'", argv[argc - 1]);
-	status = open_ws(g, argv[optind], &p, &ws);
-	if (status == CLI_OK &&
-	    (target_tree(p, ws, to, before, &tree) < 0 || core_ws_rewind(p, ws, &tree, &c) < 0))
-		status = cli_fail_lib();
-	if (status == CLI_OK) {
-		snprintf(what, sizeof(what), "%s%s (undo: --to %u)", to ? "" : "before session ",
-			 to ? to : before, c.seq);
-		record_rewind(p, ws, what);
-		if (json)
-			status =
-			    cli_json_print(json_pack("{s:s, s:o}", "rewound_to", to ? to : before,
-						     "undo", cli_ckpt_json(&c)));
-		else
-			printf("%s is back at %s%s; checkpoint %u holds what it was (undo: "
-			       "arborinth rewind %s --to %u)\n",
-			       ws->name, to ? "" : "before session ", to ? to : before, c.seq,
-			       ws->name, c.seq);
-	}
-	core_ckpt_clear(&c);
-	core_ws_free(ws);
-	core_project_free(p);
+	name = argv[optind];
+	status = CLI_OK;
+	target_text(what, sizeof(what), to, before);
+	snprintf(num, sizeof(num), "%lld", (long long)before);
+	if (arb_project_open(&p, g->workdir) < 0 || arb_rewind(&c, p, name, to, before) < 0)
+		status = fail_lib();
+	else if (json)
+		status = cli_json_print(json_pack("{s:s, s:o}", "rewound_to", to ? to : num, "undo",
+						  cli_ckpt_json(&c)));
+	else
+		printf("%s is back at %s; checkpoint %u holds what it was (undo: arborinth rewind "
+		       "%s --to %u)\n",
+		       name, what, c.seq, name, c.seq);
+	arb_project_free(p);
 	return status;
 }
 
 int cmd_restore(struct cli_global *g, int argc, char **argv)
 {
 	static const struct cli_cmd cmd = {"restore", NULL, NULL, NULL, cmd_restore_usage, NULL};
-	const char *to = NULL, *before = NULL;
-	struct core_project *p = NULL;
-	struct core_ws *ws = NULL;
-	git_oid tree;
+	const char *to = NULL;
+	int64_t before = 0;
+	arb_project *p = NULL;
+	char what[64];
 	int status = parse_target(g, &cmd, argc, argv, "--at", &to, &before, NULL);
+	int n;
 
 	if (status != -1)
 		return status;
 	if (optind + 1 >= argc)
 		return cli_usage_error("restore", "missing PATH");
-	status = open_ws(g, argv[optind], &p, &ws);
-	if (status == CLI_OK &&
-	    (target_tree(p, ws, to, before, &tree) < 0 ||
-	     core_ws_restore(p, ws, &tree, (const char *const *)argv + optind + 1,
-			     (size_t)(argc - optind - 1)) < 0))
-		status = cli_fail_lib();
-	if (status == CLI_OK)
-		printf("restored %d path%s of %s from %s%s\n", argc - optind - 1,
-		       argc - optind - 1 == 1 ? "" : "s", ws->name, to ? "" : "before session ",
-		       to ? to : before);
-	core_ws_free(ws);
-	core_project_free(p);
+	n = argc - optind - 1;
+	status = CLI_OK;
+	target_text(what, sizeof(what), to, before);
+	if (arb_project_open(&p, g->workdir) < 0 ||
+	    arb_restore(p, argv[optind], to, before, (const char *const *)argv + optind + 1,
+			(size_t)n) < 0)
+		status = fail_lib();
+	else
+		printf("restored %d path%s of %s from %s\n", n, n == 1 ? "" : "s", argv[optind],
+		       what);
+	arb_project_free(p);
 	return status;
 }

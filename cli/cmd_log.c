@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
-#include "audit/audit.h"
-#include "core/core.h"
+#include "include/arborinth.h"
 
 const char cmd_log_usage[] =
     "usage: arborinth log NAME [--json]\n"
@@ -47,57 +47,47 @@ static void sessions_free(struct session *v, size_t n)
 }
 
 /* The workspace's sessions from the audit's exec/exit rows, by start. */
-static int sessions_load(struct core_project *p, const char *name, struct session **out, size_t *n)
+static int sessions_load(arb_project *p, const char *name, struct session **out, size_t *n)
 {
-	static const char *const ops[] = {"exec", "exit", NULL};
-	struct audit_filter f = {.kinds = AUDIT_KIND_EXEC, .ops = ops};
-	struct audit_query *q = NULL;
-	struct audit_row row;
+	struct arb_audit_filter f = {.kinds = ARB_AUDIT_EXEC};
+	const struct arb_audit_row *row;
+	arb_audit_iter *it = NULL;
 	struct session *v = NULL;
-	size_t cap = 0;
-	sqlite3 *db = NULL;
-	int64_t deleted;
-	int rc = core_project_db(p, false, &db);
+	int rc = arb_audit_open(&it, p, name, &f);
 
 	*out = NULL;
 	*n = 0;
 	if (rc == -ENOENT)
-		return 0;
-	rc = rc ?: audit_ws_resolve(db, name, &f.ws_key, &deleted);
-	if (rc == -ENOENT)
-		return 0;
-	rc = rc ?: audit_query_new(&q, db, &f, true);
-	while (rc == 0 && (rc = audit_query_next(q, &row)) == 1) {
-		rc = 0;
-		if (!strcmp(row.op, "exec")) {
-			if (*n == cap) {
-				struct session *nv =
-				    realloc(v, (cap = cap ? 2 * cap : 16) * sizeof(*v));
+		return 0; /* no history yet */
+	while (rc == 0 && (rc = arb_audit_next(it, &row)) == 1) {
+		bool exec = !strcmp(row->op, "exec");
+		struct session *x = NULL;
 
-				if (!nv) {
-					rc = util_err(-ENOMEM, "out of memory");
-					break;
-				}
-				v = nv;
+		rc = 0;
+		if (exec) {
+			x = realloc(v, (*n + 1) * sizeof(*v));
+			if (!x) {
+				rc = util_err(-ENOMEM, "out of memory");
+				break;
 			}
-			v[*n] =
-			    (struct session){.id = row.session,
-					     .start_ns = row.time_ns,
-					     .exit = -1,
-					     .argv = row.argv_json ? strdup(row.argv_json) : NULL,
-					     .jail = row.jail ? strdup(row.jail) : NULL};
-			(*n)++;
-		} else {
-			for (size_t i = *n; i-- > 0;)
-				if (v[i].id == row.session) {
-					v[i].end_ns = row.time_ns;
-					v[i].exit = row.result;
-					v[i].ended = true;
-					break;
-				}
+			v = x;
+			x = &v[(*n)++];
+			*x = (struct session){
+			    .id = row->session, .start_ns = row->time_ns, .exit = -1};
+			x->argv = row->argv_json ? strdup(row->argv_json) : NULL;
+			x->jail = row->jail ? strdup(row->jail) : NULL;
+		} else if (!strcmp(row->op, "exit")) {
+			for (size_t i = 0; i < *n; i++)
+				if (v[i].id == row->session)
+					x = &v[i];
+			if (x) {
+				x->end_ns = row->time_ns;
+				x->exit = row->result;
+				x->ended = true;
+			}
 		}
 	}
-	audit_query_free(q);
+	arb_audit_free(it);
 	if (rc < 0) {
 		sessions_free(v, *n);
 		*n = 0;
@@ -107,8 +97,8 @@ static int sessions_load(struct core_project *p, const char *name, struct sessio
 	return 0;
 }
 
-static const struct core_ckpt *find_ckpt(const struct core_ckpt *c, size_t n, int64_t session,
-					 const char *kind)
+static const struct arb_checkpoint *find_ckpt(const struct arb_checkpoint *c, size_t n,
+					      int64_t session, const char *kind)
 {
 	for (size_t i = 0; i < n; i++)
 		if (c[i].session == session && !strcmp(c[i].kind, kind))
@@ -126,28 +116,25 @@ static void fmt_time(int64_t ns, char *buf, size_t size)
 }
 
 /* What session s changed: between its start and end checkpoints (the view, when running). */
-static int session_stat(struct core_project *p, const struct core_ws *ws, const struct session *s,
-			const struct core_ckpt *c, size_t n, struct core_diffstat *st, bool *known)
+static int session_stat(arb_project *p, const char *name, const struct session *s,
+			const struct arb_checkpoint *c, size_t n, struct arb_diffstat *st,
+			bool *known)
 {
-	const struct core_ckpt *a = find_ckpt(c, n, s->id, "start");
-	const struct core_ckpt *b = find_ckpt(c, n, s->id, "end");
-	git_oid from, to;
+	const struct arb_checkpoint *a = find_ckpt(c, n, s->id, "start");
+	const struct arb_checkpoint *b = find_ckpt(c, n, s->id, "end");
 
 	*known = false;
 	if (!a || (!b && s->ended))
 		return 0;
-	if (git_oid_fromstr(&from, a->tree) < 0 ||
-	    (b ? git_oid_fromstr(&to, b->tree) : core_ws_tree(p, ws, "view", &to)) < 0)
-		return util_err(-EIO, "log: bad checkpoint of session %lld", (long long)s->id);
 	*known = true;
-	return core_ws_diffstat(p, ws, &from, &to, st);
+	return arb_diffstat(st, p, name, a->tree, b ? b->tree : "view");
 }
 
-static json_t *session_json(const struct session *s, const struct core_ckpt *c, size_t n,
-			    const struct core_diffstat *st, bool known)
+static json_t *session_json(const struct session *s, const struct arb_checkpoint *c, size_t n,
+			    const struct arb_diffstat *st, bool known)
 {
-	const struct core_ckpt *a = find_ckpt(c, n, s->id, "start");
-	const struct core_ckpt *b = find_ckpt(c, n, s->id, "end");
+	const struct arb_checkpoint *a = find_ckpt(c, n, s->id, "start");
+	const struct arb_checkpoint *b = find_ckpt(c, n, s->id, "end");
 	json_t *argv = s->argv ? json_loads(s->argv, 0, NULL) : NULL;
 
 	return json_pack(
@@ -162,7 +149,7 @@ static json_t *session_json(const struct session *s, const struct core_ckpt *c, 
 		  : json_null());
 }
 
-static void session_print(const struct session *s, const struct core_diffstat *st, bool known)
+static void session_print(const struct session *s, const struct arb_diffstat *st, bool known)
 {
 	json_t *argv = s->argv ? json_loads(s->argv, 0, NULL) : NULL;
 	char t0[32], t1[32] = "running";
@@ -190,7 +177,7 @@ static void session_print(const struct session *s, const struct core_diffstat *s
 	json_decref(argv);
 }
 
-static void ckpt_print(const struct core_ckpt *c)
+static void ckpt_print(const struct arb_checkpoint *c)
 {
 	char t[32];
 
@@ -207,12 +194,12 @@ int cmd_log(struct cli_global *g, int argc, char **argv)
 {
 	static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {0}};
 	static const struct cli_cmd cmd = {"log", NULL, NULL, NULL, cmd_log_usage, NULL};
-	struct core_project *p = NULL;
-	struct core_ws *ws = NULL;
-	struct core_ckpt *c = NULL;
+	arb_project *p = NULL;
+	struct arb_checkpoint *c = NULL;
 	struct session *s = NULL;
 	size_t nc = 0, ns = 0, ic = 0, is = 0;
 	json_t *js = NULL, *jc = NULL;
+	const char *name;
 	bool json = false;
 	int status = CLI_USAGE, ch;
 
@@ -226,11 +213,12 @@ int cmd_log(struct cli_global *g, int argc, char **argv)
 		return cli_usage_error(
 		    "log", optind >= argc ? "missing workspace NAME" : "unexpected argument '%s'",
 		    argv[argc - 1]);
-	if (core_ws_name_check(argv[optind]) < 0)
-		return cli_usage_error("log", "%s", util_err_msg());
-	if (core_project_open(&p, g->workdir) < 0 || core_ws_get(p, argv[optind], &ws) < 0 ||
-	    core_ws_checkpoints(p, ws, &c, &nc) < 0 || sessions_load(p, ws->name, &s, &ns) < 0) {
-		status = cli_fail_lib();
+	name = argv[optind];
+	if (arb_workspace_name_check(name) < 0)
+		return cli_usage_error("log", "%s", arb_error_last());
+	if (arb_project_open(&p, g->workdir) < 0 || arb_checkpoint_list(&c, &nc, p, name) < 0 ||
+	    sessions_load(p, name, &s, &ns) < 0) {
+		status = cli_fail(CLI_ERR, "%s", arb_error_last());
 		goto out;
 	}
 	status = CLI_OK;
@@ -239,7 +227,7 @@ int cmd_log(struct cli_global *g, int argc, char **argv)
 	/* Oldest first: sessions and the checkpoints that are not a session's own. */
 	while (status == CLI_OK && (ic < nc || is < ns)) {
 		bool take_s = is < ns && (ic >= nc || s[is].start_ns <= c[ic].time_ns);
-		struct core_diffstat st = {0};
+		struct arb_diffstat st = {0};
 		bool known = false;
 
 		if (!take_s) {
@@ -250,8 +238,8 @@ int cmd_log(struct cli_global *g, int argc, char **argv)
 			ic++;
 			continue;
 		}
-		if (session_stat(p, ws, &s[is], c, nc, &st, &known) < 0)
-			status = cli_fail_lib();
+		if (session_stat(p, name, &s[is], c, nc, &st, &known) < 0)
+			status = cli_fail(CLI_ERR, "%s", arb_error_last());
 		else if (json)
 			json_array_append_new(js, session_json(&s[is], c, nc, &st, known));
 		else
@@ -259,15 +247,14 @@ int cmd_log(struct cli_global *g, int argc, char **argv)
 		is++;
 	}
 	if (status == CLI_OK && json)
-		status = cli_json_print(json_pack("{s:s, s:O, s:O}", "workspace", ws->name,
-						  "sessions", js, "checkpoints", jc));
+		status = cli_json_print(json_pack("{s:s, s:O, s:O}", "workspace", name, "sessions",
+						  js, "checkpoints", jc));
 out:
 	json_decref(js);
 	json_decref(jc);
 	sessions_free(s, ns);
-	core_ckpts_free(c, nc);
-	core_ws_free(ws);
-	core_project_free(p);
+	arb_free(c);
+	arb_project_free(p);
 	return status;
 }
 
@@ -278,13 +265,11 @@ int cmd_diff(struct cli_global *g, int argc, char **argv)
 					     {"name-status", no_argument, NULL, 'N'},
 					     {0}};
 	static const struct cli_cmd cmd = {"diff", NULL, NULL, NULL, cmd_diff_usage, NULL};
-	enum core_diff_format fmt = CORE_DIFF_PATCH;
-	const char *from = "base", *to = "view", *session = NULL;
-	struct core_project *p = NULL;
-	struct core_ws *ws = NULL;
-	struct core_ckpt a = {0}, b = {0};
+	enum arb_diff_format fmt = ARB_DIFF_PATCH;
+	const char *from = "base", *to = "view", *session = NULL, *name;
+	arb_project *p = NULL;
+	struct arb_checkpoint a, b;
 	int dd = argc, status = CLI_USAGE, ch, nargs;
-	git_oid ta, tb;
 
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--")) {
@@ -297,10 +282,10 @@ int cmd_diff(struct cli_global *g, int argc, char **argv)
 			return status;
 		if (ch == 's')
 			session = optarg;
-		else if (fmt != CORE_DIFF_PATCH)
+		else if (fmt != ARB_DIFF_PATCH)
 			return cli_usage_error("diff", "--stat and --name-status go alone");
 		else
-			fmt = ch == 'S' ? CORE_DIFF_STAT : CORE_DIFF_NAME_STATUS;
+			fmt = ch == 'S' ? ARB_DIFF_STAT : ARB_DIFF_NAME_STATUS;
 	}
 	nargs = dd - optind;
 	if (nargs < 1)
@@ -308,15 +293,16 @@ int cmd_diff(struct cli_global *g, int argc, char **argv)
 	if (nargs > 3 || (session && nargs > 1))
 		return cli_usage_error("diff", "unexpected argument '%s' (paths go after --)",
 				       argv[dd - 1]);
-	if (core_ws_name_check(argv[optind]) < 0)
-		return cli_usage_error("diff", "%s", util_err_msg());
+	name = argv[optind];
+	if (arb_workspace_name_check(name) < 0)
+		return cli_usage_error("diff", "%s", arb_error_last());
 	if (nargs >= 2)
 		from = argv[optind + 1];
 	if (nargs == 3)
 		to = argv[optind + 2];
 	status = CLI_OK;
-	if (core_project_open(&p, g->workdir) < 0 || core_ws_get(p, argv[optind], &ws) < 0)
-		status = cli_fail_lib();
+	if (arb_project_open(&p, g->workdir) < 0)
+		status = cli_fail(CLI_ERR, "%s", arb_error_last());
 	if (status == CLI_OK && session) {
 		char *end;
 		long long n = strtoll(session, &end, 10);
@@ -324,21 +310,19 @@ int cmd_diff(struct cli_global *g, int argc, char **argv)
 		if (*end || n <= 0) {
 			status = cli_usage_error("diff", "--session '%s' is not a session number",
 						 session);
-		} else if (core_ws_session_ckpt(p, ws, n, "start", &a) < 0) {
-			status = cli_fail_lib();
+		} else if (arb_checkpoint_of_session(&a, p, name, n, "start") < 0) {
+			status = cli_fail(CLI_ERR, "%s", arb_error_last());
 		} else {
 			from = a.tree;
-			to = core_ws_session_ckpt(p, ws, n, "end", &b) == 0 ? b.tree : "view";
+			to =
+			    arb_checkpoint_of_session(&b, p, name, n, "end") == 0 ? b.tree : "view";
 		}
 	}
+	fflush(stdout);
 	if (status == CLI_OK &&
-	    (core_ws_tree(p, ws, from, &ta) < 0 || core_ws_tree(p, ws, to, &tb) < 0 ||
-	     core_ws_diff(p, ws, &ta, &tb, (const char *const *)argv + dd + (dd < argc),
-			  (size_t)(argc - dd - (dd < argc)), fmt, stdout) < 0))
-		status = cli_fail_lib();
-	core_ckpt_clear(&a);
-	core_ckpt_clear(&b);
-	core_ws_free(ws);
-	core_project_free(p);
+	    arb_diff(p, name, from, to, (const char *const *)argv + dd + (dd < argc),
+		     (size_t)(argc - dd - (dd < argc)), fmt, STDOUT_FILENO) < 0)
+		status = cli_fail(CLI_ERR, "%s", arb_error_last());
+	arb_project_free(p);
 	return status;
 }

@@ -232,6 +232,7 @@ struct arb_audit_row {
 	const char *method, *host; /* "net" rows */
 	const char *decision;	   /* "net" rows: allowed or refused */
 	int64_t status;		   /* "net" rows: the HTTP status; -1 otherwise */
+	const char *jail;	   /* "exec" rows: the session's jail */
 };
 
 /*
@@ -249,25 +250,59 @@ ARB_EXTERN void arb_audit_free(arb_audit_iter *it);
 struct arb_checkpoint {
 	unsigned seq;	 /* N of refs/arborinth/checkpoints/N */
 	char commit[41]; /* hex */
+	char tree[41];	 /* hex: the view's tree */
 	int64_t time_ns;
 	char kind[16];	   /* manual, start, end (of a session), rewind */
 	int64_t session;   /* 0: none */
 	char message[256]; /* the first line, cut at 255 bytes */
+	size_t hashed;	   /* arb_checkpoint_create: files of the layer hashed now ... */
+	size_t reused;	   /* ... and known from earlier checkpoints */
 };
 
-/* Records the view of workspace `ws_name` as it is now. message: NULL for "checkpoint". */
+/*
+ * Records the view of workspace `ws_name` as it is now. message: one line of at most 1000
+ * bytes, NULL for "checkpoint".
+ */
 ARB_EXTERN int arb_checkpoint_create(struct arb_checkpoint *out, arb_project *p,
 				     const char *ws_name, const char *message);
 /* All checkpoints, oldest first, into a new array (free with arb_free). */
 ARB_EXTERN int arb_checkpoint_list(struct arb_checkpoint **out, size_t *n, arb_project *p,
 				   const char *ws_name);
+/* Session N's checkpoint at its "start" or "end" (kind). -ENOENT when it has none. */
+ARB_EXTERN int arb_checkpoint_of_session(struct arb_checkpoint *out, arb_project *p,
+					 const char *ws_name, int64_t session, const char *kind);
 /*
  * The view becomes checkpoint `to` ("N", "#N", "base", or a revision of the workspace's
- * repository); a checkpoint of the state before is taken first (in *before when not NULL).
- * -EBUSY while a session of the workspace runs.
+ * repository), or with `to` NULL the state before session `before_session` began. A
+ * checkpoint of the state before is taken first (in *undo when not NULL), and one audit row
+ * records the rewind. -EBUSY while a session of the workspace runs.
  */
-ARB_EXTERN int arb_rewind(struct arb_checkpoint *before, arb_project *p, const char *ws_name,
-			  const char *to);
+ARB_EXTERN int arb_rewind(struct arb_checkpoint *undo, arb_project *p, const char *ws_name,
+			  const char *to, int64_t before_session);
+/*
+ * Paths (relative to the workdir; files, symlinks, whole directories) get back what they had
+ * at `to` (or before session `before_session`, with `to` NULL); a path that did not exist
+ * then is removed. Written through the view, so the audit records each change.
+ */
+ARB_EXTERN int arb_restore(arb_project *p, const char *ws_name, const char *to,
+			   int64_t before_session, const char *const *paths, size_t n);
+
+/* ---- diffs ------------------------------------------------------------------------------ */
+
+/*
+ * States of a workspace are named as for arb_rewind: "base" (the commit it was made from),
+ * "view" (now, uncommitted and untracked files included), a checkpoint "N" or "#N", or a
+ * revision of its repository (its branch, commit or tree ids).
+ */
+struct arb_diffstat {
+	size_t files, insertions, deletions;
+};
+ARB_EXTERN int arb_diffstat(struct arb_diffstat *out, arb_project *p, const char *ws_name,
+			    const char *from, const char *to);
+enum arb_diff_format { ARB_DIFF_PATCH, ARB_DIFF_NAME_STATUS, ARB_DIFF_STAT };
+/* git's diff from `from` to `to` (renames found), limited to paths when n > 0, onto fd. */
+ARB_EXTERN int arb_diff(arb_project *p, const char *ws_name, const char *from, const char *to,
+			const char *const *paths, size_t n, enum arb_diff_format fmt, int fd);
 
 /* ---- bringing work home ----------------------------------------------------------------- */
 

@@ -88,6 +88,7 @@ int arb_audit_next(arb_audit_iter *it, const struct arb_audit_row **row)
 	    .host = r.host,
 	    .decision = r.decision,
 	    .status = r.status,
+	    .jail = r.jail,
 	};
 	*row = &it->row;
 	return 1;

@@ -53,6 +53,14 @@ class Project:
                                        1 if dirty else 0))
         return Workspace._wrap(self, h)
 
+    def fork_workspace(self, name, source, checkpoint=None):
+        """A new workspace whose base is workspace `source`'s checkpoint (default: its view
+        now), independent of it afterwards."""
+        h = ctypes.c_void_p()
+        check(lib.arb_workspace_fork(ctypes.byref(h), self._h, enc(name), enc(source),
+                                     enc(None if checkpoint is None else str(checkpoint)), 0))
+        return Workspace._wrap(self, h)
+
     def workspace(self, name):
         h = ctypes.c_void_p()
         check(lib.arb_workspace_get(ctypes.byref(h), self._h, enc(name)))
@@ -262,16 +270,56 @@ class Workspace:
         finally:
             lib.arb_free(arr)
 
-    def rewind(self, to):
-        """The view becomes checkpoint `to` (N, "#N", "base", a revision); returns the
-        checkpoint taken of the state before."""
+    def rewind(self, to=None, before_session=None):
+        """The view becomes checkpoint `to` (N, "#N", "base", a revision) or the state
+        before session `before_session`; returns the checkpoint taken of the state before
+        (rewind to its "seq" to undo)."""
         c = _lib.Checkpoint()
         _lib.check(lib.arb_rewind(ctypes.byref(c), self.project._h, enc(self.name),
-                                  enc(str(to))))
+                                  enc(None if to is None else str(to)), before_session or 0))
         return _ckpt_dict(c)
 
+    def restore(self, paths, at=None, before_session=None):
+        """Paths (relative to the workdir) get back what they had at checkpoint `at` or
+        before session `before_session`."""
+        cpaths, keep = _lib.argv(list(paths))
+        _lib.check(lib.arb_restore(self.project._h, enc(self.name),
+                                   enc(None if at is None else str(at)), before_session or 0,
+                                   cpaths, len(keep[1])))
+
+    def diff(self, from_="base", to="view", paths=(), stat=False, name_status=False):
+        """git's diff between two states ("base", "view", a checkpoint, a revision) as text."""
+        fmt = 2 if stat else 1 if name_status else 0
+        cpaths, keep = _lib.argv(list(paths))
+        with tempfile.TemporaryFile() as f:
+            _lib.check(lib.arb_diff(self.project._h, enc(self.name), enc(str(from_)),
+                                    enc(str(to)), cpaths, len(keep[1]), fmt, f.fileno()))
+            f.seek(0)
+            return f.read().decode(errors="replace")
+
+    def diffstat(self, from_="base", to="view"):
+        st = _lib.DiffStat()
+        _lib.check(lib.arb_diffstat(ctypes.byref(st), self.project._h, enc(self.name),
+                                    enc(str(from_)), enc(str(to))))
+        return {"files": st.files, "insertions": st.insertions, "deletions": st.deletions}
+
+    def merge(self):
+        """Merges the workspace's branch into the origin's current branch; returns
+        {"result": "up-to-date"|"fast-forward"|"merge-commit", "branch", "commit"}."""
+        m = _lib.Merge()
+        _lib.check(lib.arb_merge(ctypes.byref(m), self.project._h, enc(self.name)))
+        return {"result": ("up-to-date", "fast-forward", "merge-commit")[m.kind],
+                "branch": m.branch.decode(), "commit": m.commit.decode()}
+
+    def apply(self):
+        """The workspace's changes into the origin's working tree (unstaged); returns how
+        many files changed."""
+        n = ctypes.c_size_t()
+        _lib.check(lib.arb_apply(ctypes.byref(n), self.project._h, enc(self.name)))
+        return n.value
 
 def _ckpt_dict(c):
-    return {"seq": c.seq, "commit": c.commit.decode(), "time_ns": c.time_ns,
+    return {"seq": c.seq, "commit": c.commit.decode(), "tree": c.tree.decode(),
+            "time_ns": c.time_ns,
             "kind": c.kind.decode(), "session": c.session,
             "message": c.message.decode(errors="replace")}

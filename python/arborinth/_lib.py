@@ -62,13 +62,26 @@ class AuditRow(ctypes.Structure):
                 ("count", ctypes.c_int64), ("off_lo", ctypes.c_int64),
                 ("off_hi", ctypes.c_int64), ("argv_json", ctypes.c_char_p),
                 ("method", ctypes.c_char_p), ("host", ctypes.c_char_p),
-                ("decision", ctypes.c_char_p), ("status", ctypes.c_int64)]
+                ("decision", ctypes.c_char_p), ("status", ctypes.c_int64),
+                ("jail", ctypes.c_char_p)]
 
 
 class Checkpoint(ctypes.Structure):
     _fields_ = [("seq", ctypes.c_uint), ("commit", ctypes.c_char * 41),
-                ("time_ns", ctypes.c_int64), ("kind", ctypes.c_char * 16),
-                ("session", ctypes.c_int64), ("message", ctypes.c_char * 256)]
+                ("tree", ctypes.c_char * 41), ("time_ns", ctypes.c_int64),
+                ("kind", ctypes.c_char * 16), ("session", ctypes.c_int64),
+                ("message", ctypes.c_char * 256), ("hashed", ctypes.c_size_t),
+                ("reused", ctypes.c_size_t)]
+
+
+class DiffStat(ctypes.Structure):
+    _fields_ = [("files", ctypes.c_size_t), ("insertions", ctypes.c_size_t),
+                ("deletions", ctypes.c_size_t)]
+
+
+class Merge(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_int), ("branch", ctypes.c_char * 256),
+                ("commit", ctypes.c_char * 41)]
 
 
 P = ctypes.c_void_p
@@ -125,8 +138,23 @@ _protos = {
     "arb_checkpoint_list": (ctypes.c_int, [ctypes.POINTER(ctypes.POINTER(Checkpoint)),
                                            ctypes.POINTER(ctypes.c_size_t), P,
                                            ctypes.c_char_p]),
+    "arb_checkpoint_of_session": (ctypes.c_int, [ctypes.POINTER(Checkpoint), P,
+                                                 ctypes.c_char_p, ctypes.c_int64,
+                                                 ctypes.c_char_p]),
     "arb_rewind": (ctypes.c_int, [ctypes.POINTER(Checkpoint), P, ctypes.c_char_p,
-                                  ctypes.c_char_p]),
+                                  ctypes.c_char_p, ctypes.c_int64]),
+    "arb_restore": (ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int64,
+                                   c_char_pp, ctypes.c_size_t]),
+    "arb_diffstat": (ctypes.c_int, [ctypes.POINTER(DiffStat), P, ctypes.c_char_p,
+                                    ctypes.c_char_p, ctypes.c_char_p]),
+    "arb_diff": (ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                c_char_pp, ctypes.c_size_t, ctypes.c_int, ctypes.c_int]),
+    "arb_merge": (ctypes.c_int, [ctypes.POINTER(Merge), P, ctypes.c_char_p]),
+    "arb_apply": (ctypes.c_int, [ctypes.POINTER(ctypes.c_size_t), P, ctypes.c_char_p]),
+    "arb_workspace_name_check": (ctypes.c_int, [ctypes.c_char_p]),
+    "arb_workspace_fork": (ctypes.c_int, [ctypes.POINTER(P), P, ctypes.c_char_p,
+                                          ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint]),
+    "arb_workspace_purge": (ctypes.c_int, [P, ctypes.c_char_p]),
 }
 for _name, (_res, _args) in _protos.items():
     _f = getattr(lib, _name)

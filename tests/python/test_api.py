@@ -167,13 +167,28 @@ class Api(unittest.TestCase):
         self.assertEqual([c["kind"] for c in cks][-2:], ["start", "end"])
         c = ws.checkpoint("by hand")
         self.assertEqual((c["kind"], c["message"]), ("manual", "by hand"))
-        before = ws.rewind(cks[-2]["seq"])  # the session's start
+        self.assertEqual(ws.diffstat()["files"], 1)
+        self.assertIn("+one", ws.diff())
+        self.assertEqual(ws.diff(stat=False, name_status=True).split(), ["A", "d/b.txt"])
+        before = ws.rewind(before_session=r.session)
         self.assertEqual(before["kind"], "rewind")
         self.assertFalse((ws.workdir_path / "d").exists())
+        self.assertEqual(ws.diff(), "")
+        rows = list(ws.audit(kinds=["fs"]))
+        self.assertEqual(rows[-1]["op"], "rewind", "one audit row for the rewind")
+        self.assertIn("before session %d" % r.session, rows[-1]["path"])
+        ws.restore(["d"], at=before["seq"])
+        self.assertEqual((ws.workdir_path / "d" / "b.txt").read_text(), "one\n")
+        ws.rewind("base")
         ws.rewind(before["seq"])
         self.assertEqual((ws.workdir_path / "d" / "b.txt").read_text(), "one\n")
         with self.assertRaises(ArborinthInputError):
             ws.rewind("no-such-checkpoint")
+        with self.assertRaises(ArborinthInputError):
+            ws.rewind()
+        fork = self.p.fork_workspace("py-fork", "py-audit")
+        self.assertEqual((fork.workdir_path / "d" / "b.txt").read_text(), "one\n")
+        fork.delete()
         ws.delete()
 
 

@@ -1,0 +1,75 @@
+/* lib/diff.c: what changed between two states of a workspace (arborinth.h). */
+#include "lib/lib_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/core.h"
+
+/* ws and the trees named from and to. */
+static int open_trees(arb_project *p, const char *name, const char *from, const char *to,
+		      struct core_ws **ws, git_oid *a, git_oid *b)
+{
+	int rc = core_ws_get(p->core, name, ws);
+
+	if (rc == -ENOENT || rc == -EINVAL)
+		return lib_input_err(rc);
+	if (rc == 0 && (rc = core_ws_tree(p->core, *ws, from, a)) == 0)
+		rc = core_ws_tree(p->core, *ws, to, b);
+	return rc < 0 && rc != -ENOMEM && rc != -EIO ? lib_input_err(rc) : rc;
+}
+
+int arb_diffstat(struct arb_diffstat *out, arb_project *p, const char *ws_name, const char *from,
+		 const char *to)
+{
+	struct core_diffstat st = {0};
+	struct core_ws *ws = NULL;
+	git_oid a, b;
+	int rc;
+
+	lib_err_reset();
+	*out = (struct arb_diffstat){0};
+	rc = open_trees(p, ws_name, from, to, &ws, &a, &b);
+	if (rc == 0)
+		rc = core_ws_diffstat(p->core, ws, &a, &b, &st);
+	if (rc == 0)
+		*out = (struct arb_diffstat){st.files, st.insertions, st.deletions};
+	core_ws_free(ws);
+	return rc;
+}
+
+int arb_diff(arb_project *p, const char *ws_name, const char *from, const char *to,
+	     const char *const *paths, size_t n, enum arb_diff_format fmt, int fd)
+{
+	struct core_ws *ws = NULL;
+	FILE *f = NULL;
+	git_oid a, b;
+	int rc, copy;
+
+	lib_err_reset();
+	if (fmt != ARB_DIFF_PATCH && fmt != ARB_DIFF_NAME_STATUS && fmt != ARB_DIFF_STAT)
+		return lib_input_err(util_err(-EINVAL, "unknown diff format %d", (int)fmt));
+	rc = open_trees(p, ws_name, from, to, &ws, &a, &b);
+	if (rc == 0) {
+		copy = dup(fd);
+		f = copy >= 0 ? fdopen(copy, "w") : NULL;
+		if (!f) {
+			rc = util_err(-errno, "diff: cannot write to descriptor %d: %s", fd,
+				      strerror(errno));
+			if (copy >= 0)
+				close(copy);
+		}
+	}
+	if (rc == 0)
+		rc = core_ws_diff(p->core, ws, &a, &b, paths, n,
+				  fmt == ARB_DIFF_STAT		? CORE_DIFF_STAT
+				  : fmt == ARB_DIFF_NAME_STATUS ? CORE_DIFF_NAME_STATUS
+								: CORE_DIFF_PATCH,
+				  f);
+	if (f && fclose(f) != 0 && rc == 0)
+		rc = util_err(-EIO, "diff: cannot write the output");
+	core_ws_free(ws);
+	return rc;
+}
