@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "binds/binds.h"
+#include "include/arborinth.h"
 
 const char cmd_grant_usage[] =
     "usage: arborinth grant list [--json]\n"
@@ -22,7 +22,7 @@ static const struct cli_cmd grant_cmd = {"grant", NULL, cmd_grant, NULL, cmd_gra
 int cmd_grant(struct cli_global *g, int argc, char **argv)
 {
 	static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {0}};
-	const struct binds_grant_info *gr;
+	const struct arb_grant *gr;
 	bool json = false;
 	int c, status = CLI_USAGE;
 	size_t n;
@@ -43,7 +43,7 @@ int cmd_grant(struct cli_global *g, int argc, char **argv)
 		return cli_usage_error("grant", "'grant' needs a sub-command (list)");
 	if (optind + 1 < argc)
 		return cli_usage_error("grant", "unexpected argument '%s'", argv[optind + 1]);
-	gr = binds_grants(&n);
+	gr = arb_grants(&n);
 	if (json) {
 		json_t *arr = json_array();
 

@@ -200,6 +200,15 @@ struct arb_run_result {
  */
 ARB_EXTERN int arb_box_run(struct arb_run_result *res, arb_box *b, char *const argv[]);
 
+/* A built-in grant (arb_box_add_grant): its name, a line on it, and what it adds. */
+struct arb_grant {
+	const char *name;
+	const char *summary;
+	const char *const *items; /* human-readable entries, NULL-terminated */
+};
+/* The built-in grants; static, never freed. */
+ARB_EXTERN const struct arb_grant *arb_grants(size_t *n);
+
 /* ---- the audit log ----------------------------------------------------------------------- */
 
 typedef struct arb_audit_iter arb_audit_iter;

@@ -8,11 +8,13 @@
 #include "lib/lib_internal.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "audit/audit.h"
+#include "binds/binds.h"
 #include "core/core.h"
 #include "jail/jail.h"
 #include "proxy/proxy.h"
@@ -452,4 +454,26 @@ int arb_box_run(struct arb_run_result *res, arb_box *b, char *const argv[])
 	rc = !strcmp(b->jail, "none") ? run_none(b, ws, argv, res) : run_box(b, ws, argv, res);
 	core_ws_free(ws);
 	return rc;
+}
+
+static struct arb_grant *grants;
+static size_t n_grants;
+static pthread_once_t grants_once = PTHREAD_ONCE_INIT;
+
+static void grants_copy(void)
+{
+	const struct binds_grant_info *g = binds_grants(&n_grants);
+
+	grants = calloc(n_grants + 1, sizeof(*grants));
+	for (size_t i = 0; grants && i < n_grants; i++)
+		grants[i] = (struct arb_grant){g[i].name, g[i].summary, g[i].items};
+	if (!grants)
+		n_grants = 0;
+}
+
+const struct arb_grant *arb_grants(size_t *n)
+{
+	pthread_once(&grants_once, grants_copy);
+	*n = n_grants;
+	return grants;
 }

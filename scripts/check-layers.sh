@@ -42,7 +42,6 @@ declare -A cli_below=(
 	[cli/launch_mcp.c]="launchers"
 	[cli/cmd_audit.c]="audit: timeline, summary, follow"
 	[cli/cmd_audit_chain.c]="audit: verify, export"
-	[cli/cmd_grant.c]="grant list"
 )
 bad=0
 complain() {

@@ -14,7 +14,7 @@ expect_eq "libarborinth.so.0" "$soname" "the soname"
 others=$(nm -D --defined-only "$LIB" | awk '$2 ~ /[TDBR]/ {print $3}' | grep -v '^arb_' || true)
 expect_eq "" "$others" "only arb_* symbols are exported"
 declared=$(grep -o '^ARB_EXTERN [^(]*\barb_[a-z_]*(' "$ARB_SRC/include/arborinth.h" |
-	grep -o 'arb_[a-z_]*' | sort)
+	sed -E 's/.*\b(arb_[a-z_]*)\($/\1/' | sort)
 exported=$(nm -D --defined-only "$LIB" | awk '{print $3}' | grep '^arb_' | sort)
 expect_eq "$declared" "$exported" "the exports are exactly the header's functions"
 
