@@ -75,15 +75,6 @@ int cmd_shell(struct cli_global *g, int argc, char **argv);
 extern const char cmd_audit_usage[];
 int cmd_audit(struct cli_global *g, int argc, char **argv);
 /*
- * The project, its state database and the history key of workspace name (deleted_ns: when it
- * was deleted, else 0; a mounted view's pending writes are recorded first). The database is
- * the project's (borrowed); caller frees *p with core_project_free().
- */
-struct core_project;
-struct sqlite3;
-int cli_audit_open(struct core_project **p, struct sqlite3 **db, const char *workdir,
-		   const char *name, int64_t *ws_key, int64_t *deleted_ns) ARB_MUST_CHECK;
-/*
  * `audit --verify[=FILE]` and `audit --export FILE` (cmd_audit_chain.c): args are the
  * positional arguments (NAME, none for a bundle); filtered: a timeline option was given too.
  */

@@ -11,8 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "audit/audit.h"
-#include "core/core.h"
+#include "include/arborinth.h"
 
 const char cmd_audit_usage[] =
     "usage: arborinth audit NAME [options]\n"
@@ -50,7 +49,7 @@ static const struct cli_cmd audit_cmd = {"audit", NULL, cmd_audit, NULL, cmd_aud
 #define MAX_OPS 32
 
 struct audit_opts {
-	struct audit_filter f;
+	struct arb_audit_filter f;
 	const char *ops[MAX_OPS + 1];
 	size_t nops;
 	const char *name;
@@ -147,7 +146,7 @@ static void print_argv(const char *argv_json)
 }
 
 /* An "unattributed" row (crash reconciliation): what the upper layer showed. */
-static void print_unattributed(const struct audit_row *r)
+static void print_unattributed(const struct arb_audit_row *r)
 {
 	mode_t m = r->mode >= 0 ? (mode_t)r->mode : 0;
 	char sz[32], when[48];
@@ -168,7 +167,7 @@ static void print_unattributed(const struct audit_row *r)
 	}
 }
 
-static void print_detail(const struct audit_row *r)
+static void print_detail(const struct arb_audit_row *r)
 {
 	char sz[32];
 
@@ -190,7 +189,7 @@ static void print_detail(const struct audit_row *r)
 }
 
 /* A "net" row: what was asked, what came back, how much, how long, and the decision. */
-static void print_net_text(const struct audit_opts *o, const struct audit_row *r)
+static void print_net_text(const struct audit_opts *o, const struct arb_audit_row *r)
 {
 	bool c = o->color, refused = r->decision && !strcmp(r->decision, "refused");
 	bool failed = r->result != 0;
@@ -228,7 +227,7 @@ static void print_net_text(const struct audit_opts *o, const struct audit_row *r
 		printf("  %sallowed%s\n", c ? C_GREEN : "", c ? C_RESET : "");
 }
 
-static void print_row_text(const struct audit_opts *o, const struct audit_row *r)
+static void print_row_text(const struct audit_opts *o, const struct arb_audit_row *r)
 {
 	bool c = o->color;
 	bool failed = r->result != 0;
@@ -291,7 +290,7 @@ static json_t *opt_str(const char *s)
 	return s ? json_string(s) : json_null();
 }
 
-static void print_row_json(const struct audit_opts *o, const struct audit_row *r)
+static void print_row_json(const struct audit_opts *o, const struct arb_audit_row *r)
 {
 	bool exec = !strcmp(r->kind, "exec"), exit_row = exec && !strcmp(r->op, "exit");
 	bool net = !strcmp(r->kind, "net");
@@ -350,10 +349,10 @@ static void print_row_json(const struct audit_opts *o, const struct audit_row *r
 	json_decref(obj);
 }
 
-static void print_summary(const struct audit_opts *o, struct audit_summary *s)
+static void print_summary(const struct audit_opts *o, const arb_audit_summary *s)
 {
-	const struct audit_summary_entry *e;
-	size_t n = audit_summary_entries(s, &e);
+	const struct arb_audit_summary_entry *e;
+	size_t n = arb_audit_summary_entries(s, &e);
 	bool c = o->color;
 
 	if (!o->json && n > 0)
@@ -392,33 +391,31 @@ static void print_summary(const struct audit_opts *o, struct audit_summary *s)
 
 /* --- running --- */
 
-/* Prints (or, with sum, summarises) every row of one query. */
-static int run_query(sqlite3 *db, const struct audit_opts *o, const struct audit_filter *f,
-		     bool by_seq, struct audit_summary *sum)
+/* Prints every row of one query. */
+static int run_query(arb_project *p, const struct audit_opts *o, const struct arb_audit_filter *f)
 {
-	struct audit_query *q = NULL;
-	struct audit_row r;
-	int rc;
+	const struct arb_audit_row *r;
+	arb_audit_iter *it = NULL;
+	int rc = arb_audit_open(&it, p, o->name, f);
 
-	rc = audit_query_new(&q, db, f, by_seq);
-	while (rc == 0 && (rc = audit_query_next(q, &r)) == 1) {
+	while (rc == 0 && (rc = arb_audit_next(it, &r)) == 1) {
 		rc = 0;
-		if (sum)
-			rc = audit_summary_add(sum, &r);
-		else if (o->json)
-			print_row_json(o, &r);
+		if (o->json)
+			print_row_json(o, r);
 		else
-			print_row_text(o, &r);
+			print_row_text(o, r);
 	}
-	audit_query_free(q);
+	arb_audit_free(it);
 	return rc < 0 ? rc : 0;
 }
 
-static int follow(sqlite3 *db, const struct audit_opts *o, int64_t seen)
+static int follow(arb_project *p, const struct audit_opts *o, int64_t seen)
 {
-	struct audit_filter f = o->f;
+	struct arb_audit_filter f = o->f;
 	struct timespec pause = {0, 200 * 1000000L};
 
+	f.by_seq = 1;
+	f.no_sync = 1;
 	for (;;) {
 		int64_t top;
 		int rc;
@@ -426,14 +423,14 @@ static int follow(sqlite3 *db, const struct audit_opts *o, int64_t seen)
 		if (fflush(stdout) != 0 || ferror(stdout))
 			return 0; /* the reader went away; main() reports real errors */
 		nanosleep(&pause, NULL);
-		rc = audit_seq_max(db, &top);
+		rc = arb_audit_seq_max(&top, p);
 		if (rc < 0)
 			return rc;
 		if (top <= seen)
 			continue;
 		f.after_seq = seen;
 		f.upto_seq = top;
-		rc = run_query(db, o, &f, true, NULL);
+		rc = run_query(p, o, &f);
 		if (rc < 0)
 			return rc;
 		seen = top;
@@ -451,67 +448,35 @@ static void note_deleted(const struct audit_opts *o, int64_t deleted_ns)
 		o->name, when);
 }
 
-/* A mounted view's daemon records the writes it is still coalescing (best effort). */
-static void sync_or_warn(const struct core_ws *ws)
-{
-	if (core_ws_audit_sync(ws) < 0)
-		fprintf(stderr, "arborinth: warning: %s\n", util_err_msg());
-}
-
-static void sync_mounted(struct core_project *p, const char *name)
-{
-	struct core_ws *ws = NULL;
-
-	if (core_ws_get(p, name, &ws) == 0)
-		sync_or_warn(ws);
-	core_ws_free(ws);
-}
-
-int cli_audit_open(struct core_project **p, sqlite3 **db, const char *workdir, const char *name,
-		   int64_t *ws_key, int64_t *deleted_ns)
-{
-	int rc;
-
-	*db = NULL;
-	rc = core_project_open(p, workdir);
-	if (rc == 0) {
-		rc = core_project_db(*p, false, db);
-		if (rc == -ENOENT)
-			rc = util_err(-ENOENT, "no workspace named '%s'", name);
-	}
-	if (rc == 0)
-		rc = audit_ws_resolve(*db, name, ws_key, deleted_ns);
-	if (rc == 0 && !*deleted_ns)
-		sync_mounted(*p, name);
-	return rc;
-}
-
 static int audit_show(struct cli_global *g, struct audit_opts *o)
 {
-	struct core_project *p = NULL;
-	struct audit_summary *sum = NULL;
-	sqlite3 *db = NULL;
+	arb_project *p = NULL;
+	arb_audit_summary *sum = NULL;
 	int64_t deleted_ns = 0, top = 0;
 	int rc;
 
-	rc = cli_audit_open(&p, &db, g->workdir, o->name, &o->f.ws_key, &deleted_ns);
-	if (rc == 0 && o->summary)
-		rc = audit_summary_new(&sum);
+	rc = arb_project_open(&p, g->workdir);
 	if (rc == 0)
-		rc = audit_seq_max(db, &top);
+		rc = arb_audit_history(&deleted_ns, p, o->name);
+	if (rc == 0)
+		rc = arb_audit_seq_max(&top, p);
 	if (rc < 0)
 		goto out;
 	note_deleted(o, deleted_ns);
 	o->f.upto_seq = top;
-	rc = run_query(db, o, &o->f, false, sum);
-	if (rc == 0 && sum)
-		print_summary(o, sum);
+	if (o->summary) {
+		rc = arb_audit_summary_open(&sum, p, o->name, &o->f);
+		if (rc == 0)
+			print_summary(o, sum);
+	} else {
+		rc = run_query(p, o, &o->f);
+	}
 	if (rc == 0 && o->follow)
-		rc = follow(db, o, top);
+		rc = follow(p, o, top);
 out:
-	audit_summary_free(sum);
-	core_project_free(p);
-	return rc < 0 ? cli_fail_lib() : CLI_OK;
+	arb_audit_summary_free(sum);
+	arb_project_free(p);
+	return rc < 0 ? cli_fail(CLI_ERR, "%s", arb_error_last()) : CLI_OK;
 }
 
 /* --- options --- */
@@ -527,17 +492,17 @@ static int add_list(struct audit_opts *o, const char *arg, bool kinds)
 	     t = strtok_r(NULL, ",", &save)) {
 		if (kinds) {
 			if (!strcmp(t, "fs"))
-				o->f.kinds |= AUDIT_KIND_FS;
+				o->f.kinds |= ARB_AUDIT_FS;
 			else if (!strcmp(t, "exec"))
-				o->f.kinds |= AUDIT_KIND_EXEC;
+				o->f.kinds |= ARB_AUDIT_EXEC;
 			else if (!strcmp(t, "net"))
-				o->f.kinds |= AUDIT_KIND_NET;
+				o->f.kinds |= ARB_AUDIT_NET;
 			else
 				rc = cli_usage_error("audit", "unknown kind '%s' (fs, exec, net)",
 						     t);
 			continue;
 		}
-		if (!audit_op_known(t))
+		if (!arb_audit_op_known(t))
 			rc = cli_usage_error("audit", "unknown operation '%s'", t);
 		else if (o->nops >= MAX_OPS)
 			rc = cli_usage_error("audit", "too many operations");
@@ -552,8 +517,8 @@ static int add_list(struct audit_opts *o, const char *arg, bool kinds)
 
 static int parse_time(const char *opt, const char *arg, int64_t *out)
 {
-	if (audit_time_parse(arg, util_now_ns(), out) < 0)
-		return cli_usage_error("audit", "--%s: %s", opt, util_err_msg());
+	if (arb_time_parse(out, arg) < 0)
+		return cli_usage_error("audit", "--%s: %s", opt, arb_error_last());
 	return 0;
 }
 

@@ -10,11 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "audit/audit.h"
-#include "core/core.h"
+#include "include/arborinth.h"
 
 /* Exit 0 and one line when intact; the first broken link on stderr and exit 1 otherwise. */
-static int report(const char *what, const struct audit_verify_result *res)
+static int report(const char *what, const struct arb_audit_verify *res)
 {
 	if (!res->ok && res->broken_seq)
 		return cli_fail(CLI_ERR, "%s: broken at seq %lld: %s", what,
@@ -25,61 +24,69 @@ static int report(const char *what, const struct audit_verify_result *res)
 	return CLI_OK;
 }
 
+static int fail_lib(void)
+{
+	return cli_fail(CLI_ERR, "%s", arb_error_last());
+}
+
 static int verify_db(struct cli_global *g, const char *name)
 {
-	struct core_project *p = NULL;
-	struct audit_verify_result res;
-	sqlite3 *db = NULL;
-	int64_t key = 0, deleted_ns = 0;
+	arb_project *p = NULL;
+	struct arb_audit_verify res;
 	char what[160];
 	int rc;
 
-	rc = cli_audit_open(&p, &db, g->workdir, name, &key, &deleted_ns);
+	rc = arb_project_open(&p, g->workdir);
 	if (rc == 0)
-		rc = audit_verify_db(db, key, &res);
-	core_project_free(p);
+		rc = arb_audit_verify(&res, p, name);
+	arb_project_free(p);
 	if (rc < 0)
-		return cli_fail_lib();
+		return fail_lib();
 	snprintf(what, sizeof(what), "audit of '%s'", name);
 	return report(what, &res);
 }
 
 static int verify_bundle(const char *file)
 {
-	struct audit_verify_result res;
+	struct arb_audit_verify res;
 	char what[PATH_MAX + 200];
 
-	if (audit_verify_bundle(file, &res) < 0)
-		return cli_fail_lib();
+	if (arb_audit_verify_bundle(&res, file) < 0)
+		return fail_lib();
 	snprintf(what, sizeof(what), "bundle %s (workspace '%s')", file, res.workspace);
 	return report(what, &res);
 }
 
-/* The bundle in memory first: a broken chain or a failed write leaves no file behind. */
+/* The bundle in a temporary file first: a broken chain or a failed write leaves no file. */
 static int export(struct cli_global *g, const char *name, const char *file)
 {
-	struct core_project *p = NULL;
-	struct audit_verify_result res = {0};
-	sqlite3 *db = NULL;
-	int64_t key = 0, deleted_ns = 0;
+	arb_project *p = NULL;
+	struct arb_audit_verify res = {0};
+	FILE *tmp = tmpfile();
 	char *buf = NULL;
 	size_t len = 0;
-	FILE *mem = NULL;
 	int rc;
 
-	rc = cli_audit_open(&p, &db, g->workdir, name, &key, &deleted_ns);
-	if (rc == 0 && !(mem = open_memstream(&buf, &len)))
-		rc = util_err(-ENOMEM, "out of memory");
+	rc = tmp ? arb_project_open(&p, g->workdir) : util_err(-errno, "cannot make a file");
 	if (rc == 0)
-		rc = audit_export(db, key, name, mem, &res);
-	if (mem && fclose(mem) != 0 && rc == 0)
-		rc = util_err(-ENOMEM, "out of memory");
+		rc = arb_audit_export(&res, p, name, fileno(tmp));
+	arb_project_free(p);
+	if (rc == 0) {
+		long end = fseek(tmp, 0, SEEK_END) == 0 ? ftell(tmp) : -1;
+
+		buf = end >= 0 ? malloc((size_t)end + 1) : NULL;
+		rewind(tmp);
+		len = buf ? fread(buf, 1, (size_t)end, tmp) : 0;
+		if (!buf || len != (size_t)end)
+			rc = util_err(-EIO, "cannot read the bundle back");
+	}
+	if (tmp)
+		fclose(tmp);
 	if (rc == 0 && !strcmp(file, "-"))
 		rc = fwrite(buf, 1, len, stdout) == len ? 0 : util_err(-EIO, "cannot write stdout");
 	else if (rc == 0 && util_write_file(file, buf, len, 0644) < 0)
 		rc = util_err(-errno, "cannot write %s: %s", file, util_err_msg());
 	free(buf);
-	core_project_free(p);
 	if (rc == -EBADMSG) {
 		char what[160];
 
@@ -87,7 +94,7 @@ static int export(struct cli_global *g, const char *name, const char *file)
 		return report(what, &res);
 	}
 	if (rc < 0)
-		return cli_fail_lib();
+		return fail_lib();
 	if (strcmp(file, "-") != 0)
 		printf("exported %lld rows of '%s' to %s, head %s\n", (long long)res.rows, name,
 		       file, res.head);

@@ -224,6 +224,11 @@ struct arb_audit_filter {
 	int64_t session;	    /* 0: any */
 	int failed;		    /* only failed operations and non-zero exits */
 	int all;		    /* include .git internals */
+	const char *const *ops;	    /* NULL-terminated operation names; NULL: any */
+	int64_t after_seq;	    /* only rows with a larger seq (following a timeline) */
+	int64_t upto_seq;	    /* 0, or only rows with seq up to this */
+	int by_seq;		    /* order by seq rather than by time */
+	int no_sync;		    /* do not make a mounted view record its pending writes first */
 };
 
 /* One row; strings valid until the next arb_audit_next() or arb_audit_free(). */
@@ -242,17 +247,75 @@ struct arb_audit_row {
 	const char *decision;	   /* "net" rows: allowed or refused */
 	int64_t status;		   /* "net" rows: the HTTP status; -1 otherwise */
 	const char *jail;	   /* "exec" rows: the session's jail */
+	int64_t mode, mtime_ns;	   /* -1: not applicable ("unattributed" rows: mtime) */
+	const char *backend;	   /* "net" rows: the proxy backend */
+	const char *reason;	   /* "net" rows: why allowed or refused */
+	int64_t port, bytes_up, bytes_down, duration_ns; /* "net" rows; -1 otherwise */
 };
 
 /*
  * The timeline of workspace `ws_name` (a deleted one's too, while its history is kept),
- * oldest first. f: NULL for everything but .git internals.
+ * oldest first. f: NULL for everything but .git internals. -ENOENT (an input error) when no
+ * workspace of that name ever had history.
  */
 ARB_EXTERN int arb_audit_open(arb_audit_iter **out, arb_project *p, const char *ws_name,
 			      const struct arb_audit_filter *f);
 /* 1 with *row set, 0 at the end, negative errno on failure. */
 ARB_EXTERN int arb_audit_next(arb_audit_iter *it, const struct arb_audit_row **row);
 ARB_EXTERN void arb_audit_free(arb_audit_iter *it);
+/*
+ * Whether workspace `ws_name` has a history: 0 with *deleted_ns 0 (the live workspace) or
+ * its deletion time; -ENOENT (input) when no workspace of that name ever had one.
+ */
+ARB_EXTERN int arb_audit_history(int64_t *deleted_ns, arb_project *p, const char *ws_name);
+/* The highest seq in the project's audit log (0 when empty): where to follow from. */
+ARB_EXTERN int arb_audit_seq_max(int64_t *out, arb_project *p);
+/* Nonzero for an operation name the timeline knows ("write", "exec", "request", ...). */
+ARB_EXTERN int arb_audit_op_known(const char *op);
+/*
+ * A time for filters: relative ("30s", "10m", "2h", "3d", "1w" back from now), ISO 8601
+ * ("2024-05-01T12:00:00Z"), local "YYYY-MM-DD[ HH:MM[:SS]]" or "@SECONDS". -EINVAL (input).
+ */
+ARB_EXTERN int arb_time_parse(int64_t *out_ns, const char *text);
+
+/*
+ * What the rows of a filter did to each path (fs rows, in timeline order): "added",
+ * "deleted", "renamed" (renamed_to: the last destination) or "modified", with the number of
+ * operations, bytes written and first and last time. Entries sorted by path.
+ */
+struct arb_audit_summary_entry {
+	const char *path;
+	const char *status;
+	const char *renamed_to; /* NULL unless renamed */
+	int64_t ops, bytes, first_ns, last_ns;
+};
+typedef struct arb_audit_summary arb_audit_summary;
+ARB_EXTERN int arb_audit_summary_open(arb_audit_summary **out, arb_project *p, const char *ws_name,
+				      const struct arb_audit_filter *f);
+/* The entries; borrowed, valid while s lives. */
+ARB_EXTERN size_t arb_audit_summary_entries(const arb_audit_summary *s,
+					    const struct arb_audit_summary_entry **out);
+ARB_EXTERN void arb_audit_summary_free(arb_audit_summary *s);
+
+/* Tamper evidence: the hash chain of a workspace's timeline, and bundles exported from it. */
+struct arb_audit_verify {
+	int ok;
+	int64_t rows;	     /* rows checked (all of them when ok) */
+	char head[65];	     /* hex hash of the last row checked ("" when none) */
+	int64_t broken_seq;  /* the first broken link, 0 when ok or not tied to a row */
+	char reason[200];    /* why it is broken */
+	char workspace[128]; /* bundles: the workspace name recorded in it */
+};
+/* Checks the workspace's chain in the database; 0 whether or not it verifies (res->ok). */
+ARB_EXTERN int arb_audit_verify(struct arb_audit_verify *res, arb_project *p, const char *ws_name);
+/* Checks a bundle file; -EINVAL (input) for a file that is not one. */
+ARB_EXTERN int arb_audit_verify_bundle(struct arb_audit_verify *res, const char *path);
+/*
+ * Writes the workspace's chain as a bundle (JSON lines: header, rows with hashes, trailer)
+ * onto fd, checking it as it goes; -EBADMSG (res filled) when the chain is broken.
+ */
+ARB_EXTERN int arb_audit_export(struct arb_audit_verify *res, arb_project *p, const char *ws_name,
+				int fd);
 
 /* ---- checkpoints ------------------------------------------------------------------------- */
 

@@ -40,8 +40,6 @@ declare -A cli_below=(
 	[cli/cmd_launch_clients.c]="launchers"
 	[cli/cmd_launch_opencode.c]="launchers"
 	[cli/launch_mcp.c]="launchers"
-	[cli/cmd_audit.c]="audit: timeline, summary, follow"
-	[cli/cmd_audit_chain.c]="audit: verify, export"
 )
 bad=0
 complain() {

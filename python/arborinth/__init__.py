@@ -232,7 +232,7 @@ class Workspace:
         return result
 
     def audit(self, kinds=None, since_ns=0, until_ns=0, path_glob=None, session=0,
-              failed=False, all=False):
+              failed=False, all=False, ops=None):
         """The workspace's audit timeline, oldest first, as dicts (kind, op, path, path2,
         result, pid, comm, exe, session, size, count, off_lo, off_hi, time_ns, seq, and for
         net rows method, host, decision, status). kinds: some of "fs", "exec", "net"."""
@@ -242,6 +242,12 @@ class Workspace:
             if k not in _KINDS:
                 raise ArborinthInputError("audit kind %r is not fs, exec or net" % k)
             f.kinds |= _KINDS[k]
+        keep = None
+        if ops:
+            for op in ops:
+                if not lib.arb_audit_op_known(enc(op)):
+                    raise ArborinthInputError("unknown audit operation %r" % op)
+            f.ops, keep = _lib.argv(list(ops))
         it = ctypes.c_void_p()
         _lib.check(lib.arb_audit_open(ctypes.byref(it), self.project._h, enc(self.name),
                                       ctypes.byref(f)))
@@ -253,6 +259,7 @@ class Workspace:
                 yield {k: dec(v) if isinstance(v, bytes) else v for k, v in d.items()}
         finally:
             lib.arb_audit_free(it)
+            del keep
 
     def checkpoint(self, message=None):
         c = _lib.Checkpoint()

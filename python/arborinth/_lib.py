@@ -49,7 +49,10 @@ class RunResult(ctypes.Structure):
 class AuditFilter(ctypes.Structure):
     _fields_ = [("since_ns", ctypes.c_int64), ("until_ns", ctypes.c_int64),
                 ("path_glob", ctypes.c_char_p), ("kinds", ctypes.c_uint),
-                ("session", ctypes.c_int64), ("failed", ctypes.c_int), ("all", ctypes.c_int)]
+                ("session", ctypes.c_int64), ("failed", ctypes.c_int), ("all", ctypes.c_int),
+                ("ops", c_char_pp), ("after_seq", ctypes.c_int64),
+                ("upto_seq", ctypes.c_int64), ("by_seq", ctypes.c_int),
+                ("no_sync", ctypes.c_int)]
 
 
 class AuditRow(ctypes.Structure):
@@ -63,7 +66,11 @@ class AuditRow(ctypes.Structure):
                 ("off_hi", ctypes.c_int64), ("argv_json", ctypes.c_char_p),
                 ("method", ctypes.c_char_p), ("host", ctypes.c_char_p),
                 ("decision", ctypes.c_char_p), ("status", ctypes.c_int64),
-                ("jail", ctypes.c_char_p)]
+                ("jail", ctypes.c_char_p), ("mode", ctypes.c_int64),
+                ("mtime_ns", ctypes.c_int64), ("backend", ctypes.c_char_p),
+                ("reason", ctypes.c_char_p), ("port", ctypes.c_int64),
+                ("bytes_up", ctypes.c_int64), ("bytes_down", ctypes.c_int64),
+                ("duration_ns", ctypes.c_int64)]
 
 
 class Checkpoint(ctypes.Structure):
@@ -133,6 +140,7 @@ _protos = {
                                       ctypes.POINTER(AuditFilter)]),
     "arb_audit_next": (ctypes.c_int, [P, ctypes.POINTER(ctypes.POINTER(AuditRow))]),
     "arb_audit_free": (None, [P]),
+    "arb_audit_op_known": (ctypes.c_int, [ctypes.c_char_p]),
     "arb_checkpoint_create": (ctypes.c_int, [ctypes.POINTER(Checkpoint), P, ctypes.c_char_p,
                                              ctypes.c_char_p]),
     "arb_checkpoint_list": (ctypes.c_int, [ctypes.POINTER(ctypes.POINTER(Checkpoint)),

@@ -161,6 +161,10 @@ class Api(unittest.TestCase):
         self.assertTrue(all(x["pid"] > 0 and x["comm"] and x["session"] == r.session
                             for x in fs), fs)
         self.assertEqual([x for x in ws.audit(kinds=["net"])], [])
+        self.assertEqual({x["op"] for x in ws.audit(ops=["rename", "mkdir"])},
+                         {"rename", "mkdir"})
+        with self.assertRaises(ArborinthInputError):
+            list(ws.audit(ops=["teleport"]))
         with self.assertRaises(ArborinthInputError):
             list(ws.audit(kinds=["disk"]))
         cks = ws.checkpoints()
