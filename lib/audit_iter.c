@@ -276,22 +276,14 @@ int arb_audit_export(struct arb_audit_verify *res, arb_project *p, const char *w
 	sqlite3 *db = NULL;
 	int64_t key = 0, deleted_ns = 0;
 	FILE *f = NULL;
-	int rc, copy;
+	int rc;
 
 	lib_err_reset();
 	rc = resolve(p, ws_name, &db, &key, &deleted_ns);
 	if (rc == 0 && !deleted_ns)
 		sync_live(p, ws_name);
-	if (rc == 0) {
-		copy = dup(fd);
-		f = copy >= 0 ? fdopen(copy, "w") : NULL;
-		if (!f) {
-			rc = util_err(-errno, "export: cannot write to descriptor %d: %s", fd,
-				      strerror(errno));
-			if (copy >= 0)
-				close(copy);
-		}
-	}
+	if (rc == 0)
+		rc = lib_fd_stream(fd, "export", &f);
 	if (rc == 0)
 		rc = audit_export(db, key, ws_name, f, &r);
 	if (f && fclose(f) != 0 && rc == 0)

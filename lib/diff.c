@@ -46,22 +46,14 @@ int arb_diff(arb_project *p, const char *ws_name, const char *from, const char *
 	struct core_ws *ws = NULL;
 	FILE *f = NULL;
 	git_oid a, b;
-	int rc, copy;
+	int rc;
 
 	lib_err_reset();
 	if (fmt != ARB_DIFF_PATCH && fmt != ARB_DIFF_NAME_STATUS && fmt != ARB_DIFF_STAT)
 		return lib_input_err(util_err(-EINVAL, "unknown diff format %d", (int)fmt));
 	rc = open_trees(p, ws_name, from, to, &ws, &a, &b);
-	if (rc == 0) {
-		copy = dup(fd);
-		f = copy >= 0 ? fdopen(copy, "w") : NULL;
-		if (!f) {
-			rc = util_err(-errno, "diff: cannot write to descriptor %d: %s", fd,
-				      strerror(errno));
-			if (copy >= 0)
-				close(copy);
-		}
-	}
+	if (rc == 0)
+		rc = lib_fd_stream(fd, "diff", &f);
 	if (rc == 0)
 		rc = core_ws_diff(p->core, ws, &a, &b, paths, n,
 				  fmt == ARB_DIFF_STAT		? CORE_DIFF_STAT

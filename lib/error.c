@@ -1,10 +1,14 @@
 /*
- * lib/error.c: the library's error reporting. Messages are util's thread-local one
- * (util_err); whether the caller's input was at fault is a thread-local mark next to it.
+ * lib/error.c: the library's error reporting (messages are util's thread-local one, util_err;
+ * whether the caller's input was at fault is a thread-local mark next to it), its version,
+ * and what it hands the caller to free or write to.
  */
 #include "lib/lib_internal.h"
 
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 static _Thread_local int input_fault;
 
@@ -42,4 +46,16 @@ void arb_version(int *major, int *minor, int *patch)
 		*minor = ARB_VERSION_MINOR;
 	if (patch)
 		*patch = ARB_VERSION_PATCH;
+}
+
+int lib_fd_stream(int fd, const char *what, FILE **out)
+{
+	int copy = dup(fd);
+
+	*out = copy >= 0 ? fdopen(copy, "w") : NULL;
+	if (*out)
+		return 0;
+	if (copy >= 0)
+		close(copy);
+	return util_err(-errno, "%s: cannot write to descriptor %d: %s", what, fd, strerror(errno));
 }

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "include/arborinth.h"
 #include "util/util.h"
@@ -31,6 +32,12 @@ const char *lib_helper_dir(void);
  * (jail/box.c, core/mount.c): the library does not look for others. Call before anything.
  */
 void lib_helpers_from_program(void);
+
+/*
+ * A stream writing onto a copy of the caller's descriptor fd (what uses it says `what` in
+ * its message). fclose() it; the caller's fd stays open. -errno with a message.
+ */
+int lib_fd_stream(int fd, const char *what, FILE **out) ARB_MUST_CHECK;
 
 /* Marks this thread's last error (util_err) as caused by the caller's input. Returns rc. */
 int lib_input_err(int rc);
