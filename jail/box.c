@@ -339,6 +339,8 @@ int jail_box_finish(struct jail_box *b)
 		return rc;
 	jail_mounts_sort(&b->mounts);
 	rc = jail_mounts_check_links(&b->mounts);
+	if (rc == 0)
+		rc = jail_mounts_check_dests(&b->mounts);
 	if (rc < 0)
 		return rc;
 	rc = jail_box_env_finish(b);

@@ -143,6 +143,12 @@ void jail_mounts_sort(struct jail_mounts *m);
  * planted to move a later mount elsewhere). Call after jail_mounts_sort().
  */
 int jail_mounts_check_links(const struct jail_mounts *m) ARB_MUST_CHECK;
+/*
+ * Refuses (-EINVAL with a message) a mount whose destination does not exist inside the
+ * read-only bind above it (the host's / for most): bwrap would fail to create it there.
+ * Call after jail_mounts_sort().
+ */
+int jail_mounts_check_dests(const struct jail_mounts *m) ARB_MUST_CHECK;
 /* Appends the bwrap options for all mounts, in order (sorted first). */
 void jail_mounts_args(const struct jail_mounts *m, struct jail_strv *args);
 /* Depth of v[i] among the mounts (number of mounted ancestors); sorted first. */

@@ -345,6 +345,36 @@ int jail_mounts_check_links(const struct jail_mounts *m)
 	return 0;
 }
 
+int jail_mounts_check_dests(const struct jail_mounts *m)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		ssize_t p = parent_of(m, i);
+		const struct jail_mount *a = p >= 0 ? &m->v[p] : NULL;
+		const char *rel;
+		char *path;
+		struct stat st;
+		bool missing;
+
+		if (!a || a->type != JAIL_MOUNT_RO || !a->src)
+			continue;
+		/* Where the destination is in the read-only bind above it. */
+		rel = m->v[i].dest + (strcmp(a->dest, "/") ? strlen(a->dest) : 0);
+		path = util_asprintf("%s%s", strcmp(a->src, "/") ? a->src : "", rel);
+		if (!path)
+			return util_err(-ENOMEM, "out of memory");
+		missing = lstat(path, &st) < 0 && errno == ENOENT;
+		free(path);
+		if (missing)
+			return util_err(
+			    -EINVAL,
+			    "cannot mount at %s: it does not exist in the box, where %s "
+			    "is read-only (bwrap cannot create it there); use a folder "
+			    "that exists, such as /mnt, or one under $HOME or /tmp",
+			    m->v[i].dest, a->dest);
+	}
+	return 0;
+}
+
 static void mount_args(const struct jail_mount *x, struct jail_strv *a)
 {
 	if (x->perms && (x->type == JAIL_MOUNT_TMPFS || x->type == JAIL_MOUNT_DIR)) {

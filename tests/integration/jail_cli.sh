@@ -132,9 +132,12 @@ signal_to_shell TERM 3
 signal_to_shell HUP 4
 signal_to_shell INT 5
 signal_to_shell USR1 6
-# The box cannot start: a destination bwrap cannot create (the host is read-only).
-expect_status 125 "box setup failure" -- box --mount "ro:$T/data:/nonexistent-$$/x" -- true
+# The box cannot start: a folder bound onto a file (bwrap cannot make the mount point).
+expect_status 125 "box setup failure" -- box --mount "ro:$T/data:/etc/hostname" -- true
 expect_match "the box could not be started" "$ERR" "setup failure message"
+# A destination the host's read-only root lacks is found before bwrap: one line, status 1.
+expect_status 1 "missing destination" -- box --mount "ro:$T/data:/nonexistent-$$/x" -- true
+expect_match "^arborinth: cannot mount at /nonexistent-$$/x: it does not exist in the box" "$ERR" "missing destination message"
 
 # --- --explain prints the profile from the launch object and runs nothing -------------------
 expect_status 0 "explain runs nothing" -- box --explain -- touch /tmp/explain-ran
