@@ -203,6 +203,7 @@ int core_ws_checkpoint(struct core_project *p, const struct core_ws *ws,
 	    git_commit_create(&cid, repo, NULL, sig, sig, NULL, msg, tree, 1,
 			      (const git_commit **)&parent) < 0) {
 		rc = util_err(-EIO, "checkpoint: %s", git_error_last()->message);
+		ckpt_cache_drop(ws); /* a tree it named missing? the next one builds afresh */
 		goto out;
 	}
 	/* The next number; another process taking it first makes us try the one after. */

@@ -30,11 +30,22 @@ struct fast_odb {
 	 * clears ~270 KiB of state, which for a checkpoint's few hundred small trees cost more
 	 * than the compression itself.
 	 */
-	z_stream z;
-	bool z_ready;
+	z_stream z[2]; /* blobs (zlib's fastest level), trees (stored: see deflate_object) */
+	bool z_ready[2];
 	unsigned char *buf; /* the deflated object, reused */
 	size_t buf_cap;
+	struct ckpt_pack *pack;	       /* what this store writes, until ckpt_odb_flush() */
+	git_odb *lookup;	       /* borrowed: every store of the workspace, for what exists */
+	git_oid *known;		       /* open addressing: ids stored by earlier checkpoints */
+	size_t n_known, n_known_slots; /* slots: 0 or a power of two over twice n_known */
 };
+
+/*
+ * Objects larger than this, or beyond this much pack, are written loose: the pack stays in
+ * memory until the end and its index holds 32-bit offsets.
+ */
+#define PACK_OBJECT_MAX (16U << 20)
+#define PACK_BYTES_MAX	(512U << 20)
 
 /* "xx/yyyy..." for id. */
 static void obj_path(const git_oid *id, char path[GIT_OID_HEXSZ + 2])
@@ -45,14 +56,92 @@ static void obj_path(const git_oid *id, char path[GIT_OID_HEXSZ + 2])
 	snprintf(path, GIT_OID_HEXSZ + 2, "%.2s/%s", hex, hex + 2);
 }
 
-static int fast_exists(git_odb_backend *be, const git_oid *id)
+/* Loose in NAME/git/objects. */
+static bool loose_exists(struct fast_odb *f, const git_oid *id)
 {
-	struct fast_odb *f = (struct fast_odb *)be;
 	char path[GIT_OID_HEXSZ + 2];
 	struct stat st;
 
 	obj_path(id, path);
 	return fstatat(f->objects, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+static size_t known_slot(const git_oid *id, size_t n_slots)
+{
+	uint32_t h;
+
+	memcpy(&h, id->id, sizeof(h));
+	return h & (n_slots - 1);
+}
+
+static bool known(const struct fast_odb *f, const git_oid *id)
+{
+	static const git_oid zero;
+
+	if (!f->n_known_slots)
+		return false;
+	for (size_t s = known_slot(id, f->n_known_slots);; s = (s + 1) & (f->n_known_slots - 1)) {
+		if (git_oid_equal(&f->known[s], &zero))
+			return false;
+		if (git_oid_equal(&f->known[s], id))
+			return true;
+	}
+}
+
+static int known_put(git_oid *slots, size_t n_slots, const git_oid *id)
+{
+	static const git_oid zero;
+	size_t s = known_slot(id, n_slots);
+
+	while (!git_oid_equal(&slots[s], &zero)) {
+		if (git_oid_equal(&slots[s], id))
+			return 0;
+		s = (s + 1) & (n_slots - 1);
+	}
+	slots[s] = *id;
+	return 1;
+}
+
+int ckpt_odb_know(git_odb_backend *be, const git_oid *id)
+{
+	static const git_oid zero;
+	struct fast_odb *f = (struct fast_odb *)be;
+
+	if (git_oid_equal(id, &zero))
+		return 0;
+	if (2 * (f->n_known + 1) > f->n_known_slots) {
+		size_t n = f->n_known_slots ? 2 * f->n_known_slots : 256;
+		git_oid *v = calloc(n, sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		for (size_t i = 0; i < f->n_known_slots; i++)
+			if (!git_oid_equal(&f->known[i], &zero))
+				(void)known_put(v, n, &f->known[i]);
+		free(f->known);
+		f->known = v;
+		f->n_known_slots = n;
+	}
+	f->n_known += (size_t)known_put(f->known, f->n_known_slots, id);
+	return 0;
+}
+
+/*
+ * In this checkpoint's pack, or stored by an earlier checkpoint as far as the caller told
+ * (ckpt_odb_know). Asked before every write and mostly answered no, so no store is searched:
+ * libgit2's search of every pack and loose directory, with an error message formatted per
+ * miss, cost more than the writes. An object stored elsewhere as well costs only its room.
+ */
+static bool packed(struct fast_odb *f, const git_oid *id)
+{
+	return ckpt_pack_has(f->pack, id, NULL, NULL) || known(f, id);
+}
+
+static int fast_exists(git_odb_backend *be, const git_oid *id)
+{
+	struct fast_odb *f = (struct fast_odb *)be;
+
+	return packed(f, id) || loose_exists(f, id);
 }
 
 static int fast_read_header(size_t *len, git_object_t *type, git_odb_backend *be, const git_oid *id)
@@ -64,10 +153,14 @@ static int fast_read_header(size_t *len, git_object_t *type, git_odb_backend *be
 	ssize_t n;
 	int fd, rc = GIT_ENOTFOUND;
 
+	if (ckpt_pack_has(f->pack, id, type, len))
+		return 0;
 	obj_path(id, path);
 	fd = openat(f->objects, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return GIT_ENOTFOUND;
+		return f->lookup && git_odb_read_header(len, type, f->lookup, id) == 0
+			   ? 0
+			   : GIT_ENOTFOUND;
 	n = read(fd, in, sizeof(in));
 	close(fd);
 	if (n > 0 && inflateInit(&z) == Z_OK) {
@@ -90,20 +183,32 @@ static int fast_read_header(size_t *len, git_object_t *type, git_odb_backend *be
 	return rc;
 }
 
-/* Deflates "TYPE LEN\0" and data into f->buf (*out_len bytes). */
+/*
+ * Deflates data into f->buf (*out_len bytes), after "TYPE LEN\0" for a loose object (loose),
+ * alone for a pack entry.
+ */
 static int deflate_object(struct fast_odb *f, const void *data, size_t len, git_object_t type,
-			  size_t *out_len)
+			  bool loose, size_t *out_len)
 {
 	char head[64];
-	int hl = snprintf(head, sizeof(head), "%s %zu", git_object_type2string(type), len) + 1;
-	z_stream *z = &f->z;
+	int hl = loose
+		     ? snprintf(head, sizeof(head), "%s %zu", git_object_type2string(type), len) + 1
+		     : 0;
+	/*
+	 * Trees are mostly object ids, which do not compress: stored as they are (a valid zlib
+	 * stream all the same), by a stream with the smallest tables, since deflateReset clears
+	 * them for every object. They were half of a checkpoint's compression time.
+	 */
+	int k = type == GIT_OBJECT_TREE;
+	z_stream *z = &f->z[k];
 	size_t cap;
 	int zr;
 
-	if (!f->z_ready) {
-		if (deflateInit(z, Z_BEST_SPEED) != Z_OK)
+	if (!f->z_ready[k]) {
+		if ((k ? deflateInit2(z, Z_NO_COMPRESSION, Z_DEFLATED, 9, 1, Z_DEFAULT_STRATEGY)
+		       : deflateInit(z, Z_BEST_SPEED)) != Z_OK)
 			return -ENOMEM;
-		f->z_ready = true;
+		f->z_ready[k] = true;
 	} else if (deflateReset(z) != Z_OK) {
 		return -EIO;
 	}
@@ -129,10 +234,10 @@ static int deflate_object(struct fast_odb *f, const void *data, size_t len, git_
 	return zr == Z_STREAM_END ? 0 : -EIO;
 }
 
-/* libgit2 asks before each write: an object already stored is not written again. */
+/* libgit2 asks before each write: an object already packed is not written again. */
 static int fast_freshen(git_odb_backend *be, const git_oid *id)
 {
-	return fast_exists(be, id) ? 0 : GIT_ENOTFOUND;
+	return packed((struct fast_odb *)be, id) ? 0 : GIT_ENOTFOUND;
 }
 
 static int fast_write(git_odb_backend *be, const git_oid *id, const void *data, size_t len,
@@ -146,8 +251,16 @@ static int fast_write(git_odb_backend *be, const git_oid *id, const void *data, 
 
 	if (len > UINT32_MAX)
 		return GIT_EBUFS; /* larger than one zlib call: not what a checkpoint writes */
+	if (len <= PACK_OBJECT_MAX && ckpt_pack_bytes(f->pack) + len < PACK_BYTES_MAX) {
+		rc = deflate_object(f, data, len, type, false, &zl);
+		rc = rc ?: ckpt_pack_add(f->pack, id, type, len, f->buf, zl);
+		if (rc == 0)
+			return 0;
+		git_error_set_str(GIT_ERROR_NOMEMORY, "cannot add an object to the pack");
+		return GIT_ERROR;
+	}
 	obj_path(id, path);
-	rc = deflate_object(f, data, len, type, &zl);
+	rc = deflate_object(f, data, len, type, true, &zl);
 	z = f->buf;
 	if (rc < 0) {
 		git_error_set_str(GIT_ERROR_ZLIB, "cannot deflate an object");
@@ -191,13 +304,23 @@ static void fast_free(git_odb_backend *be)
 	struct fast_odb *f = (struct fast_odb *)be;
 
 	close(f->objects);
-	if (f->z_ready)
-		deflateEnd(&f->z);
+	free(f->known);
+	for (int k = 0; k < 2; k++)
+		if (f->z_ready[k])
+			deflateEnd(&f->z[k]);
 	free(f->buf);
+	ckpt_pack_free(f->pack);
 	free(f);
 }
 
-int ckpt_odb_new(const struct core_ws *ws, git_odb_backend **out)
+int ckpt_odb_flush(git_odb_backend *be)
+{
+	struct fast_odb *f = (struct fast_odb *)be;
+
+	return ckpt_pack_write(f->pack, f->objects, PACK_BYTES_MAX);
+}
+
+int ckpt_odb_new(const struct core_ws *ws, git_odb *lookup, git_odb_backend **out)
 {
 	char *objects = util_path_join(ws->gitdir, "objects");
 	struct fast_odb *f = calloc(1, sizeof(*f));
@@ -208,6 +331,7 @@ int ckpt_odb_new(const struct core_ws *ws, git_odb_backend **out)
 		rc = util_err(-ENOMEM, "out of memory");
 		goto out;
 	}
+	f->lookup = lookup;
 	f->objects = open(objects, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (f->objects < 0) {
 		rc = util_err(-errno, "cannot open %s: %s", objects, strerror(errno));
@@ -219,6 +343,12 @@ int ckpt_odb_new(const struct core_ws *ws, git_odb_backend **out)
 	f->parent.write = fast_write;
 	f->parent.freshen = fast_freshen;
 	f->parent.free = fast_free;
+	rc = ckpt_pack_new(&f->pack);
+	if (rc < 0) {
+		close(f->objects);
+		ckpt_pack_free(f->pack);
+		goto out;
+	}
 	*out = &f->parent;
 	f = NULL;
 out:

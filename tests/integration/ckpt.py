@@ -174,6 +174,18 @@ def run_all(fx):
     C.ok("1 files hashed" in out, "one file changed: one file hashed (%r)" % out)
     C.eq("one", c1.get("message"), "checkpoint --json: the message")
 
+    # --- a checkpoint's objects go into one pack; small packs are taken into the next ---
+    gitdir = os.path.join(fx.repo, ".arborinth", "workspaces", fx.name, "git")
+    for i in range(16):
+        with open(os.path.join(view, "README"), "a") as f:
+            f.write("line %d\n" % i)
+        fx.arb("checkpoint", fx.name, "-m", "pack %d" % i)
+    packs = [n for n in os.listdir(os.path.join(gitdir, "objects", "pack"))
+             if n.endswith(".pack")]
+    C.ok(1 <= len(packs) <= 6, "16 more checkpoints leave a few packs, not 16 (%d)" % len(packs))
+    fk = fslib.run("git", "--git-dir", gitdir, "fsck", "--no-dangling", check=False)
+    C.eq(0, fk.returncode, "git fsck: every checkpoint's objects are there (%s)" % fk.stderr[-300:])
+
     # --- restore: single paths back, each change through the view ---
     n0 = len(audit_rows(fx))
     cp = fx.arb("restore", fx.name, "README", "src/lib", "brand", "--at", str(c1["checkpoint"]),
