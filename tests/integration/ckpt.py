@@ -162,6 +162,16 @@ def run_all(fx):
         fx.arb("workspace", "mount", fx.name)
         same(after, gitish(view), "the rewound tree survives the daemon killed with -9")
 
+    # --- the replaced layers are removed (by a detached process, after the rewind returns) ---
+    wsdir = os.path.join(fx.repo, ".arborinth", "workspaces", fx.name)
+    for _ in range(50):
+        left = [n for n in os.listdir(wsdir) if n.startswith("layer.old")]
+        if not left:
+            break
+        time.sleep(0.1)
+    C.eq([], left, "no replaced layer is left behind")
+    C.ok(os.path.isdir(os.path.join(wsdir, "layer")), "control: the layer itself is there")
+
     # --- checkpoints hash what changed only ---
     c1 = json.loads(fx.arb("checkpoint", fx.name, "-m", "one", "--json").stdout)
     time.sleep(2.2)  # past the cache's racy window
