@@ -195,6 +195,14 @@ def run_all(fx):
     C.ok(1 <= len(packs) <= 6, "16 more checkpoints leave a few packs, not 16 (%d)" % len(packs))
     fk = fslib.run("git", "--git-dir", gitdir, "fsck", "--no-dangling", check=False)
     C.eq(0, fk.returncode, "git fsck: every checkpoint's objects are there (%s)" % fk.stderr[-300:])
+    # A pack of git's own (with deltas, as a gc in the view makes) stays as it is.
+    fslib.run("git", "--git-dir", gitdir, "repack", "-a", "-d", "-l", "-q")
+    for i in range(4):
+        with open(os.path.join(view, "README"), "a") as f:
+            f.write("after repack %d\n" % i)
+        fx.arb("checkpoint", fx.name, "-m", "after repack %d" % i)
+    fk = fslib.run("git", "--git-dir", gitdir, "fsck", "--no-dangling", check=False)
+    C.eq(0, fk.returncode, "git fsck after a repack and more checkpoints (%s)" % fk.stderr[-300:])
 
     # --- restore: single paths back, each change through the view ---
     n0 = len(audit_rows(fx))
