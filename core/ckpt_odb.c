@@ -1,12 +1,13 @@
 /*
- * core/ckpt_odb.c: the object store checkpoints write through: the workspace's loose objects
- * (NAME/git/objects/xx/yyyy, git's format: zlib of "TYPE SIZE\0DATA"), written at zlib's
- * fastest level into an unnamed file (O_TMPFILE) linked in under its name, a handful of
- * system calls per object. libgit2's own loose store took about thirty per object (it
- * resolves every path component, freshens, writes a named temporary file, links, unlinks),
- * which was most of a checkpoint. Only what a checkpoint needs: exists, read_header (for
- * libgit2's check that a tree's entries exist), freshen (an object stored already is not
- * written again), write.
+ * core/ckpt_odb.c: the object store checkpoints write through. New objects go into one pack
+ * (core/ckpt_pack.c), written by ckpt_odb_flush() at the end; an object too large for it is
+ * written loose (NAME/git/objects/xx/yyyy: zlib of "TYPE SIZE\0DATA") into an unnamed file
+ * (O_TMPFILE) linked in under its name. Both are stored, not compressed (see deflate_object).
+ * libgit2's own loose store took about thirty system calls per object (it resolves every
+ * path component, freshens, writes a named temporary file, links, unlinks), and one file per
+ * object was most of a checkpoint's kernel time. Only what a checkpoint needs: exists,
+ * read_header (for libgit2's check that a tree's entries exist), freshen (an object this
+ * checkpoint or, as the caller knows, an earlier one stored is not written again), write.
  */
 #include "core/ckpt_internal.h"
 
@@ -26,12 +27,11 @@ struct fast_odb {
 	git_odb_backend parent;
 	int objects; /* NAME/git/objects */
 	/*
-	 * One deflate stream for every object, reset between them: deflateInit allocates and
-	 * clears ~270 KiB of state, which for a checkpoint's few hundred small trees cost more
-	 * than the compression itself.
+	 * One deflate stream for every object, reset between them: deflateInit allocated and
+	 * cleared ~270 KiB of state for each of a checkpoint's few hundred objects.
 	 */
-	z_stream z[2]; /* blobs (zlib's fastest level), trees (stored: see deflate_object) */
-	bool z_ready[2];
+	z_stream z; /* stored, not compressed: see deflate_object */
+	bool z_ready;
 	unsigned char *buf; /* the deflated object, reused */
 	size_t buf_cap;
 	struct ckpt_pack *pack;	       /* what this store writes, until ckpt_odb_flush() */
@@ -46,6 +46,12 @@ struct fast_odb {
  */
 #define PACK_OBJECT_MAX (16U << 20)
 #define PACK_BYTES_MAX	(512U << 20)
+/*
+ * Smaller packs are taken into a new one (core/ckpt_merge.c) up to this much: the copy and
+ * its SHA-1 cost a checkpoint about 2 ms a MiB, so this bounds the occasional slow one, and
+ * packs beyond it stay (one more per this much of checkpoints; git's own gc packs them).
+ */
+#define PACK_MERGE_MAX (32U << 20)
 
 /* "xx/yyyy..." for id. */
 static void obj_path(const git_oid *id, char path[GIT_OID_HEXSZ + 2])
@@ -195,20 +201,20 @@ static int deflate_object(struct fast_odb *f, const void *data, size_t len, git_
 		     ? snprintf(head, sizeof(head), "%s %zu", git_object_type2string(type), len) + 1
 		     : 0;
 	/*
-	 * Trees are mostly object ids, which do not compress: stored as they are (a valid zlib
-	 * stream all the same), by a stream with the smallest tables, since deflateReset clears
-	 * them for every object. They were half of a checkpoint's compression time.
+	 * Stored as they are, in zlib's format all the same (level 0): compressing at zlib's
+	 * fastest level was a fifth of a checkpoint's instructions (trees, mostly object ids,
+	 * hardly compress at all). The cost is room: changed files take in a checkpoint what
+	 * they take in the layer; a gc of the workspace's repository (git gc in the view)
+	 * compresses them. The smallest tables, since deflateReset clears them for every object.
 	 */
-	int k = type == GIT_OBJECT_TREE;
-	z_stream *z = &f->z[k];
+	z_stream *z = &f->z;
 	size_t cap;
 	int zr;
 
-	if (!f->z_ready[k]) {
-		if ((k ? deflateInit2(z, Z_NO_COMPRESSION, Z_DEFLATED, 9, 1, Z_DEFAULT_STRATEGY)
-		       : deflateInit(z, Z_BEST_SPEED)) != Z_OK)
+	if (!f->z_ready) {
+		if (deflateInit2(z, Z_NO_COMPRESSION, Z_DEFLATED, 9, 1, Z_DEFAULT_STRATEGY) != Z_OK)
 			return -ENOMEM;
-		f->z_ready[k] = true;
+		f->z_ready = true;
 	} else if (deflateReset(z) != Z_OK) {
 		return -EIO;
 	}
@@ -305,9 +311,8 @@ static void fast_free(git_odb_backend *be)
 
 	close(f->objects);
 	free(f->known);
-	for (int k = 0; k < 2; k++)
-		if (f->z_ready[k])
-			deflateEnd(&f->z[k]);
+	if (f->z_ready)
+		deflateEnd(&f->z);
 	free(f->buf);
 	ckpt_pack_free(f->pack);
 	free(f);
@@ -317,7 +322,7 @@ int ckpt_odb_flush(git_odb_backend *be)
 {
 	struct fast_odb *f = (struct fast_odb *)be;
 
-	return ckpt_pack_write(f->pack, f->objects, PACK_BYTES_MAX);
+	return ckpt_pack_write(f->pack, f->objects, PACK_MERGE_MAX);
 }
 
 int ckpt_odb_new(const struct core_ws *ws, git_odb *lookup, git_odb_backend **out)
