@@ -2,7 +2,7 @@
  * core/ckpt_odb.c: the object store checkpoints write through. New objects go into one pack
  * (core/ckpt_pack.c), written by ckpt_odb_flush() at the end; an object too large for it is
  * written loose (NAME/git/objects/xx/yyyy: zlib of "TYPE SIZE\0DATA") into an unnamed file
- * (O_TMPFILE) linked in under its name. Both are stored, not compressed (see deflate_object).
+ * (O_TMPFILE) linked in under its name (compression: see deflate_object).
  * libgit2's own loose store took about thirty system calls per object (it resolves every
  * path component, freshens, writes a named temporary file, links, unlinks), and one file per
  * object was most of a checkpoint's kernel time. Only what a checkpoint needs: exists,
@@ -30,8 +30,8 @@ struct fast_odb {
 	 * One deflate stream for every object, reset between them: deflateInit allocated and
 	 * cleared ~270 KiB of state for each of a checkpoint's few hundred objects.
 	 */
-	z_stream z; /* stored, not compressed: see deflate_object */
-	bool z_ready;
+	z_stream z[2]; /* blobs at zlib's fastest level, trees stored: see deflate_object */
+	bool z_ready[2];
 	unsigned char *buf; /* the deflated object, reused */
 	size_t buf_cap;
 	struct ckpt_pack *pack;	       /* what this store writes, until ckpt_odb_flush() */
@@ -48,10 +48,11 @@ struct fast_odb {
 #define PACK_BYTES_MAX	(512U << 20)
 /*
  * Smaller packs are taken into a new one (core/ckpt_merge.c) up to this much: the copy and
- * its SHA-1 cost a checkpoint about 2 ms a MiB, so this bounds the occasional slow one, and
- * packs beyond it stay (one more per this much of checkpoints; git's own gc packs them).
+ * its SHA-1 cost a checkpoint about 2 ms a MiB, and every byte written is one the next fsync
+ * on the file system may wait for, so this bounds the occasional slow one; packs beyond it
+ * stay (one more per this much of checkpoints; a git gc in the view packs them together).
  */
-#define PACK_MERGE_MAX (32U << 20)
+#define PACK_MERGE_MAX (8U << 20)
 
 /* "xx/yyyy..." for id. */
 static void obj_path(const git_oid *id, char path[GIT_OID_HEXSZ + 2])
@@ -201,20 +202,23 @@ static int deflate_object(struct fast_odb *f, const void *data, size_t len, git_
 		     ? snprintf(head, sizeof(head), "%s %zu", git_object_type2string(type), len) + 1
 		     : 0;
 	/*
-	 * Stored as they are, in zlib's format all the same (level 0): compressing at zlib's
-	 * fastest level was a fifth of a checkpoint's instructions (trees, mostly object ids,
-	 * hardly compress at all). The cost is room: changed files take in a checkpoint what
-	 * they take in the layer; a gc of the workspace's repository (git gc in the view)
-	 * compresses them. The smallest tables, since deflateReset clears them for every object.
+	 * Trees, mostly object ids, hardly compress: stored as they are (zlib level 0, a zlib
+	 * stream all the same) by a stream with the smallest tables, since deflateReset clears
+	 * them for every object; they were half of the compression time. Blobs at zlib's
+	 * fastest level: stored too, they cut a fifth of a checkpoint's instructions, but made
+	 * its packs three times larger, and the bytes written (and copied again when packs are
+	 * merged) slowed the next fsync on the file system more than that saved.
 	 */
-	z_stream *z = &f->z;
+	int k = type == GIT_OBJECT_TREE;
+	z_stream *z = &f->z[k];
 	size_t cap;
 	int zr;
 
-	if (!f->z_ready) {
-		if (deflateInit2(z, Z_NO_COMPRESSION, Z_DEFLATED, 9, 1, Z_DEFAULT_STRATEGY) != Z_OK)
+	if (!f->z_ready[k]) {
+		if ((k ? deflateInit2(z, Z_NO_COMPRESSION, Z_DEFLATED, 9, 1, Z_DEFAULT_STRATEGY)
+		       : deflateInit(z, Z_BEST_SPEED)) != Z_OK)
 			return -ENOMEM;
-		f->z_ready = true;
+		f->z_ready[k] = true;
 	} else if (deflateReset(z) != Z_OK) {
 		return -EIO;
 	}
@@ -311,8 +315,9 @@ static void fast_free(git_odb_backend *be)
 
 	close(f->objects);
 	free(f->known);
-	if (f->z_ready)
-		deflateEnd(&f->z);
+	for (int k = 0; k < 2; k++)
+		if (f->z_ready[k])
+			deflateEnd(&f->z[k]);
 	free(f->buf);
 	ckpt_pack_free(f->pack);
 	free(f);

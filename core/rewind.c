@@ -2,9 +2,9 @@
  * core/rewind.c: undo. rewind gives the whole view a checkpoint's tree: a checkpoint first
  * (so the rewind can be undone), then, with the view unmounted, a new upper layer written
  * from the difference between the base tree and the target (costs what differs, like the
- * layer it replaces), swapped in by rename, and the view mounted again; the replaced layer
- * is removed afterwards by a detached process. It refuses while a session of the workspace
- * runs, so no process in a box sees the tree change under it.
+ * layer it replaces), swapped in by rename, the view mounted again, and the replaced layer
+ * removed. It refuses while a session of the workspace runs, so no process in a box sees
+ * the tree change under it.
  * restore gives single paths back through the mounted view, so each change is audited.
  */
 #include "core/ckpt_internal.h"
@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "audit/audit.h"
@@ -217,7 +216,12 @@ static unsigned view_sharing(const struct core_ws *ws)
 	return stat(ws->root, &st) == 0 && (st.st_mode & 0001) ? CORE_WS_ALLOW_OTHER : 0;
 }
 
-/* Removes NAME/layer.old.* (replaced layers, earlier ones left by an interrupted removal). */
+/*
+ * Removes NAME/layer.old.* (the replaced layer, and any an interrupted rewind left). Here,
+ * not in a detached process: removed in the background, the deletions' journal traffic on
+ * ext4 stalled the next rewind's fsyncs (rewinds of 5-10 s back to back), so the cost is
+ * paid where it is caused.
+ */
 static void old_layers_sweep(const char *root)
 {
 	int dir = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -233,40 +237,6 @@ static void old_layers_sweep(const char *root)
 		if (util_str_has_prefix(de->d_name, "layer.old."))
 			(void)util_rm_rf_at(dirfd(d), de->d_name);
 	closedir(d);
-}
-
-/*
- * The replaced layer is removed by a detached, low-priority process: removing a layer of a
- * few hundred directories took a third of a rewind, and nothing needs it gone before the
- * rewind returns (it is already in the rewind's checkpoint, and in no view). The process
- * holds no descriptor of ours (so no pipe waits for it); if it is stopped, the next rewind
- * sweeps what is left. Without a process (fork fails), the removal happens here.
- */
-static void old_layers_remove(const struct core_ws *ws)
-{
-	pid_t pid = fork();
-
-	if (pid < 0) {
-		old_layers_sweep(ws->root);
-		return;
-	}
-	if (pid > 0) {
-		(void)waitpid(pid, NULL, 0);
-		return;
-	}
-	/* The child: a grandchild does the work, reparented to init, so no zombie is ours. */
-	if (setsid() < 0 || fork() != 0)
-		_exit(0);
-	{
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-		for (int fd = 0; null >= 0 && fd < 3; fd++)
-			(void)dup2(null, fd);
-		closefrom(3);
-		(void)nice(10);
-		old_layers_sweep(ws->root);
-	}
-	_exit(0);
 }
 
 int core_ws_rewind(struct core_project *p, struct core_ws *ws, const git_oid *tree,
@@ -317,7 +287,7 @@ int core_ws_rewind(struct core_project *p, struct core_ws *ws, const git_oid *tr
 	if (was_mounted && core_ws_mount(p, ws, shared) < 0 && rc == 0)
 		rc = -EIO; /* the mount's message stands */
 	if (rc == 0)
-		old_layers_remove(ws); /* after the view is back: nobody waits for it */
+		old_layers_sweep(ws->root); /* after the view is back */
 	git_repository_free(repo);
 	free(old);
 	free(fresh);

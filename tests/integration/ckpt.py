@@ -162,7 +162,7 @@ def run_all(fx):
         fx.arb("workspace", "mount", fx.name)
         same(after, gitish(view), "the rewound tree survives the daemon killed with -9")
 
-    # --- the replaced layers are removed (by a detached process, after the rewind returns) ---
+    # --- the replaced layers are removed ---
     wsdir = os.path.join(fx.repo, ".arborinth", "workspaces", fx.name)
     for _ in range(50):
         left = [n for n in os.listdir(wsdir) if n.startswith("layer.old")]
