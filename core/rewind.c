@@ -217,10 +217,10 @@ static unsigned view_sharing(const struct core_ws *ws)
 }
 
 /*
- * Removes NAME/layer.old.* (the replaced layer, and any an interrupted rewind left). Here,
- * not in a detached process: removed in the background, the deletions' journal traffic on
- * ext4 stalled the next rewind's fsyncs (rewinds of 5-10 s back to back), so the cost is
- * paid where it is caused.
+ * Removes NAME/layer.old* (the replaced layer, and any an interrupted rewind or an older
+ * arborinth's "layer.old" left). Here, not in a detached process: removed in the background,
+ * the deletions' journal traffic on ext4 stalled the next rewind's fsyncs (rewinds of 5-10 s
+ * back to back), so the cost is paid where it is caused.
  */
 static void old_layers_sweep(const char *root)
 {
@@ -234,7 +234,7 @@ static void old_layers_sweep(const char *root)
 		return;
 	}
 	while ((de = readdir(d)))
-		if (util_str_has_prefix(de->d_name, "layer.old."))
+		if (util_str_has_prefix(de->d_name, "layer.old"))
 			(void)util_rm_rf_at(dirfd(d), de->d_name);
 	closedir(d);
 }
