@@ -212,6 +212,18 @@ int audit_session_limit(struct audit_session *s, const char *option, const char 
 void audit_session_free(struct audit_session *s);
 
 /*
+ * The sessions of workspace ws_key that have not ended (no end time: running, or their
+ * leader died before it could record one), newest first: up to max, *n of them. Through the
+ * sessions table's index, so it costs the workspace's sessions, not its events.
+ */
+struct audit_open_session {
+	int64_t id, start_ns;
+	pid_t leader;
+};
+int audit_sessions_open(sqlite3 *db, int64_t ws_key, struct audit_open_session *out, size_t max,
+			size_t *n) ARB_MUST_CHECK;
+
+/*
  * History of workspaces. Every workspace gets a row in audit_workspaces when it is created
  * (a trigger on `workspaces`), keyed by its random id, and keeps it (with deleted_ns set)
  * after `workspace delete`, so its events stay readable. A later workspace of the same name

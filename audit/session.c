@@ -368,3 +368,27 @@ void audit_session_free(struct audit_session *s)
 	audit_db_close(s->db);
 	free(s);
 }
+
+int audit_sessions_open(sqlite3 *db, int64_t ws_key, struct audit_open_session *out, size_t max,
+			size_t *n)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = 0, r;
+
+	*n = 0;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT id, leader_pid, start_ns FROM audit_sessions "
+			       "WHERE ws = ? AND end_ns IS NULL ORDER BY start_ns DESC, id DESC",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_fail(db);
+	sqlite3_bind_int64(st, 1, ws_key);
+	while (*n < max && (r = sqlite3_step(st)) == SQLITE_ROW)
+		out[(*n)++] =
+		    (struct audit_open_session){.id = sqlite3_column_int64(st, 0),
+						.leader = (pid_t)sqlite3_column_int64(st, 1),
+						.start_ns = sqlite3_column_int64(st, 2)};
+	if (*n < max && r != SQLITE_DONE)
+		rc = db_fail(db);
+	sqlite3_finalize(st);
+	return rc;
+}

@@ -2,6 +2,7 @@
 # bench/ckpt_bench.sh: checkpoints and rewind against the native routes to the same result.
 #
 #   ARB=build/cli/arborinth bench/ckpt_bench.sh [--runs N] [--files N] [--changed N]
+#   ARB_BASE=other/build/cli/arborinth ...   also measures that binary, side by side
 #
 # A repository of --files files (default 50,000, made by ../shared/bench/mkrepo.py and cached
 # under $ARB_BENCH_DIR, default /var/tmp/arborinth-bench), cloned onto a fresh journaled ext4
@@ -29,7 +30,7 @@ while [ $# -gt 0 ]; do
 	--runs) RUNS=$2 && shift ;;
 	--files) FILES=$2 && shift ;;
 	--changed) CHANGED=$2 && shift ;;
-	-h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' && exit 0 ;;
+	-h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' && exit 0 ;;
 	*) echo "ckpt_bench.sh: unknown argument '$1'" >&2 && exit 2 ;;
 	esac
 	shift
@@ -44,6 +45,11 @@ done
 [ -x "$ARB" ] || die "no arborinth binary at $ARB (set ARB=path/to/build/cli/arborinth)"
 [ -r "$MKREPO" ] || die "no mkrepo.py at $MKREPO (set MKREPO=path/to/mkrepo.py)"
 ARB=$(realpath "$ARB")
+BASE_ARGS=()
+if [ -n "${ARB_BASE:-}" ]; then
+	[ -x "$ARB_BASE" ] || die "no arborinth binary at ARB_BASE=$ARB_BASE"
+	ARB_BASE=$(realpath "$ARB_BASE")
+fi
 
 CACHE="$WORK/ckpt-repo-$FILES"
 EXT4="$WORK/ckpt-ext4"
@@ -99,6 +105,12 @@ for rel in open(lst).read().split():
         f.write("change %f\n" % time.time())
 EOF
 TOUCH="python3 $OUT/touch.py"
+if [ -n "${ARB_BASE:-}" ]; then
+	BASE_ARGS=(-n "checkpoint (ARB_BASE)" --prepare "$TOUCH $VIEW $OUT/changed"
+		"$ARB_BASE --workdir $REPO checkpoint ck >/dev/null"
+		-n "rewind (ARB_BASE)" --prepare "$TOUCH $VIEW $OUT/changed"
+		"$ARB_BASE --workdir $REPO rewind ck --to base >/dev/null")
+fi
 touch_all() { $TOUCH "$1" "$OUT/changed"; }
 # Warm both sides (the view's lower reads, the clone's index).
 git -C "$NATIVE" status --porcelain >/dev/null
@@ -111,7 +123,7 @@ hyperfine --style basic --runs "$RUNS" --warmup 1 --export-json "$OUT/ckpt.json"
 	"git -C $NATIVE add -A && git -C $NATIVE write-tree >/dev/null" \
 	-n checkpoint --prepare "$TOUCH $VIEW $OUT/changed" "$ARB --workdir $REPO checkpoint ck >/dev/null" \
 	-n rewind --prepare "$TOUCH $VIEW $OUT/changed" \
-	"$ARB --workdir $REPO rewind ck --to base >/dev/null" >"$OUT/hyperfine.log" 2>&1 ||
+	"$ARB --workdir $REPO rewind ck --to base >/dev/null" "${BASE_ARGS[@]}" >"$OUT/hyperfine.log" 2>&1 ||
 	{ cat "$OUT/hyperfine.log" >&2; die "hyperfine failed"; }
 git -C "$NATIVE" checkout -q -- . && git -C "$NATIVE" reset -q
 

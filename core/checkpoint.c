@@ -8,6 +8,7 @@
  */
 #include "core/ckpt_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -122,23 +123,42 @@ static int list(git_repository *repo, struct core_ckpt **out, size_t *n)
 	return 0;
 }
 
-/* The highest checkpoint number and its commit (names only: no commit is read but that one). */
-static int last_ckpt(git_repository *repo, unsigned *seq, git_oid *commit)
+static void seq_max(const char *num, unsigned *seq)
 {
-	git_reference_iterator *it = NULL;
-	const char *name;
+	char *end;
+	unsigned long n = strtoul(num, &end, 10);
+
+	if (*num >= '1' && *num <= '9' && (!*end || *end == '\n') && n > *seq && n < UINT_MAX)
+		*seq = (unsigned)n;
+}
+
+/*
+ * The highest checkpoint number and its commit. From the names alone: the loose refs' directory
+ * (one read, however many checkpoints) and packed-refs (where a `git pack-refs` in the view
+ * moves them); libgit2's reference iterator read every ref file, a cost that grew by two
+ * files a session.
+ */
+static int last_ckpt(git_repository *repo, const struct core_ws *ws, unsigned *seq, git_oid *commit)
+{
+	char *dir = util_path_join(ws->gitdir, CKPT_REF_PREFIX), *packed = NULL, *text = NULL;
+	DIR *d = dir ? opendir(dir) : NULL;
+	struct dirent *de;
+	size_t len = 0;
 
 	*seq = 0;
-	if (git_reference_iterator_glob_new(&it, repo, CKPT_REF_PREFIX "*") < 0)
-		return util_err(-EIO, "cannot list checkpoints: %s", git_error_last()->message);
-	while (git_reference_next_name(&name, it) == 0) {
-		char *end;
-		unsigned long n = strtoul(name + strlen(CKPT_REF_PREFIX), &end, 10);
-
-		if (!*end && n > *seq && n < UINT_MAX)
-			*seq = (unsigned)n;
+	while (d && (de = readdir(d)))
+		seq_max(de->d_name, seq);
+	if (d)
+		closedir(d);
+	packed = util_path_join(ws->gitdir, "packed-refs");
+	if (packed && util_read_file(packed, &text, &len) == 0) {
+		for (char *l = strstr(text, " " CKPT_REF_PREFIX); l;
+		     l = strstr(l + 1, " " CKPT_REF_PREFIX))
+			seq_max(l + 1 + strlen(CKPT_REF_PREFIX), seq);
 	}
-	git_reference_iterator_free(it);
+	free(text);
+	free(packed);
+	free(dir);
 	if (*seq) {
 		char ref[64];
 
@@ -183,7 +203,7 @@ int core_ws_checkpoint(struct core_project *p, const struct core_ws *ws,
 				CORE_CKPT_MESSAGE_MAX);
 	/* No need to sync the view: a write() through it has reached the layer on return. */
 	rc = ckpt_repo_open(ws, &repo);
-	rc = rc ?: last_ckpt(repo, &last, &pid);
+	rc = rc ?: last_ckpt(repo, ws, &last, &pid);
 	rc = rc ?: ckpt_view_tree(repo, ws, &tid, &st);
 	if (rc < 0)
 		goto out;
@@ -203,6 +223,7 @@ int core_ws_checkpoint(struct core_project *p, const struct core_ws *ws,
 	    git_commit_create(&cid, repo, NULL, sig, sig, NULL, msg, tree, 1,
 			      (const git_commit **)&parent) < 0) {
 		rc = util_err(-EIO, "checkpoint: %s", git_error_last()->message);
+		ckpt_cache_drop(ws); /* a tree it named missing? the next one builds afresh */
 		goto out;
 	}
 	/* The next number; another process taking it first makes us try the one after. */

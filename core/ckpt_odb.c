@@ -1,15 +1,18 @@
 /*
- * core/ckpt_odb.c: the object store checkpoints write through: the workspace's loose objects
- * (NAME/git/objects/xx/yyyy, git's format: zlib of "TYPE SIZE\0DATA"), written at zlib's
- * fastest level into an unnamed file (O_TMPFILE) linked in under its name, a handful of
- * system calls per object. libgit2's own loose store took about thirty per object (it
- * resolves every path component, freshens, writes a named temporary file, links, unlinks),
- * which was most of a checkpoint. Only what a checkpoint needs: exists, read_header (for
- * libgit2's check that a tree's entries exist), write.
+ * core/ckpt_odb.c: the object store checkpoints write through. New objects go into one pack
+ * (core/ckpt_pack.c), written by ckpt_odb_flush() at the end; an object too large for it is
+ * written loose (NAME/git/objects/xx/yyyy: zlib of "TYPE SIZE\0DATA") into an unnamed file
+ * (O_TMPFILE) linked in under its name (compression: see deflate_object).
+ * libgit2's own loose store took about thirty system calls per object (it resolves every
+ * path component, freshens, writes a named temporary file, links, unlinks), and one file per
+ * object was most of a checkpoint's kernel time. Only what a checkpoint needs: exists,
+ * read_header (for libgit2's check that a tree's entries exist), freshen (an object this
+ * checkpoint or, as the caller knows, an earlier one stored is not written again), write.
  */
 #include "core/ckpt_internal.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +26,33 @@
 struct fast_odb {
 	git_odb_backend parent;
 	int objects; /* NAME/git/objects */
+	/*
+	 * One deflate stream for every object, reset between them: deflateInit allocated and
+	 * cleared ~270 KiB of state for each of a checkpoint's few hundred objects.
+	 */
+	z_stream z[2]; /* blobs at zlib's fastest level, trees stored: see deflate_object */
+	bool z_ready[2];
+	unsigned char *buf; /* the deflated object, reused */
+	size_t buf_cap;
+	struct ckpt_pack *pack;	       /* what this store writes, until ckpt_odb_flush() */
+	git_odb *lookup;	       /* borrowed: every store of the workspace, for what exists */
+	git_oid *known;		       /* open addressing: ids stored by earlier checkpoints */
+	size_t n_known, n_known_slots; /* slots: 0 or a power of two over twice n_known */
 };
+
+/*
+ * Objects larger than this, or beyond this much pack, are written loose: the pack stays in
+ * memory until the end and its index holds 32-bit offsets.
+ */
+#define PACK_OBJECT_MAX (16U << 20)
+#define PACK_BYTES_MAX	(512U << 20)
+/*
+ * Smaller packs are taken into a new one (core/ckpt_merge.c) up to this much: the copy and
+ * its SHA-1 cost a checkpoint about 2 ms a MiB, and every byte written is one the next fsync
+ * on the file system may wait for, so this bounds the occasional slow one; packs beyond it
+ * stay (one more per this much of checkpoints; a git gc in the view packs them together).
+ */
+#define PACK_MERGE_MAX (8U << 20)
 
 /* "xx/yyyy..." for id. */
 static void obj_path(const git_oid *id, char path[GIT_OID_HEXSZ + 2])
@@ -34,14 +63,92 @@ static void obj_path(const git_oid *id, char path[GIT_OID_HEXSZ + 2])
 	snprintf(path, GIT_OID_HEXSZ + 2, "%.2s/%s", hex, hex + 2);
 }
 
-static int fast_exists(git_odb_backend *be, const git_oid *id)
+/* Loose in NAME/git/objects. */
+static bool loose_exists(struct fast_odb *f, const git_oid *id)
 {
-	struct fast_odb *f = (struct fast_odb *)be;
 	char path[GIT_OID_HEXSZ + 2];
 	struct stat st;
 
 	obj_path(id, path);
 	return fstatat(f->objects, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+static size_t known_slot(const git_oid *id, size_t n_slots)
+{
+	uint32_t h;
+
+	memcpy(&h, id->id, sizeof(h));
+	return h & (n_slots - 1);
+}
+
+static bool known(const struct fast_odb *f, const git_oid *id)
+{
+	static const git_oid zero;
+
+	if (!f->n_known_slots)
+		return false;
+	for (size_t s = known_slot(id, f->n_known_slots);; s = (s + 1) & (f->n_known_slots - 1)) {
+		if (git_oid_equal(&f->known[s], &zero))
+			return false;
+		if (git_oid_equal(&f->known[s], id))
+			return true;
+	}
+}
+
+static int known_put(git_oid *slots, size_t n_slots, const git_oid *id)
+{
+	static const git_oid zero;
+	size_t s = known_slot(id, n_slots);
+
+	while (!git_oid_equal(&slots[s], &zero)) {
+		if (git_oid_equal(&slots[s], id))
+			return 0;
+		s = (s + 1) & (n_slots - 1);
+	}
+	slots[s] = *id;
+	return 1;
+}
+
+int ckpt_odb_know(git_odb_backend *be, const git_oid *id)
+{
+	static const git_oid zero;
+	struct fast_odb *f = (struct fast_odb *)be;
+
+	if (git_oid_equal(id, &zero))
+		return 0;
+	if (2 * (f->n_known + 1) > f->n_known_slots) {
+		size_t n = f->n_known_slots ? 2 * f->n_known_slots : 256;
+		git_oid *v = calloc(n, sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		for (size_t i = 0; i < f->n_known_slots; i++)
+			if (!git_oid_equal(&f->known[i], &zero))
+				(void)known_put(v, n, &f->known[i]);
+		free(f->known);
+		f->known = v;
+		f->n_known_slots = n;
+	}
+	f->n_known += (size_t)known_put(f->known, f->n_known_slots, id);
+	return 0;
+}
+
+/*
+ * In this checkpoint's pack, or stored by an earlier checkpoint as far as the caller told
+ * (ckpt_odb_know). Asked before every write and mostly answered no, so no store is searched:
+ * libgit2's search of every pack and loose directory, with an error message formatted per
+ * miss, cost more than the writes. An object stored elsewhere as well costs only its room.
+ */
+static bool packed(struct fast_odb *f, const git_oid *id)
+{
+	return ckpt_pack_has(f->pack, id, NULL, NULL) || known(f, id);
+}
+
+static int fast_exists(git_odb_backend *be, const git_oid *id)
+{
+	struct fast_odb *f = (struct fast_odb *)be;
+
+	return packed(f, id) || loose_exists(f, id);
 }
 
 static int fast_read_header(size_t *len, git_object_t *type, git_odb_backend *be, const git_oid *id)
@@ -53,10 +160,14 @@ static int fast_read_header(size_t *len, git_object_t *type, git_odb_backend *be
 	ssize_t n;
 	int fd, rc = GIT_ENOTFOUND;
 
+	if (ckpt_pack_has(f->pack, id, type, len))
+		return 0;
 	obj_path(id, path);
 	fd = openat(f->objects, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return GIT_ENOTFOUND;
+		return f->lookup && git_odb_read_header(len, type, f->lookup, id) == 0
+			   ? 0
+			   : GIT_ENOTFOUND;
 	n = read(fd, in, sizeof(in));
 	close(fd);
 	if (n > 0 && inflateInit(&z) == Z_OK) {
@@ -79,41 +190,64 @@ static int fast_read_header(size_t *len, git_object_t *type, git_odb_backend *be
 	return rc;
 }
 
-/* Deflates "TYPE LEN\0" and data into *out (caller frees). */
-static int deflate_object(const void *data, size_t len, git_object_t type, unsigned char **out,
-			  size_t *out_len)
+/*
+ * Deflates data into f->buf (*out_len bytes), after "TYPE LEN\0" for a loose object (loose),
+ * alone for a pack entry.
+ */
+static int deflate_object(struct fast_odb *f, const void *data, size_t len, git_object_t type,
+			  bool loose, size_t *out_len)
 {
 	char head[64];
-	int hl = snprintf(head, sizeof(head), "%s %zu", git_object_type2string(type), len) + 1;
-	z_stream z = {0};
+	int hl = loose
+		     ? snprintf(head, sizeof(head), "%s %zu", git_object_type2string(type), len) + 1
+		     : 0;
+	/*
+	 * Trees, mostly object ids, hardly compress: stored as they are (zlib level 0, a zlib
+	 * stream all the same) by a stream with the smallest tables, since deflateReset clears
+	 * them for every object; they were half of the compression time. Blobs at zlib's
+	 * fastest level: stored too, they cut a fifth of a checkpoint's instructions, but made
+	 * its packs three times larger, and the bytes written (and copied again when packs are
+	 * merged) slowed the next fsync on the file system more than that saved.
+	 */
+	int k = type == GIT_OBJECT_TREE;
+	z_stream *z = &f->z[k];
 	size_t cap;
 	int zr;
 
-	if (deflateInit(&z, Z_BEST_SPEED) != Z_OK)
-		return -ENOMEM;
-	cap = deflateBound(&z, (uLong)(len + (size_t)hl));
-	*out = malloc(cap);
-	if (!*out) {
-		deflateEnd(&z);
-		return -ENOMEM;
-	}
-	z.next_out = *out;
-	z.avail_out = (uInt)cap;
-	z.next_in = (unsigned char *)head;
-	z.avail_in = (uInt)hl;
-	zr = deflate(&z, Z_NO_FLUSH);
-	z.next_in = (unsigned char *)data;
-	z.avail_in = (uInt)len;
-	if (zr == Z_OK)
-		zr = deflate(&z, Z_FINISH);
-	*out_len = cap - z.avail_out;
-	deflateEnd(&z);
-	if (zr != Z_STREAM_END) {
-		free(*out);
-		*out = NULL;
+	if (!f->z_ready[k]) {
+		if ((k ? deflateInit2(z, Z_NO_COMPRESSION, Z_DEFLATED, 9, 1, Z_DEFAULT_STRATEGY)
+		       : deflateInit(z, Z_BEST_SPEED)) != Z_OK)
+			return -ENOMEM;
+		f->z_ready[k] = true;
+	} else if (deflateReset(z) != Z_OK) {
 		return -EIO;
 	}
-	return 0;
+	cap = deflateBound(z, (uLong)(len + (size_t)hl));
+	if (cap > f->buf_cap) {
+		unsigned char *nb = realloc(f->buf, cap);
+
+		if (!nb)
+			return -ENOMEM;
+		f->buf = nb;
+		f->buf_cap = cap;
+	}
+	z->next_out = f->buf;
+	z->avail_out = (uInt)cap;
+	z->next_in = (unsigned char *)head;
+	z->avail_in = (uInt)hl;
+	zr = deflate(z, Z_NO_FLUSH);
+	z->next_in = (unsigned char *)data;
+	z->avail_in = (uInt)len;
+	if (zr == Z_OK)
+		zr = deflate(z, Z_FINISH);
+	*out_len = cap - z->avail_out;
+	return zr == Z_STREAM_END ? 0 : -EIO;
+}
+
+/* libgit2 asks before each write: an object already packed is not written again. */
+static int fast_freshen(git_odb_backend *be, const git_oid *id)
+{
+	return packed((struct fast_odb *)be, id) ? 0 : GIT_ENOTFOUND;
 }
 
 static int fast_write(git_odb_backend *be, const git_oid *id, const void *data, size_t len,
@@ -121,14 +255,23 @@ static int fast_write(git_odb_backend *be, const git_oid *id, const void *data, 
 {
 	struct fast_odb *f = (struct fast_odb *)be;
 	char path[GIT_OID_HEXSZ + 2], proc[64], tmp[GIT_OID_HEXSZ + 32];
-	unsigned char *z = NULL;
+	const unsigned char *z = NULL;
 	size_t zl = 0;
 	int fd, rc;
 
 	if (len > UINT32_MAX)
 		return GIT_EBUFS; /* larger than one zlib call: not what a checkpoint writes */
+	if (len <= PACK_OBJECT_MAX && ckpt_pack_bytes(f->pack) + len < PACK_BYTES_MAX) {
+		rc = deflate_object(f, data, len, type, false, &zl);
+		rc = rc ?: ckpt_pack_add(f->pack, id, type, len, f->buf, zl);
+		if (rc == 0)
+			return 0;
+		git_error_set_str(GIT_ERROR_NOMEMORY, "cannot add an object to the pack");
+		return GIT_ERROR;
+	}
 	obj_path(id, path);
-	rc = deflate_object(data, len, type, &z, &zl);
+	rc = deflate_object(f, data, len, type, true, &zl);
+	z = f->buf;
 	if (rc < 0) {
 		git_error_set_str(GIT_ERROR_ZLIB, "cannot deflate an object");
 		return GIT_ERROR;
@@ -159,12 +302,9 @@ static int fast_write(git_odb_backend *be, const git_oid *id, const void *data, 
 	}
 	if (fd >= 0)
 		close(fd);
-	free(z);
 	if (rc == 0)
 		return 0;
-	z = NULL;
 fail:
-	free(z);
 	git_error_set(GIT_ERROR_OS, "cannot write object %s: %s", path, strerror(errno));
 	return GIT_ERROR;
 }
@@ -174,10 +314,23 @@ static void fast_free(git_odb_backend *be)
 	struct fast_odb *f = (struct fast_odb *)be;
 
 	close(f->objects);
+	free(f->known);
+	for (int k = 0; k < 2; k++)
+		if (f->z_ready[k])
+			deflateEnd(&f->z[k]);
+	free(f->buf);
+	ckpt_pack_free(f->pack);
 	free(f);
 }
 
-int ckpt_odb_new(const struct core_ws *ws, git_odb_backend **out)
+int ckpt_odb_flush(git_odb_backend *be)
+{
+	struct fast_odb *f = (struct fast_odb *)be;
+
+	return ckpt_pack_write(f->pack, f->objects, PACK_MERGE_MAX);
+}
+
+int ckpt_odb_new(const struct core_ws *ws, git_odb *lookup, git_odb_backend **out)
 {
 	char *objects = util_path_join(ws->gitdir, "objects");
 	struct fast_odb *f = calloc(1, sizeof(*f));
@@ -188,6 +341,7 @@ int ckpt_odb_new(const struct core_ws *ws, git_odb_backend **out)
 		rc = util_err(-ENOMEM, "out of memory");
 		goto out;
 	}
+	f->lookup = lookup;
 	f->objects = open(objects, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (f->objects < 0) {
 		rc = util_err(-errno, "cannot open %s: %s", objects, strerror(errno));
@@ -197,7 +351,14 @@ int ckpt_odb_new(const struct core_ws *ws, git_odb_backend **out)
 	f->parent.exists = fast_exists;
 	f->parent.read_header = fast_read_header;
 	f->parent.write = fast_write;
+	f->parent.freshen = fast_freshen;
 	f->parent.free = fast_free;
+	rc = ckpt_pack_new(&f->pack);
+	if (rc < 0) {
+		close(f->objects);
+		ckpt_pack_free(f->pack);
+		goto out;
+	}
 	*out = &f->parent;
 	f = NULL;
 out:

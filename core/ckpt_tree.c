@@ -7,7 +7,11 @@
  * cannot hold (empty directories, FIFOs, sockets, devices) is left out, and so is the view's
  * .git. A cache of (inode, size, mtime, ctime) -> blob id in NAME/checkpoint.cache keeps each
  * changed file hashed once across checkpoints; entries younger than CACHE_RACY_NS are not
- * kept (a write in the same timestamp tick would not change them).
+ * kept (a write in the same timestamp tick would not change them). The same file lists the
+ * trees the last checkpoint built (as "0 -1 0 0 ID": no file has inode 0), so a directory
+ * whose tree did not change is not written again; every id the file names is only a hint for
+ * the store, checked by libgit2 where a tree takes it in, and the file is dropped when a
+ * checkpoint fails.
  */
 #include "core/ckpt_internal.h"
 
@@ -38,9 +42,10 @@ struct cache_ent {
 };
 
 struct build {
-	git_repository *repo;  /* reads: the workspace's objects and the origin's */
-	git_repository *wrepo; /* writes: the workspace's loose objects only (see ckpt_writer) */
-	struct cache_ent *old; /* sorted by inode */
+	git_repository *repo;	/* reads: the workspace's objects and the origin's */
+	git_repository *wrepo;	/* writes: the checkpoint's own store only (see ckpt_writer) */
+	git_odb_backend *store; /* borrowed from wrepo: its pack is written at the end */
+	struct cache_ent *old;	/* sorted by inode */
 	size_t n_old;
 	struct cache_ent *fresh; /* this walk's, written back at the end */
 	size_t n_fresh, cap_fresh;
@@ -57,7 +62,9 @@ static int cmp_ino(const void *a, const void *b)
 {
 	const struct cache_ent *x = a, *y = b;
 
-	return x->ino < y->ino ? -1 : x->ino > y->ino;
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return git_oid_cmp(&x->oid, &y->oid); /* trees (inode 0) in one order */
 }
 
 static void cache_load(struct build *b, const char *path)
@@ -140,13 +147,10 @@ static void cache_save(struct build *b, const char *dir)
 	free(text);
 }
 
-static void cache_keep(struct build *b, const struct stat *st, const git_oid *oid)
+static void cache_put(struct build *b, const struct cache_ent *e)
 {
 	struct cache_ent *v;
 
-	if (b->start_ns - ts_ns(&st->st_mtim) < CACHE_RACY_NS ||
-	    b->start_ns - ts_ns(&st->st_ctim) < CACHE_RACY_NS)
-		return;
 	if (b->n_fresh == b->cap_fresh) {
 		b->cap_fresh = b->cap_fresh ? 2 * b->cap_fresh : 256;
 		v = realloc(b->fresh, b->cap_fresh * sizeof(*v));
@@ -154,18 +158,52 @@ static void cache_keep(struct build *b, const struct stat *st, const git_oid *oi
 			return;
 		b->fresh = v;
 	}
-	b->fresh[b->n_fresh++] = (struct cache_ent){.ino = st->st_ino,
-						    .size = st->st_size,
-						    .mtime = ts_ns(&st->st_mtim),
-						    .ctime = ts_ns(&st->st_ctim),
-						    .oid = *oid};
+	b->fresh[b->n_fresh++] = *e;
+}
+
+static void cache_keep(struct build *b, const struct stat *st, const git_oid *oid)
+{
+	if (b->start_ns - ts_ns(&st->st_mtim) < CACHE_RACY_NS ||
+	    b->start_ns - ts_ns(&st->st_ctim) < CACHE_RACY_NS)
+		return;
+	cache_put(b, &(struct cache_ent){.ino = st->st_ino,
+					 .size = st->st_size,
+					 .mtime = ts_ns(&st->st_mtim),
+					 .ctime = ts_ns(&st->st_ctim),
+					 .oid = *oid});
+}
+
+/* A tree this checkpoint built (its directory's contents are in the ids, not the stat). */
+static void cache_keep_tree(struct build *b, const git_oid *oid)
+{
+	cache_put(b, &(struct cache_ent){.ino = 0, .size = -1, .oid = *oid});
+}
+
+void ckpt_cache_drop(const struct core_ws *ws)
+{
+	char *path = util_path_join(ws->root, CKPT_CACHE_FILE);
+
+	if (path)
+		unlink(path);
+	free(path);
 }
 
 static const struct cache_ent *cache_find(const struct build *b, const struct stat *st)
 {
 	struct cache_ent key = {.ino = st->st_ino};
-	const struct cache_ent *e =
-	    b->n_old ? bsearch(&key, b->old, b->n_old, sizeof(*b->old), cmp_ino) : NULL;
+	const struct cache_ent *e = NULL;
+
+	/* By inode alone: a file's inode is in the cache once. */
+	for (size_t lo = 0, hi = b->n_old; lo < hi && !e;) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (b->old[mid].ino == key.ino)
+			e = &b->old[mid];
+		else if (b->old[mid].ino < key.ino)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 
 	if (e && e->size == st->st_size && e->mtime == ts_ns(&st->st_mtim) &&
 	    e->ctime == ts_ns(&st->st_ctim))
@@ -361,6 +399,8 @@ static int build_dir(struct build *b, int dir, const git_tree *lower, bool root,
 		*empty = git_treebuilder_entrycount(tb) == 0;
 		if (git_treebuilder_write(out, tb) < 0)
 			rc = util_err(-EIO, "checkpoint: %s", git_error_last()->message);
+		else
+			cache_keep_tree(b, out);
 	}
 out:
 	git_treebuilder_free(tb);
@@ -369,21 +409,27 @@ out:
 }
 
 /*
- * A repository whose only object store is ckpt_odb.c's (the workspace's loose objects, written
+ * A repository whose only object store is ckpt_odb.c's (one pack of the new objects, written
  * cheaply), for what a checkpoint writes. Writing through the workspace's own repository made
  * libgit2 look for every new object in every store first and rescan the packs after each miss
- * (the origin's and the workspace's). Objects the checkpoint inserts into trees are its own
- * new ones, so this store can vouch for them.
+ * (the origin's and the workspace's). The store answers what exists from its own pack first,
+ * then from repo's stores without a rescan.
  */
-static int ckpt_writer(const struct core_ws *ws, git_repository **out)
+static int ckpt_writer(const struct core_ws *ws, git_repository *repo, git_repository **out,
+		       git_odb_backend **store)
 {
 	git_odb_backend *loose = NULL;
-	git_odb *odb = NULL;
-	int rc = ckpt_odb_new(ws, &loose);
+	git_odb *odb = NULL, *lookup = NULL;
+	int rc;
 
 	*out = NULL;
+	if (git_repository_odb(&lookup, repo) < 0)
+		return util_err(-EIO, "checkpoint: %s", git_error_last()->message);
+	rc = ckpt_odb_new(ws, lookup, &loose);
+	git_odb_free(lookup); /* repo, which outlives the writer, holds it */
 	if (rc < 0)
 		return rc;
+	*store = loose;
 	if (git_odb_new(&odb) < 0) {
 		loose->free(loose);
 		rc = util_err(-EIO, "checkpoint: %s", git_error_last()->message);
@@ -420,10 +466,15 @@ int ckpt_view_tree(git_repository *repo, const struct core_ws *ws, git_oid *tree
 		goto out;
 	}
 	cache_load(&b, cache);
-	rc = ckpt_writer(ws, &b.wrepo);
+	rc = ckpt_writer(ws, repo, &b.wrepo, &b.store);
+	for (size_t i = 0; rc == 0 && i < b.n_old; i++)
+		rc = ckpt_odb_know(b.store, &b.old[i].oid);
 	rc = rc ?: build_dir(&b, layer, lower, true, tree, &empty);
+	rc = rc ?: ckpt_odb_flush(b.store);
 	if (rc == 0)
 		cache_save(&b, ws->root);
+	else
+		ckpt_cache_drop(ws); /* in case an id it named is at fault */
 	if (stats) {
 		stats->hashed = b.hashed;
 		stats->reused = b.reused;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -250,6 +251,21 @@ out:
 	return rc;
 }
 
+/* Waits up to 30 s for pid to exit, when the kernel gives a pidfd for it. */
+static void daemon_wait_exit(pid_t pid)
+{
+	struct pollfd pfd = {.events = POLLIN};
+
+	if (pid <= 0)
+		return;
+	pfd.fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd.fd < 0)
+		return; /* gone already, or an old kernel: the naps below */
+	while (poll(&pfd, 1, 30000) < 0 && errno == EINTR)
+		;
+	close(pfd.fd);
+}
+
 int core_ws_unmount(struct core_project *p, struct core_ws *ws)
 {
 	struct timespec ts = {0, 10 * 1000 * 1000};
@@ -263,7 +279,11 @@ int core_ws_unmount(struct core_project *p, struct core_ws *ws)
 	rc = fs_unmount(ws->workdir, false);
 	if (rc < 0)
 		return rc;
-	/* The daemon writes its last audit events as it exits: wait for it. */
+	/*
+	 * The daemon writes its last audit events as it exits: wait for it, woken by its exit
+	 * (a pidfd) rather than by 10 ms naps, which cost a rewind 5 ms on average.
+	 */
+	daemon_wait_exit(pid);
 	for (int i = 0; i < 3000 && util_pid_alive(pid); i++)
 		nanosleep(&ts, NULL);
 	ws->mounted = false;

@@ -2,12 +2,14 @@
  * core/rewind.c: undo. rewind gives the whole view a checkpoint's tree: a checkpoint first
  * (so the rewind can be undone), then, with the view unmounted, a new upper layer written
  * from the difference between the base tree and the target (costs what differs, like the
- * layer it replaces), swapped in by rename, and the view mounted again. It refuses while a
- * session of the workspace runs, so no process in a box sees the tree change under it.
+ * layer it replaces), swapped in by rename, the view mounted again, and the replaced layer
+ * removed. It refuses while a session of the workspace runs, so no process in a box sees
+ * the tree change under it.
  * restore gives single paths back through the mounted view, so each change is audited.
  */
 #include "core/ckpt_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -59,38 +61,24 @@ static bool leader_alive(pid_t pid, int64_t start_ns)
 
 int core_ws_session_running(struct core_project *p, const struct core_ws *ws, int64_t *session)
 {
-	static const char *const ops[] = {"exec", "exit", NULL};
-	struct audit_filter f = {.kinds = AUDIT_KIND_EXEC, .ops = ops};
-	struct audit_query *q = NULL;
-	struct audit_row row;
+	struct audit_open_session open[16];
 	sqlite3 *db = NULL;
-	int64_t open_s = 0, open_pid = 0, open_ns = 0, deleted = 0;
+	int64_t key = 0, deleted = 0;
+	size_t n = 0;
 	int rc = core_project_db(p, false, &db);
 
 	*session = 0;
 	if (rc == -ENOENT)
 		return 0;
-	rc = rc ?: audit_ws_resolve(db, ws->name, &f.ws_key, &deleted);
+	rc = rc ?: audit_ws_resolve(db, ws->name, &key, &deleted);
 	if (rc == -ENOENT)
 		return 0;
-	rc = rc ?: audit_query_new(&q, db, &f, true);
-	/* Rows by seq: a session's exit follows its exec. The last open one counts. */
-	while (rc == 0 && (rc = audit_query_next(q, &row)) == 1) {
-		if (!strcmp(row.op, "exec") && row.pid > 0) {
-			open_s = row.session;
-			open_pid = row.pid;
-			open_ns = row.time_ns;
-		} else if (!strcmp(row.op, "exit") && row.session == open_s) {
-			open_s = 0;
-		}
-		rc = 0;
-	}
-	audit_query_free(q);
-	if (rc < 0)
-		return rc;
-	if (open_s && leader_alive((pid_t)open_pid, open_ns))
-		*session = open_s;
-	return 0;
+	/* Newest first; an older one still open is a shell killed before it could end it. */
+	rc = rc ?: audit_sessions_open(db, key, open, ARB_ARRAY_LEN(open), &n);
+	for (size_t i = 0; rc == 0 && i < n && !*session; i++)
+		if (open[i].leader > 0 && leader_alive(open[i].leader, open[i].start_ns))
+			*session = open[i].id;
+	return rc;
 }
 
 /* Writes blob e of repo as dir/name (a file with git's mode, or a symlink). */
@@ -228,12 +216,36 @@ static unsigned view_sharing(const struct core_ws *ws)
 	return stat(ws->root, &st) == 0 && (st.st_mode & 0001) ? CORE_WS_ALLOW_OTHER : 0;
 }
 
+/*
+ * Removes NAME/layer.old* (the replaced layer, and any an interrupted rewind or an older
+ * arborinth's "layer.old" left). Here, not in a detached process: removed in the background,
+ * the deletions' journal traffic on ext4 stalled the next rewind's fsyncs (rewinds of 5-10 s
+ * back to back), so the cost is paid where it is caused.
+ */
+static void old_layers_sweep(const char *root)
+{
+	int dir = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = dir >= 0 ? fdopendir(dir) : NULL;
+	struct dirent *de;
+
+	if (!d) {
+		if (dir >= 0)
+			close(dir);
+		return;
+	}
+	while ((de = readdir(d)))
+		if (util_str_has_prefix(de->d_name, "layer.old"))
+			(void)util_rm_rf_at(dirfd(d), de->d_name);
+	closedir(d);
+}
+
 int core_ws_rewind(struct core_project *p, struct core_ws *ws, const git_oid *tree,
 		   struct core_ckpt *before)
 {
 	struct core_ckpt_opts o = {.message = "before rewind", .kind = "rewind"};
 	char *fresh = util_asprintf("%s.rewind", ws->layer),
-	     *old = util_asprintf("%s.old", ws->layer);
+	     *old = util_asprintf("%s.old.%d.%lld", ws->layer, (int)getpid(),
+				  (long long)util_now_ns());
 	git_repository *repo = NULL;
 	int64_t running = 0;
 	bool was_mounted = fs_is_mounted(ws->workdir) == 1;
@@ -252,8 +264,6 @@ int core_ws_rewind(struct core_project *p, struct core_ws *ws, const git_oid *tr
 	/* Built beside the layer before anything changes: a failure leaves the view as it was. */
 	rc = rc ?: layer_build(repo, ws, fresh, tree);
 	rc = rc ?: core_ws_unmount(p, ws);
-	if (rc == 0)
-		(void)util_rm_rf(old);
 	if (rc == 0 && rename(ws->layer, old) < 0)
 		rc = util_err(-errno, "rewind: cannot move %s aside: %s", ws->layer,
 			      strerror(errno));
@@ -261,7 +271,7 @@ int core_ws_rewind(struct core_project *p, struct core_ws *ws, const git_oid *tr
 		rc = util_err(-errno, "rewind: cannot put the new layer in place: %s",
 			      strerror(errno));
 		if (rename(old, ws->layer) < 0) {
-			/* the old layer stays at layer.old; the message above says what failed */
+			/* the old layer stays at layer.old.*; the message above says what failed */
 		}
 	}
 	if (rc == 0) {
@@ -271,12 +281,13 @@ int core_ws_rewind(struct core_project *p, struct core_ws *ws, const git_oid *tr
 		if (cache)
 			unlink(cache);
 		free(cache);
-		(void)util_rm_rf(old);
 	} else if (fresh) {
 		(void)util_rm_rf(fresh);
 	}
 	if (was_mounted && core_ws_mount(p, ws, shared) < 0 && rc == 0)
 		rc = -EIO; /* the mount's message stands */
+	if (rc == 0)
+		old_layers_sweep(ws->root); /* after the view is back */
 	git_repository_free(repo);
 	free(old);
 	free(fresh);

@@ -35,6 +35,7 @@ declare -A cli_below=(
 	[cli/cmd_box_init.c]="box-init's main (jail)"
 	[cli/cmd_internal.c]="the view daemon's main (fs)"
 	[cli/main.c]="lib_helpers_from_program"
+	[cli/proxy_lazy.c]="forwarders to libarb_proxy.so, opened on first use (proxy)"
 	[cli/cmd_launch.c]="launchers: the client's part of the box"
 	[cli/cmd_launch.h]="launchers"
 	[cli/cmd_launch_clients.c]="launchers"

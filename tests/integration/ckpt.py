@@ -162,6 +162,16 @@ def run_all(fx):
         fx.arb("workspace", "mount", fx.name)
         same(after, gitish(view), "the rewound tree survives the daemon killed with -9")
 
+    # --- the replaced layers are removed ---
+    wsdir = os.path.join(fx.repo, ".arborinth", "workspaces", fx.name)
+    for _ in range(50):
+        left = [n for n in os.listdir(wsdir) if n.startswith("layer.old")]
+        if not left:
+            break
+        time.sleep(0.1)
+    C.eq([], left, "no replaced layer is left behind")
+    C.ok(os.path.isdir(os.path.join(wsdir, "layer")), "control: the layer itself is there")
+
     # --- checkpoints hash what changed only ---
     c1 = json.loads(fx.arb("checkpoint", fx.name, "-m", "one", "--json").stdout)
     time.sleep(2.2)  # past the cache's racy window
@@ -173,6 +183,26 @@ def run_all(fx):
     out = fx.arb("checkpoint", fx.name, "-m", "one more").stdout
     C.ok("1 files hashed" in out, "one file changed: one file hashed (%r)" % out)
     C.eq("one", c1.get("message"), "checkpoint --json: the message")
+
+    # --- a checkpoint's objects go into one pack; small packs are taken into the next ---
+    gitdir = os.path.join(fx.repo, ".arborinth", "workspaces", fx.name, "git")
+    for i in range(16):
+        with open(os.path.join(view, "README"), "a") as f:
+            f.write("line %d\n" % i)
+        fx.arb("checkpoint", fx.name, "-m", "pack %d" % i)
+    packs = [n for n in os.listdir(os.path.join(gitdir, "objects", "pack"))
+             if n.endswith(".pack")]
+    C.ok(1 <= len(packs) <= 6, "16 more checkpoints leave a few packs, not 16 (%d)" % len(packs))
+    fk = fslib.run("git", "--git-dir", gitdir, "fsck", "--no-dangling", check=False)
+    C.eq(0, fk.returncode, "git fsck: every checkpoint's objects are there (%s)" % fk.stderr[-300:])
+    # A pack of git's own (with deltas, as a gc in the view makes) stays as it is.
+    fslib.run("git", "--git-dir", gitdir, "repack", "-a", "-d", "-l", "-q")
+    for i in range(4):
+        with open(os.path.join(view, "README"), "a") as f:
+            f.write("after repack %d\n" % i)
+        fx.arb("checkpoint", fx.name, "-m", "after repack %d" % i)
+    fk = fslib.run("git", "--git-dir", gitdir, "fsck", "--no-dangling", check=False)
+    C.eq(0, fk.returncode, "git fsck after a repack and more checkpoints (%s)" % fk.stderr[-300:])
 
     # --- restore: single paths back, each change through the view ---
     n0 = len(audit_rows(fx))

@@ -28,7 +28,7 @@ done
 pcdir=$(dirname "$(find "$T/inst" -name arborinth.pc | head -1)")
 flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs arborinth) && pass || fail "pkg-config"
 # The sanitizer build's library wants its runtime in the program too.
-ldd "$LIB" | grep -q libasan && flags="$flags -fsanitize=address,undefined"
+[[ "$(ldd "$LIB")" == *libasan* ]] && flags="$flags -fsanitize=address,undefined"
 # shellcheck disable=SC2086
 cc -std=c11 -Wall -Wextra -Werror "$ARB_SRC/examples/box_example.c" $flags -o "$T/box_example" \
 	2>"$T/cc.log" && pass || fail "compiling against the installed library: $(cat "$T/cc.log")"
@@ -40,8 +40,9 @@ OUT=$(cd "$T/repo" && LD_LIBRARY_PATH=$libdir ARBORINTH_HELPER_DIR=$T/inst/bin \
 expect_match "^exit status 0, session [0-9]+, output: hello from the box$" "$OUT" "it ran a box"
 expect_match "audit: fs +create +greeting.txt \(pid [0-9]+, sh\)" "$OUT" "it read the audit"
 expect_match "^deleted example-" "$OUT" "it deleted its workspace"
-LD_LIBRARY_PATH=$libdir ldd "$T/box_example" | grep -q "$libdir/libarborinth.so.0" && pass ||
-	fail "the example used the installed library: $(LD_LIBRARY_PATH=$libdir ldd "$T/box_example" | grep arborinth)"
+deps=$(LD_LIBRARY_PATH=$libdir ldd "$T/box_example")
+[[ "$deps" == *"$libdir/libarborinth.so.0"* ]] && pass ||
+	fail "the example used the installed library: $(grep arborinth <<<"$deps")"
 
 # Errors: a clear message, a non-zero status, nothing left.
 OUT=$(cd / && LD_LIBRARY_PATH=$libdir "$T/box_example" "$T/nope" 2>&1) && fail "no repository" || pass
