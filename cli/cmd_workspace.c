@@ -9,12 +9,13 @@
 #include "core/core.h"
 
 const char cmd_workspace_usage[] =
-    "usage: arborinth workspace create NAME [--rev REV] [--dirty] [--allow-other] [--json]\n"
+    "usage: arborinth workspace create NAME [--rev REV] [--dirty] [--allow-other] [--io MODE]\n"
+    "         [--json]\n"
     "       arborinth workspace create NAME --from OTHER[@CKPT] [--allow-other] [--json]\n"
     "       arborinth workspace list [--json]\n"
     "       arborinth workspace info NAME [--json]\n"
     "       arborinth workspace delete NAME [--purge]\n"
-    "       arborinth workspace mount NAME [--allow-other] [--json]\n"
+    "       arborinth workspace mount NAME [--allow-other] [--io MODE] [--json]\n"
     "       arborinth workspace unmount NAME [--json]\n"
     "\n"
     "A workspace is a writable copy-on-write view of one commit of the repository, at\n"
@@ -31,6 +32,11 @@ const char cmd_workspace_usage[] =
     "  --allow-other  (create, mount) other users of the machine may use the view too,\n"
     "              with the usual permission checks (default: only you); needs\n"
     "              user_allow_other in /etc/fuse.conf when not root\n"
+    "  --io daemon|passthrough\n"
+    "              (create, mount) how files created in the view are written, for this and\n"
+    "              later mounts: through the daemon (default), or by the kernel straight\n"
+    "              into the upper layer (FUSE passthrough; needs root, see README: while such\n"
+    "              a file is open for writing, other opens of it fail with EIO)\n"
     "  --json      machine-readable output\n"
     "  --purge     (delete) also remove the workspace's audit history, and that of every\n"
     "              earlier workspace of that name; works on an already deleted one too\n"
@@ -53,16 +59,35 @@ const struct cli_cmd cmd_workspace_subs[] = {
     {0},
 };
 
+/*
+ * How the mounted view writes the files it creates, as its daemon wrote it to run/io:
+ * "passthrough", or "daemon (why)". Caller frees; NULL when not mounted or not known.
+ */
+static char *ws_io(const struct core_ws *ws)
+{
+	char *path = ws->mounted ? util_path_join(ws->run, "io") : NULL, *buf = NULL;
+	size_t len = 0;
+
+	if (path && util_read_file(path, &buf, &len) == 0 && len > 0 && buf[len - 1] == '\n')
+		buf[len - 1] = '\0';
+	util_err_clear();
+	free(path);
+	return buf;
+}
+
 static json_t *ws_json(const struct core_ws *ws)
 {
-	char created[32];
+	char created[32], *io = ws_io(ws);
+	json_t *j;
 
 	util_time_format(created, sizeof(created), ws->created_ns, true);
-	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:b,s:I}", "name", ws->name,
-			 "root", ws->root, "workdir", ws->workdir, "tmp", ws->tmp, "cache",
-			 ws->cache, "home", ws->home, "base_commit", ws->base_commit, "branch",
-			 ws->branch, "remote", ws->remote, "created", created, "state", ws->state,
-			 "mounted", ws->mounted, "daemon_pid", (json_int_t)ws->daemon_pid);
+	j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:b,s:I,s:s?}", "name",
+		      ws->name, "root", ws->root, "workdir", ws->workdir, "tmp", ws->tmp, "cache",
+		      ws->cache, "home", ws->home, "base_commit", ws->base_commit, "branch",
+		      ws->branch, "remote", ws->remote, "created", created, "state", ws->state,
+		      "mounted", ws->mounted, "daemon_pid", (json_int_t)ws->daemon_pid, "io", io);
+	free(io);
+	return j;
 }
 
 static void ws_print(const struct core_ws *ws)
@@ -80,27 +105,32 @@ static void ws_print(const struct core_ws *ws)
 	printf("branch:   %s\n", ws->branch);
 	printf("remote:   %s\n", ws->remote);
 	printf("created:  %s\n", created);
-	if (ws->mounted)
+	if (ws->mounted) {
+		char *io = ws_io(ws);
+
 		printf("mounted:  yes (daemon pid %d)\n", (int)ws->daemon_pid);
-	else
+		if (io)
+			printf("io:       %s\n", io);
+		free(io);
+	} else {
 		printf("mounted:  no\n");
+	}
 }
 
-/* `create --dirty`, `--from` and `create|mount --allow-other`, set by parse(). */
+/* `create --dirty`, `--from`, `create|mount --allow-other` and `--io`, set by parse(). */
 static bool create_dirty, allow_other;
+static unsigned int io_flags;
 static const char *create_from;
 
 /* Parses [--json] (and --rev, --purge where rev, purge are given) plus `npos` positionals. */
 static int parse(struct cli_global *g, const char *sub, int argc, char **argv, bool *json,
 		 const char **rev, bool *purge, const char **pos, int npos, int *status)
 {
-	static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-					     {"rev", required_argument, NULL, 'r'},
-					     {"purge", no_argument, NULL, 'P'},
-					     {"dirty", no_argument, NULL, 'D'},
-					     {"allow-other", no_argument, NULL, 'O'},
-					     {"from", required_argument, NULL, 'F'},
-					     {0}};
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},	     {"rev", required_argument, NULL, 'r'},
+	    {"purge", no_argument, NULL, 'P'},	     {"dirty", no_argument, NULL, 'D'},
+	    {"allow-other", no_argument, NULL, 'O'}, {"from", required_argument, NULL, 'F'},
+	    {"io", required_argument, NULL, 'I'},    {0}};
 	const struct cli_cmd *cmd = cli_cmd_find(cmd_workspace_subs, sub);
 	int c;
 
@@ -120,6 +150,13 @@ static int parse(struct cli_global *g, const char *sub, int argc, char **argv, b
 			create_from = optarg;
 		} else if (c == 'O' && (!strcmp(sub, "create") || !strcmp(sub, "mount"))) {
 			allow_other = true;
+		} else if (c == 'I' && (!strcmp(sub, "create") || !strcmp(sub, "mount"))) {
+			if (strcmp(optarg, "daemon") != 0 && strcmp(optarg, "passthrough") != 0) {
+				*status = cli_usage_error(cmd->path, "--io daemon|passthrough");
+				return -1;
+			}
+			io_flags = !strcmp(optarg, "passthrough") ? CORE_WS_IO_PASSTHROUGH
+								  : CORE_WS_IO_DAEMON;
 		} else {
 			*status =
 			    cli_usage_error(cmd->path, "unknown option '%s'", argv[optind - 1]);
@@ -163,7 +200,7 @@ static int ws_create(struct cli_global *g, int argc, char **argv)
 			*at++ = '\0';
 		if (!from || core_project_open(&p, g->workdir) < 0 ||
 		    core_ws_fork(p, name, from, at && *at ? at : NULL,
-				 allow_other ? CORE_WS_ALLOW_OTHER : 0, &ws) < 0)
+				 (allow_other ? CORE_WS_ALLOW_OTHER : 0) | io_flags, &ws) < 0)
 			status = from ? cli_fail_lib() : cli_fail(CLI_ERR, "out of memory");
 		else
 			status = CLI_OK;
@@ -173,7 +210,7 @@ static int ws_create(struct cli_global *g, int argc, char **argv)
 	} else if (core_project_open(&p, g->workdir) < 0 ||
 		   core_ws_create_opts(p, name, rev,
 				       (create_dirty ? CORE_WS_DIRTY : 0) |
-					   (allow_other ? CORE_WS_ALLOW_OTHER : 0),
+					   (allow_other ? CORE_WS_ALLOW_OTHER : 0) | io_flags,
 				       &ws) < 0) {
 		status = cli_fail_lib();
 		goto out;
@@ -289,7 +326,7 @@ static int ws_mount_common(struct cli_global *g, int argc, char **argv, bool mou
 		  &status) < 0)
 		return status;
 	if (core_project_open(&p, g->workdir) < 0 || core_ws_get(p, name, &ws) < 0 ||
-	    (mount ? core_ws_mount(p, ws, allow_other ? CORE_WS_ALLOW_OTHER : 0)
+	    (mount ? core_ws_mount(p, ws, (allow_other ? CORE_WS_ALLOW_OTHER : 0) | io_flags)
 		   : core_ws_unmount(p, ws)) < 0) {
 		status = cli_fail_lib();
 		goto out;

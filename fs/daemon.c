@@ -100,7 +100,7 @@ static int fs_setup(struct fs *fs, const struct fs_config *cfg)
 	int fd, rc;
 
 	fs->cfg = cfg;
-	fs->layer_fd = fs->gitdir_fd = fs->blobs_fd = -1;
+	fs->layer_fd = fs->gitdir_fd = fs->blobs_fd = fs->devfd = -1;
 	fs->uid = getuid();
 	fs->gid = getgid();
 	pthread_mutex_init(&fs->lock, NULL);
@@ -224,7 +224,9 @@ static int serve(struct fs *fs, const struct fs_config *cfg, int *ready_fd)
 		rc = util_err(-EIO, "cannot mount the view at %s", cfg->mountpoint);
 		goto out_signals;
 	}
-	rc = write_pidfile(cfg->pidfile);
+	rc = fs_passthrough_install(fs);
+	if (rc == 0)
+		rc = write_pidfile(cfg->pidfile);
 	if (rc < 0)
 		goto out_unmount;
 	signal_ready(ready_fd, 0);

@@ -54,6 +54,8 @@ struct fs_node {
 	int fd;	     /* O_PATH|O_NOFOLLOW, -1 when lower only */
 	int data_fd; /* upper file opened read-write for I/O without a handle; -1 until used */
 	struct fs_wpend *wpend; /* audit: writes without a handle, not yet recorded */
+	int32_t backing_id;	/* passthrough.c: registered upper file (0: none) */
+	uint32_t backing_opens; /* handles using backing_id */
 	dev_t upper_dev;
 	ino_t upper_ino;
 
@@ -128,6 +130,11 @@ struct fs {
 	 */
 	bool no_open;
 	bool no_opendir; /* likewise for directories: no OPENDIR or RELEASEDIR (ops_readdir.c) */
+	/* passthrough.c: created files are read and written inside the kernel */
+	bool passthrough;  /* negotiated and a backing file could be registered */
+	bool pt_asked;	   /* the INIT reply asked for it */
+	bool pt_init_done; /* INIT answered (atomic) */
+	int devfd;	   /* /dev/fuse, for the backing-file ioctls */
 	struct fs_wpend *wdirty, *wdirty_tail; /* pending handle-less writes, oldest first */
 	size_t ndata_fds;		       /* nodes' data_fd in use (<= FS_DATA_FDS_MAX) */
 	size_t nupper_fds;		       /* nodes' O_PATH descriptors (n->fd) */
@@ -147,6 +154,13 @@ struct fs_handle {
 	int fd;	    /* data fd: blob cache (read-only) or upper file; -1 for dirs */
 	bool lower; /* fd is the blob cache file */
 	bool writable;
+	/*
+	 * Passthrough (a CREATE reply with the node's backing id): the kernel writes the upper
+	 * file itself; at release the open is recorded as one write by its creator (w.pid) when
+	 * the file's mtime moved since mtime0.
+	 */
+	bool passthrough;
+	struct timespec mtime0;
 	/* audit: writes coalesced until release, under wlock */
 	pthread_mutex_t wlock;
 	struct fs_wstats w;
@@ -310,6 +324,20 @@ int fs_house_start(struct fs *fs) ARB_MUST_CHECK;
 void fs_house_stop(struct fs *fs);
 /* Wakes the thread when the nodes' descriptors passed fs->fd_high (fs->lock held). */
 void fs_house_fds_changed(struct fs *fs);
+
+/*
+ * passthrough.c. fs_passthrough_install: after mounting, takes over the /dev/fuse I/O so the
+ * INIT and CREATE replies can ask for passthrough (no-op when cfg->no_passthrough).
+ * fs_passthrough_get: the backing id for one more passthrough open of n (fs->lock held);
+ * 0 when n cannot have one (then the open goes through the daemon). fs_passthrough_put:
+ * the end of such an open (fs->lock held). fs_passthrough_reply_create: fuse_reply_create()
+ * with backing_id in the reply when > 0.
+ */
+int fs_passthrough_install(struct fs *fs) ARB_MUST_CHECK;
+int32_t fs_passthrough_get(struct fs *fs, struct fs_node *n);
+void fs_passthrough_put(struct fs *fs, struct fs_node *n);
+int fs_passthrough_reply_create(fuse_req_t req, const struct fuse_entry_param *e,
+				struct fuse_file_info *fi, int32_t backing_id);
 
 /* The operation tables' entries, one file per group. */
 void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);

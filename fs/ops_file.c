@@ -157,6 +157,32 @@ static int open_nohandle(struct fs *fs, struct fs_node *n, int flags)
 	return rc < 0 ? rc : fs_upper_truncate(fs, n, 0);
 }
 
+/*
+ * Files made by CREATE get a handle unless the kernel opens files without asking and
+ * passthrough is off: a passthrough open needs its RELEASE (passthrough.c).
+ */
+static bool create_handles(const struct fs *fs)
+{
+	return !fs->no_open || fs->passthrough;
+}
+
+/* Gives h the node's backing file when the view has passthrough (fs->lock held). */
+static int32_t create_passthrough(struct fs *fs, fuse_req_t req, struct fs_handle *h)
+{
+	struct stat st;
+	int32_t id;
+
+	if (!h || h->lower || !fs->passthrough || fstat(h->fd, &st) < 0)
+		return 0;
+	id = fs_passthrough_get(fs, h->node);
+	if (id > 0) {
+		h->passthrough = true;
+		h->mtime0 = st.st_mtim;
+		h->w.pid = fuse_req_ctx(req)->pid;
+	}
+	return id;
+}
+
 static int do_create(struct fs *fs, fuse_req_t req, struct fs_node *p, const char *name,
 		     mode_t mode, struct fuse_file_info *fi, struct fuse_entry_param *e,
 		     struct fs_handle **h)
@@ -169,9 +195,11 @@ static int do_create(struct fs *fs, fuse_req_t req, struct fs_node *p, const cha
 	if (rc == -EEXIST && !(fi->flags & O_EXCL)) {
 		/* Lost a race with another creator: open what is there. */
 		rc = fs_lookup_child(fs, p, name, &n);
-		if (rc == 0 && fs->no_open)
+		if (rc == 0 && !create_handles(fs))
 			rc = open_nohandle(fs, n, fi->flags);
-		else if (rc == 0)
+		else if (rc == 0 && fs->passthrough && S_ISREG(n->type))
+			rc = fs_upper_copy_up(fs, n); /* a backing file must be upper */
+		if (rc == 0 && create_handles(fs))
 			rc = open_node(fs, n, fi->flags, h);
 		if (rc == 0)
 			rc = fs_entry_fill(fs, n, e);
@@ -192,7 +220,7 @@ static int do_create(struct fs *fs, fuse_req_t req, struct fs_node *p, const cha
 	rc = fs_lookup_upper(fs, p, name, &n);
 	if (rc > 0)
 		rc = -ENOENT;
-	if (rc == 0 && fs->no_open) {
+	if (rc == 0 && !create_handles(fs)) {
 		/* No handle: the kernel sends no RELEASE once it opens without asking. */
 		close(fd);
 		return fs_entry_fill(fs, n, e);
@@ -216,6 +244,7 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	struct fuse_entry_param e;
 	struct fs_handle *h = NULL;
 	struct fs_node *p;
+	int32_t backing = 0;
 	int rc;
 
 	pthread_mutex_lock(&fs->lock);
@@ -223,6 +252,8 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	rc = p ? do_create(fs, req, p, name, mode, fi, &e, &h) : -ESTALE;
 	if (p)
 		fs_record_mode(fs, req, "create", p, name, mode & 07777, rc);
+	if (rc == 0)
+		backing = create_passthrough(fs, req, h);
 	fs_unlock(fs);
 	if (rc < 0) {
 		if (h)
@@ -230,10 +261,12 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		fuse_reply_err(req, -rc);
 		return;
 	}
+	if (backing > 0)
+		fs_record_first_write(fs, h->w.pid); /* recorded at release */
 	fi->fh = (uintptr_t)h;
 	fi->keep_cache = 1;
 	fi->noflush = 1; /* as in fs_op_open */
-	if (fuse_reply_create(req, &e, fi) == -ENOENT && h)
+	if (fs_passthrough_reply_create(req, &e, fi, backing) == -ENOENT && h)
 		handle_release(fs, h);
 }
 
@@ -458,12 +491,32 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_err(req, 0);
 }
 
+/*
+ * A passthrough open's writes never reached the daemon: when the file changed while it was
+ * open, they are recorded as one write of its creator over the file's whole size.
+ */
+static void passthrough_writes(struct fs_handle *h)
+{
+	struct stat st;
+
+	if (fstat(h->fd, &st) < 0 ||
+	    (st.st_mtim.tv_sec == h->mtime0.tv_sec && st.st_mtim.tv_nsec == h->mtime0.tv_nsec))
+		return;
+	h->w.bytes = h->w.hi = st.st_size;
+	h->w.lo = 0;
+	h->w.count = 0; /* unknown: the kernel wrote */
+}
+
 static void handle_release(struct fs *fs, struct fs_handle *h)
 {
-	if (h->w.count)
+	if (h->passthrough)
+		passthrough_writes(h);
+	if (h->w.count || h->w.hi > 0)
 		fs_record_writes(fs, h);
 	close(h->fd);
 	pthread_mutex_lock(&fs->lock);
+	if (h->passthrough)
+		fs_passthrough_put(fs, h->node);
 	h->node->refs--;
 	fs_node_maybe_free(fs, h->node);
 	fs_unlock(fs);
