@@ -3,7 +3,7 @@
 # `strace -c -f -p DAEMON` (one read(2) of /dev/fuse per request, one writev(2) or splice per
 # reply), for: the small-file storm (bench/storm.c: create, rewrite, delete), a 64 MiB `dd`
 # into a new file, the same into an existing file, and a warm `git status`. Run for the view
-# as arborinth starts it and, remounted with `--no-passthrough`, for the daemon-only path.
+# as created by default (the daemon writes every file) and remounted with `--io passthrough`.
 #
 #   sudo ARB=build/cli/arborinth bench/requests.sh [NFILES]    (default 1000)
 set -euo pipefail
@@ -69,32 +69,11 @@ suite() {
 echo "| operation | path | requests read | per unit | replies |"
 echo "| --- | --- | --- | --- | --- |"
 "$ARB" --workdir "$T/repo" workspace create rq >/dev/null
-if [ ! -e "$WS/run/io" ]; then # a binary from before passthrough
-	mode=daemon
-	suite
-	exit 0
-fi
+mode=daemon
+suite
+[ -e "$WS/run/io" ] || exit 0 # a binary from before the I/O path choice
+"$ARB" --workdir "$T/repo" workspace unmount rq >/dev/null
+"$ARB" --workdir "$T/repo" workspace mount rq --io passthrough >/dev/null
 mode=$(cat "$WS/run/io")
 mode=${mode%% *}
-suite
-# The same with the daemon started as arborinth starts it plus --no-passthrough.
-pid=$(cat "$WS/run/daemon.pid")
-exe=$(readlink "/proc/$pid/exe")
-mapfile -d '' args <"/proc/$pid/cmdline"
-"$ARB" --workdir "$T/repo" workspace unmount rq >/dev/null
-args=("${args[@]:1}")
-args=("${args[@]/--ready-fd/}")
-clean=()
-skip=0
-for a in "${args[@]}"; do
-	if [ "$skip" = 1 ]; then skip=0 && continue; fi
-	[ -z "$a" ] && skip=1 && continue
-	clean+=("$a")
-done
-setsid "$exe" "${clean[@]}" --no-passthrough </dev/null >>"$WS/run/fs.log" 2>&1 &
-for _ in $(seq 100); do
-	mountpoint -q "$V" && break
-	sleep 0.1
-done
-mode=daemon
 suite

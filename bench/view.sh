@@ -294,35 +294,46 @@ remount_without_audit() {
 	die "could not remount $1 without the audit"
 }
 
-# The writes, in workspaces of $REPO against NATIVE_DIR; TAG ends each title.
+# The writes, in workspaces of $REPO against NATIVE_DIR; TAG ends each title. Subjects: the
+# view as created by default (its daemon writes every file), the same without the audit, and
+# a view created with `--io passthrough` (files it creates are written by the kernel).
 write_suite() { # NATIVE_DIR TAG
-	local nat=$1 tag=$2 v q storm="$WORK/bin/storm"
+	local nat=$1 tag=$2 v q pt storm="$WORK/bin/storm"
 	cc -O2 -o "$storm" "$HERE/storm.c"
 	ws_create bench-w
 	ws_create bench-q
+	ws_create bench-p --io passthrough
 	remount_without_audit bench-q
 	v="$(ws_dir bench-w)/workdir"
 	q="$(ws_dir bench-q)/workdir"
+	pt="$(ws_dir bench-p)/workdir"
+	note "I/O path of the passthrough view$tag" "$(cat "$(ws_dir bench-p)/run/io")"
 	measure "small-file storm (10,000 files in 100 dirs: create, rewrite, delete)$tag" \
 		--runs "$RUNS" --warmup 1 \
 		--prepare "rm -rf $nat/storm" -n native "$storm $nat" \
 		--prepare "rm -rf $v/storm" -n view "$storm $v" \
-		--prepare "rm -rf $q/storm" -n "view, audit off" "$storm $q"
+		--prepare "rm -rf $q/storm" -n "view, audit off" "$storm $q" \
+		--prepare "rm -rf $pt/storm" -n "view, passthrough" "$storm $pt"
 	measure "1 GiB sequential write (dd bs=1M)$tag" --runs "$RUNS" \
 		--prepare "rm -f $nat/seq.bin; sync" -n native \
 		"dd if=/dev/zero of=$nat/seq.bin bs=1M count=1024 status=none" \
 		--prepare "rm -f $v/seq.bin; sync" -n view \
 		"dd if=/dev/zero of=$v/seq.bin bs=1M count=1024 status=none" \
 		--prepare "rm -f $q/seq.bin; sync" -n "view, audit off" \
-		"dd if=/dev/zero of=$q/seq.bin bs=1M count=1024 status=none"
+		"dd if=/dev/zero of=$q/seq.bin bs=1M count=1024 status=none" \
+		--prepare "rm -f $pt/seq.bin; sync" -n "view, passthrough" \
+		"dd if=/dev/zero of=$pt/seq.bin bs=1M count=1024 status=none"
 	measure "1 GiB sequential write + fsync (dd conv=fsync)$tag" --runs "$RUNS" \
 		--prepare "rm -f $nat/seq.bin; sync" -n native \
 		"dd if=/dev/zero of=$nat/seq.bin bs=1M count=1024 conv=fsync status=none" \
 		--prepare "rm -f $v/seq.bin; sync" -n view \
-		"dd if=/dev/zero of=$v/seq.bin bs=1M count=1024 conv=fsync status=none"
-	rm -rf "$nat/storm" "$nat/seq.bin" "$v/seq.bin" "$q/seq.bin"
+		"dd if=/dev/zero of=$v/seq.bin bs=1M count=1024 conv=fsync status=none" \
+		--prepare "rm -f $pt/seq.bin; sync" -n "view, passthrough" \
+		"dd if=/dev/zero of=$pt/seq.bin bs=1M count=1024 conv=fsync status=none"
+	rm -rf "$nat/storm" "$nat/seq.bin" "$v/seq.bin" "$q/seq.bin" "$pt/seq.bin"
 	arb workspace delete bench-w >/dev/null
 	arb workspace delete bench-q >/dev/null
+	arb workspace delete bench-p >/dev/null
 }
 
 bench_write() {
@@ -349,7 +360,7 @@ bench_write_ext4() {
 }
 ext4_away() {
 	if mountpoint -q "$EXT4" 2>/dev/null; then
-		for ws in bench-w bench-q; do
+		for ws in bench-w bench-q bench-p; do
 			"$ARB" --workdir "$EXT4/repo" workspace delete "$ws" >/dev/null 2>&1 || true
 		done
 		umount "$EXT4" || umount -l "$EXT4"
