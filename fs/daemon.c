@@ -23,9 +23,10 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 	 * ENOSYS, keeps the page cache and sends no RELEASE or FLUSH; reads and writes then come
 	 * with fh 0 and find the file by its node. Without it, an unchanged file's read is an
 	 * OPEN and a RELEASE for every open(). O_TRUNC must then come as a SETATTR, so the kernel
-	 * must not expect OPEN to truncate (atomic_o_trunc off).
+	 * must not expect OPEN to truncate (atomic_o_trunc off). A view with passthrough keeps
+	 * OPEN: only an open the kernel sent can be given a backing file (passthrough.c).
 	 */
-	if (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) {
+	if ((conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) && !fs->pt_offered) {
 		conn->want |= FUSE_CAP_NO_OPEN_SUPPORT;
 		conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
 		fs->no_open = true;

@@ -56,6 +56,7 @@ struct fs_node {
 	struct fs_wpend *wpend; /* audit: writes without a handle, not yet recorded */
 	int32_t backing_id;	/* passthrough.c: registered upper file (0: none) */
 	uint32_t backing_opens; /* handles using backing_id */
+	uint32_t cached_opens;	/* handles whose I/O goes through the page cache and us */
 	dev_t upper_dev;
 	ino_t upper_ino;
 
@@ -131,10 +132,12 @@ struct fs {
 	bool no_open;
 	bool no_opendir; /* likewise for directories: no OPENDIR or RELEASEDIR (ops_readdir.c) */
 	/* passthrough.c: created files are read and written inside the kernel */
-	bool passthrough;  /* negotiated and a backing file could be registered */
-	bool pt_asked;	   /* the INIT reply asked for it */
-	bool pt_init_done; /* INIT answered (atomic) */
-	int devfd;	   /* /dev/fuse, for the backing-file ioctls */
+	bool passthrough;   /* negotiated and a backing file could be registered */
+	bool pt_offered;    /* the kernel offered it and this process may register files */
+	const char *pt_why; /* when not: why (static string) */
+	bool pt_asked;	    /* the INIT reply asked for it */
+	bool pt_init_done;  /* INIT answered (atomic) */
+	int devfd;	    /* /dev/fuse, for the backing-file ioctls */
 	struct fs_wpend *wdirty, *wdirty_tail; /* pending handle-less writes, oldest first */
 	size_t ndata_fds;		       /* nodes' data_fd in use (<= FS_DATA_FDS_MAX) */
 	size_t nupper_fds;		       /* nodes' O_PATH descriptors (n->fd) */
@@ -160,6 +163,7 @@ struct fs_handle {
 	 * the file's mtime moved since mtime0.
 	 */
 	bool passthrough;
+	bool cached; /* counted in node->cached_opens */
 	struct timespec mtime0;
 	/* audit: writes coalesced until release, under wlock */
 	pthread_mutex_t wlock;
@@ -327,11 +331,11 @@ void fs_house_fds_changed(struct fs *fs);
 
 /*
  * passthrough.c. fs_passthrough_install: after mounting, takes over the /dev/fuse I/O so the
- * INIT and CREATE replies can ask for passthrough (no-op when cfg->no_passthrough).
+ * INIT, OPEN and CREATE replies can ask for passthrough (no-op unless cfg->passthrough).
  * fs_passthrough_get: the backing id for one more passthrough open of n (fs->lock held);
  * 0 when n cannot have one (then the open goes through the daemon). fs_passthrough_put:
  * the end of such an open (fs->lock held). fs_passthrough_reply_create: fuse_reply_create()
- * with backing_id in the reply when > 0.
+ * (e != NULL) or fuse_reply_open() with backing_id in the reply when > 0.
  */
 int fs_passthrough_install(struct fs *fs) ARB_MUST_CHECK;
 int32_t fs_passthrough_get(struct fs *fs, struct fs_node *n);

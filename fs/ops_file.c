@@ -67,6 +67,30 @@ static struct fs_handle *handle_new(struct fs_node *n, int fd, bool lower, bool 
 }
 
 /* Opens node n (fs->lock held on entry and on return; dropped while reading blobs). */
+/*
+ * How the kernel will do h's I/O (fs->lock held): through the upper file itself
+ * (passthrough: returns the backing id) or through its page cache and this daemon (0). An
+ * inode has one mode at a time (passthrough.c): passthrough only while no cached handle of
+ * the node is open.
+ */
+static int32_t choose_io(struct fs *fs, fuse_req_t req, struct fs_handle *h)
+{
+	struct stat st;
+	int32_t id = 0;
+
+	if (fs->passthrough && !h->lower && h->node->cached_opens == 0 && fstat(h->fd, &st) == 0)
+		id = fs_passthrough_get(fs, h->node);
+	if (id > 0) {
+		h->passthrough = true;
+		h->mtime0 = st.st_mtim;
+		h->w.pid = fuse_req_ctx(req)->pid;
+	} else {
+		h->cached = true;
+		h->node->cached_opens++;
+	}
+	return id;
+}
+
 static int open_node(struct fs *fs, struct fs_node *n, int flags, struct fs_handle **out)
 {
 	git_oid oid;
@@ -111,6 +135,7 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fs *fs = fs_of(req);
 	struct fs_handle *h = NULL;
 	struct fs_node *n;
+	int32_t backing = 0;
 	int rc;
 
 	if (fs->no_open) {
@@ -123,11 +148,15 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	rc = n ? open_node(fs, n, fi->flags, &h) : -ESTALE;
 	if (n && (fi->flags & O_TRUNC))
 		fs_record_node(fs, req, "truncate", n, NULL, 0, 0, rc);
+	if (rc == 0)
+		backing = choose_io(fs, req, h);
 	fs_unlock(fs);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
 	}
+	if (backing > 0 && h->writable)
+		fs_record_first_write(fs, h->w.pid); /* recorded at release */
 	fi->fh = (uintptr_t)h;
 	/* The base never changes and every write comes through the kernel: keep its cache. */
 	fi->keep_cache = 1;
@@ -137,7 +166,7 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * round trip to the daemon on every close().
 	 */
 	fi->noflush = 1;
-	if (fuse_reply_open(req, fi) == -ENOENT)
+	if (fs_passthrough_reply_create(req, NULL, fi, backing) == -ENOENT)
 		handle_release(fs, h); /* the caller was interrupted: no release will come */
 }
 
@@ -157,32 +186,6 @@ static int open_nohandle(struct fs *fs, struct fs_node *n, int flags)
 	return rc < 0 ? rc : fs_upper_truncate(fs, n, 0);
 }
 
-/*
- * Files made by CREATE get a handle unless the kernel opens files without asking and
- * passthrough is off: a passthrough open needs its RELEASE (passthrough.c).
- */
-static bool create_handles(const struct fs *fs)
-{
-	return !fs->no_open || fs->passthrough;
-}
-
-/* Gives h the node's backing file when the view has passthrough (fs->lock held). */
-static int32_t create_passthrough(struct fs *fs, fuse_req_t req, struct fs_handle *h)
-{
-	struct stat st;
-	int32_t id;
-
-	if (!h || h->lower || !fs->passthrough || fstat(h->fd, &st) < 0)
-		return 0;
-	id = fs_passthrough_get(fs, h->node);
-	if (id > 0) {
-		h->passthrough = true;
-		h->mtime0 = st.st_mtim;
-		h->w.pid = fuse_req_ctx(req)->pid;
-	}
-	return id;
-}
-
 static int do_create(struct fs *fs, fuse_req_t req, struct fs_node *p, const char *name,
 		     mode_t mode, struct fuse_file_info *fi, struct fuse_entry_param *e,
 		     struct fs_handle **h)
@@ -195,11 +198,9 @@ static int do_create(struct fs *fs, fuse_req_t req, struct fs_node *p, const cha
 	if (rc == -EEXIST && !(fi->flags & O_EXCL)) {
 		/* Lost a race with another creator: open what is there. */
 		rc = fs_lookup_child(fs, p, name, &n);
-		if (rc == 0 && !create_handles(fs))
+		if (rc == 0 && fs->no_open)
 			rc = open_nohandle(fs, n, fi->flags);
-		else if (rc == 0 && fs->passthrough && S_ISREG(n->type))
-			rc = fs_upper_copy_up(fs, n); /* a backing file must be upper */
-		if (rc == 0 && create_handles(fs))
+		else if (rc == 0)
 			rc = open_node(fs, n, fi->flags, h);
 		if (rc == 0)
 			rc = fs_entry_fill(fs, n, e);
@@ -220,7 +221,7 @@ static int do_create(struct fs *fs, fuse_req_t req, struct fs_node *p, const cha
 	rc = fs_lookup_upper(fs, p, name, &n);
 	if (rc > 0)
 		rc = -ENOENT;
-	if (rc == 0 && !create_handles(fs)) {
+	if (rc == 0 && fs->no_open) {
 		/* No handle: the kernel sends no RELEASE once it opens without asking. */
 		close(fd);
 		return fs_entry_fill(fs, n, e);
@@ -252,8 +253,8 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	rc = p ? do_create(fs, req, p, name, mode, fi, &e, &h) : -ESTALE;
 	if (p)
 		fs_record_mode(fs, req, "create", p, name, mode & 07777, rc);
-	if (rc == 0)
-		backing = create_passthrough(fs, req, h);
+	if (rc == 0 && h)
+		backing = choose_io(fs, req, h);
 	fs_unlock(fs);
 	if (rc < 0) {
 		if (h)
@@ -261,7 +262,7 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	if (backing > 0)
+	if (backing > 0 && h->writable)
 		fs_record_first_write(fs, h->w.pid); /* recorded at release */
 	fi->fh = (uintptr_t)h;
 	fi->keep_cache = 1;
@@ -509,7 +510,7 @@ static void passthrough_writes(struct fs_handle *h)
 
 static void handle_release(struct fs *fs, struct fs_handle *h)
 {
-	if (h->passthrough)
+	if (h->passthrough && h->writable)
 		passthrough_writes(h);
 	if (h->w.count || h->w.hi > 0)
 		fs_record_writes(fs, h);
@@ -517,6 +518,8 @@ static void handle_release(struct fs *fs, struct fs_handle *h)
 	pthread_mutex_lock(&fs->lock);
 	if (h->passthrough)
 		fs_passthrough_put(fs, h->node);
+	if (h->cached)
+		h->node->cached_opens--;
 	h->node->refs--;
 	fs_node_maybe_free(fs, h->node);
 	fs_unlock(fs);

@@ -1,29 +1,37 @@
 /*
- * fs/passthrough.c: FUSE passthrough for the files the view creates, through libfuse 3.14.
+ * fs/passthrough.c: FUSE passthrough for the upper layer's files, through libfuse 3.14
+ * (`workspace create|mount --io passthrough`).
  *
  * With passthrough (kernel 6.9+, FUSE protocol 7.40), reads and writes of an open file go to
  * a "backing" file inside the kernel, with no request to the daemon: here the upper-layer
  * file. libfuse 3.14 has no API for it, so the daemon does its own /dev/fuse I/O
- * (fuse_session_custom_io) and edits two replies on their way to the kernel:
+ * (fuse_session_custom_io) and edits replies on their way to the kernel:
  * - INIT: sets FUSE_PASSTHROUGH (bit 37, in flags2) and max_stack_depth 1 (the upper layer
  *   is a plain file system; 1 keeps the view stackable under an overlay);
- * - CREATE: open_flags |= FOPEN_PASSTHROUGH (without FOPEN_KEEP_CACHE, which the kernel
- *   refuses with it) and the backing id registered with FUSE_DEV_IOC_BACKING_OPEN.
- * The reply is written by the thread that calls fuse_reply_create(), so the id to put in it
- * travels in a thread-local variable set around that call.
+ * - OPEN and CREATE: open_flags |= FOPEN_PASSTHROUGH (without FOPEN_KEEP_CACHE, which the
+ *   kernel refuses with it) and the id registered with FUSE_DEV_IOC_BACKING_OPEN.
+ * A reply is written by the thread that calls fuse_reply_open()/fuse_reply_create(), so the
+ * id to put in it travels in a thread-local variable set around that call.
  *
- * Only CREATE replies carry it: the kernel opens existing files without asking
- * (fs->no_open), which keeps reads of the base free of round trips, and an open that is not
- * sent cannot be given a backing file. A file created in the view is thus written in the
- * kernel until it is closed; a later open of it goes through the daemon as before.
+ * Passthrough needs OPEN requests: the kernel can give a backing file only to an open it
+ * sent. The default view answers OPEN with ENOSYS once (fs->no_open) and the kernel then
+ * opens files by itself, which makes opens free; a passthrough view keeps OPEN and RELEASE,
+ * one round trip per open(), and in exchange no READ or WRITE of an upper file reaches the
+ * daemon. (Passthrough on CREATE alone, with opens left to the kernel, was tried: 6.18 then
+ * fails every other open of a file with EIO while its creator still has it open.)
  *
- * Registering a backing file needs CAP_SYS_ADMIN in the initial user namespace. Right after
- * INIT the daemon probes with a temporary file of the upper layer; when that fails (no
- * capability, an older kernel, an upper layer that is itself stacked) every file goes through
- * the daemon, and the run directory's "io" file says which path this view uses and why.
+ * The kernel keeps one I/O mode per inode: every open of an inode open in passthrough mode
+ * must be passthrough with the same backing file, and none may be while it is open cached
+ * (through the page cache and the daemon: the base's files, or an upper file opened while a
+ * cached open of it was live). Nodes count both kinds of their open handles (ops_file.c) and
+ * get a passthrough open only when no cached one is live; one backing id per node, closed
+ * with its last passthrough handle.
  *
- * One backing id per node, shared by its open passthrough handles (the kernel refuses two
- * different backing files on one inode), closed with the last of them.
+ * Registering a backing file needs CAP_SYS_ADMIN in the initial user namespace, and a
+ * kernel that offers FUSE_PASSTHROUGH in INIT. Without both the daemon keeps the default
+ * (no OPEN requests, every write through the daemon); right after INIT it probes with a
+ * temporary file of the upper layer. The run directory's "io" file says which path the view
+ * uses and, when it is the daemon, why.
  */
 #include "fs/fs_internal.h"
 
@@ -32,7 +40,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -51,13 +61,21 @@ struct pt_backing_map {
 #define PT_IOC_BACKING_OPEN  _IOW(229, 1, struct pt_backing_map)
 #define PT_IOC_BACKING_CLOSE _IOW(229, 2, uint32_t)
 
-/* Byte offsets in the replies (struct fuse_init_out, fuse_entry_out + fuse_open_out). */
+/* Byte offsets in the messages (fuse_in_header, fuse_init_in/out, fuse_open_out). */
+#define PT_IN_OPCODE	   4
+#define PT_IN_HEADER	   40
+#define PT_OP_INIT	   26
+#define PT_IN_INIT_FLAGS   (PT_IN_HEADER + 12)
+#define PT_IN_INIT_FLAGS2  (PT_IN_HEADER + 16)
+#define PT_INIT_EXT	   (1u << 30) /* FUSE_INIT_EXT: flags2 is there */
 #define PT_OFF_INIT_MAJOR  0
 #define PT_OFF_INIT_FLAGS2 32
 #define PT_OFF_INIT_DEPTH  36
-#define PT_CREATE_SIZE	   (128 + 16)
-#define PT_OFF_OPEN_FLAGS  (128 + 8)
-#define PT_OFF_BACKING_ID  (128 + 12)
+#define PT_OPEN_SIZE	   16	      /* struct fuse_open_out: OPEN's reply */
+#define PT_CREATE_SIZE	   (128 + 16) /* fuse_entry_out + fuse_open_out: CREATE's */
+#define PT_OFF_OPEN_FLAGS  8
+#define PT_OFF_BACKING_ID  12
+#define PT_USER_NS_INIT	   "user:[4026531837]" /* PROC_USER_INIT_INO */
 
 /* The backing id for the CREATE reply this thread is writing (0: none). */
 static __thread int32_t reply_backing_id;
@@ -132,7 +150,7 @@ static int probe(struct fs *fs, int devfd)
 
 static void patch_init(struct fs *fs, struct iovec *iov, int count)
 {
-	if (count < 2 || iov[1].iov_len < PT_INIT_OUT_SIZE ||
+	if (!fs->pt_offered || count < 2 || iov[1].iov_len < PT_INIT_OUT_SIZE ||
 	    get32(iov[1].iov_base, PT_OFF_INIT_MAJOR) != 7)
 		return;
 	put32(iov[1].iov_base, PT_OFF_INIT_FLAGS2,
@@ -141,16 +159,19 @@ static void patch_init(struct fs *fs, struct iovec *iov, int count)
 	fs->pt_asked = true;
 }
 
-static void patch_create(struct iovec *iov, int count)
+/* An OPEN or CREATE reply: its fuse_open_out gets the flag and the id. */
+static void patch_open(struct iovec *iov, int count)
 {
+	size_t base;
 	uint32_t flags;
 
-	if (count < 2 || iov[1].iov_len != PT_CREATE_SIZE)
+	if (count < 2 || (iov[1].iov_len != PT_OPEN_SIZE && iov[1].iov_len != PT_CREATE_SIZE))
 		return;
-	flags = get32(iov[1].iov_base, PT_OFF_OPEN_FLAGS);
+	base = iov[1].iov_len - PT_OPEN_SIZE;
+	flags = get32(iov[1].iov_base, base + PT_OFF_OPEN_FLAGS);
 	flags = (flags & ~PT_KEEP_CACHE) | PT_FOPEN;
-	put32(iov[1].iov_base, PT_OFF_OPEN_FLAGS, flags);
-	put32(iov[1].iov_base, PT_OFF_BACKING_ID, (uint32_t)reply_backing_id);
+	put32(iov[1].iov_base, base + PT_OFF_OPEN_FLAGS, flags);
+	put32(iov[1].iov_base, base + PT_OFF_BACKING_ID, (uint32_t)reply_backing_id);
 }
 
 static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
@@ -160,7 +181,7 @@ static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
 	int err;
 
 	if (reply_backing_id > 0)
-		patch_create(iov, count);
+		patch_open(iov, count);
 	if (__atomic_load_n(&fs->pt_init_done, __ATOMIC_ACQUIRE))
 		return writev(fd, iov, count);
 	/* The first reply is INIT's: no other request is answered before it. */
@@ -174,17 +195,55 @@ static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
 		snprintf(why, sizeof(why), "passthrough unavailable: %s", strerror(-rc));
 		fs->devfd = fd;
 		fs->passthrough = rc == 0;
-		write_status(fs, rc == 0 ? NULL : why);
+		write_status(fs, rc == 0 ? NULL : fs->pt_why ? fs->pt_why : why);
 		__atomic_store_n(&fs->pt_init_done, true, __ATOMIC_RELEASE);
 	}
 	errno = err;
 	return n;
 }
 
+/* CAP_SYS_ADMIN in the initial user namespace, which FUSE_DEV_IOC_BACKING_OPEN requires. */
+static bool may_register(void)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct data[2] = {{0}};
+	char ns[64];
+	ssize_t n = readlink("/proc/self/ns/user", ns, sizeof(ns) - 1);
+
+	if (n < 0 || syscall(SYS_capget, &hdr, data) < 0)
+		return false;
+	ns[n] = '\0';
+	return !strcmp(ns, PT_USER_NS_INIT) &&
+	       (data[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective & CAP_TO_MASK(CAP_SYS_ADMIN));
+}
+
+/*
+ * The INIT request, before libfuse hands it to fs_init(): whether the kernel offers
+ * passthrough and this process may use it decides whether files are opened without asking.
+ */
+static void peek_init(struct fs *fs, const void *buf, ssize_t n)
+{
+	uint32_t flags;
+
+	if (n < PT_IN_INIT_FLAGS2 + 4 || get32(buf, PT_IN_OPCODE) != PT_OP_INIT)
+		return;
+	flags = get32(buf, PT_IN_INIT_FLAGS);
+	fs->pt_offered = (flags & PT_INIT_EXT) && (get32(buf, PT_IN_INIT_FLAGS2) & PT_INIT_FLAG2);
+	if (fs->pt_offered && !may_register())
+		fs->pt_why = "passthrough unavailable: no CAP_SYS_ADMIN";
+	else if (!fs->pt_offered)
+		fs->pt_why = "passthrough unavailable: the kernel does not offer it";
+	fs->pt_offered = fs->pt_offered && !fs->pt_why;
+}
+
 static ssize_t dev_read(int fd, void *buf, size_t len, void *userdata)
 {
-	(void)userdata;
-	return read(fd, buf, len);
+	struct fs *fs = userdata;
+	ssize_t n = read(fd, buf, len);
+
+	if (!__atomic_load_n(&fs->pt_init_done, __ATOMIC_ACQUIRE) && n > 0)
+		peek_init(fs, buf, n);
+	return n;
 }
 
 static ssize_t dev_splice(int fdin, off_t *offin, int fdout, off_t *offout, size_t len,
@@ -246,7 +305,7 @@ int fs_passthrough_reply_create(fuse_req_t req, const struct fuse_entry_param *e
 	if (backing_id > 0)
 		fi->keep_cache = 0;
 	reply_backing_id = backing_id;
-	rc = fuse_reply_create(req, e, fi);
+	rc = e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi);
 	reply_backing_id = 0;
 	return rc;
 }

@@ -47,6 +47,30 @@ expect_eq "3145728" "$(stat -c %s "$V/big.bin")" "size through the view"
 expect_eq "3145733" "$(stat -c %s "$V/big.bin")" "append through a later open"
 expect_eq "tail" "$(tail -c 5 "$V/big.bin")" "appended bytes read back"
 
+# Other opens while a file is open for writing: they see every write (one I/O mode per inode:
+# all passthrough, or all through the daemon), and a reader of an unmodified file opened
+# before a writer copies it up follows the copy as on one real file.
+expect_status 0 "concurrent opens" -- python3 -c '
+import os, sys
+f, lower = sys.argv[1] + "/live.log", sys.argv[1] + "/README"
+w = os.open(f, os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(w, b"line 1\n")
+r = os.open(f, os.O_RDONLY)
+assert os.read(r, 100) == b"line 1\n"
+a = os.open(f, os.O_WRONLY | os.O_APPEND)
+os.write(a, b"line 2\n")
+os.write(w, b"LINE 3\n")
+assert os.pread(r, 100, 0) == b"line 1\nLINE 3\n", os.pread(r, 100, 0)
+for fd in (w, r, a):
+    os.close(fd)
+r = os.open(lower, os.O_RDONLY)
+before = os.read(r, 1 << 20)
+with open(lower, "ab") as out:
+    out.write(b"appended\n")
+assert os.pread(r, 1 << 20, 0) == before + b"appended\n"
+os.close(r)' "$V"
+expect_eq "$(printf 'line 1\nLINE 3')" "$(cat "$V/live.log")" "concurrent writers, final content"
+
 # O_CREAT over an existing file (shell redirection): truncates, then writes.
 printf 'first\n' >"$V/redir.txt"
 printf 'second\n' >"$V/redir.txt"

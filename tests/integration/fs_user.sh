@@ -35,7 +35,7 @@ expect_status 0 "delete as $user" -- as_user "$ARB" --workdir "$U/r" workspace d
 expect_status 0 "create --io passthrough as $user" -- \
 	as_user "$ARB" --workdir "$U/r" workspace create pt --io passthrough
 expect_status 0 "info as $user" -- as_user "$ARB" --workdir "$U/r" workspace info pt
-expect_match "io: +daemon \(passthrough unavailable: Operation not permitted\)" "$OUT" \
+expect_match "io: +daemon \(passthrough unavailable: no CAP_SYS_ADMIN\)" "$OUT" \
 	"an ordinary user's view falls back to the daemon"
 expect_status 0 "write as $user" -- as_user sh -c "echo new > '$U/r/.arborinth/workspaces/pt/workdir/n' &&
 	cat '$U/r/.arborinth/workspaces/pt/workdir/n'"
