@@ -134,6 +134,7 @@ static int fs_setup(struct fs *fs, const struct fs_config *cfg)
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return -errno;
 	fs_node_set_upper(fs, fs->gitnode, fd, &st);
+	fs_fsmon_init(fs);
 	if (cfg->db_path) {
 		rc = audit_log_open(&fs->audit, cfg->db_path, cfg->ws_id, cfg->ws_name);
 		if (rc < 0)
@@ -148,6 +149,7 @@ static void fs_teardown(struct fs *fs)
 	if (fs->house_stuck)
 		return; /* the process is exiting; that thread may still touch the rest */
 	fs_node_free_all(fs);
+	fs_fsmon_free(fs);
 	git_repository_free(fs->repo);
 	free(fs->repo_path);
 	if (fs->layer_fd >= 0)
@@ -247,6 +249,11 @@ static int serve(struct fs *fs, const struct fs_config *cfg, int *ready_fd)
 	if (rc == 0)
 		rc = fuse_session_loop_mt(fs->se, loop) < 0 ? -EIO : 0;
 	fs_house_stop(fs); /* records the writes still pending */
+	if (rc == 0) {
+		pthread_mutex_lock(&fs->lock);
+		fs_fsmon_save(fs); /* the next mount of this layer goes on with the same tokens */
+		pthread_mutex_unlock(&fs->lock);
+	}
 	fuse_loop_cfg_destroy(loop);
 out_unmount:
 	fuse_session_unmount(fs->se);

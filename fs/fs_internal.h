@@ -18,6 +18,9 @@
 
 #define FS_TIMEOUT 86400.0 /* all changes go through the kernel: cache long */
 
+/* fsmon.c: the names under the view's .git that the daemon answers git's fsmonitor with. */
+#define FS_FSMON_NAME "arborinth-fsmonitor"
+
 /*
  * Descriptors of upper files kept open on their nodes for handle-less I/O. Bounded: every
  * upper node also holds an O_PATH descriptor, and RLIMIT_NOFILE is finite (20,000 here).
@@ -57,6 +60,13 @@ struct fs_node {
 	int32_t backing_id;	/* passthrough.c: registered upper file (0: none) */
 	uint32_t backing_opens; /* handles using backing_id */
 	uint32_t cached_opens;	/* handles whose I/O goes through the page cache and us */
+	uint32_t pt_writers;	/* passthrough handles open for writing (fsmon.c) */
+	uint64_t fsmon_seq;	/* fsmon.c: journaled at this sequence number */
+	bool fsmon_linked;	/* fsmon.c: hard-linked through the view once */
+	/* fsmon.c: a file the daemon makes up (synth_mode != 0): its content */
+	char *synth;
+	size_t synth_len;
+	mode_t synth_mode;
 	dev_t upper_dev;
 	ino_t upper_ino;
 
@@ -102,6 +112,20 @@ struct fs_table {
 	size_t size;
 };
 
+/* fsmon.c: the journal of changed paths git's fsmonitor hook asks about. Under fs->lock. */
+struct fs_fsmon {
+	uint64_t epoch; /* tokens are "arb:EPOCH:SEQ" */
+	uint64_t seq;	/* the last change's */
+	uint64_t floor; /* tokens before it are answered "/" */
+	uint64_t asked; /* seq of the last answer */
+	size_t nlive;	/* nodes with pt_writers */
+	struct fs_fsmon_ent {
+		uint64_t seq;
+		char *path;
+	} * ents;
+	size_t n, cap;
+};
+
 struct fs {
 	struct fuse_session *se;
 	pthread_mutex_t lock;
@@ -110,6 +134,7 @@ struct fs {
 	size_t nnodes;
 	struct fs_node *root;
 	struct fs_node *gitnode; /* /.git */
+	struct fs_fsmon fsmon;
 
 	int layer_fd;
 	int gitdir_fd;
@@ -342,6 +367,24 @@ int32_t fs_passthrough_get(struct fs *fs, struct fs_node *n);
 void fs_passthrough_put(struct fs *fs, struct fs_node *n);
 int fs_passthrough_reply_create(fuse_req_t req, const struct fuse_entry_param *e,
 				struct fuse_file_info *fi, int32_t backing_id);
+
+/*
+ * fsmon.c (fs->lock held unless said): fs_fsmon_init/save/free: the journal at start, at a
+ * clean unmount, at exit. fs_fsmon_note: parent/name changed; fs_fsmon_note_node: n changed
+ * (once per answer); fs_fsmon_reset: everything may have changed (a directory moved).
+ * fs_fsmon_lookup: the made-up file `name` (FS_FSMON_NAME...) under .git: a new node.
+ * fs_fsmon_stat: its attributes. fs_fsmon_read: a copy of its bytes (caller frees).
+ */
+void fs_fsmon_init(struct fs *fs);
+void fs_fsmon_save(struct fs *fs);
+void fs_fsmon_free(struct fs *fs);
+void fs_fsmon_note(struct fs *fs, struct fs_node *parent, const char *name);
+void fs_fsmon_note_node(struct fs *fs, struct fs_node *n);
+void fs_fsmon_reset(struct fs *fs);
+int fs_fsmon_lookup(struct fs *fs, const char *name, struct fs_node **out) ARB_MUST_CHECK;
+int fs_fsmon_stat(struct fs *fs, const struct fs_node *n, struct stat *st) ARB_MUST_CHECK;
+int fs_fsmon_read(struct fs_node *n, size_t size, off_t off, char **out,
+		  size_t *len) ARB_MUST_CHECK;
 
 /* The operation tables' entries, one file per group. */
 void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);

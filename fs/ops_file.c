@@ -84,6 +84,9 @@ static int32_t choose_io(struct fs *fs, fuse_req_t req, struct fs_handle *h)
 		h->passthrough = true;
 		h->mtime0 = st.st_mtim;
 		h->w.pid = fuse_req_ctx(req)->pid;
+		/* fsmon.c: its writes never reach us; it is "changed" until closed */
+		if (h->writable && h->node->pt_writers++ == 0)
+			fs->fsmon.nlive++;
 	} else {
 		h->cached = true;
 		h->node->cached_opens++;
@@ -130,6 +133,44 @@ static int open_node(struct fs *fs, struct fs_node *n, int flags, struct fs_hand
 	return 0;
 }
 
+/* A file fsmon.c made up: read-only, no handle, read from the node every time. */
+static void open_synth(fuse_req_t req, struct fuse_file_info *fi)
+{
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	fi->fh = 0;
+	fi->direct_io = 1;
+	fi->noflush = 1;
+	fuse_reply_open(req, fi);
+}
+
+/* Reads a made-up file; false when ino is not one (fs->lock not held). */
+static bool read_synth(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off)
+{
+	struct fs *fs = fs_of(req);
+	struct fs_node *n;
+	char *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	n = fs_node_get(fs, ino);
+	if (!n || !n->synth_mode) {
+		pthread_mutex_unlock(&fs->lock);
+		return false;
+	}
+	rc = fs_fsmon_read(n, size, off, &buf, &len);
+	pthread_mutex_unlock(&fs->lock);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_buf(req, buf, len);
+	free(buf);
+	return true;
+}
+
 void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
@@ -145,6 +186,11 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	pthread_mutex_lock(&fs->lock);
 	n = fs_node_get(fs, ino);
+	if (n && n->synth_mode) {
+		fs_unlock(fs);
+		open_synth(req, fi);
+		return;
+	}
 	rc = n ? open_node(fs, n, fi->flags, &h) : -ESTALE;
 	if (n && (fi->flags & O_TRUNC))
 		fs_record_node(fs, req, "truncate", n, NULL, 0, 0, rc);
@@ -357,7 +403,11 @@ static void read_node(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off)
 	struct fs *fs = fs_of(req);
 	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
 	struct node_io io;
-	int rc = node_io_get(fs, ino, false, &io);
+	int rc;
+
+	if (read_synth(req, ino, size, off))
+		return;
+	rc = node_io_get(fs, ino, false, &io);
 
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
@@ -389,8 +439,10 @@ static void write_node(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 	dst.buf[0].pos = off;
 	n = fuse_buf_copy(&dst, bufv, FUSE_BUF_SPLICE_NONBLOCK);
 	pthread_mutex_lock(&fs->lock);
-	if (n > 0)
+	if (n > 0) {
 		first = fs_record_node_write(fs, io.node, pid, off, (size_t)n);
+		fs_fsmon_note_node(fs, io.node);
+	}
 	node_io_end(fs, &io);
 	if (first)
 		fs_record_first_write(fs, pid);
@@ -465,6 +517,9 @@ void fs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, o
 		fuse_reply_err(req, (int)-n);
 		return;
 	}
+	pthread_mutex_lock(&fs_of(req)->lock);
+	fs_fsmon_note_node(fs_of(req), h->node);
+	pthread_mutex_unlock(&fs_of(req)->lock);
 	pthread_mutex_lock(&h->wlock);
 	if (fs_wstats_add(&h->w, off, (size_t)n)) {
 		h->w.pid = fuse_req_ctx(req)->pid;
@@ -518,6 +573,12 @@ static void handle_release(struct fs *fs, struct fs_handle *h)
 	pthread_mutex_lock(&fs->lock);
 	if (h->passthrough)
 		fs_passthrough_put(fs, h->node);
+	if (h->passthrough && h->writable) {
+		if (--h->node->pt_writers == 0)
+			fs->fsmon.nlive--;
+		h->node->fsmon_seq = 0;
+		fs_fsmon_note_node(fs, h->node);
+	}
 	if (h->cached)
 		h->node->cached_opens--;
 	h->node->refs--;
