@@ -19,7 +19,9 @@
 #define FS_TIMEOUT 86400.0 /* all changes go through the kernel: cache long */
 
 /* fsmon.c: the names under the view's .git that the daemon answers git's fsmonitor with. */
-#define FS_FSMON_NAME "arborinth-fsmonitor"
+#define FS_FSMON_NAME	   "arborinth-fsmonitor"
+#define FS_FSMON_ANSWERS   64		 /* answers kept in memory, at most, */
+#define FS_FSMON_ANSWER_NS 60000000000LL /* for at least this long, unless more come */
 
 /*
  * Descriptors of upper files kept open on their nodes for handle-less I/O. Bounded: every
@@ -119,6 +121,12 @@ struct fs_fsmon {
 	uint64_t floor; /* tokens before it are answered "/" */
 	uint64_t asked; /* seq of the last answer */
 	size_t nlive;	/* nodes with pt_writers */
+	/* answers given (made-up files' inode numbers and times), oldest first, to drop */
+	struct fs_fsmon_ans {
+		fuse_ino_t ino;
+		int64_t t;
+	} answers[FS_FSMON_ANSWERS];
+	size_t nanswers;
 	struct fs_fsmon_ent {
 		uint64_t seq;
 		char *path;

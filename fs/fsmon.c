@@ -306,6 +306,32 @@ static const char *query_token(char *s)
 	return s + 1;
 }
 
+/*
+ * The kernel forgets an answer's inode only under memory pressure; the daemon keeps the bytes
+ * of the last FS_FSMON_ANSWERS answers and of every answer younger than a minute (its hook is
+ * a `cat`, done in milliseconds), and drops older ones, which then read as empty.
+ */
+static void keep_answer(struct fs *fs, struct fs_node *n)
+{
+	struct fs_fsmon *m = &fs->fsmon;
+	int64_t now = util_now_ns();
+	size_t drop = 0;
+
+	while (drop < m->nanswers && (m->nanswers - drop >= FS_FSMON_ANSWERS ||
+				      now - m->answers[drop].t > FS_FSMON_ANSWER_NS)) {
+		struct fs_node *old = fs_node_get(fs, m->answers[drop++].ino);
+
+		if (old && old->synth_mode) {
+			free(old->synth);
+			old->synth = NULL;
+		}
+	}
+	memmove(m->answers, m->answers + drop, (m->nanswers - drop) * sizeof(*m->answers));
+	m->nanswers -= drop;
+	m->answers[m->nanswers].ino = n->ino;
+	m->answers[m->nanswers++].t = now;
+}
+
 int fs_fsmon_lookup(struct fs *fs, const char *name, struct fs_node **out)
 {
 	const char *rest = name + strlen(FS_FSMON_NAME);
@@ -335,6 +361,8 @@ int fs_fsmon_lookup(struct fs *fs, const char *name, struct fs_node **out)
 	n->synth = content;
 	n->synth_len = len;
 	n->synth_mode = *rest ? 0444 : 0555;
+	if (*rest)
+		keep_answer(fs, n);
 	*out = n;
 	return 0;
 }
@@ -357,7 +385,7 @@ int fs_fsmon_read(struct fs_node *n, size_t size, off_t off, char **out, size_t 
 {
 	size_t have = n->synth_len, at = off < 0 ? have : (size_t)off;
 
-	*len = at >= have ? 0 : size < have - at ? size : have - at;
+	*len = at >= have || !n->synth ? 0 : size < have - at ? size : have - at;
 	*out = *len ? malloc(*len) : NULL;
 	if (*len && !*out)
 		return -ENOMEM;
