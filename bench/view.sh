@@ -266,6 +266,26 @@ bench_read() {
 			-n view "$(read_cmd $name "$v")" \
 			-n fuse-overlayfs "$(read_cmd $name "$OVL/mnt")"
 	done
+	# git status and the fsmonitor: the view as created (core.fsmonitor names the daemon's
+	# hook; core.untrackedCache) against native with and without git's untracked cache (on a
+	# copy of the native index), and the view with both off (--no-optional-locks: that run
+	# leaves the view's index, and its fsmonitor token, as they were).
+	cp "$NATIVE/.git/index" "$WORK/native-untracked.index"
+	local nu="env GIT_INDEX_FILE=$WORK/native-untracked.index git -c core.untrackedCache=true"
+	local off="git --no-optional-locks -c core.fsmonitor=false -c core.untrackedCache=false"
+	git -C "$v" status >/dev/null
+	$nu -C "$NATIVE" status >/dev/null
+	measure "status, warm: fsmonitor and untracked cache" --runs "$RUNS" --warmup 1 \
+		-n native "git -C $NATIVE status" \
+		-n "native, untracked cache" "$nu -C $NATIVE status" \
+		-n "view (fsmonitor)" "git -C $v status" \
+		-n "view, fsmonitor off" "$off -C $v status"
+	measure "status, cold: fsmonitor and untracked cache" --runs "$RUNS" --prepare "$DROP" \
+		-n native "git -C $NATIVE status" \
+		-n "native, untracked cache" "$nu -C $NATIVE status" \
+		-n "view (fsmonitor)" "git -C $v status" \
+		-n "view, fsmonitor off" "$off -C $v status"
+	rm -f "$WORK/native-untracked.index"
 	note "daemon RSS after the reads" "$(($(rss_kib "$(ws_pid bench-r)") / 1024)) MiB"
 	fusermount3 -u "$OVL/mnt"
 	arb workspace delete bench-r >/dev/null
