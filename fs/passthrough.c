@@ -193,8 +193,11 @@ static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
 		char why[128];
 
 		snprintf(why, sizeof(why), "passthrough unavailable: %s", strerror(-rc));
+		/* Other threads read them under the lock once the kernel sends more requests. */
+		pthread_mutex_lock(&fs->lock);
 		fs->devfd = fd;
 		fs->passthrough = rc == 0;
+		pthread_mutex_unlock(&fs->lock);
 		write_status(fs, rc == 0 ? NULL : fs->pt_why ? fs->pt_why : why);
 		__atomic_store_n(&fs->pt_init_done, true, __ATOMIC_RELEASE);
 	}
