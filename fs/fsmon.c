@@ -248,7 +248,8 @@ static int changed_since(struct fs *fs, uint64_t since, struct strv *out)
 				strv_push(out, fs_node_path(fs, x, NULL));
 	if (out->oom)
 		return -ENOMEM;
-	qsort(out->v, out->n, sizeof(*out->v), cmp_str);
+	if (out->n > 1)
+		qsort(out->v, out->n, sizeof(*out->v), cmp_str);
 	return 0;
 }
 
