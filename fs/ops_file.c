@@ -66,7 +66,6 @@ static struct fs_handle *handle_new(struct fs_node *n, int fd, bool lower, bool 
 	return h;
 }
 
-/* Opens node n (fs->lock held on entry and on return; dropped while reading blobs). */
 /*
  * How the kernel will do h's I/O (fs->lock held): through the upper file itself
  * (passthrough: returns the backing id) or through its page cache and this daemon (0). An
@@ -94,6 +93,7 @@ static int32_t choose_io(struct fs *fs, fuse_req_t req, struct fs_handle *h)
 	return id;
 }
 
+/* Opens node n (fs->lock held on entry and on return; dropped while reading blobs). */
 static int open_node(struct fs *fs, struct fs_node *n, int flags, struct fs_handle **out)
 {
 	git_oid oid;
