@@ -266,6 +266,26 @@ bench_read() {
 			-n view "$(read_cmd $name "$v")" \
 			-n fuse-overlayfs "$(read_cmd $name "$OVL/mnt")"
 	done
+	# git status and the fsmonitor: the view as created (core.fsmonitor names the daemon's
+	# hook; core.untrackedCache) against native with and without git's untracked cache (on a
+	# copy of the native index), and the view with both off (--no-optional-locks: that run
+	# leaves the view's index, and its fsmonitor token, as they were).
+	cp "$NATIVE/.git/index" "$WORK/native-untracked.index"
+	local nu="env GIT_INDEX_FILE=$WORK/native-untracked.index git -c core.untrackedCache=true"
+	local off="git --no-optional-locks -c core.fsmonitor=false -c core.untrackedCache=false"
+	git -C "$v" status >/dev/null
+	$nu -C "$NATIVE" status >/dev/null
+	measure "status, warm: fsmonitor and untracked cache" --runs "$RUNS" --warmup 1 \
+		-n native "git -C $NATIVE status" \
+		-n "native, untracked cache" "$nu -C $NATIVE status" \
+		-n "view (fsmonitor)" "git -C $v status" \
+		-n "view, fsmonitor off" "$off -C $v status"
+	measure "status, cold: fsmonitor and untracked cache" --runs "$RUNS" --prepare "$DROP" \
+		-n native "git -C $NATIVE status" \
+		-n "native, untracked cache" "$nu -C $NATIVE status" \
+		-n "view (fsmonitor)" "git -C $v status" \
+		-n "view, fsmonitor off" "$off -C $v status"
+	rm -f "$WORK/native-untracked.index"
 	note "daemon RSS after the reads" "$(($(rss_kib "$(ws_pid bench-r)") / 1024)) MiB"
 	fusermount3 -u "$OVL/mnt"
 	arb workspace delete bench-r >/dev/null
@@ -294,35 +314,46 @@ remount_without_audit() {
 	die "could not remount $1 without the audit"
 }
 
-# The writes, in workspaces of $REPO against NATIVE_DIR; TAG ends each title.
+# The writes, in workspaces of $REPO against NATIVE_DIR; TAG ends each title. Subjects: the
+# view as created by default (its daemon writes every file), the same without the audit, and
+# a view created with `--io passthrough` (files it creates are written by the kernel).
 write_suite() { # NATIVE_DIR TAG
-	local nat=$1 tag=$2 v q storm="$WORK/bin/storm"
+	local nat=$1 tag=$2 v q pt storm="$WORK/bin/storm"
 	cc -O2 -o "$storm" "$HERE/storm.c"
 	ws_create bench-w
 	ws_create bench-q
+	ws_create bench-p --io passthrough
 	remount_without_audit bench-q
 	v="$(ws_dir bench-w)/workdir"
 	q="$(ws_dir bench-q)/workdir"
+	pt="$(ws_dir bench-p)/workdir"
+	note "I/O path of the passthrough view$tag" "$(cat "$(ws_dir bench-p)/run/io")"
 	measure "small-file storm (10,000 files in 100 dirs: create, rewrite, delete)$tag" \
 		--runs "$RUNS" --warmup 1 \
 		--prepare "rm -rf $nat/storm" -n native "$storm $nat" \
 		--prepare "rm -rf $v/storm" -n view "$storm $v" \
-		--prepare "rm -rf $q/storm" -n "view, audit off" "$storm $q"
+		--prepare "rm -rf $q/storm" -n "view, audit off" "$storm $q" \
+		--prepare "rm -rf $pt/storm" -n "view, passthrough" "$storm $pt"
 	measure "1 GiB sequential write (dd bs=1M)$tag" --runs "$RUNS" \
 		--prepare "rm -f $nat/seq.bin; sync" -n native \
 		"dd if=/dev/zero of=$nat/seq.bin bs=1M count=1024 status=none" \
 		--prepare "rm -f $v/seq.bin; sync" -n view \
 		"dd if=/dev/zero of=$v/seq.bin bs=1M count=1024 status=none" \
 		--prepare "rm -f $q/seq.bin; sync" -n "view, audit off" \
-		"dd if=/dev/zero of=$q/seq.bin bs=1M count=1024 status=none"
+		"dd if=/dev/zero of=$q/seq.bin bs=1M count=1024 status=none" \
+		--prepare "rm -f $pt/seq.bin; sync" -n "view, passthrough" \
+		"dd if=/dev/zero of=$pt/seq.bin bs=1M count=1024 status=none"
 	measure "1 GiB sequential write + fsync (dd conv=fsync)$tag" --runs "$RUNS" \
 		--prepare "rm -f $nat/seq.bin; sync" -n native \
 		"dd if=/dev/zero of=$nat/seq.bin bs=1M count=1024 conv=fsync status=none" \
 		--prepare "rm -f $v/seq.bin; sync" -n view \
-		"dd if=/dev/zero of=$v/seq.bin bs=1M count=1024 conv=fsync status=none"
-	rm -rf "$nat/storm" "$nat/seq.bin" "$v/seq.bin" "$q/seq.bin"
+		"dd if=/dev/zero of=$v/seq.bin bs=1M count=1024 conv=fsync status=none" \
+		--prepare "rm -f $pt/seq.bin; sync" -n "view, passthrough" \
+		"dd if=/dev/zero of=$pt/seq.bin bs=1M count=1024 conv=fsync status=none"
+	rm -rf "$nat/storm" "$nat/seq.bin" "$v/seq.bin" "$q/seq.bin" "$pt/seq.bin"
 	arb workspace delete bench-w >/dev/null
 	arb workspace delete bench-q >/dev/null
+	arb workspace delete bench-p >/dev/null
 }
 
 bench_write() {
@@ -349,7 +380,7 @@ bench_write_ext4() {
 }
 ext4_away() {
 	if mountpoint -q "$EXT4" 2>/dev/null; then
-		for ws in bench-w bench-q; do
+		for ws in bench-w bench-q bench-p; do
 			"$ARB" --workdir "$EXT4/repo" workspace delete "$ws" >/dev/null 2>&1 || true
 		done
 		umount "$EXT4" || umount -l "$EXT4"

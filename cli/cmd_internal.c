@@ -12,7 +12,7 @@ const char cmd_fs_daemon_usage[] =
     "usage: arborinth __fs-daemon --mountpoint DIR --layer DIR --gitdir DIR --repo DIR\n"
     "         --blobs DIR --base COMMIT [--pidfile FILE] [--db FILE --ws-id ID --ws-name N]\n"
     "         [--share private|other]\n"
-    "         [--ready-fd FD] [--debug]\n"
+    "         [--ready-fd FD] [--debug] [--io daemon|passthrough]\n"
     "\n"
     "Internal: serves one workspace view (started by 'workspace create' and 'mount').\n";
 
@@ -22,13 +22,21 @@ static const struct cli_cmd daemon_cmd = {"__fs-daemon", NULL, cmd_fs_daemon, NU
 int cmd_fs_daemon(struct cli_global *g, int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"mountpoint", required_argument, NULL, 'm'}, {"layer", required_argument, NULL, 'l'},
-	    {"gitdir", required_argument, NULL, 'g'},	  {"repo", required_argument, NULL, 'r'},
-	    {"blobs", required_argument, NULL, 'b'},	  {"base", required_argument, NULL, 'c'},
-	    {"pidfile", required_argument, NULL, 'p'},	  {"db", required_argument, NULL, 'd'},
-	    {"ws-id", required_argument, NULL, 'i'},	  {"ws-name", required_argument, NULL, 'n'},
-	    {"ready-fd", required_argument, NULL, 'f'},	  {"debug", no_argument, NULL, 'D'},
-	    {"share", required_argument, NULL, 's'},	  {0},
+	    {"mountpoint", required_argument, NULL, 'm'},
+	    {"layer", required_argument, NULL, 'l'},
+	    {"gitdir", required_argument, NULL, 'g'},
+	    {"repo", required_argument, NULL, 'r'},
+	    {"blobs", required_argument, NULL, 'b'},
+	    {"base", required_argument, NULL, 'c'},
+	    {"pidfile", required_argument, NULL, 'p'},
+	    {"db", required_argument, NULL, 'd'},
+	    {"ws-id", required_argument, NULL, 'i'},
+	    {"ws-name", required_argument, NULL, 'n'},
+	    {"ready-fd", required_argument, NULL, 'f'},
+	    {"debug", no_argument, NULL, 'D'},
+	    {"share", required_argument, NULL, 's'},
+	    {"io", required_argument, NULL, 'I'},
+	    {0},
 	};
 	struct fs_config cfg = {0};
 	int status = CLI_ERR, ready_fd = -1;
@@ -74,6 +82,11 @@ int cmd_fs_daemon(struct cli_global *g, int argc, char **argv)
 			break;
 		case 'D':
 			cfg.debug = 1;
+			break;
+		case 'I':
+			if (strcmp(optarg, "daemon") != 0 && strcmp(optarg, "passthrough") != 0)
+				return cli_usage_error("__fs-daemon", "--io daemon|passthrough");
+			cfg.passthrough = !strcmp(optarg, "passthrough");
 			break;
 		case 's':
 			if (strcmp(optarg, "private") != 0 && strcmp(optarg, "other") != 0)

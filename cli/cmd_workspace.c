@@ -10,12 +10,13 @@
 #include "include/arborinth.h"
 
 const char cmd_workspace_usage[] =
-    "usage: arborinth workspace create NAME [--rev REV] [--dirty] [--allow-other] [--json]\n"
+    "usage: arborinth workspace create NAME [--rev REV] [--dirty] [--allow-other] [--io MODE]\n"
+    "         [--json]\n"
     "       arborinth workspace create NAME --from OTHER[@CKPT] [--allow-other] [--json]\n"
     "       arborinth workspace list [--json]\n"
     "       arborinth workspace info NAME [--json]\n"
     "       arborinth workspace delete NAME [--purge]\n"
-    "       arborinth workspace mount NAME [--allow-other] [--json]\n"
+    "       arborinth workspace mount NAME [--allow-other] [--io MODE] [--json]\n"
     "       arborinth workspace unmount NAME [--json]\n"
     "\n"
     "A workspace is a writable copy-on-write view of one commit of the repository, at\n"
@@ -32,6 +33,11 @@ const char cmd_workspace_usage[] =
     "  --allow-other  (create, mount) other users of the machine may use the view too,\n"
     "              with the usual permission checks (default: only you); needs\n"
     "              user_allow_other in /etc/fuse.conf when not root\n"
+    "  --io daemon|passthrough\n"
+    "              (create, mount) how files created in the view are written, for this and\n"
+    "              later mounts: through the daemon (default), or by the kernel straight\n"
+    "              into the upper layer (FUSE passthrough; needs root, see README: while such\n"
+    "              a file is open for writing, other opens of it fail with EIO)\n"
     "  --json      machine-readable output\n"
     "  --purge     (delete) also remove the workspace's audit history, and that of every\n"
     "              earlier workspace of that name; works on an already deleted one too\n"
@@ -59,14 +65,15 @@ static json_t *ws_json(const arb_workspace *ws)
 	char created[32];
 
 	util_time_format(created, sizeof(created), arb_workspace_created_ns(ws), true);
-	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:b,s:I}", "name",
+	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:b,s:I,s:s?}", "name",
 			 arb_workspace_name(ws), "root", arb_workspace_root(ws), "workdir",
 			 arb_workspace_workdir(ws), "tmp", arb_workspace_tmp(ws), "cache",
 			 arb_workspace_cache(ws), "home", arb_workspace_home(ws), "base_commit",
 			 arb_workspace_base_commit(ws), "branch", arb_workspace_branch(ws),
 			 "remote", arb_workspace_remote(ws), "created", created, "state",
 			 arb_workspace_state(ws), "mounted", arb_workspace_mounted(ws),
-			 "daemon_pid", (json_int_t)arb_workspace_daemon_pid(ws));
+			 "daemon_pid", (json_int_t)arb_workspace_daemon_pid(ws), "io",
+			 arb_workspace_io(ws));
 }
 
 static void ws_print(const arb_workspace *ws)
@@ -84,11 +91,14 @@ static void ws_print(const arb_workspace *ws)
 	printf("branch:   %s\n", arb_workspace_branch(ws));
 	printf("remote:   %s\n", arb_workspace_remote(ws));
 	printf("created:  %s\n", created);
-	if (arb_workspace_mounted(ws))
+	if (arb_workspace_mounted(ws)) {
 		printf("mounted:  yes (daemon pid %lld)\n",
 		       (long long)arb_workspace_daemon_pid(ws));
-	else
+		if (arb_workspace_io(ws))
+			printf("io:       %s\n", arb_workspace_io(ws));
+	} else {
 		printf("mounted:  no\n");
+	}
 }
 
 /* The command line's one line for a failure of the library (exit status 1). */
@@ -97,21 +107,20 @@ static int fail_lib(void)
 	return cli_fail(CLI_ERR, "%s", arb_error_last());
 }
 
-/* `create --dirty`, `--from` and `create|mount --allow-other`, set by parse(). */
+/* `create --dirty`, `--from`, `create|mount --allow-other` and `--io`, set by parse(). */
 static bool create_dirty, allow_other;
+static unsigned int io_flags;
 static const char *create_from;
 
 /* Parses [--json] (and --rev, --purge where rev, purge are given) plus `npos` positionals. */
 static int parse(struct cli_global *g, const char *sub, int argc, char **argv, bool *json,
 		 const char **rev, bool *purge, const char **pos, int npos, int *status)
 {
-	static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-					     {"rev", required_argument, NULL, 'r'},
-					     {"purge", no_argument, NULL, 'P'},
-					     {"dirty", no_argument, NULL, 'D'},
-					     {"allow-other", no_argument, NULL, 'O'},
-					     {"from", required_argument, NULL, 'F'},
-					     {0}};
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},	     {"rev", required_argument, NULL, 'r'},
+	    {"purge", no_argument, NULL, 'P'},	     {"dirty", no_argument, NULL, 'D'},
+	    {"allow-other", no_argument, NULL, 'O'}, {"from", required_argument, NULL, 'F'},
+	    {"io", required_argument, NULL, 'I'},    {0}};
 	const struct cli_cmd *cmd = cli_cmd_find(cmd_workspace_subs, sub);
 	int c;
 
@@ -131,6 +140,13 @@ static int parse(struct cli_global *g, const char *sub, int argc, char **argv, b
 			create_from = optarg;
 		} else if (c == 'O' && (!strcmp(sub, "create") || !strcmp(sub, "mount"))) {
 			allow_other = true;
+		} else if (c == 'I' && (!strcmp(sub, "create") || !strcmp(sub, "mount"))) {
+			if (strcmp(optarg, "daemon") != 0 && strcmp(optarg, "passthrough") != 0) {
+				*status = cli_usage_error(cmd->path, "--io daemon|passthrough");
+				return -1;
+			}
+			io_flags = !strcmp(optarg, "passthrough") ? ARB_WS_IO_PASSTHROUGH
+								  : ARB_WS_IO_DAEMON;
 		} else {
 			*status =
 			    cli_usage_error(cmd->path, "unknown option '%s'", argv[optind - 1]);
@@ -175,13 +191,13 @@ static int ws_create(struct cli_global *g, int argc, char **argv)
 		if (at)
 			*at++ = '\0';
 		rc = from ? arb_workspace_fork(&ws, p, name, from, at && *at ? at : NULL,
-					       allow_other ? ARB_WS_ALLOW_OTHER : 0)
+					       (allow_other ? ARB_WS_ALLOW_OTHER : 0) | io_flags)
 			  : util_err(-ENOMEM, "out of memory");
 		free(from);
 	} else {
 		rc = arb_workspace_create(&ws, p, name, rev,
 					  (create_dirty ? ARB_WS_DIRTY : 0) |
-					      (allow_other ? ARB_WS_ALLOW_OTHER : 0));
+					      (allow_other ? ARB_WS_ALLOW_OTHER : 0) | io_flags);
 	}
 	if (rc < 0)
 		status = fail_lib();
@@ -296,7 +312,7 @@ static int ws_mount_common(struct cli_global *g, int argc, char **argv, bool mou
 		  &status) < 0)
 		return status;
 	if (arb_project_open(&p, g->workdir) < 0 || arb_workspace_get(&ws, p, name) < 0 ||
-	    (mount ? arb_workspace_mount(p, name, allow_other ? ARB_WS_ALLOW_OTHER : 0)
+	    (mount ? arb_workspace_mount(p, name, (allow_other ? ARB_WS_ALLOW_OTHER : 0) | io_flags)
 		   : arb_workspace_unmount(p, name)) < 0) {
 		status = fail_lib();
 		goto out;

@@ -80,6 +80,9 @@ int core_ws_create(struct core_project *p, const char *name, const char *rev,
 /* Flags of core_ws_create_opts. */
 #define CORE_WS_DIRTY	    0x1 /* also carry the origin's uncommitted working-tree state */
 #define CORE_WS_ALLOW_OTHER 0x2 /* mount it for other users too (see core_ws_mount) */
+/* The view's I/O path from now on (see core_ws_mount); neither: as it was. */
+#define CORE_WS_IO_PASSTHROUGH 0x4
+#define CORE_WS_IO_DAEMON      0x8
 int core_ws_create_opts(struct core_project *p, const char *name, const char *rev,
 			unsigned int flags, struct core_ws **out) ARB_MUST_CHECK;
 /* -ENOENT (with message) for an unknown workspace. */
@@ -106,6 +109,9 @@ int core_ws_purge(struct core_project *p, const char *name) ARB_MUST_CHECK;
  * 0700) or CORE_WS_ALLOW_OTHER (FUSE allow_other: every user, with the view's permission
  * checks; the workspace folder is 0711 so others can reach workdir/ but list nothing).
  * -EPERM with a message when allow_other needs user_allow_other in /etc/fuse.conf (not root).
+ * CORE_WS_IO_PASSTHROUGH / CORE_WS_IO_DAEMON choose, for this and every later mount, whether
+ * files created in the view are written through FUSE passthrough (fs/passthrough.c; kept as
+ * the file NAME/io-passthrough) or through the daemon (the default).
  */
 int core_ws_mount(struct core_project *p, struct core_ws *ws, unsigned int flags) ARB_MUST_CHECK;
 /*

@@ -16,7 +16,10 @@ static const char ws_config[] = "[core]\n"
 				"\tbare = false\n"
 				"\tlogallrefupdates = true\n"
 				"\tcheckStat = minimal\n"
-				"\ttrustctime = false\n";
+				"\ttrustctime = false\n"
+				/* the view's daemon answers git's fsmonitor (fs/fsmon.c) */
+				"\tfsmonitor = .git/arborinth-fsmonitor\n"
+				"\tuntrackedCache = true\n";
 
 static int write_text(const char *dir, const char *name, const char *text)
 {

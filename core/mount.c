@@ -188,10 +188,27 @@ static int set_share(const struct core_ws *ws, bool allow_other)
 	return 0;
 }
 
+/* Records the I/O path flags ask for; true when the view is to use passthrough. */
+static int io_choice(const struct core_ws *ws, unsigned int flags, bool *passthrough)
+{
+	char *path = util_path_join(ws->root, "io-passthrough");
+	int rc = 0;
+
+	if (!path)
+		return -ENOMEM;
+	if (flags & CORE_WS_IO_PASSTHROUGH)
+		rc = util_write_file(path, "", 0, 0644);
+	else if ((flags & CORE_WS_IO_DAEMON) && unlink(path) < 0 && errno != ENOENT)
+		rc = util_err(-errno, "%s: %s", path, strerror(errno));
+	*passthrough = access(path, F_OK) == 0;
+	free(path);
+	return rc;
+}
+
 int core_ws_mount(struct core_project *p, struct core_ws *ws, unsigned int flags)
 {
 	char *blobs = NULL, *pidfile = NULL, *log = NULL, *db = NULL, *commondir = NULL;
-	bool allow_other = flags & CORE_WS_ALLOW_OTHER;
+	bool allow_other = flags & CORE_WS_ALLOW_OTHER, passthrough = false;
 	int rc;
 
 	clear_stale_mount(ws->workdir);
@@ -200,6 +217,8 @@ int core_ws_mount(struct core_project *p, struct core_ws *ws, unsigned int flags
 		return 0;
 	}
 	rc = set_share(ws, allow_other);
+	if (rc == 0)
+		rc = io_choice(ws, flags, &passthrough);
 	if (rc < 0)
 		return rc;
 	rc = -ENOMEM;
@@ -234,6 +253,8 @@ int core_ws_mount(struct core_project *p, struct core_ws *ws, unsigned int flags
 			ws->name,
 			"--share",
 			allow_other ? "other" : "private",
+			"--io",
+			passthrough ? "passthrough" : "daemon",
 			"--ready-fd",
 			NULL,
 			NULL};

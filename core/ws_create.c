@@ -161,7 +161,7 @@ static int mount_new(struct core_project *p, const char *name, unsigned int flag
 		return rc;
 	rc = core_fault("mount");
 	if (rc == 0)
-		rc = core_ws_mount(p, ws, flags & CORE_WS_ALLOW_OTHER);
+		rc = core_ws_mount(p, ws, flags & (CORE_WS_ALLOW_OTHER | CORE_WS_IO_PASSTHROUGH));
 	if (rc == 0) {
 		if (out)
 			*out = ws;

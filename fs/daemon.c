@@ -23,9 +23,10 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 	 * ENOSYS, keeps the page cache and sends no RELEASE or FLUSH; reads and writes then come
 	 * with fh 0 and find the file by its node. Without it, an unchanged file's read is an
 	 * OPEN and a RELEASE for every open(). O_TRUNC must then come as a SETATTR, so the kernel
-	 * must not expect OPEN to truncate (atomic_o_trunc off).
+	 * must not expect OPEN to truncate (atomic_o_trunc off). A view with passthrough keeps
+	 * OPEN: only an open the kernel sent can be given a backing file (passthrough.c).
 	 */
-	if (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) {
+	if ((conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) && !fs->pt_offered) {
 		conn->want |= FUSE_CAP_NO_OPEN_SUPPORT;
 		conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
 		fs->no_open = true;
@@ -100,7 +101,7 @@ static int fs_setup(struct fs *fs, const struct fs_config *cfg)
 	int fd, rc;
 
 	fs->cfg = cfg;
-	fs->layer_fd = fs->gitdir_fd = fs->blobs_fd = -1;
+	fs->layer_fd = fs->gitdir_fd = fs->blobs_fd = fs->devfd = -1;
 	fs->uid = getuid();
 	fs->gid = getgid();
 	pthread_mutex_init(&fs->lock, NULL);
@@ -133,6 +134,7 @@ static int fs_setup(struct fs *fs, const struct fs_config *cfg)
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return -errno;
 	fs_node_set_upper(fs, fs->gitnode, fd, &st);
+	fs_fsmon_init(fs);
 	if (cfg->db_path) {
 		rc = audit_log_open(&fs->audit, cfg->db_path, cfg->ws_id, cfg->ws_name);
 		if (rc < 0)
@@ -147,6 +149,7 @@ static void fs_teardown(struct fs *fs)
 	if (fs->house_stuck)
 		return; /* the process is exiting; that thread may still touch the rest */
 	fs_node_free_all(fs);
+	fs_fsmon_free(fs);
 	git_repository_free(fs->repo);
 	free(fs->repo_path);
 	if (fs->layer_fd >= 0)
@@ -224,7 +227,9 @@ static int serve(struct fs *fs, const struct fs_config *cfg, int *ready_fd)
 		rc = util_err(-EIO, "cannot mount the view at %s", cfg->mountpoint);
 		goto out_signals;
 	}
-	rc = write_pidfile(cfg->pidfile);
+	rc = fs_passthrough_install(fs);
+	if (rc == 0)
+		rc = write_pidfile(cfg->pidfile);
 	if (rc < 0)
 		goto out_unmount;
 	signal_ready(ready_fd, 0);
@@ -244,6 +249,11 @@ static int serve(struct fs *fs, const struct fs_config *cfg, int *ready_fd)
 	if (rc == 0)
 		rc = fuse_session_loop_mt(fs->se, loop) < 0 ? -EIO : 0;
 	fs_house_stop(fs); /* records the writes still pending */
+	if (rc == 0) {
+		pthread_mutex_lock(&fs->lock);
+		fs_fsmon_save(fs); /* the next mount of this layer goes on with the same tokens */
+		pthread_mutex_unlock(&fs->lock);
+	}
 	fuse_loop_cfg_destroy(loop);
 out_unmount:
 	fuse_session_unmount(fs->se);

@@ -25,6 +25,7 @@ struct fs_config {
 	const char *ws_id;	/* workspace id and name, for the audit */
 	const char *ws_name;
 	bool allow_other; /* other users may use the view (FUSE allow_other) */
+	bool passthrough; /* created files are written through FUSE passthrough where possible */
 	int debug;	  /* libfuse debug output to stderr */
 };
 

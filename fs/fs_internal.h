@@ -18,6 +18,11 @@
 
 #define FS_TIMEOUT 86400.0 /* all changes go through the kernel: cache long */
 
+/* fsmon.c: the names under the view's .git that the daemon answers git's fsmonitor with. */
+#define FS_FSMON_NAME	   "arborinth-fsmonitor"
+#define FS_FSMON_ANSWERS   64		 /* answers kept in memory, at most, */
+#define FS_FSMON_ANSWER_NS 60000000000LL /* for at least this long, unless more come */
+
 /*
  * Descriptors of upper files kept open on their nodes for handle-less I/O. Bounded: every
  * upper node also holds an O_PATH descriptor, and RLIMIT_NOFILE is finite (20,000 here).
@@ -54,6 +59,16 @@ struct fs_node {
 	int fd;	     /* O_PATH|O_NOFOLLOW, -1 when lower only */
 	int data_fd; /* upper file opened read-write for I/O without a handle; -1 until used */
 	struct fs_wpend *wpend; /* audit: writes without a handle, not yet recorded */
+	int32_t backing_id;	/* passthrough.c: registered upper file (0: none) */
+	uint32_t backing_opens; /* handles using backing_id */
+	uint32_t cached_opens;	/* handles whose I/O goes through the page cache and us */
+	uint32_t pt_writers;	/* passthrough handles open for writing (fsmon.c) */
+	uint64_t fsmon_seq;	/* fsmon.c: journaled at this sequence number */
+	bool fsmon_linked;	/* fsmon.c: hard-linked through the view once */
+	/* fsmon.c: a file the daemon makes up (synth_mode != 0): its content */
+	char *synth;
+	size_t synth_len;
+	mode_t synth_mode;
 	dev_t upper_dev;
 	ino_t upper_ino;
 
@@ -99,6 +114,26 @@ struct fs_table {
 	size_t size;
 };
 
+/* fsmon.c: the journal of changed paths git's fsmonitor hook asks about. Under fs->lock. */
+struct fs_fsmon {
+	uint64_t epoch; /* tokens are "arb:EPOCH:SEQ" */
+	uint64_t seq;	/* the last change's */
+	uint64_t floor; /* tokens before it are answered "/" */
+	uint64_t asked; /* seq of the last answer */
+	size_t nlive;	/* nodes with pt_writers */
+	/* answers given (made-up files' inode numbers and times), oldest first, to drop */
+	struct fs_fsmon_ans {
+		fuse_ino_t ino;
+		int64_t t;
+	} answers[FS_FSMON_ANSWERS];
+	size_t nanswers;
+	struct fs_fsmon_ent {
+		uint64_t seq;
+		char *path;
+	} * ents;
+	size_t n, cap;
+};
+
 struct fs {
 	struct fuse_session *se;
 	pthread_mutex_t lock;
@@ -107,6 +142,7 @@ struct fs {
 	size_t nnodes;
 	struct fs_node *root;
 	struct fs_node *gitnode; /* /.git */
+	struct fs_fsmon fsmon;
 
 	int layer_fd;
 	int gitdir_fd;
@@ -128,6 +164,13 @@ struct fs {
 	 */
 	bool no_open;
 	bool no_opendir; /* likewise for directories: no OPENDIR or RELEASEDIR (ops_readdir.c) */
+	/* passthrough.c: created files are read and written inside the kernel */
+	bool passthrough;   /* negotiated and a backing file could be registered */
+	bool pt_offered;    /* the kernel offered it and this process may register files */
+	const char *pt_why; /* when not: why (static string) */
+	bool pt_asked;	    /* the INIT reply asked for it */
+	bool pt_init_done;  /* INIT answered (atomic) */
+	int devfd;	    /* /dev/fuse, for the backing-file ioctls */
 	struct fs_wpend *wdirty, *wdirty_tail; /* pending handle-less writes, oldest first */
 	size_t ndata_fds;		       /* nodes' data_fd in use (<= FS_DATA_FDS_MAX) */
 	size_t nupper_fds;		       /* nodes' O_PATH descriptors (n->fd) */
@@ -147,6 +190,14 @@ struct fs_handle {
 	int fd;	    /* data fd: blob cache (read-only) or upper file; -1 for dirs */
 	bool lower; /* fd is the blob cache file */
 	bool writable;
+	/*
+	 * Passthrough (a CREATE reply with the node's backing id): the kernel writes the upper
+	 * file itself; at release the open is recorded as one write by its creator (w.pid) when
+	 * the file's mtime moved since mtime0.
+	 */
+	bool passthrough;
+	bool cached; /* counted in node->cached_opens */
+	struct timespec mtime0;
 	/* audit: writes coalesced until release, under wlock */
 	pthread_mutex_t wlock;
 	struct fs_wstats w;
@@ -310,6 +361,38 @@ int fs_house_start(struct fs *fs) ARB_MUST_CHECK;
 void fs_house_stop(struct fs *fs);
 /* Wakes the thread when the nodes' descriptors passed fs->fd_high (fs->lock held). */
 void fs_house_fds_changed(struct fs *fs);
+
+/*
+ * passthrough.c. fs_passthrough_install: after mounting, takes over the /dev/fuse I/O so the
+ * INIT, OPEN and CREATE replies can ask for passthrough (no-op unless cfg->passthrough).
+ * fs_passthrough_get: the backing id for one more passthrough open of n (fs->lock held);
+ * 0 when n cannot have one (then the open goes through the daemon). fs_passthrough_put:
+ * the end of such an open (fs->lock held). fs_passthrough_reply_create: fuse_reply_create()
+ * (e != NULL) or fuse_reply_open() with backing_id in the reply when > 0.
+ */
+int fs_passthrough_install(struct fs *fs) ARB_MUST_CHECK;
+int32_t fs_passthrough_get(struct fs *fs, struct fs_node *n);
+void fs_passthrough_put(struct fs *fs, struct fs_node *n);
+int fs_passthrough_reply_create(fuse_req_t req, const struct fuse_entry_param *e,
+				struct fuse_file_info *fi, int32_t backing_id);
+
+/*
+ * fsmon.c (fs->lock held unless said): fs_fsmon_init/save/free: the journal at start, at a
+ * clean unmount, at exit. fs_fsmon_note: parent/name changed; fs_fsmon_note_node: n changed
+ * (once per answer); fs_fsmon_reset: everything may have changed (a directory moved).
+ * fs_fsmon_lookup: the made-up file `name` (FS_FSMON_NAME...) under .git: a new node.
+ * fs_fsmon_stat: its attributes. fs_fsmon_read: a copy of its bytes (caller frees).
+ */
+void fs_fsmon_init(struct fs *fs);
+void fs_fsmon_save(struct fs *fs);
+void fs_fsmon_free(struct fs *fs);
+void fs_fsmon_note(struct fs *fs, struct fs_node *parent, const char *name);
+void fs_fsmon_note_node(struct fs *fs, struct fs_node *n);
+void fs_fsmon_reset(struct fs *fs);
+int fs_fsmon_lookup(struct fs *fs, const char *name, struct fs_node **out) ARB_MUST_CHECK;
+int fs_fsmon_stat(struct fs *fs, const struct fs_node *n, struct stat *st) ARB_MUST_CHECK;
+int fs_fsmon_read(struct fs_node *n, size_t size, off_t off, char **out,
+		  size_t *len) ARB_MUST_CHECK;
 
 /* The operation tables' entries, one file per group. */
 void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);

@@ -157,6 +157,12 @@ static int stat_lower(struct fs *fs, struct fs_node *n, struct stat *st)
 
 int fs_node_stat(struct fs *fs, struct fs_node *n, struct stat *st)
 {
+	if (n->synth_mode) {
+		int rc = fs_fsmon_stat(fs, n, st);
+
+		st->st_ino = n->ino;
+		return rc;
+	}
 	if (n->fd >= 0) {
 		if (fstatat(n->fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 			return -errno;

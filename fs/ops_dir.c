@@ -200,6 +200,8 @@ void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
 	n = fs_node_get(fs, ino);
 	np = fs_node_get(fs, newparent);
 	rc = n && np ? do_link(fs, n, np, newname, &e) : -ESTALE;
+	if (rc == 0)
+		n->fsmon_linked = true; /* fsmon.c: its node no longer knows all its names */
 	if (n && np) {
 		from = fs_node_path(fs, n, NULL);
 		fs_record(fs, req, "link", np, newname, from, rc);

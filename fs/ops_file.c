@@ -66,6 +66,33 @@ static struct fs_handle *handle_new(struct fs_node *n, int fd, bool lower, bool 
 	return h;
 }
 
+/*
+ * How the kernel will do h's I/O (fs->lock held): through the upper file itself
+ * (passthrough: returns the backing id) or through its page cache and this daemon (0). An
+ * inode has one mode at a time (passthrough.c): passthrough only while no cached handle of
+ * the node is open.
+ */
+static int32_t choose_io(struct fs *fs, fuse_req_t req, struct fs_handle *h)
+{
+	struct stat st;
+	int32_t id = 0;
+
+	if (fs->passthrough && !h->lower && h->node->cached_opens == 0 && fstat(h->fd, &st) == 0)
+		id = fs_passthrough_get(fs, h->node);
+	if (id > 0) {
+		h->passthrough = true;
+		h->mtime0 = st.st_mtim;
+		h->w.pid = fuse_req_ctx(req)->pid;
+		/* fsmon.c: its writes never reach us; it is "changed" until closed */
+		if (h->writable && h->node->pt_writers++ == 0)
+			fs->fsmon.nlive++;
+	} else {
+		h->cached = true;
+		h->node->cached_opens++;
+	}
+	return id;
+}
+
 /* Opens node n (fs->lock held on entry and on return; dropped while reading blobs). */
 static int open_node(struct fs *fs, struct fs_node *n, int flags, struct fs_handle **out)
 {
@@ -106,11 +133,50 @@ static int open_node(struct fs *fs, struct fs_node *n, int flags, struct fs_hand
 	return 0;
 }
 
+/* A file fsmon.c made up: read-only, no handle, read from the node every time. */
+static void open_synth(fuse_req_t req, struct fuse_file_info *fi)
+{
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	fi->fh = 0;
+	fi->direct_io = 1;
+	fi->noflush = 1;
+	fuse_reply_open(req, fi);
+}
+
+/* Reads a made-up file; false when ino is not one (fs->lock not held). */
+static bool read_synth(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off)
+{
+	struct fs *fs = fs_of(req);
+	struct fs_node *n;
+	char *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	n = fs_node_get(fs, ino);
+	if (!n || !n->synth_mode) {
+		pthread_mutex_unlock(&fs->lock);
+		return false;
+	}
+	rc = fs_fsmon_read(n, size, off, &buf, &len);
+	pthread_mutex_unlock(&fs->lock);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_buf(req, buf, len);
+	free(buf);
+	return true;
+}
+
 void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
 	struct fs_handle *h = NULL;
 	struct fs_node *n;
+	int32_t backing = 0;
 	int rc;
 
 	if (fs->no_open) {
@@ -120,14 +186,23 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	pthread_mutex_lock(&fs->lock);
 	n = fs_node_get(fs, ino);
+	if (n && n->synth_mode) {
+		fs_unlock(fs);
+		open_synth(req, fi);
+		return;
+	}
 	rc = n ? open_node(fs, n, fi->flags, &h) : -ESTALE;
 	if (n && (fi->flags & O_TRUNC))
 		fs_record_node(fs, req, "truncate", n, NULL, 0, 0, rc);
+	if (rc == 0)
+		backing = choose_io(fs, req, h);
 	fs_unlock(fs);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
 	}
+	if (backing > 0 && h->writable)
+		fs_record_first_write(fs, h->w.pid); /* recorded at release */
 	fi->fh = (uintptr_t)h;
 	/* The base never changes and every write comes through the kernel: keep its cache. */
 	fi->keep_cache = 1;
@@ -137,7 +212,7 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * round trip to the daemon on every close().
 	 */
 	fi->noflush = 1;
-	if (fuse_reply_open(req, fi) == -ENOENT)
+	if (fs_passthrough_reply_create(req, NULL, fi, backing) == -ENOENT)
 		handle_release(fs, h); /* the caller was interrupted: no release will come */
 }
 
@@ -216,6 +291,7 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	struct fuse_entry_param e;
 	struct fs_handle *h = NULL;
 	struct fs_node *p;
+	int32_t backing = 0;
 	int rc;
 
 	pthread_mutex_lock(&fs->lock);
@@ -223,6 +299,8 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	rc = p ? do_create(fs, req, p, name, mode, fi, &e, &h) : -ESTALE;
 	if (p)
 		fs_record_mode(fs, req, "create", p, name, mode & 07777, rc);
+	if (rc == 0 && h)
+		backing = choose_io(fs, req, h);
 	fs_unlock(fs);
 	if (rc < 0) {
 		if (h)
@@ -230,10 +308,12 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		fuse_reply_err(req, -rc);
 		return;
 	}
+	if (backing > 0 && h->writable)
+		fs_record_first_write(fs, h->w.pid); /* recorded at release */
 	fi->fh = (uintptr_t)h;
 	fi->keep_cache = 1;
 	fi->noflush = 1; /* as in fs_op_open */
-	if (fuse_reply_create(req, &e, fi) == -ENOENT && h)
+	if (fs_passthrough_reply_create(req, &e, fi, backing) == -ENOENT && h)
 		handle_release(fs, h);
 }
 
@@ -323,7 +403,11 @@ static void read_node(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off)
 	struct fs *fs = fs_of(req);
 	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
 	struct node_io io;
-	int rc = node_io_get(fs, ino, false, &io);
+	int rc;
+
+	if (read_synth(req, ino, size, off))
+		return;
+	rc = node_io_get(fs, ino, false, &io);
 
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
@@ -355,8 +439,10 @@ static void write_node(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 	dst.buf[0].pos = off;
 	n = fuse_buf_copy(&dst, bufv, FUSE_BUF_SPLICE_NONBLOCK);
 	pthread_mutex_lock(&fs->lock);
-	if (n > 0)
+	if (n > 0) {
 		first = fs_record_node_write(fs, io.node, pid, off, (size_t)n);
+		fs_fsmon_note_node(fs, io.node);
+	}
 	node_io_end(fs, &io);
 	if (first)
 		fs_record_first_write(fs, pid);
@@ -431,6 +517,9 @@ void fs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, o
 		fuse_reply_err(req, (int)-n);
 		return;
 	}
+	pthread_mutex_lock(&fs_of(req)->lock);
+	fs_fsmon_note_node(fs_of(req), h->node);
+	pthread_mutex_unlock(&fs_of(req)->lock);
 	pthread_mutex_lock(&h->wlock);
 	if (fs_wstats_add(&h->w, off, (size_t)n)) {
 		h->w.pid = fuse_req_ctx(req)->pid;
@@ -458,12 +547,40 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_err(req, 0);
 }
 
+/*
+ * A passthrough open's writes never reached the daemon: when the file changed while it was
+ * open, they are recorded as one write of its creator over the file's whole size.
+ */
+static void passthrough_writes(struct fs_handle *h)
+{
+	struct stat st;
+
+	if (fstat(h->fd, &st) < 0 ||
+	    (st.st_mtim.tv_sec == h->mtime0.tv_sec && st.st_mtim.tv_nsec == h->mtime0.tv_nsec))
+		return;
+	h->w.bytes = h->w.hi = st.st_size;
+	h->w.lo = 0;
+	h->w.count = 0; /* unknown: the kernel wrote */
+}
+
 static void handle_release(struct fs *fs, struct fs_handle *h)
 {
-	if (h->w.count)
+	if (h->passthrough && h->writable)
+		passthrough_writes(h);
+	if (h->w.count || h->w.hi > 0)
 		fs_record_writes(fs, h);
 	close(h->fd);
 	pthread_mutex_lock(&fs->lock);
+	if (h->passthrough)
+		fs_passthrough_put(fs, h->node);
+	if (h->passthrough && h->writable) {
+		if (--h->node->pt_writers == 0)
+			fs->fsmon.nlive--;
+		h->node->fsmon_seq = 0;
+		fs_fsmon_note_node(fs, h->node);
+	}
+	if (h->cached)
+		h->node->cached_opens--;
 	h->node->refs--;
 	fs_node_maybe_free(fs, h->node);
 	fs_unlock(fs);

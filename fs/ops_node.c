@@ -17,11 +17,19 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fs_node *p, *n = NULL;
 	int rc;
 
+	bool synth;
+
 	pthread_mutex_lock(&fs->lock);
 	p = fs_node_get(fs, parent);
-	rc = p ? fs_lookup_child(fs, p, name, &n) : -ESTALE;
+	synth = p && p == fs->gitnode && util_str_has_prefix(name, FS_FSMON_NAME);
+	if (synth)
+		rc = fs_fsmon_lookup(fs, name, &n);
+	else
+		rc = p ? fs_lookup_child(fs, p, name, &n) : -ESTALE;
 	if (rc == 0)
 		rc = fs_entry_fill(fs, n, &e);
+	if (rc == 0 && synth && strcmp(name, FS_FSMON_NAME) != 0)
+		e.entry_timeout = e.attr_timeout = 0; /* an answer: asked once */
 	fs_unlock(fs);
 	if (rc == -ENOENT) {
 		/* A negative entry the kernel may cache: only we change the namespace. */

@@ -157,6 +157,15 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_
 	rc = p && np ? fs_name_check(newname) : -ESTALE;
 	if (rc == 0)
 		rc = do_rename(fs, p, name, np, newname, flags);
+	if (rc == 0) {
+		struct fs_node *a = fs_node_by_name(fs, np, newname),
+			       *b = fs_node_by_name(fs, p, name);
+
+		fs_fsmon_note(fs, np, newname);
+		/* A moved directory moves every path under it: tokens before this get "/". */
+		if ((a && S_ISDIR(a->type)) || (b && S_ISDIR(b->type)))
+			fs_fsmon_reset(fs);
+	}
 	if (p && np) {
 		to = fs_node_path(fs, np, newname);
 		fs_record(fs, req, "rename", p, name, to, rc);

@@ -81,6 +81,8 @@ void fs_record(struct fs *fs, fuse_req_t req, const char *op, struct fs_node *pa
 {
 	struct audit_event ev = {.op = op, .result = -rc, .size = -1};
 
+	if (rc == 0)
+		fs_fsmon_note(fs, parent, name);
 	if (fs->audit)
 		queue(fs, req, &ev, fs_node_path(fs, parent, name), path2);
 }
@@ -90,6 +92,8 @@ void fs_record_mode(struct fs *fs, fuse_req_t req, const char *op, struct fs_nod
 {
 	struct audit_event ev = {.op = op, .result = -rc, .size = -1, .mode = mode};
 
+	if (rc == 0)
+		fs_fsmon_note(fs, parent, name);
 	if (fs->audit)
 		queue(fs, req, &ev, fs_node_path(fs, parent, name), NULL);
 }
@@ -100,6 +104,8 @@ void fs_record_node(struct fs *fs, fuse_req_t req, const char *op, struct fs_nod
 	struct audit_event ev = {.op = op, .result = -rc, .size = size, .mode = mode};
 
 	fs_record_flush_node(fs, n); /* earlier writes first */
+	if (rc == 0)
+		fs_fsmon_note_node(fs, n);
 	if (fs->audit)
 		queue(fs, req, &ev, fs_node_path(fs, n, NULL), path2);
 }

@@ -294,6 +294,8 @@ int fs_upper_copy_up(struct fs *fs, struct fs_node *n)
 {
 	int rc;
 
+	if (n->synth_mode)
+		return -EACCES; /* made up by the daemon (fsmon.c): read-only */
 	if (n->fd >= 0)
 		return unshare_index(fs, n);
 	if (S_ISDIR(n->type))

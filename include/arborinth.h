@@ -87,6 +87,13 @@ ARB_EXTERN int arb_workspace_name_check(const char *name);
 
 #define ARB_WS_DIRTY	   0x1 /* create: carry the origin's uncommitted changes too */
 #define ARB_WS_ALLOW_OTHER 0x2 /* create, mount: other users may use the view */
+/*
+ * create, fork, mount: how files created in the view are written from now on, for this and
+ * later mounts: by the kernel straight into the upper layer (FUSE passthrough; needs root,
+ * else the view falls back to the daemon and says why), or through the daemon (the default).
+ */
+#define ARB_WS_IO_PASSTHROUGH 0x4
+#define ARB_WS_IO_DAEMON      0x8
 
 /*
  * Creates workspace `name` at revision `rev` (NULL: HEAD) and mounts its view. -EEXIST when
@@ -97,7 +104,8 @@ ARB_EXTERN int arb_workspace_create(arb_workspace **out, arb_project *p, const c
 /*
  * Creates workspace `name` whose base is workspace `from`'s checkpoint `ckpt` ("N", "#N",
  * "base", "view", a revision of its repository; NULL: a checkpoint of its view taken now):
- * as instant as a create, independent of `from` afterwards. flags: 0 or ARB_WS_ALLOW_OTHER.
+ * as instant as a create, independent of `from` afterwards. flags: ARB_WS_ALLOW_OTHER and
+ * an ARB_WS_IO_* mode.
  */
 ARB_EXTERN int arb_workspace_fork(arb_workspace **out, arb_project *p, const char *name,
 				  const char *from, const char *ckpt, unsigned flags);
@@ -123,11 +131,13 @@ ARB_EXTERN const char *arb_workspace_cache(const arb_workspace *ws);
 ARB_EXTERN const char *arb_workspace_remote(const arb_workspace *ws);
 ARB_EXTERN const char *arb_workspace_state(const arb_workspace *ws);
 ARB_EXTERN int64_t arb_workspace_created_ns(const arb_workspace *ws);
+/* The mounted view's I/O path: "passthrough" or "daemon (why)"; NULL when not mounted. */
+ARB_EXTERN const char *arb_workspace_io(const arb_workspace *ws);
 /* Nonzero when the view was mounted; the daemon's pid (0: not running). */
 ARB_EXTERN int arb_workspace_mounted(const arb_workspace *ws);
 ARB_EXTERN int64_t arb_workspace_daemon_pid(const arb_workspace *ws);
 
-/* Mounts the view (a no-op when mounted); flags: 0 or ARB_WS_ALLOW_OTHER. */
+/* Mounts the view (a no-op when mounted); flags: ARB_WS_ALLOW_OTHER, an ARB_WS_IO_* mode. */
 ARB_EXTERN int arb_workspace_mount(arb_project *p, const char *name, unsigned flags);
 /* Unmounts the view and waits for its daemon; a no-op when not mounted. */
 ARB_EXTERN int arb_workspace_unmount(arb_project *p, const char *name);

@@ -8,7 +8,30 @@
 
 struct arb_workspace {
 	struct core_ws *core;
+	char *io; /* the mounted view's I/O path (run/io), or NULL */
 };
+
+/* core's flags for the API's. */
+static unsigned core_flags(unsigned flags)
+{
+	return (flags & ARB_WS_DIRTY ? CORE_WS_DIRTY : 0) |
+	       (flags & ARB_WS_ALLOW_OTHER ? CORE_WS_ALLOW_OTHER : 0) |
+	       (flags & ARB_WS_IO_PASSTHROUGH ? CORE_WS_IO_PASSTHROUGH : 0) |
+	       (flags & ARB_WS_IO_DAEMON ? CORE_WS_IO_DAEMON : 0);
+}
+
+/* What the daemon wrote to run/io ("passthrough", "daemon (why)"), without its newline. */
+static char *read_io(const struct core_ws *ws)
+{
+	char *path = ws->mounted ? util_path_join(ws->run, "io") : NULL, *buf = NULL;
+	size_t len = 0;
+
+	if (path && util_read_file(path, &buf, &len) == 0 && len > 0 && buf[len - 1] == '\n')
+		buf[len - 1] = '\0';
+	util_err_clear();
+	free(path);
+	return buf;
+}
 
 static int wrap(arb_workspace **out, struct core_ws *ws)
 {
@@ -19,6 +42,7 @@ static int wrap(arb_workspace **out, struct core_ws *ws)
 		return util_err(-ENOMEM, "out of memory");
 	}
 	w->core = ws;
+	w->io = read_io(ws);
 	*out = w;
 	return 0;
 }
@@ -45,14 +69,12 @@ int arb_workspace_create(arb_workspace **out, arb_project *p, const char *name, 
 	lib_err_reset();
 	if (out)
 		*out = NULL;
-	if (flags & ~(unsigned)(ARB_WS_DIRTY | ARB_WS_ALLOW_OTHER))
+	if (flags & ~(unsigned)(ARB_WS_DIRTY | ARB_WS_ALLOW_OTHER | ARB_WS_IO_PASSTHROUGH |
+				ARB_WS_IO_DAEMON))
 		return lib_input_err(util_err(-EINVAL, "unknown workspace flags 0x%x", flags));
 	if ((rc = core_ws_name_check(name)) < 0)
 		return lib_input_err(rc);
-	rc = core_ws_create_opts(p->core, name, rev,
-				 (flags & ARB_WS_DIRTY ? CORE_WS_DIRTY : 0) |
-				     (flags & ARB_WS_ALLOW_OTHER ? CORE_WS_ALLOW_OTHER : 0),
-				 &ws);
+	rc = core_ws_create_opts(p->core, name, rev, core_flags(flags), &ws);
 	if (rc < 0)
 		return name_err(rc);
 	if (!out) {
@@ -71,12 +93,11 @@ int arb_workspace_fork(arb_workspace **out, arb_project *p, const char *name, co
 	lib_err_reset();
 	if (out)
 		*out = NULL;
-	if (flags & ~(unsigned)ARB_WS_ALLOW_OTHER)
+	if (flags & ~(unsigned)(ARB_WS_ALLOW_OTHER | ARB_WS_IO_PASSTHROUGH | ARB_WS_IO_DAEMON))
 		return lib_input_err(util_err(-EINVAL, "unknown fork flags 0x%x", flags));
 	if ((rc = core_ws_name_check(name)) < 0)
 		return lib_input_err(rc);
-	rc = core_ws_fork(p->core, name, from, ckpt,
-			  flags & ARB_WS_ALLOW_OTHER ? CORE_WS_ALLOW_OTHER : 0, &ws);
+	rc = core_ws_fork(p->core, name, from, ckpt, core_flags(flags), &ws);
 	if (rc < 0)
 		return name_err(rc);
 	if (!out) {
@@ -141,6 +162,7 @@ void arb_workspace_free(arb_workspace *ws)
 	if (!ws)
 		return;
 	core_ws_free(ws->core);
+	free(ws->io);
 	free(ws);
 }
 
@@ -177,6 +199,11 @@ const char *arb_workspace_workdir(const arb_workspace *ws)
 const char *arb_workspace_home(const arb_workspace *ws)
 {
 	return ws->core->home;
+}
+
+const char *arb_workspace_io(const arb_workspace *ws)
+{
+	return ws->io;
 }
 
 const char *arb_workspace_tmp(const arb_workspace *ws)
@@ -220,12 +247,11 @@ int arb_workspace_mount(arb_project *p, const char *name, unsigned flags)
 	int rc;
 
 	lib_err_reset();
-	if (flags & ~(unsigned)ARB_WS_ALLOW_OTHER)
+	if (flags & ~(unsigned)(ARB_WS_ALLOW_OTHER | ARB_WS_IO_PASSTHROUGH | ARB_WS_IO_DAEMON))
 		return lib_input_err(util_err(-EINVAL, "unknown mount flags 0x%x", flags));
 	rc = core_ws_get(p->core, name, &ws);
 	if (rc == 0)
-		rc = core_ws_mount(p->core, ws,
-				   flags & ARB_WS_ALLOW_OTHER ? CORE_WS_ALLOW_OTHER : 0);
+		rc = core_ws_mount(p->core, ws, core_flags(flags));
 	else
 		rc = name_err(rc);
 	core_ws_free(ws);

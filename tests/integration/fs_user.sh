@@ -30,4 +30,16 @@ expect_eq "$(printf '%s\nhi\nx' "$user")" "$OUT" "jailed shell as $user sees and
 expect_eq "$user" "$(stat -c %U "$U/r/.arborinth/workspaces/u/layer/f")" "upper file owned by the user"
 expect_status 0 "delete as $user" -- as_user "$ARB" --workdir "$U/r" workspace delete u
 
+# Passthrough needs CAP_SYS_ADMIN: asked for by an ordinary user, the view says why it
+# writes through its daemon instead, and works.
+expect_status 0 "create --io passthrough as $user" -- \
+	as_user "$ARB" --workdir "$U/r" workspace create pt --io passthrough
+expect_status 0 "info as $user" -- as_user "$ARB" --workdir "$U/r" workspace info pt
+expect_match "io: +daemon \(passthrough unavailable: no CAP_SYS_ADMIN\)" "$OUT" \
+	"an ordinary user's view falls back to the daemon"
+expect_status 0 "write as $user" -- as_user sh -c "echo new > '$U/r/.arborinth/workspaces/pt/workdir/n' &&
+	cat '$U/r/.arborinth/workspaces/pt/workdir/n'"
+expect_eq "new" "$OUT" "and writes through it"
+expect_status 0 "delete as $user" -- as_user "$ARB" --workdir "$U/r" workspace delete pt
+
 finish

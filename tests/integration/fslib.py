@@ -138,7 +138,10 @@ class Fixture:
         self.create(name)
 
     def create(self, name):
-        run(ARB, "--workdir", self.repo, "workspace", "create", name)
+        # ARB_TEST_IO=passthrough: the same checks on a view whose upper files the kernel
+        # reads and writes itself (workspace create --io passthrough).
+        io = ["--io", os.environ["ARB_TEST_IO"]] if os.environ.get("ARB_TEST_IO") else []
+        run(ARB, "--workdir", self.repo, "workspace", "create", name, *io)
         return self.view(name)
 
     def view(self, name=None):

@@ -1,0 +1,314 @@
+/*
+ * fs/passthrough.c: FUSE passthrough for the upper layer's files, through libfuse 3.14
+ * (`workspace create|mount --io passthrough`).
+ *
+ * With passthrough (kernel 6.9+, FUSE protocol 7.40), reads and writes of an open file go to
+ * a "backing" file inside the kernel, with no request to the daemon: here the upper-layer
+ * file. libfuse 3.14 has no API for it, so the daemon does its own /dev/fuse I/O
+ * (fuse_session_custom_io) and edits replies on their way to the kernel:
+ * - INIT: sets FUSE_PASSTHROUGH (bit 37, in flags2) and max_stack_depth 1 (the upper layer
+ *   is a plain file system; 1 keeps the view stackable under an overlay);
+ * - OPEN and CREATE: open_flags |= FOPEN_PASSTHROUGH (without FOPEN_KEEP_CACHE, which the
+ *   kernel refuses with it) and the id registered with FUSE_DEV_IOC_BACKING_OPEN.
+ * A reply is written by the thread that calls fuse_reply_open()/fuse_reply_create(), so the
+ * id to put in it travels in a thread-local variable set around that call.
+ *
+ * Passthrough needs OPEN requests: the kernel can give a backing file only to an open it
+ * sent. The default view answers OPEN with ENOSYS once (fs->no_open) and the kernel then
+ * opens files by itself, which makes opens free; a passthrough view keeps OPEN and RELEASE,
+ * one round trip per open(), and in exchange no READ or WRITE of an upper file reaches the
+ * daemon. (Passthrough on CREATE alone, with opens left to the kernel, was tried: 6.18 then
+ * fails every other open of a file with EIO while its creator still has it open.)
+ *
+ * The kernel keeps one I/O mode per inode: every open of an inode open in passthrough mode
+ * must be passthrough with the same backing file, and none may be while it is open cached
+ * (through the page cache and the daemon: the base's files, or an upper file opened while a
+ * cached open of it was live). Nodes count both kinds of their open handles (ops_file.c) and
+ * get a passthrough open only when no cached one is live; one backing id per node, closed
+ * with its last passthrough handle.
+ *
+ * Registering a backing file needs CAP_SYS_ADMIN in the initial user namespace, and a
+ * kernel that offers FUSE_PASSTHROUGH in INIT. Without both the daemon keeps the default
+ * (no OPEN requests, every write through the daemon); right after INIT it probes with a
+ * temporary file of the upper layer. The run directory's "io" file says which path the view
+ * uses and, when it is the daemon, why.
+ */
+#include "fs/fs_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/capability.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* Protocol 7.40 definitions (Debian 12's <linux/fuse.h> is 7.38). */
+#define PT_INIT_FLAG2	 (1u << 5) /* FUSE_PASSTHROUGH, 1ULL << 37 */
+#define PT_FOPEN	 (1u << 7) /* FOPEN_PASSTHROUGH */
+#define PT_KEEP_CACHE	 (1u << 1) /* FOPEN_KEEP_CACHE: refused with passthrough */
+#define PT_STACK_DEPTH	 1
+#define PT_INIT_OUT_SIZE 64 /* struct fuse_init_out in 7.38 and later */
+
+struct pt_backing_map {
+	int32_t fd;
+	uint32_t flags;
+	uint64_t padding;
+};
+#define PT_IOC_BACKING_OPEN  _IOW(229, 1, struct pt_backing_map)
+#define PT_IOC_BACKING_CLOSE _IOW(229, 2, uint32_t)
+
+/* Byte offsets in the messages (fuse_in_header, fuse_init_in/out, fuse_open_out). */
+#define PT_IN_OPCODE	   4
+#define PT_IN_HEADER	   40
+#define PT_OP_INIT	   26
+#define PT_IN_INIT_FLAGS   (PT_IN_HEADER + 12)
+#define PT_IN_INIT_FLAGS2  (PT_IN_HEADER + 16)
+#define PT_INIT_EXT	   (1u << 30) /* FUSE_INIT_EXT: flags2 is there */
+#define PT_OFF_INIT_MAJOR  0
+#define PT_OFF_INIT_FLAGS2 32
+#define PT_OFF_INIT_DEPTH  36
+#define PT_OPEN_SIZE	   16	      /* struct fuse_open_out: OPEN's reply */
+#define PT_CREATE_SIZE	   (128 + 16) /* fuse_entry_out + fuse_open_out: CREATE's */
+#define PT_OFF_OPEN_FLAGS  8
+#define PT_OFF_BACKING_ID  12
+#define PT_USER_NS_INIT	   "user:[4026531837]" /* PROC_USER_INIT_INO */
+
+/* The backing id for the CREATE reply this thread is writing (0: none). */
+static __thread int32_t reply_backing_id;
+
+static void put32(void *base, size_t off, uint32_t v)
+{
+	memcpy((char *)base + off, &v, sizeof(v));
+}
+
+static uint32_t get32(const void *base, size_t off)
+{
+	uint32_t v;
+
+	memcpy(&v, (const char *)base + off, sizeof(v));
+	return v;
+}
+
+/* Writes the daemon's I/O path to run/io ("passthrough", or "daemon" and why). */
+static void write_status(struct fs *fs, const char *why)
+{
+	char buf[256], *dir = NULL, *path = NULL, *slash;
+	int n;
+
+	if (!fs->cfg->pidfile)
+		return;
+	if (!why)
+		n = snprintf(buf, sizeof(buf), "passthrough\n");
+	else
+		n = snprintf(buf, sizeof(buf), "daemon (%s)\n", why);
+	dir = strdup(fs->cfg->pidfile);
+	slash = dir ? strrchr(dir, '/') : NULL;
+	if (slash) {
+		*slash = '\0';
+		path = util_path_join(dir, "io");
+	}
+	if (path && util_write_file(path, buf, (size_t)n, 0644) < 0)
+		util_err_clear(); /* only `workspace info` reads it */
+	free(path);
+	free(dir);
+}
+
+/* Registers fd as a backing file: the id (> 0) or -errno. */
+static int backing_open(int devfd, int fd)
+{
+	struct pt_backing_map map = {.fd = fd};
+	int id = ioctl(devfd, PT_IOC_BACKING_OPEN, &map);
+
+	return id < 0 ? -errno : id;
+}
+
+static void backing_close(int devfd, int32_t id)
+{
+	uint32_t v = (uint32_t)id;
+
+	(void)ioctl(devfd, PT_IOC_BACKING_CLOSE, &v);
+}
+
+/* Right after INIT: can this connection register a file of the upper layer? 0 or -errno. */
+static int probe(struct fs *fs, int devfd)
+{
+	int fd = openat(fs->layer_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	int id;
+
+	if (fd < 0)
+		return -errno;
+	id = backing_open(devfd, fd);
+	close(fd);
+	if (id > 0)
+		backing_close(devfd, id);
+	return id > 0 ? 0 : id < 0 ? id : -EIO;
+}
+
+static void patch_init(struct fs *fs, struct iovec *iov, int count)
+{
+	if (!fs->pt_offered || count < 2 || iov[1].iov_len < PT_INIT_OUT_SIZE ||
+	    get32(iov[1].iov_base, PT_OFF_INIT_MAJOR) != 7)
+		return;
+	put32(iov[1].iov_base, PT_OFF_INIT_FLAGS2,
+	      get32(iov[1].iov_base, PT_OFF_INIT_FLAGS2) | PT_INIT_FLAG2);
+	put32(iov[1].iov_base, PT_OFF_INIT_DEPTH, PT_STACK_DEPTH);
+	fs->pt_asked = true;
+}
+
+/* An OPEN or CREATE reply: its fuse_open_out gets the flag and the id. */
+static void patch_open(struct iovec *iov, int count)
+{
+	size_t base;
+	uint32_t flags;
+
+	if (count < 2 || (iov[1].iov_len != PT_OPEN_SIZE && iov[1].iov_len != PT_CREATE_SIZE))
+		return;
+	base = iov[1].iov_len - PT_OPEN_SIZE;
+	flags = get32(iov[1].iov_base, base + PT_OFF_OPEN_FLAGS);
+	flags = (flags & ~PT_KEEP_CACHE) | PT_FOPEN;
+	put32(iov[1].iov_base, base + PT_OFF_OPEN_FLAGS, flags);
+	put32(iov[1].iov_base, base + PT_OFF_BACKING_ID, (uint32_t)reply_backing_id);
+}
+
+static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
+{
+	struct fs *fs = userdata;
+	ssize_t n;
+	int err;
+
+	if (reply_backing_id > 0)
+		patch_open(iov, count);
+	if (__atomic_load_n(&fs->pt_init_done, __ATOMIC_ACQUIRE))
+		return writev(fd, iov, count);
+	/* The first reply is INIT's: no other request is answered before it. */
+	patch_init(fs, iov, count);
+	n = writev(fd, iov, count);
+	err = errno;
+	if (n >= 0) {
+		int rc = fs->pt_asked ? probe(fs, fd) : -EOPNOTSUPP;
+		char why[128];
+
+		snprintf(why, sizeof(why), "passthrough unavailable: %s", strerror(-rc));
+		/* Other threads read them under the lock once the kernel sends more requests. */
+		pthread_mutex_lock(&fs->lock);
+		fs->devfd = fd;
+		fs->passthrough = rc == 0;
+		pthread_mutex_unlock(&fs->lock);
+		write_status(fs, rc == 0 ? NULL : fs->pt_why ? fs->pt_why : why);
+		__atomic_store_n(&fs->pt_init_done, true, __ATOMIC_RELEASE);
+	}
+	errno = err;
+	return n;
+}
+
+/* CAP_SYS_ADMIN in the initial user namespace, which FUSE_DEV_IOC_BACKING_OPEN requires. */
+static bool may_register(void)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct data[2] = {{0}};
+	char ns[64];
+	ssize_t n = readlink("/proc/self/ns/user", ns, sizeof(ns) - 1);
+
+	if (n < 0 || syscall(SYS_capget, &hdr, data) < 0)
+		return false;
+	ns[n] = '\0';
+	return !strcmp(ns, PT_USER_NS_INIT) &&
+	       (data[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective & CAP_TO_MASK(CAP_SYS_ADMIN));
+}
+
+/*
+ * The INIT request, before libfuse hands it to fs_init(): whether the kernel offers
+ * passthrough and this process may use it decides whether files are opened without asking.
+ */
+static void peek_init(struct fs *fs, const void *buf, ssize_t n)
+{
+	uint32_t flags;
+
+	if (n < PT_IN_INIT_FLAGS2 + 4 || get32(buf, PT_IN_OPCODE) != PT_OP_INIT)
+		return;
+	flags = get32(buf, PT_IN_INIT_FLAGS);
+	fs->pt_offered = (flags & PT_INIT_EXT) && (get32(buf, PT_IN_INIT_FLAGS2) & PT_INIT_FLAG2);
+	if (fs->pt_offered && !may_register())
+		fs->pt_why = "passthrough unavailable: no CAP_SYS_ADMIN";
+	else if (!fs->pt_offered)
+		fs->pt_why = "passthrough unavailable: the kernel does not offer it";
+	fs->pt_offered = fs->pt_offered && !fs->pt_why;
+}
+
+static ssize_t dev_read(int fd, void *buf, size_t len, void *userdata)
+{
+	struct fs *fs = userdata;
+	ssize_t n = read(fd, buf, len);
+
+	if (!__atomic_load_n(&fs->pt_init_done, __ATOMIC_ACQUIRE) && n > 0)
+		peek_init(fs, buf, n);
+	return n;
+}
+
+static ssize_t dev_splice(int fdin, off_t *offin, int fdout, off_t *offout, size_t len,
+			  unsigned int flags, void *userdata)
+{
+	(void)userdata;
+	return splice(fdin, offin, fdout, offout, len, flags);
+}
+
+int fs_passthrough_install(struct fs *fs)
+{
+	static const struct fuse_custom_io io = {
+	    .writev = dev_writev,
+	    .read = dev_read,
+	    .splice_receive = dev_splice,
+	    .splice_send = dev_splice,
+	};
+	int rc;
+
+	if (!fs->cfg->passthrough) {
+		write_status(fs, "the default; passthrough is chosen per workspace");
+		return 0;
+	}
+	rc = fuse_session_custom_io(fs->se, &io, fuse_session_fd(fs->se));
+	return rc < 0 ? util_err(rc, "cannot take over the FUSE device's I/O") : 0;
+}
+
+int32_t fs_passthrough_get(struct fs *fs, struct fs_node *n)
+{
+	int id;
+
+	if (!fs->passthrough || !S_ISREG(n->type) || n->fd < 0)
+		return 0;
+	if (n->backing_id > 0) {
+		n->backing_opens++;
+		return n->backing_id;
+	}
+	id = backing_open(fs->devfd, n->fd);
+	if (id <= 0)
+		return 0; /* this open goes through the daemon */
+	n->backing_id = id;
+	n->backing_opens = 1;
+	return id;
+}
+
+void fs_passthrough_put(struct fs *fs, struct fs_node *n)
+{
+	if (n->backing_opens == 0 || --n->backing_opens > 0)
+		return;
+	backing_close(fs->devfd, n->backing_id);
+	n->backing_id = 0;
+}
+
+int fs_passthrough_reply_create(fuse_req_t req, const struct fuse_entry_param *e,
+				struct fuse_file_info *fi, int32_t backing_id)
+{
+	int rc;
+
+	if (backing_id > 0)
+		fi->keep_cache = 0;
+	reply_backing_id = backing_id;
+	rc = e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi);
+	reply_backing_id = 0;
+	return rc;
+}
