@@ -45,12 +45,13 @@ class Project:
     def repo_root_path(self):
         return pathlib.Path(dec(lib.arb_project_root(self._h)))
 
-    def create_workspace(self, name, rev=None, dirty=False):
+    def create_workspace(self, name, rev=None, dirty=False, io=None):
         """A new workspace at `rev` (default HEAD), its view mounted. dirty: carry the
-        checkout's uncommitted changes too."""
+        checkout's uncommitted changes too. io: "daemon" (default) or "passthrough" (files
+        created in the view written by the kernel straight into the upper layer; root)."""
         h = ctypes.c_void_p()
         check(lib.arb_workspace_create(ctypes.byref(h), self._h, enc(name), enc(rev),
-                                       1 if dirty else 0))
+                                       (1 if dirty else 0) | _io_flag(io)))
         return Workspace._wrap(self, h)
 
     def fork_workspace(self, name, source, checkpoint=None):
@@ -77,6 +78,14 @@ class Project:
             lib.arb_workspace_list_free(arr, n)
 
 
+def _io_flag(io):
+    if io is None:
+        return 0
+    if io not in ("daemon", "passthrough"):
+        raise ArborinthInputError("io %r is not daemon or passthrough" % io)
+    return 4 if io == "passthrough" else 8
+
+
 class Workspace:
     """A workspace of a Project: a copy-on-write view of a commit at `workdir_path`."""
 
@@ -99,6 +108,7 @@ class Workspace:
         ws.workdir_path = pathlib.Path(dec(lib.arb_workspace_workdir(h)))
         ws.home_path = pathlib.Path(dec(lib.arb_workspace_home(h)))
         ws.created_ns = lib.arb_workspace_created_ns(h)
+        ws.io = dec(lib.arb_workspace_io(h))  # as it was when got: None when not mounted
         return ws
 
     def __repr__(self):
@@ -116,8 +126,9 @@ class Workspace:
         finally:
             lib.arb_workspace_free(h)
 
-    def mount(self, allow_other=False):
-        check(lib.arb_workspace_mount(self.project._h, enc(self.name), 2 if allow_other else 0))
+    def mount(self, allow_other=False, io=None):
+        check(lib.arb_workspace_mount(self.project._h, enc(self.name),
+                                      (2 if allow_other else 0) | _io_flag(io)))
 
     def unmount(self):
         check(lib.arb_workspace_unmount(self.project._h, enc(self.name)))

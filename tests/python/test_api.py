@@ -56,7 +56,10 @@ class Api(unittest.TestCase):
         self.assertEqual(self.p.workspace("py-list"), ws)
         self.assertIn(ws, self.p.workspaces)
         self.assertTrue(ws.mounted)
+        self.assertTrue(ws.io.startswith("daemon"), ws.io)
         self.assertEqual(ws.branch, "arborinth/py-list")
+        with self.assertRaises(ArborinthInputError):
+            self.p.create_workspace("py-io", io="fast")
         for bad in ("../x", "a/b", "", ".hidden", "a b"):
             with self.assertRaises(ArborinthInputError, msg=bad):
                 self.p.create_workspace(bad)
