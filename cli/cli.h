@@ -62,6 +62,9 @@ int cli_getopt(struct cli_global *g, const struct cli_cmd *cmd, int argc, char *
  */
 struct arb_box;
 int cli_box_go(struct arb_box *b, char **cmd, bool explain, const char *name);
+/* The same for a prepared agent launch (arb_agent_run). */
+struct arb_agent;
+int cli_agent_go(struct arb_agent *a, const char *name);
 int cli_box_fail(const char *cmd);
 
 /* Command entry points, their help texts and sub-command tables. */

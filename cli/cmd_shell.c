@@ -246,6 +246,27 @@ static int lib_fail(void)
 	return cli_box_fail("shell");
 }
 
+/* The exit status of a run, with its one line on stderr when it did not end normally. */
+static int run_status(int rc, const struct arb_run_result *res, const char *name)
+{
+	limit_report(res);
+	if (rc < 0 && res->session)
+		return cli_fail(res->exit_status, "%s", arb_error_last());
+	if (rc < 0)
+		return cli_box_fail(name);
+	if (res->timed_out)
+		return cli_fail(res->exit_status, "--timeout: %s", arb_error_last());
+	return res->exit_status;
+}
+
+int cli_agent_go(arb_agent *a, const char *name)
+{
+	struct arb_run_result res;
+	int rc = arb_agent_run(&res, a);
+
+	return run_status(rc, &res, name);
+}
+
 int cli_box_go(arb_box *b, char **cmd, bool explain, const char *name)
 {
 	struct arb_run_result res;
@@ -260,14 +281,7 @@ int cli_box_go(arb_box *b, char **cmd, bool explain, const char *name)
 		return CLI_OK;
 	}
 	rc = arb_box_run(&res, b, cmd);
-	limit_report(&res);
-	if (rc < 0 && res.session)
-		return cli_fail(res.exit_status, "%s", arb_error_last());
-	if (rc < 0)
-		return cli_box_fail(name);
-	if (res.timed_out)
-		return cli_fail(res.exit_status, "--timeout: %s", arb_error_last());
-	return res.exit_status;
+	return run_status(rc, &res, name);
 }
 
 int cmd_shell(struct cli_global *g, int argc, char **argv)

@@ -219,6 +219,42 @@ struct arb_grant {
 /* The built-in grants; static, never freed. */
 ARB_EXTERN const struct arb_grant *arb_grants(size_t *n);
 
+/* ---- coding agents ------------------------------------------------------------------------ */
+
+/*
+ * A coding agent's client (Claude Code, Codex, OpenCode) in a box over a workspace, as
+ * `arborinth claude|codex|opencode` runs it: the client found on the host and bound read-only,
+ * its API calls through the credential proxy (a key, or the host's login, swapped on the
+ * host), its config and state in the workspace's home, the host's settings and named MCP
+ * servers imported.
+ */
+typedef struct arb_agent arb_agent;
+/* client: "claude", "codex" or "opencode"; the workspace is created when missing. */
+ARB_EXTERN int arb_agent_new(arb_agent **out, arb_project *p, const char *client,
+			     const char *ws_name);
+ARB_EXTERN void arb_agent_free(arb_agent *a);
+/*
+ * An option, as the launchers' command line names them without the dashes: rev, client,
+ * model, upstream, api-key-file, auth (login, api-key or none), token-url, provider
+ * (opencode), timeout, memory, cpus, pids, and, repeatable, grant, binds, mount, env; with
+ * value NULL: net, no-tool-managers, no-upstream-auth. -EINVAL (input) for a bad one.
+ */
+ARB_EXTERN int arb_agent_set(arb_agent *a, const char *option, const char *value);
+/* An argument for the client, after those the launch puts first. */
+ARB_EXTERN int arb_agent_add_arg(arb_agent *a, const char *arg);
+/*
+ * Resolves the launch: the client on the host, its credential (read and checked), the host's
+ * settings and MCP servers, and the workspace (created when missing, unless explain: then a
+ * missing one is an input error). Nothing runs.
+ */
+ARB_EXTERN int arb_agent_prepare(arb_agent *a, int explain);
+/* What the prepared launch says: "credential: ..." (never a secret) and "mcp: ..." lines. */
+ARB_EXTERN const char *const *arb_agent_notes(const arb_agent *a, size_t *n);
+/* The resolved box as text, its command the client's argv (prepared with explain). */
+ARB_EXTERN int arb_agent_explain(char **out, arb_agent *a);
+/* Runs the client in its box and waits (prepared without explain), as arb_box_run. */
+ARB_EXTERN int arb_agent_run(struct arb_run_result *res, arb_agent *a);
+
 /* ---- the audit log ----------------------------------------------------------------------- */
 
 typedef struct arb_audit_iter arb_audit_iter;

@@ -1,5 +1,5 @@
 /*
- * cli/launch_mcp.c: the host client's local (stdio) MCP servers, started inside the box.
+ * lib/agent_mcp.c: the host client's local (stdio) MCP servers, started inside the box.
  *
  * The launcher reads the MCP servers the host's client declares (Claude Code: ~/.claude.json
  * user scope and the origin project's local scope; Codex: mcp_servers of config.toml;
@@ -12,8 +12,7 @@
  * command lives where the box cannot see it (under the real $HOME without a bind, /tmp,
  * /run). The launcher says which it passed and which it withheld, and why.
  */
-#include "cli/cli.h"
-#include "cli/cmd_launch.h"
+#include "lib/agent_internal.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -492,11 +491,10 @@ static int codex_server_arg(struct launch *l, const char *command, const struct 
 	return rc;
 }
 
-int launch_mcp(struct launch *l, const char *workdir)
+int launch_mcp(struct launch *l)
 {
 	struct mcp_list ls = {.keep = json_array()};
 	struct binds_set *bs = NULL;
-	struct core_project *p = NULL;
 	const struct binds_mcp *sel;
 	json_t *box = json_object();
 	size_t n_sel;
@@ -505,15 +503,13 @@ int launch_mcp(struct launch *l, const char *workdir)
 
 	for (size_t i = 0; i < l->n_binds && rc == 0; i++)
 		if ((rc = binds_file_load(bs, l->binds[i], l->host_home)) < 0)
-			rc = util_err(rc, "--binds %s", util_err_msg());
+			rc = lib_input_err(util_err(rc, "--binds %s", util_err_msg()));
 	if (rc < 0)
 		goto out;
 	sel = binds_set_mcp(bs, &n_sel);
 	if (!strcmp(client, "claude")) {
 		/* Local scope: ~/.claude.json's entry for the origin checkout. */
-		if (core_project_open(&p, workdir) < 0)
-			util_err_clear();
-		rc = claude_decls(l, &ls, p ? core_project_root(p) : NULL);
+		rc = claude_decls(l, &ls, arb_project_root(l->project));
 	} else if (!strcmp(client, "codex")) {
 		rc = codex_decls(l, &ls);
 	} else {
@@ -603,7 +599,6 @@ int launch_mcp(struct launch *l, const char *workdir)
 	}
 out:
 	json_decref(box);
-	core_project_free(p);
 	binds_set_free(bs);
 	free(ls.v);
 	json_decref(ls.keep);

@@ -1,5 +1,5 @@
 /*
- * cli/cmd_launch_opencode.c: OpenCode in a box. The provider is Anthropic's, OpenAI's, or an
+ * lib/agent_opencode.c: OpenCode in a box. The provider is Anthropic's, OpenAI's, or an
  * OpenAI-compatible one the host's OpenCode config defines (`npm: @ai-sdk/openai-compatible`
  * with `options.baseURL`), which becomes a backend of the proxy of its own. Its key is read
  * on the host only, from the first of: --api-key-file, the backend's variable, the host's
@@ -8,8 +8,7 @@
  * provider's base URL, its name and its models' names and limits are imported; the box gets
  * a config of its own (OPENCODE_CONFIG_CONTENT) whose key is the proxy's placeholder.
  */
-#include "cli/cli.h"
-#include "cli/cmd_launch.h"
+#include "lib/agent_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -478,34 +477,14 @@ static int opencode_box(struct launch *l, struct jail_box *b, struct proxy *px)
 	return rc;
 }
 
-const char cmd_opencode_usage[] =
-    "usage: arborinth opencode NAME [OPTIONS] [-- OPENCODE ARGS...]\n"
-    "\n"
-    "Runs OpenCode in workspace NAME (created from --rev when missing) inside a box, with a\n"
-    "provider config (OPENCODE_CONFIG_CONTENT) whose baseURL is the in-box relay and whose key\n"
-    "is a placeholder; the real key stays on the host: --api-key-file, else the provider's\n"
-    "variable, else the host's OpenCode login store (auth.json), else the provider's\n"
-    "options.apiKey in the host's opencode.json(c). Auto-update, model list fetches, default\n"
-    "plugins, LSP downloads and sharing are off. Arguments after -- go to opencode.\n"
-    "\n" LAUNCH_COMMON_OPTS
-    "  --provider P         anthropic, openai, or an OpenAI-compatible provider of the\n"
-    "                       host's OpenCode config (default: the host's model's provider,\n"
-    "                       else anthropic)\n";
-
 const struct launch_client launch_opencode = {
     .name = "opencode",
     .title = "OpenCode",
     .program = "opencode",
     .install = "npm install -g opencode-ai",
     .backend = "anthropic",
-    .usage = cmd_opencode_usage,
     .resolve = opencode_resolve,
     .prepare = opencode_prepare,
     .box = opencode_box,
     .login_kind = -1,
 };
-
-int cmd_opencode(struct cli_global *g, int argc, char **argv)
-{
-	return launch_run(&launch_opencode, argc, argv, g);
-}

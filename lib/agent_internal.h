@@ -1,9 +1,9 @@
 /*
- * cli/cmd_launch.h: what the agent launchers share (cli/cmd_launch.c) and what each client
- * defines (cli/cmd_launch_clients.c). Private to cli/.
+ * lib/agent_internal.h: what the agent launchers share (lib/agent.c, the arb_agent API) and
+ * what each client defines (lib/agent_clients.c, lib/agent_opencode.c). Private to lib/.
  */
-#ifndef ARB_CLI_CMD_LAUNCH_H
-#define ARB_CLI_CMD_LAUNCH_H
+#ifndef ARB_LIB_AGENT_INTERNAL_H
+#define ARB_LIB_AGENT_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -11,7 +11,6 @@
 
 #include <jansson.h>
 
-#include "cli/cli.h"
 #include "lib/lib_internal.h"
 
 struct jail_box;
@@ -26,7 +25,6 @@ struct launch_client {
 	const char *program; /* searched on PATH */
 	const char *install; /* how to install it, for the error when it is missing */
 	const char *backend; /* the proxy backend it needs by default */
-	const char *usage;   /* `arborinth NAME --help` */
 	/* Optional, first on the host: chooses the backend (l->backend) and its key source. */
 	int (*resolve)(struct launch *l);
 	/* On the host, before the box is built: imports settings, adds fixed client args. */
@@ -41,7 +39,7 @@ struct launch_client {
 	const char *login_cmd;
 };
 
-/* One launch. Strings borrowed from argv unless noted. */
+/* One launch. Strings not marked owned point into `owned` (the options as given). */
 struct launch {
 	const struct launch_client *client;
 	const char *name, *rev, *client_path, *upstream, *key_file, *model, *provider;
@@ -61,6 +59,8 @@ struct launch {
 	size_t n_grants, n_binds, n_mounts, n_envs;
 	char **client_args; /* after `--` */
 	int n_client_args;
+	char **owned; /* copies of the options' values (arb_agent_set) */
+	size_t n_owned;
 	char *exe;	    /* owned: the client's real path on the host */
 	char *mount_root;   /* owned: what is bound read-only for it, or NULL */
 	char *host_home;    /* owned: the host's $HOME */
@@ -80,6 +80,9 @@ struct launch {
 	char **mcp_notes;
 	size_t n_mcp_notes;
 	json_t *mcp_box;
+	char *credential_note; /* owned: "credential: ..." (never a secret) */
+	arb_project *project;  /* borrowed: where the workspace is */
+	bool prepared;
 };
 
 /* Appends one owned copy of arg to l->fixed_args. -ENOMEM. */
@@ -112,43 +115,18 @@ char *launch_json_file_string(const char *path, const char *key);
 /* Replaces l->model_import by model (owned; NULL: none). Returns 0. */
 int launch_set_model(struct launch *l, char *model);
 
-/* The options every launcher's help lists. */
-#define LAUNCH_COMMON_OPTS                                                                         \
-	"  --rev REV            base NAME on REV when creating it (default HEAD)\n"                \
-	"  --client PATH        the client binary (default: found on PATH); bound read-only\n"     \
-	"                       at its host path in the box\n"                                     \
-	"  --model MODEL        the model (default: the host's setting, when there is one)\n"      \
-	"  --upstream URL       send the client's API calls to URL instead of the provider\n"      \
-	"  --api-key-file FILE  the real API key, read on the host (default: the variable)\n"      \
-	"  --auth login|api-key|none\n"                                                            \
-	"                       the credential: the host's login, an API key, or none (default:\n" \
-	"                       a key when one is given, else the host's login)\n"                 \
-	"  --no-upstream-auth   the same as --auth none: the upstream gets no credential\n"        \
-	"  --token-url URL      where the host's login is refreshed (default: the client's own)\n" \
-	"  --grant NAME         a toolchain bundle (repeatable; 'arborinth grant list')\n"         \
-	"  --binds FILE         a bind file (repeatable; applied after grants)\n"                  \
-	"  --mount SPEC, --env NAME[=VALUE]\n"                                                     \
-	"                       as for 'arborinth shell'\n"                                        \
-	"  --timeout D, --memory SIZE, --cpus N, --pids N, --no-tool-managers\n"                   \
-	"                       as for 'arborinth shell'\n"                                        \
-	"  --net                share the host's network; the proxy then listens on the host's\n"  \
-	"                       127.0.0.1 and the client reads the session's token from a file\n"  \
-	"  --explain            print the resolved box and the client's argv, run nothing\n"
-
 /*
  * The host client's local MCP servers that the bind files' mcp = [...] name, for the box
- * (cli/launch_mcp.c): fixed args (Claude Code --mcp-config, Codex -c mcp_servers.NAME) or
- * l->mcp_box (OpenCode), and l->mcp_notes. `workdir` finds the origin project (Claude Code's
- * local scope). -errno with a message (a bind file that does not load, a host config that is
- * not TOML).
+ * (lib/agent_mcp.c): fixed args (Claude Code --mcp-config, Codex -c mcp_servers.NAME) or
+ * l->mcp_box (OpenCode), and l->mcp_notes. l->project is the origin (Claude Code's local
+ * scope). -errno with a message (a bind file that does not load, a host config that is not
+ * TOML).
  */
-int launch_mcp(struct launch *l, const char *workdir) ARB_MUST_CHECK;
+int launch_mcp(struct launch *l) ARB_MUST_CHECK;
 /* The host's OpenCode config, merged as OpenCode does (never NULL but on ENOMEM); *source:
  * the last file of it that declares MCP servers, or NULL (caller frees). */
 json_t *launch_opencode_host_config(const struct launch *l, char **source);
 
 extern const struct launch_client launch_claude, launch_codex, launch_opencode;
-
-int launch_run(const struct launch_client *c, int argc, char **argv, void *global);
 
 #endif

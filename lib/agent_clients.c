@@ -1,13 +1,12 @@
 /*
- * cli/cmd_launch_clients.c: what each agent client needs in its box. Every client gets its
+ * lib/agent_clients.c: what each agent client needs in its box. Every client gets its
  * base URL pointed at the in-box relay and the box's placeholder as its key (from the
  * proxy), its config and state under the workspace's home ($HOME in the box, so sessions
  * persist per workspace), update checks and telemetry off, and the host's model choice
  * imported when the user gave none. Host credential files are never read nor mounted: only
  * settings files that hold no secrets are read, and only the model is taken from them.
  */
-#include "cli/cli.h"
-#include "cli/cmd_launch.h"
+#include "lib/agent_internal.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -379,34 +378,12 @@ static char *codex_login_file(const struct launch *l)
 
 /* ---- the table -------------------------------------------------------------------------- */
 
-const char cmd_claude_usage[] =
-    "usage: arborinth claude NAME [OPTIONS] [-- CLAUDE ARGS...]\n"
-    "\n"
-    "Runs Claude Code in workspace NAME (created from --rev when missing) inside a box. Its API\n"
-    "calls go through the credential proxy: ANTHROPIC_BASE_URL is the in-box relay and\n"
-    "ANTHROPIC_API_KEY a placeholder; the real key ($ANTHROPIC_API_KEY or --api-key-file) stays\n"
-    "on the host. CLAUDE_CONFIG_DIR is NAME's home/.claude, so sessions persist per\n"
-    "workspace; non-essential traffic is off. Arguments after -- go to claude unchanged.\n"
-    "\n" LAUNCH_COMMON_OPTS;
-
-const char cmd_codex_usage[] =
-    "usage: arborinth codex NAME [OPTIONS] [-- CODEX ARGS...]\n"
-    "\n"
-    "Runs Codex in workspace NAME (created from --rev when missing) inside a box. Its API\n"
-    "calls go through the credential proxy: OPENAI_BASE_URL is the in-box relay and\n"
-    "OPENAI_API_KEY/CODEX_API_KEY a placeholder; the real key ($OPENAI_API_KEY or\n"
-    "--api-key-file) stays on the host. CODEX_HOME is NAME's home/.codex. The host's model and\n"
-    "reasoning effort (~/.codex/config.toml) are passed as -c overrides. Arguments after -- go\n"
-    "to codex unchanged.\n"
-    "\n" LAUNCH_COMMON_OPTS;
-
 const struct launch_client launch_claude = {
     .name = "claude",
     .title = "Claude Code",
     .program = "claude",
     .install = "npm install -g @anthropic-ai/claude-code",
     .backend = "anthropic",
-    .usage = cmd_claude_usage,
     .prepare = claude_prepare,
     .box = claude_box,
     .login_kind = PROXY_LOGIN_CLAUDE,
@@ -420,7 +397,6 @@ const struct launch_client launch_codex = {
     .program = "codex",
     .install = "npm install -g @openai/codex",
     .backend = "openai",
-    .usage = cmd_codex_usage,
     .prepare = codex_prepare,
     .box = codex_box,
     .login_kind = PROXY_LOGIN_CODEX,
@@ -428,12 +404,3 @@ const struct launch_client launch_codex = {
     .login_file = codex_login_file,
     .login_cmd = "run 'codex login' on the host",
 };
-int cmd_claude(struct cli_global *g, int argc, char **argv)
-{
-	return launch_run(&launch_claude, argc, argv, g);
-}
-
-int cmd_codex(struct cli_global *g, int argc, char **argv)
-{
-	return launch_run(&launch_codex, argc, argv, g);
-}
