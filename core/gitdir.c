@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fs/fs.h"
+
 static const char ws_config[] = "[core]\n"
 				"\trepositoryformatversion = 0\n"
 				"\tfilemode = true\n"
@@ -61,6 +63,7 @@ static int index_fill_stat(git_index *idx, git_odb *odb, int64_t when)
 
 	for (size_t i = 0; i < n; i++) {
 		git_index_entry *e = (git_index_entry *)git_index_get_byindex(idx, i);
+		struct fs_lower_stat ls;
 		git_object_t type;
 		size_t size = 0;
 
@@ -68,9 +71,11 @@ static int index_fill_stat(git_index *idx, git_odb *odb, int64_t when)
 		    git_odb_read_header(&size, &type, odb, &e->id) < 0)
 			return util_err(-EIO, "cannot read object header: %s",
 					git_error_last()->message);
-		e->ctime.seconds = e->mtime.seconds = (int32_t)when;
+		fs_lower_stat_of(when, (int64_t)size, &ls);
+		e->mtime.seconds = (int32_t)ls.mtime_sec;
+		e->ctime.seconds = (int32_t)ls.ctime_sec;
 		e->ctime.nanoseconds = e->mtime.nanoseconds = 0;
-		e->file_size = (uint32_t)size;
+		e->file_size = (uint32_t)ls.size;
 	}
 	return 0;
 }

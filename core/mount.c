@@ -208,7 +208,10 @@ static int io_choice(const struct core_ws *ws, unsigned int flags, bool *passthr
 int core_ws_mount(struct core_project *p, struct core_ws *ws, unsigned int flags)
 {
 	char *blobs = NULL, *pidfile = NULL, *log = NULL, *db = NULL, *commondir = NULL;
+	char **argv = NULL;
 	bool allow_other = flags & CORE_WS_ALLOW_OTHER, passthrough = false;
+	struct fs_config cfg;
+	size_t argc = 0;
 	int rc;
 
 	clear_stale_mount(ws->workdir);
@@ -229,41 +232,29 @@ int core_ws_mount(struct core_project *p, struct core_ws *ws, unsigned int flags
 	commondir = strdup(git_repository_commondir(p->repo));
 	if (!blobs || !pidfile || !log || !db || !commondir)
 		goto out;
-	char *argv[] = {"arborinth",
-			"__fs-daemon",
-			"--mountpoint",
-			ws->workdir,
-			"--layer",
-			ws->layer,
-			"--gitdir",
-			ws->gitdir,
-			"--repo",
-			commondir,
-			"--blobs",
-			blobs,
-			"--base",
-			ws->base_commit,
-			"--pidfile",
-			pidfile,
-			"--db",
-			db,
-			"--ws-id",
-			ws->id,
-			"--ws-name",
-			ws->name,
-			"--share",
-			allow_other ? "other" : "private",
-			"--io",
-			passthrough ? "passthrough" : "daemon",
-			"--ready-fd",
-			NULL,
-			NULL};
-	rc = spawn(argv, (int)ARB_ARRAY_LEN(argv) - 1, log);
+	cfg = (struct fs_config){.mountpoint = ws->workdir,
+				 .layer = ws->layer,
+				 .gitdir = ws->gitdir,
+				 .repo = commondir,
+				 .blobs = blobs,
+				 .base = ws->base_commit,
+				 .pidfile = pidfile,
+				 .db_path = db,
+				 .ws_id = ws->id,
+				 .ws_name = ws->name,
+				 .allow_other = allow_other,
+				 .passthrough = passthrough};
+	/* The descriptor's number goes in the last slot (spawn). */
+	argv = fs_config_argv(&cfg, "arborinth", "", &argc);
+	if (!argv)
+		goto out;
+	rc = spawn(argv, (int)argc, log);
 	if (rc == 0) {
 		ws->mounted = true;
 		ws->daemon_pid = core_ws_daemon_pid(ws);
 	}
 out:
+	free(argv);
 	free(blobs);
 	free(pidfile);
 	free(log);

@@ -38,6 +38,19 @@ struct fs_config {
 int fs_daemon_run(const struct fs_config *cfg, int ready_fd) ARB_MUST_CHECK;
 
 /*
+ * The daemon's command line (fs/config_argv.c), both halves. fs_config_argv: PROGRAM
+ * FS_DAEMON_VERB and cfg's options, then "--ready-fd READY_FD" when ready_fd is not NULL
+ * (last, so a caller may put the descriptor's number in the final slot); NULL-terminated,
+ * strings borrowed, the array the caller's to free; *argc its length. fs_config_parse: the
+ * same read back from argv (argv[0] the verb) into cfg (strings borrowed) and *ready_fd (-1:
+ * none). -EINVAL with a message.
+ */
+#define FS_DAEMON_VERB "__fs-daemon"
+char **fs_config_argv(const struct fs_config *cfg, const char *program, const char *ready_fd,
+		      size_t *argc);
+int fs_config_parse(struct fs_config *cfg, int *ready_fd, int argc, char **argv) ARB_MUST_CHECK;
+
+/*
  * Unmounts the view at mountpoint (root: umount2; others: fusermount3). lazy detaches it even
  * while busy: for the dead mount a killed daemon leaves behind.
  */
@@ -60,6 +73,17 @@ bool fs_layer_is_whiteout(const struct stat *st);
 int fs_layer_whiteout_at(int dirfd, const char *name) ARB_MUST_CHECK;
 enum fs_layer_lower fs_layer_dir_lower(int dirfd, char hex[41]);
 int fs_layer_set_opaque(int dirfd) ARB_MUST_CHECK;
+/*
+ * What the view reports of an unmodified lower file (fs/lookup.c) and what the index a
+ * workspace starts with says of it (core/gitdir.c), so that `git status` finds it clean
+ * without reading it: its size, and modification and change times at the base commit's
+ * time, to the second.
+ */
+struct fs_lower_stat {
+	int64_t size;
+	int64_t mtime_sec, ctime_sec; /* nanoseconds: 0 */
+};
+void fs_lower_stat_of(int64_t base_time, int64_t blob_size, struct fs_lower_stat *out);
 
 /*
  * git_libgit2_init() for arborinth's processes: the same, minus libssh2's OpenSSL set-up

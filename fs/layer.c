@@ -52,3 +52,9 @@ int fs_layer_set_opaque(int dirfd)
 	(void)removexattr(p, FS_XATTR_TREE);
 	return 0;
 }
+
+void fs_lower_stat_of(int64_t base_time, int64_t blob_size, struct fs_lower_stat *out)
+{
+	*out = (struct fs_lower_stat){
+	    .size = blob_size, .mtime_sec = base_time, .ctime_sec = base_time};
+}

@@ -122,6 +122,7 @@ int fs_lookup_child(struct fs *fs, struct fs_node *parent, const char *name, str
 
 static int stat_lower(struct fs *fs, struct fs_node *n, struct stat *st)
 {
+	struct fs_lower_stat ls;
 	int64_t size = 4096;
 	int rc;
 
@@ -145,13 +146,15 @@ static int stat_lower(struct fs *fs, struct fs_node *n, struct stat *st)
 		if (rc < 0)
 			return rc;
 	}
-	st->st_size = size;
+	fs_lower_stat_of(fs->base_time, size, &ls);
+	st->st_size = ls.size;
 	st->st_blocks = (size + 511) / 512;
 	st->st_blksize = 4096;
 	st->st_nlink = 1;
 	st->st_uid = fs->uid;
 	st->st_gid = fs->gid;
-	st->st_atim.tv_sec = st->st_mtim.tv_sec = st->st_ctim.tv_sec = fs->base_time;
+	st->st_atim.tv_sec = st->st_mtim.tv_sec = ls.mtime_sec;
+	st->st_ctim.tv_sec = ls.ctime_sec;
 	return 0;
 }
 

@@ -237,6 +237,12 @@ static size_t header_cb(char *data, size_t size, size_t nitems, void *ud)
 			return len; /* interim response: wait for the final one */
 		if (f->status < 200 || f->status > 599 || f->head_overflow)
 			return 0; /* fails the transfer: 502 */
+		/*
+		 * A login's token the upstream refused is marked before the box sees the 401:
+		 * its next request may come as soon as it has the answer, and must refresh.
+		 */
+		if (f->status == 401 && f->b->login)
+			proxy_login_refused(f->b->login, f->cred);
 		return send_head(f) == 0 ? len : 0;
 	}
 	if (n < sizeof(line)) {
@@ -563,8 +569,6 @@ void proxy_upstream_forward(struct proxy_conn *c, struct proxy_req *r,
 	/* The header list holds the credential; libcurl keeps only a pointer to it. */
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, NULL);
 	finish(f, cc, res);
-	if (f->b->login && f->status == 401)
-		proxy_login_refused(f->b->login, f->cred);
 out:
 	if (cc == CURLE_OUT_OF_MEMORY && !res->reason) {
 		res->status = proxy_send_error(c->fd, 500, "internal error") == 0 ? 500 : 0;
