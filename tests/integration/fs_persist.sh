@@ -63,6 +63,6 @@ wait_dead "$pid" && pass || fail "daemon still running after fusermount3 -u"
 "$ARB" --workdir "$T/repo" workspace mount p >/dev/null
 expect_status 0 "delete mounted" -- "$ARB" --workdir "$T/repo" workspace delete p
 [ ! -e "$T/repo/.arborinth/workspaces/p" ] && pass || fail "workspace folder left after delete"
-grep -q "workspaces/p/workdir" /proc/self/mountinfo && fail "mount left after delete" || pass
+grep -qF "$T/repo/.arborinth/workspaces/p/workdir" /proc/self/mountinfo && fail "mount left after delete" || pass
 
 finish
