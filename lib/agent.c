@@ -473,6 +473,8 @@ void arb_agent_free(arb_agent *a)
 		return;
 	arb_box_free(a->box);
 	free(a->argv);
+	for (size_t i = 0; i < a->n_notes; i++)
+		free(a->notes[i]);
 	free(a->notes);
 	launch_clear(&a->l);
 	free(a);
