@@ -201,56 +201,9 @@ static int end_of_line(struct lexer *lx)
 
 /* ---- strings ---------------------------------------------------------------------------- */
 
-struct buf {
-	char *s;
-	size_t n, cap;
-};
-
-static int buf_put(struct buf *b, const void *data, size_t n)
-{
-	if (b->n + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 64;
-		char *s;
-
-		while (cap < b->n + n + 1)
-			cap *= 2;
-		s = realloc(b->s, cap);
-		if (!s)
-			return util_err(-ENOMEM, "out of memory");
-		b->s = s;
-		b->cap = cap;
-	}
-	memcpy(b->s + b->n, data, n);
-	b->n += n;
-	b->s[b->n] = '\0';
-	return 0;
-}
-
-static int put_codepoint(struct buf *b, unsigned long cp)
-{
-	unsigned char u[4];
-	size_t n;
-
-	if (cp < 0x80)
-		u[0] = (unsigned char)cp, n = 1;
-	else if (cp < 0x800)
-		u[0] = (unsigned char)(0xc0 | (cp >> 6)),
-		u[1] = (unsigned char)(0x80 | (cp & 0x3f)), n = 2;
-	else if (cp < 0x10000)
-		u[0] = (unsigned char)(0xe0 | (cp >> 12)),
-		u[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f)),
-		u[2] = (unsigned char)(0x80 | (cp & 0x3f)), n = 3;
-	else
-		u[0] = (unsigned char)(0xf0 | (cp >> 18)),
-		u[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f)),
-		u[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f)),
-		u[3] = (unsigned char)(0x80 | (cp & 0x3f)), n = 4;
-	return buf_put(b, u, n);
-}
-
 /* \uXXXX or \UXXXXXXXX after the backslash and letter; the cursor is on the first digit. */
 static int unicode_escape(struct lexer *lx, unsigned digits, unsigned line, unsigned col,
-			  struct buf *b)
+			  struct util_buf *b)
 {
 	unsigned long cp = 0;
 
@@ -273,10 +226,10 @@ static int unicode_escape(struct lexer *lx, unsigned digits, unsigned line, unsi
 		return fail_at(lx, line, col, "NUL (\\u0000) is not allowed in a string");
 	if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
 		return fail_at(lx, line, col, "escape is not a Unicode scalar value");
-	return put_codepoint(b, cp);
+	return util_buf_put_utf8(b, cp);
 }
 
-static int basic_escape(struct lexer *lx, struct buf *b)
+static int basic_escape(struct lexer *lx, struct util_buf *b)
 {
 	unsigned line = lx->line, col = lx->col;
 	int c;
@@ -286,25 +239,25 @@ static int basic_escape(struct lexer *lx, struct buf *b)
 	switch (c) {
 	case 'b':
 		advance(lx);
-		return buf_put(b, "\b", 1);
+		return util_buf_put(b, "\b", 1);
 	case 't':
 		advance(lx);
-		return buf_put(b, "\t", 1);
+		return util_buf_put(b, "\t", 1);
 	case 'n':
 		advance(lx);
-		return buf_put(b, "\n", 1);
+		return util_buf_put(b, "\n", 1);
 	case 'f':
 		advance(lx);
-		return buf_put(b, "\f", 1);
+		return util_buf_put(b, "\f", 1);
 	case 'r':
 		advance(lx);
-		return buf_put(b, "\r", 1);
+		return util_buf_put(b, "\r", 1);
 	case '"':
 		advance(lx);
-		return buf_put(b, "\"", 1);
+		return util_buf_put(b, "\"", 1);
 	case '\\':
 		advance(lx);
-		return buf_put(b, "\\", 1);
+		return util_buf_put(b, "\\", 1);
 	case 'u':
 	case 'U':
 		advance(lx);
@@ -319,13 +272,13 @@ static int parse_string(struct lexer *lx, char **out)
 {
 	unsigned line = lx->line, col = lx->col;
 	int quote = peek(lx), rc = 0;
-	struct buf b = {0};
+	struct util_buf b = {0};
 
 	*out = NULL;
 	if (lx->end - lx->p >= 3 && lx->p[1] == quote && lx->p[2] == quote)
 		return FAIL(lx, "multi-line strings are not supported in bind files");
 	advance(lx);
-	rc = buf_put(&b, "", 0);
+	rc = util_buf_put(&b, "", 0);
 	while (rc == 0) {
 		int c = peek(lx);
 
@@ -346,7 +299,7 @@ static int parse_string(struct lexer *lx, char **out)
 		if (rc == 0) {
 			size_t n = utf8_len(lx->p, lx->end);
 
-			rc = buf_put(&b, lx->p, n);
+			rc = util_buf_put(&b, lx->p, n);
 			advance_char(lx);
 		}
 	}

@@ -27,11 +27,6 @@ struct tp {
 	int depth;
 };
 
-struct sbuf {
-	char *s;
-	size_t n, cap;
-};
-
 static int fail(const struct tp *t, const char *fmt, ...) ARB_PRINTF(2, 3);
 
 static int fail(const struct tp *t, const char *fmt, ...)
@@ -46,53 +41,12 @@ static int fail(const struct tp *t, const char *fmt, ...)
 			(size_t)(t->p - t->line_start) + 1, msg);
 }
 
-static int sb_put(struct sbuf *b, const char *data, size_t n)
+/* The code point cp as UTF-8 into b; not a Unicode scalar value is a syntax error. */
+static int sb_codepoint(struct tp *t, struct util_buf *b, unsigned long cp)
 {
-	if (b->n + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 32;
-		char *s;
+	int rc = util_buf_put_utf8(b, cp);
 
-		while (cap < b->n + n + 1)
-			cap *= 2;
-		s = realloc(b->s, cap);
-		if (!s)
-			return util_err(-ENOMEM, "out of memory");
-		b->s = s;
-		b->cap = cap;
-	}
-	memcpy(b->s + b->n, data, n);
-	b->n += n;
-	b->s[b->n] = '\0';
-	return 0;
-}
-
-static int sb_codepoint(struct tp *t, struct sbuf *b, unsigned long cp)
-{
-	char u[4];
-	size_t n;
-
-	if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-		return fail(t, "escape is not a Unicode scalar value");
-	if (cp < 0x80) {
-		u[0] = (char)cp;
-		n = 1;
-	} else if (cp < 0x800) {
-		u[0] = (char)(0xC0 | (cp >> 6));
-		u[1] = (char)(0x80 | (cp & 0x3F));
-		n = 2;
-	} else if (cp < 0x10000) {
-		u[0] = (char)(0xE0 | (cp >> 12));
-		u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-		u[2] = (char)(0x80 | (cp & 0x3F));
-		n = 3;
-	} else {
-		u[0] = (char)(0xF0 | (cp >> 18));
-		u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-		u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-		u[3] = (char)(0x80 | (cp & 0x3F));
-		n = 4;
-	}
-	return sb_put(b, u, n);
+	return rc == -EINVAL ? fail(t, "escape is not a Unicode scalar value") : rc;
 }
 
 static bool at(const struct tp *t, const char *s)
@@ -161,7 +115,7 @@ static int end_of_line(struct tp *t)
 	return fail(t, "expected the end of the line");
 }
 
-static int hex_escape(struct tp *t, struct sbuf *b, int digits)
+static int hex_escape(struct tp *t, struct util_buf *b, int digits)
 {
 	unsigned long cp = 0;
 
@@ -179,7 +133,7 @@ static int hex_escape(struct tp *t, struct sbuf *b, int digits)
 	return sb_codepoint(t, b, cp);
 }
 
-static int escape(struct tp *t, struct sbuf *b)
+static int escape(struct tp *t, struct util_buf *b)
 {
 	char c;
 
@@ -188,21 +142,21 @@ static int escape(struct tp *t, struct sbuf *b)
 	c = *t->p++;
 	switch (c) {
 	case 'b':
-		return sb_put(b, "\b", 1);
+		return util_buf_put(b, "\b", 1);
 	case 't':
-		return sb_put(b, "\t", 1);
+		return util_buf_put(b, "\t", 1);
 	case 'n':
-		return sb_put(b, "\n", 1);
+		return util_buf_put(b, "\n", 1);
 	case 'f':
-		return sb_put(b, "\f", 1);
+		return util_buf_put(b, "\f", 1);
 	case 'r':
-		return sb_put(b, "\r", 1);
+		return util_buf_put(b, "\r", 1);
 	case 'e':
-		return sb_put(b, "\x1b", 1);
+		return util_buf_put(b, "\x1b", 1);
 	case '"':
-		return sb_put(b, "\"", 1);
+		return util_buf_put(b, "\"", 1);
 	case '\\':
-		return sb_put(b, "\\", 1);
+		return util_buf_put(b, "\\", 1);
 	case 'x':
 		return hex_escape(t, b, 2);
 	case 'u':
@@ -225,7 +179,7 @@ static bool plain_char(char c)
  * A string of any of the four kinds at t->p, into *out (owned). Its bytes are checked to be
  * UTF-8 by the caller's json_stringn.
  */
-static int parse_string(struct tp *t, struct sbuf *b)
+static int parse_string(struct tp *t, struct util_buf *b)
 {
 	bool literal = *t->p == '\'';
 	const char *q = literal ? "'" : "\"";
@@ -233,7 +187,7 @@ static int parse_string(struct tp *t, struct sbuf *b)
 	int rc;
 
 	b->n = 0;
-	if ((rc = sb_put(b, "", 0)) < 0)
+	if ((rc = util_buf_put(b, "", 0)) < 0)
 		return rc;
 	t->p += multi ? 3 : 1;
 	if (multi)
@@ -247,7 +201,7 @@ static int parse_string(struct tp *t, struct sbuf *b)
 
 			while (extra < 2 && t->p + 3 + extra < t->end && t->p[3 + extra] == *q)
 				extra++;
-			if ((rc = sb_put(b, t->p, (size_t)extra)) < 0)
+			if ((rc = util_buf_put(b, t->p, (size_t)extra)) < 0)
 				return rc;
 			t->p += 3 + extra;
 			return 0;
@@ -277,7 +231,7 @@ static int parse_string(struct tp *t, struct sbuf *b)
 			continue;
 		}
 		if (multi && (*t->p == '\n' || at(t, "\r\n"))) {
-			rc = sb_put(b, "\n", 1);
+			rc = util_buf_put(b, "\n", 1);
 			take_newline(t);
 			if (rc < 0)
 				return rc;
@@ -285,7 +239,7 @@ static int parse_string(struct tp *t, struct sbuf *b)
 		}
 		if (!plain_char(*t->p) && *t->p != '\t')
 			return fail(t, "control character in a string");
-		if ((rc = sb_put(b, t->p, 1)) < 0)
+		if ((rc = util_buf_put(b, t->p, 1)) < 0)
 			return rc;
 		t->p++;
 	}
@@ -298,7 +252,7 @@ static bool bare_key_char(char c)
 }
 
 /* One key part (bare or quoted) into b. */
-static int parse_key_part(struct tp *t, struct sbuf *b)
+static int parse_key_part(struct tp *t, struct util_buf *b)
 {
 	const char *s = t->p;
 	int rc;
@@ -317,7 +271,7 @@ static int parse_key_part(struct tp *t, struct sbuf *b)
 	if (t->p == s)
 		return fail(t, "expected a key");
 	b->n = 0;
-	return sb_put(b, s, (size_t)(t->p - s));
+	return util_buf_put(b, s, (size_t)(t->p - s));
 }
 
 /*
@@ -325,7 +279,7 @@ static int parse_key_part(struct tp *t, struct sbuf *b)
  * left in last. `header` relaxes the rule that walked-through tables be plain tables: a
  * header may pass through an array of tables (its last element).
  */
-static int parse_key(struct tp *t, json_t **tbl, struct sbuf *last, bool header)
+static int parse_key(struct tp *t, json_t **tbl, struct util_buf *last, bool header)
 {
 	int rc;
 
@@ -402,7 +356,7 @@ static int set_value(struct tp *t, json_t *tbl, const char *key, json_t *v)
 /* key = value at t->p, into table tbl. */
 static int parse_pair(struct tp *t, json_t *tbl)
 {
-	struct sbuf key = {0};
+	struct util_buf key = {0};
 	json_t *v = NULL;
 	int rc = parse_key(t, &tbl, &key, false);
 
@@ -545,7 +499,7 @@ static int bare_value(struct tp *t, json_t **out)
 
 static int parse_value(struct tp *t, json_t **out)
 {
-	struct sbuf b = {0};
+	struct util_buf b = {0};
 	int rc;
 
 	if (t->p >= t->end || *t->p == '\n' || *t->p == '#')
@@ -582,7 +536,7 @@ static int parse_header(struct tp *t)
 {
 	bool array = at(t, "[[");
 	json_t *tbl = t->root, *v;
-	struct sbuf key = {0};
+	struct util_buf key = {0};
 	int rc;
 
 	t->p += array ? 2 : 1;

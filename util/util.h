@@ -44,6 +44,19 @@ char *util_shell_quote(const char *s);
 void util_jsonc_strip(char *s, size_t len);
 
 /*
+ * A growable byte string (util/buf.c), NUL-terminated after each put; free(b.s) when done.
+ * util_buf_put: appends n bytes (-ENOMEM with a message). util_buf_put_utf8: appends the
+ * UTF-8 encoding of code point cp; -EINVAL (no message: the caller says where) when cp is
+ * not a Unicode scalar value.
+ */
+struct util_buf {
+	char *s;
+	size_t n, cap;
+};
+int util_buf_put(struct util_buf *b, const void *data, size_t n) ARB_MUST_CHECK;
+int util_buf_put_utf8(struct util_buf *b, unsigned long cp) ARB_MUST_CHECK;
+
+/*
  * A TOML document (util/toml.c) as a JSON object in *out (caller json_decref's): tables are
  * objects, arrays of tables arrays, dates and times strings as written. -EINVAL with
  * "NAME:LINE:COL: message" where the text is not TOML (or not UTF-8), -ENOMEM.
