@@ -33,6 +33,7 @@ struct mcp_decl {
 	json_t *decl;	     /* borrowed: the whole declaration */
 	bool remote, disabled;
 	const char *source; /* the host file that declares it */
+	char *full;	    /* owned: the command's full path on the host, or NULL */
 };
 
 /* ---- reading the host's declarations ------------------------------------------------ */
@@ -515,9 +516,13 @@ int launch_mcp(struct launch *l)
 	} else {
 		rc = opencode_decls(l, &ls);
 	}
+	/* Each command's full path, once: the choice and the check of the mcp entries use it. */
+	for (size_t i = 0; i < ls.n && rc == 0; i++)
+		ls.v[i].full = ls.v[i].command ? command_path(l, ls.v[i].command) : NULL;
 	for (size_t i = 0; i < ls.n && rc == 0; i++) {
 		const struct mcp_decl *d = &ls.v[i];
-		char *full = d->command ? command_path(l, d->command) : NULL, buf[PATH_MAX + 200];
+		const char *full = d->full;
+		char buf[PATH_MAX + 200];
 		const char *why = withheld(l, bs, sel, n_sel, d, full, buf, sizeof(buf));
 		json_t *args = why ? NULL : args_of(l, d);
 		/* As written, but with "~/" expanded (no client expands it; $HOME is the same). */
@@ -568,17 +573,12 @@ int launch_mcp(struct launch *l)
 		json_decref(args);
 		free(cmd);
 		free(env_list);
-		free(full);
 	}
 	for (size_t i = 0; i < n_sel && rc == 0; i++) {
 		bool used = !strcmp(sel[i].select, "*");
 
-		for (size_t j = 0; j < ls.n && !used; j++) {
-			char *full = ls.v[j].command ? command_path(l, ls.v[j].command) : NULL;
-
-			used = ls.v[j].command && selected(l, &sel[i], 1, &ls.v[j], full);
-			free(full);
-		}
+		for (size_t j = 0; j < ls.n && !used; j++)
+			used = ls.v[j].command && selected(l, &sel[i], 1, &ls.v[j], ls.v[j].full);
 		if (!used)
 			rc =
 			    note(l, "%s: mcp entry '%s' names no local MCP server of the host's %s",
@@ -600,6 +600,8 @@ int launch_mcp(struct launch *l)
 out:
 	json_decref(box);
 	binds_set_free(bs);
+	for (size_t i = 0; i < ls.n; i++)
+		free(ls.v[i].full);
 	free(ls.v);
 	json_decref(ls.keep);
 	return rc;
