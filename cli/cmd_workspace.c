@@ -65,7 +65,7 @@ static json_t *ws_json(const arb_workspace *ws)
 	char created[32];
 
 	util_time_format(created, sizeof(created), arb_workspace_created_ns(ws), true);
-	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:b,s:I,s:s?}", "name",
+	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:b,s:I,s:s?,s:s?}", "name",
 			 arb_workspace_name(ws), "root", arb_workspace_root(ws), "workdir",
 			 arb_workspace_workdir(ws), "tmp", arb_workspace_tmp(ws), "cache",
 			 arb_workspace_cache(ws), "home", arb_workspace_home(ws), "base_commit",
@@ -73,7 +73,7 @@ static json_t *ws_json(const arb_workspace *ws)
 			 "remote", arb_workspace_remote(ws), "created", created, "state",
 			 arb_workspace_state(ws), "mounted", arb_workspace_mounted(ws),
 			 "daemon_pid", (json_int_t)arb_workspace_daemon_pid(ws), "io",
-			 arb_workspace_io(ws));
+			 arb_workspace_io(ws), "transport", arb_workspace_transport(ws));
 }
 
 static void ws_print(const arb_workspace *ws)
@@ -96,6 +96,8 @@ static void ws_print(const arb_workspace *ws)
 		       (long long)arb_workspace_daemon_pid(ws));
 		if (arb_workspace_io(ws))
 			printf("io:       %s\n", arb_workspace_io(ws));
+		if (arb_workspace_transport(ws))
+			printf("requests: %s\n", arb_workspace_transport(ws));
 	} else {
 		printf("mounted:  no\n");
 	}

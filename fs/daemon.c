@@ -227,7 +227,7 @@ static int serve(struct fs *fs, const struct fs_config *cfg, int *ready_fd)
 		rc = util_err(-EIO, "cannot mount the view at %s", cfg->mountpoint);
 		goto out_signals;
 	}
-	rc = fs_passthrough_install(fs);
+	rc = fs_devio_install(fs);
 	if (rc == 0)
 		rc = write_pidfile(cfg->pidfile);
 	if (rc < 0)
@@ -248,6 +248,7 @@ static int serve(struct fs *fs, const struct fs_config *cfg, int *ready_fd)
 	rc = fs_house_start(fs);
 	if (rc == 0)
 		rc = fuse_session_loop_mt(fs->se, loop) < 0 ? -EIO : 0;
+	fs_ring_stop(fs);  /* the ring's threads end once the kernel let go of its entries */
 	fs_house_stop(fs); /* records the writes still pending */
 	if (rc == 0) {
 		pthread_mutex_lock(&fs->lock);

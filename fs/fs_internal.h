@@ -171,6 +171,10 @@ struct fs {
 	bool pt_asked;	    /* the INIT reply asked for it */
 	bool pt_init_done;  /* INIT answered (atomic) */
 	int devfd;	    /* /dev/fuse, for the backing-file ioctls */
+	/* uring.c: requests over io_uring, one queue per CPU */
+	bool ur_offered;      /* the kernel offered FUSE_OVER_IO_URING in INIT */
+	const char *ur_why;   /* when not used: why (static string) */
+	struct fs_ring *ring; /* asked for in the INIT reply and running; NULL: /dev/fuse */
 	struct fs_wpend *wdirty, *wdirty_tail; /* pending handle-less writes, oldest first */
 	size_t ndata_fds;		       /* nodes' data_fd in use (<= FS_DATA_FDS_MAX) */
 	size_t nupper_fds;		       /* nodes' O_PATH descriptors (n->fd) */
@@ -363,18 +367,54 @@ void fs_house_stop(struct fs *fs);
 void fs_house_fds_changed(struct fs *fs);
 
 /*
- * passthrough.c. fs_passthrough_install: after mounting, takes over the /dev/fuse I/O so the
- * INIT, OPEN and CREATE replies can ask for passthrough (no-op unless cfg->passthrough).
- * fs_passthrough_get: the backing id for one more passthrough open of n (fs->lock held);
+ * devio.c: fs_devio_install: after mounting, takes over the /dev/fuse I/O, so the INIT reply
+ * can ask for passthrough and io_uring and replies to ring requests go to the ring.
+ */
+int fs_devio_install(struct fs *fs) ARB_MUST_CHECK;
+/* Writes run/transport: io_uring, or /dev/fuse and why (why != NULL). */
+void fs_devio_transport(struct fs *fs, const char *why);
+
+/*
+ * passthrough.c, for devio.c: fs_pt_peek_init: the INIT request (fs->pt_offered, pt_why);
+ * fs_pt_patch_init: the INIT reply asks for passthrough when offered; fs_pt_patch_reply:
+ * an OPEN/CREATE reply gets this thread's backing id, if any; fs_pt_after_init: probes the
+ * connection and sets fs->devfd and fs->passthrough: NULL when on, else why (in why or
+ * static). For fs/: fs_passthrough_get: the backing id for one more passthrough open of n
+ * (fs->lock held);
  * 0 when n cannot have one (then the open goes through the daemon). fs_passthrough_put:
  * the end of such an open (fs->lock held). fs_passthrough_reply_create: fuse_reply_create()
  * (e != NULL) or fuse_reply_open() with backing_id in the reply when > 0.
  */
-int fs_passthrough_install(struct fs *fs) ARB_MUST_CHECK;
+void fs_pt_peek_init(struct fs *fs, const void *buf, size_t n);
+void fs_pt_patch_init(struct fs *fs, struct iovec *iov, int count);
+void fs_pt_patch_reply(struct iovec *iov, int count);
+const char *fs_pt_after_init(struct fs *fs, int devfd, char *why, size_t len);
 int32_t fs_passthrough_get(struct fs *fs, struct fs_node *n);
 void fs_passthrough_put(struct fs *fs, struct fs_node *n);
 int fs_passthrough_reply_create(fuse_req_t req, const struct fuse_entry_param *e,
 				struct fuse_file_info *fi, int32_t backing_id);
+
+/*
+ * uring.c, FUSE over io_uring (for devio.c and daemon.c). fs_ring_peek_init: the INIT request
+ * (fs->ur_offered, ur_why). fs_ring_patch_init: when offered, makes one io_uring per CPU
+ * queue and asks for the ring in the INIT reply (fs->ring; on failure fs->ur_why).
+ * fs_ring_start: after the reply, each queue's thread registers its entries and serves
+ * requests (-errno when a queue failed: the kernel then keeps /dev/fuse). fs_ring_stop: ends
+ * the threads and frees the ring. fs_ring_queues: their number. fs_ring_serving: this thread
+ * is serving a ring request. fs_ring_reply: a reply written by libfuse, into the entry of the
+ * request this thread serves: bytes taken, or FS_RING_NOT_MINE for one that goes to /dev/fuse.
+ * fs_ring_reply_pipe: the same for a reply spliced into a pipe (len bytes).
+ */
+#define FS_RING_NOT_MINE ((ssize_t)-2)
+struct iovec;
+void fs_ring_peek_init(struct fs *fs, const void *buf, size_t n);
+void fs_ring_patch_init(struct fs *fs, struct iovec *iov, int count);
+int fs_ring_start(struct fs *fs) ARB_MUST_CHECK;
+void fs_ring_stop(struct fs *fs);
+unsigned fs_ring_queues(const struct fs *fs);
+bool fs_ring_serving(void);
+ssize_t fs_ring_reply(const struct iovec *iov, int count);
+ssize_t fs_ring_reply_pipe(int pipefd, size_t len);
 
 /*
  * fsmon.c (fs->lock held unless said): fs_fsmon_init/save/free: the journal at start, at a

@@ -93,30 +93,6 @@ static uint32_t get32(const void *base, size_t off)
 	return v;
 }
 
-/* Writes the daemon's I/O path to run/io ("passthrough", or "daemon" and why). */
-static void write_status(struct fs *fs, const char *why)
-{
-	char buf[256], *dir = NULL, *path = NULL, *slash;
-	int n;
-
-	if (!fs->cfg->pidfile)
-		return;
-	if (!why)
-		n = snprintf(buf, sizeof(buf), "passthrough\n");
-	else
-		n = snprintf(buf, sizeof(buf), "daemon (%s)\n", why);
-	dir = strdup(fs->cfg->pidfile);
-	slash = dir ? strrchr(dir, '/') : NULL;
-	if (slash) {
-		*slash = '\0';
-		path = util_path_join(dir, "io");
-	}
-	if (path && util_write_file(path, buf, (size_t)n, 0644) < 0)
-		util_err_clear(); /* only `workspace info` reads it */
-	free(path);
-	free(dir);
-}
-
 /* Registers fd as a backing file: the id (> 0) or -errno. */
 static int backing_open(int devfd, int fd)
 {
@@ -148,7 +124,7 @@ static int probe(struct fs *fs, int devfd)
 	return id > 0 ? 0 : id < 0 ? id : -EIO;
 }
 
-static void patch_init(struct fs *fs, struct iovec *iov, int count)
+void fs_pt_patch_init(struct fs *fs, struct iovec *iov, int count)
 {
 	if (!fs->pt_offered || count < 2 || iov[1].iov_len < PT_INIT_OUT_SIZE ||
 	    get32(iov[1].iov_base, PT_OFF_INIT_MAJOR) != 7)
@@ -159,13 +135,14 @@ static void patch_init(struct fs *fs, struct iovec *iov, int count)
 	fs->pt_asked = true;
 }
 
-/* An OPEN or CREATE reply: its fuse_open_out gets the flag and the id. */
-static void patch_open(struct iovec *iov, int count)
+/* An OPEN or CREATE reply with a backing id: its fuse_open_out gets the flag and the id. */
+void fs_pt_patch_reply(struct iovec *iov, int count)
 {
 	size_t base;
 	uint32_t flags;
 
-	if (count < 2 || (iov[1].iov_len != PT_OPEN_SIZE && iov[1].iov_len != PT_CREATE_SIZE))
+	if (reply_backing_id <= 0 || count < 2 ||
+	    (iov[1].iov_len != PT_OPEN_SIZE && iov[1].iov_len != PT_CREATE_SIZE))
 		return;
 	base = iov[1].iov_len - PT_OPEN_SIZE;
 	flags = get32(iov[1].iov_base, base + PT_OFF_OPEN_FLAGS);
@@ -174,35 +151,17 @@ static void patch_open(struct iovec *iov, int count)
 	put32(iov[1].iov_base, base + PT_OFF_BACKING_ID, (uint32_t)reply_backing_id);
 }
 
-static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
+const char *fs_pt_after_init(struct fs *fs, int devfd, char *why, size_t len)
 {
-	struct fs *fs = userdata;
-	ssize_t n;
-	int err;
+	int rc = fs->pt_asked ? probe(fs, devfd) : -EOPNOTSUPP;
 
-	if (reply_backing_id > 0)
-		patch_open(iov, count);
-	if (__atomic_load_n(&fs->pt_init_done, __ATOMIC_ACQUIRE))
-		return writev(fd, iov, count);
-	/* The first reply is INIT's: no other request is answered before it. */
-	patch_init(fs, iov, count);
-	n = writev(fd, iov, count);
-	err = errno;
-	if (n >= 0) {
-		int rc = fs->pt_asked ? probe(fs, fd) : -EOPNOTSUPP;
-		char why[128];
-
-		snprintf(why, sizeof(why), "passthrough unavailable: %s", strerror(-rc));
-		/* Other threads read them under the lock once the kernel sends more requests. */
-		pthread_mutex_lock(&fs->lock);
-		fs->devfd = fd;
-		fs->passthrough = rc == 0;
-		pthread_mutex_unlock(&fs->lock);
-		write_status(fs, rc == 0 ? NULL : fs->pt_why ? fs->pt_why : why);
-		__atomic_store_n(&fs->pt_init_done, true, __ATOMIC_RELEASE);
-	}
-	errno = err;
-	return n;
+	snprintf(why, len, "passthrough unavailable: %s", strerror(-rc));
+	/* Other threads read them under the lock once the kernel sends more requests. */
+	pthread_mutex_lock(&fs->lock);
+	fs->devfd = devfd;
+	fs->passthrough = rc == 0;
+	pthread_mutex_unlock(&fs->lock);
+	return rc == 0 ? NULL : fs->pt_why ? fs->pt_why : why;
 }
 
 /* CAP_SYS_ADMIN in the initial user namespace, which FUSE_DEV_IOC_BACKING_OPEN requires. */
@@ -224,10 +183,14 @@ static bool may_register(void)
  * The INIT request, before libfuse hands it to fs_init(): whether the kernel offers
  * passthrough and this process may use it decides whether files are opened without asking.
  */
-static void peek_init(struct fs *fs, const void *buf, ssize_t n)
+void fs_pt_peek_init(struct fs *fs, const void *buf, size_t n)
 {
 	uint32_t flags;
 
+	if (!fs->cfg->passthrough) {
+		fs->pt_why = "the default; passthrough is chosen per workspace";
+		return;
+	}
 	if (n < PT_IN_INIT_FLAGS2 + 4 || get32(buf, PT_IN_OPCODE) != PT_OP_INIT)
 		return;
 	flags = get32(buf, PT_IN_INIT_FLAGS);
@@ -237,41 +200,6 @@ static void peek_init(struct fs *fs, const void *buf, ssize_t n)
 	else if (!fs->pt_offered)
 		fs->pt_why = "passthrough unavailable: the kernel does not offer it";
 	fs->pt_offered = fs->pt_offered && !fs->pt_why;
-}
-
-static ssize_t dev_read(int fd, void *buf, size_t len, void *userdata)
-{
-	struct fs *fs = userdata;
-	ssize_t n = read(fd, buf, len);
-
-	if (!__atomic_load_n(&fs->pt_init_done, __ATOMIC_ACQUIRE) && n > 0)
-		peek_init(fs, buf, n);
-	return n;
-}
-
-static ssize_t dev_splice(int fdin, off_t *offin, int fdout, off_t *offout, size_t len,
-			  unsigned int flags, void *userdata)
-{
-	(void)userdata;
-	return splice(fdin, offin, fdout, offout, len, flags);
-}
-
-int fs_passthrough_install(struct fs *fs)
-{
-	static const struct fuse_custom_io io = {
-	    .writev = dev_writev,
-	    .read = dev_read,
-	    .splice_receive = dev_splice,
-	    .splice_send = dev_splice,
-	};
-	int rc;
-
-	if (!fs->cfg->passthrough) {
-		write_status(fs, "the default; passthrough is chosen per workspace");
-		return 0;
-	}
-	rc = fuse_session_custom_io(fs->se, &io, fuse_session_fd(fs->se));
-	return rc < 0 ? util_err(rc, "cannot take over the FUSE device's I/O") : 0;
 }
 
 int32_t fs_passthrough_get(struct fs *fs, struct fs_node *n)

@@ -133,6 +133,11 @@ ARB_EXTERN const char *arb_workspace_state(const arb_workspace *ws);
 ARB_EXTERN int64_t arb_workspace_created_ns(const arb_workspace *ws);
 /* The mounted view's I/O path: "passthrough" or "daemon (why)"; NULL when not mounted. */
 ARB_EXTERN const char *arb_workspace_io(const arb_workspace *ws);
+/*
+ * How the mounted view's requests reach its daemon: "io_uring (N queues, one per CPU)" or
+ * "/dev/fuse (why not io_uring)"; NULL when not mounted.
+ */
+ARB_EXTERN const char *arb_workspace_transport(const arb_workspace *ws);
 /* Nonzero when the view was mounted; the daemon's pid (0: not running). */
 ARB_EXTERN int arb_workspace_mounted(const arb_workspace *ws);
 ARB_EXTERN int64_t arb_workspace_daemon_pid(const arb_workspace *ws);

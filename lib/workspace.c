@@ -8,7 +8,8 @@
 
 struct arb_workspace {
 	struct core_ws *core;
-	char *io; /* the mounted view's I/O path (run/io), or NULL */
+	char *io;	 /* the mounted view's I/O path (run/io), or NULL */
+	char *transport; /* how its requests reach the daemon (run/transport), or NULL */
 };
 
 /* core's flags for the API's. */
@@ -20,10 +21,11 @@ static unsigned core_flags(unsigned flags)
 	       (flags & ARB_WS_IO_DAEMON ? CORE_WS_IO_DAEMON : 0);
 }
 
-/* What the daemon wrote to run/io ("passthrough", "daemon (why)"), without its newline. */
-static char *read_io(const struct core_ws *ws)
+/* A line the daemon wrote to run/NAME ("io": "passthrough", "daemon (why)"; "transport":
+ * "io_uring (...)", "/dev/fuse (why)"), without its newline. */
+static char *read_run_line(const struct core_ws *ws, const char *name)
 {
-	char *path = ws->mounted ? util_path_join(ws->run, "io") : NULL, *buf = NULL;
+	char *path = ws->mounted ? util_path_join(ws->run, name) : NULL, *buf = NULL;
 	size_t len = 0;
 
 	if (path && util_read_file(path, &buf, &len) == 0 && len > 0 && buf[len - 1] == '\n')
@@ -42,7 +44,8 @@ static int wrap(arb_workspace **out, struct core_ws *ws)
 		return util_err(-ENOMEM, "out of memory");
 	}
 	w->core = ws;
-	w->io = read_io(ws);
+	w->io = read_run_line(ws, "io");
+	w->transport = read_run_line(ws, "transport");
 	*out = w;
 	return 0;
 }
@@ -163,6 +166,7 @@ void arb_workspace_free(arb_workspace *ws)
 		return;
 	core_ws_free(ws->core);
 	free(ws->io);
+	free(ws->transport);
 	free(ws);
 }
 
@@ -204,6 +208,11 @@ const char *arb_workspace_home(const arb_workspace *ws)
 const char *arb_workspace_io(const arb_workspace *ws)
 {
 	return ws->io;
+}
+
+const char *arb_workspace_transport(const arb_workspace *ws)
+{
+	return ws->transport;
 }
 
 const char *arb_workspace_tmp(const arb_workspace *ws)

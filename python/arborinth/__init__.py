@@ -109,6 +109,7 @@ class Workspace:
         ws.home_path = pathlib.Path(dec(lib.arb_workspace_home(h)))
         ws.created_ns = lib.arb_workspace_created_ns(h)
         ws.io = dec(lib.arb_workspace_io(h))  # as it was when got: None when not mounted
+        ws.transport = dec(lib.arb_workspace_transport(h))  # io_uring or /dev/fuse, likewise
         return ws
 
     def __repr__(self):

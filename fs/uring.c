@@ -1,0 +1,619 @@
+/*
+ * fs/uring.c: FUSE over io_uring (kernel 6.14+, protocol 7.42) under libfuse 3.14.
+ *
+ * A request the daemon answers costs two wake-ups: the caller's thread wakes a daemon
+ * thread, which later wakes the caller. Over /dev/fuse any daemon thread may take the
+ * request, usually on the other CPU, and on this kind of VM a cross-CPU wake-up (an IPI)
+ * is most of a round trip: a statfs through the view took 25 us with the daemon free to
+ * run anywhere and 10.5 us with daemon and caller on one CPU. Over io_uring the kernel puts
+ * a request on the queue of the CPU its caller runs on (task_cpu), and each queue here has
+ * one thread pinned to that CPU, so the hand-off stays on the CPU, and the reply and the
+ * wait for the next request are one io_uring_enter instead of a write and a read.
+ *
+ * libfuse 3.14 knows nothing of the ring, so this file is the transport around it:
+ * - INIT (devio.c): when the kernel offers FUSE_OVER_IO_URING and one io_uring per queue
+ *   could be made, the reply asks for it; after the reply each queue's thread registers
+ *   its entries (FUSE_IO_URING_CMD_REGISTER). The kernel switches to the ring once every
+ *   queue has one, and turns io_uring off by itself if a registration fails.
+ * - A request arrives in an entry as three parts: fuse_in_header, the operation's own
+ *   header (op_in) and the payload. The payload buffer is registered right after a staging
+ *   area, so the two headers copied in front of it make the message libfuse reads from
+ *   /dev/fuse, and fuse_session_process_buf() runs the operation without copying the
+ *   payload. The operation's header size is what the in-header's length leaves after the
+ *   payload.
+ * - libfuse writes the reply through devio.c's writev (or splice) hook, which hands it here
+ *   when this thread serves a ring request with that unique id: header into the entry's
+ *   header, the rest into its payload. The loop then commits it and fetches the next
+ *   request in one submission (COMMIT_AND_FETCH).
+ * - Still over /dev/fuse: FORGET, INTERRUPT, and the daemon's notifications (unique 0);
+ *   libfuse's own loop keeps reading the device for them.
+ * The operations must answer before they return (all of fs/ does): an entry whose request
+ * got no answer is answered EIO, so the kernel never waits on it.
+ */
+#include "fs/fs_internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <liburing.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* Protocol 7.42 (Debian 12's <linux/fuse.h> is 7.38). */
+#define UR_INIT_FLAG2	(1u << 9) /* FUSE_OVER_IO_URING, 1ULL << 41 */
+#define UR_CMD_REGISTER 1	  /* FUSE_IO_URING_CMD_REGISTER */
+#define UR_CMD_COMMIT	2	  /* FUSE_IO_URING_CMD_COMMIT_AND_FETCH */
+#define UR_IN_OUT_SZ	128	  /* FUSE_URING_IN_OUT_HEADER_SZ */
+#define UR_OP_IN_SZ	128	  /* FUSE_URING_OP_IN_OUT_SZ */
+
+struct ur_ent_in_out { /* struct fuse_uring_ent_in_out */
+	uint64_t flags;
+	uint64_t commit_id;
+	uint32_t payload_sz;
+	uint32_t padding;
+	uint64_t reserved;
+};
+
+struct ur_req_header { /* struct fuse_uring_req_header */
+	char in_out[UR_IN_OUT_SZ];
+	char op_in[UR_OP_IN_SZ];
+	struct ur_ent_in_out ent;
+};
+
+struct ur_cmd_req { /* struct fuse_uring_cmd_req, in the SQE's command area */
+	uint64_t flags;
+	uint64_t commit_id;
+	uint16_t qid;
+	uint8_t padding[6];
+};
+
+/* Byte offsets in the INIT request and reply. */
+#define UR_IN_OPCODE	   4
+#define UR_IN_HEADER	   40 /* sizeof(struct fuse_in_header) */
+#define UR_OUT_HEADER	   16 /* sizeof(struct fuse_out_header) */
+#define UR_OP_INIT	   26
+#define UR_IN_INIT_FLAGS   (UR_IN_HEADER + 12)
+#define UR_IN_INIT_FLAGS2  (UR_IN_HEADER + 16)
+#define UR_INIT_EXT	   (1u << 30)
+#define UR_INIT_OUT_SIZE   64
+#define UR_OFF_INIT_MAJOR  0
+#define UR_OFF_MAX_WRITE   20
+#define UR_OFF_MAX_PAGES   28
+#define UR_OFF_INIT_FLAGS2 32
+#define UR_MIN_PAYLOAD	   8192 /* FUSE_MIN_READ_BUFFER */
+
+#define UR_STAGE 4096		/* room for the two headers in front of the payload */
+#define UR_DEPTH 2		/* entries per queue */
+#define UR_STOP	 ((uint64_t)-1) /* user_data of the eventfd poll that ends a loop */
+
+struct ur_ent {
+	struct ur_queue *q;
+	struct ur_req_header *hdr; /* registered header buffer (page-aligned) */
+	char *area;		   /* UR_STAGE bytes, then the registered payload */
+	uint64_t unique;	   /* request being served */
+	uint64_t commit_id;
+	bool replied;
+	int cmd; /* the command to resubmit after EINTR/EAGAIN */
+	struct iovec iov[2];
+};
+
+struct ur_queue {
+	struct fs_ring *ring;
+	unsigned qid;
+	pthread_t tid;
+	bool thread;
+	bool failed; /* its entries could not be submitted: the thread ended */
+	struct io_uring uring;
+	bool uring_ok;
+	int evfd;
+	struct ur_ent ent[UR_DEPTH];
+};
+
+struct fs_ring {
+	struct fs *fs;
+	unsigned nq;
+	size_t payload_sz;
+	size_t hdr_sz;
+	struct ur_queue *q;
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	unsigned registered, failed; /* queues whose entries were submitted, or that failed */
+	bool refused;		     /* a registration was refused: /dev/fuse serves */
+};
+
+/* The ring entry whose request this thread is serving (NULL: not a ring thread, or idle). */
+static __thread struct ur_ent *cur;
+
+static uint32_t get32(const void *base, size_t off)
+{
+	uint32_t v;
+
+	memcpy(&v, (const char *)base + off, sizeof(v));
+	return v;
+}
+
+static void put32(void *base, size_t off, uint32_t v)
+{
+	memcpy((char *)base + off, &v, sizeof(v));
+}
+
+/* Queues the kernel makes: one per possible CPU (num_possible_cpus()). */
+static unsigned possible_cpus(void)
+{
+	char buf[64] = {0};
+	FILE *f = fopen("/sys/devices/system/cpu/possible", "re");
+	unsigned last = 0;
+	char *p;
+
+	if (!f)
+		return 0;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = '\0';
+	fclose(f);
+	/* "0-1", "0", "0-3,5": the highest number, plus one */
+	for (p = buf; *p;) {
+		char *end;
+		unsigned long v = strtoul(p, &end, 10);
+
+		if (end == p)
+			break;
+		if (v > last)
+			last = (unsigned)v;
+		p = *end ? end + 1 : end;
+	}
+	return buf[0] ? last + 1 : 0;
+}
+
+void fs_ring_peek_init(struct fs *fs, const void *buf, size_t n)
+{
+	uint32_t flags;
+	bool on;
+
+	if (n < UR_IN_INIT_FLAGS2 + 4 || get32(buf, UR_IN_OPCODE) != UR_OP_INIT)
+		return;
+	flags = get32(buf, UR_IN_INIT_FLAGS);
+	on = (flags & UR_INIT_EXT) && (get32(buf, UR_IN_INIT_FLAGS2) & UR_INIT_FLAG2);
+	fs->ur_offered = on;
+	if (!on)
+		fs->ur_why = "io_uring is off: /sys/module/fuse/parameters/enable_uring is 0";
+}
+
+static void *map(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void ring_free(struct fs_ring *r)
+{
+	if (!r)
+		return;
+	for (unsigned i = 0; r->q && i < r->nq; i++) {
+		struct ur_queue *q = &r->q[i];
+
+		if (q->uring_ok)
+			io_uring_queue_exit(&q->uring);
+		if (q->evfd >= 0)
+			close(q->evfd);
+		for (int e = 0; e < UR_DEPTH; e++) {
+			if (q->ent[e].hdr)
+				munmap(q->ent[e].hdr, r->hdr_sz);
+			if (q->ent[e].area)
+				munmap(q->ent[e].area, UR_STAGE + r->payload_sz);
+		}
+	}
+	free(r->q);
+	pthread_mutex_destroy(&r->lock);
+	pthread_cond_destroy(&r->cv);
+	free(r);
+}
+
+/* One queue's io_uring (the device as its one registered file) and entries. */
+static int queue_make(struct fs_ring *r, struct ur_queue *q, int devfd)
+{
+	struct io_uring_params p = {.flags = IORING_SETUP_SQE128 | IORING_SETUP_CQSIZE,
+				    .cq_entries = 2 * (UR_DEPTH + 1)};
+	int rc;
+
+	q->evfd = eventfd(0, EFD_CLOEXEC);
+	if (q->evfd < 0)
+		return -errno;
+	rc = io_uring_queue_init_params(UR_DEPTH + 1, &q->uring, &p);
+	if (rc < 0)
+		return rc;
+	q->uring_ok = true;
+	rc = io_uring_register_files(&q->uring, &devfd, 1);
+	if (rc < 0)
+		return rc;
+	for (int e = 0; e < UR_DEPTH; e++) {
+		struct ur_ent *ent = &q->ent[e];
+
+		ent->q = q;
+		ent->hdr = map(r->hdr_sz);
+		ent->area = map(UR_STAGE + r->payload_sz);
+		if (!ent->hdr || !ent->area)
+			return -ENOMEM;
+		ent->iov[0] = (struct iovec){ent->hdr, r->hdr_sz};
+		ent->iov[1] = (struct iovec){ent->area + UR_STAGE, r->payload_sz};
+	}
+	return 0;
+}
+
+void fs_ring_patch_init(struct fs *fs, struct iovec *iov, int count)
+{
+	struct fs_ring *r;
+	size_t payload, pages;
+	long page = sysconf(_SC_PAGESIZE);
+	int rc = 0;
+
+	if (!fs->ur_offered)
+		return;
+	if (count < 2 || iov[1].iov_len < UR_INIT_OUT_SIZE ||
+	    get32(iov[1].iov_base, UR_OFF_INIT_MAJOR) != 7) {
+		fs->ur_why = "io_uring unused: an INIT reply it could not read";
+		return;
+	}
+	/* The kernel's max_payload_sz: max(FUSE_MIN_READ_BUFFER, max_write, max_pages pages). */
+	payload = get32(iov[1].iov_base, UR_OFF_MAX_WRITE);
+	pages = get32(iov[1].iov_base, UR_OFF_MAX_PAGES) & 0xffff;
+	if (payload < pages * (size_t)page)
+		payload = pages * (size_t)page;
+	if (payload < UR_MIN_PAYLOAD)
+		payload = UR_MIN_PAYLOAD;
+
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		fs->ur_why = "io_uring unused: out of memory";
+		return;
+	}
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->cv, NULL);
+	r->fs = fs;
+	r->nq = possible_cpus();
+	r->payload_sz = (payload + (size_t)page - 1) / (size_t)page * (size_t)page;
+	r->hdr_sz =
+	    ((sizeof(struct ur_req_header) + (size_t)page - 1) / (size_t)page) * (size_t)page;
+	r->q = r->nq ? calloc(r->nq, sizeof(*r->q)) : NULL;
+	if (!r->q)
+		rc = -ENOMEM;
+	for (unsigned i = 0; rc == 0 && i < r->nq; i++) {
+		r->q[i].ring = r;
+		r->q[i].qid = i;
+		r->q[i].evfd = -1;
+	}
+	/* Every queue's io_uring is made before INIT asks for the ring: once asked, the
+	 * kernel holds requests until each queue has an entry or a registration fails. */
+	for (unsigned i = 0; rc == 0 && i < r->nq; i++)
+		rc = queue_make(r, &r->q[i], fuse_session_fd(fs->se));
+	if (rc < 0) {
+		fs->ur_why = rc == -EPERM || rc == -ENOSYS
+				 ? "io_uring unused: this process may not use io_uring"
+				 : "io_uring unused: its rings could not be made";
+		ring_free(r);
+		return;
+	}
+	put32(iov[1].iov_base, UR_OFF_INIT_FLAGS2,
+	      get32(iov[1].iov_base, UR_OFF_INIT_FLAGS2) | UR_INIT_FLAG2);
+	fs->ring = r;
+}
+
+/* A cleared 128-byte SQE. The SQ holds one per ring entry and the eventfd poll, so it is
+ * never full; if it were, what is queued is submitted first. */
+static struct io_uring_sqe *get_sqe(struct ur_queue *q)
+{
+	struct io_uring_sqe *sqe;
+
+	while (!(sqe = io_uring_get_sqe(&q->uring)))
+		(void)io_uring_submit(&q->uring);
+	memset(sqe, 0, 2 * sizeof(*sqe));
+	return sqe;
+}
+
+static void prep_cmd(struct ur_queue *q, struct ur_ent *ent, int cmd)
+{
+	struct io_uring_sqe *sqe = get_sqe(q);
+	struct ur_cmd_req *req;
+
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->flags = IOSQE_FIXED_FILE;
+	sqe->fd = 0;
+	sqe->cmd_op = (uint32_t)cmd;
+	io_uring_sqe_set_data(sqe, ent);
+	req = (struct ur_cmd_req *)sqe->cmd;
+	req->qid = (uint16_t)q->qid;
+	if (cmd == UR_CMD_REGISTER) {
+		sqe->addr = (uint64_t)(uintptr_t)ent->iov;
+		sqe->len = 2;
+	} else {
+		req->commit_id = ent->commit_id;
+	}
+	ent->cmd = cmd;
+}
+
+/* A request in ent: the message libfuse expects, assembled in front of the payload. */
+static void serve(struct fs_ring *r, struct ur_ent *ent)
+{
+	struct ur_req_header *h = ent->hdr;
+	uint32_t in_len = get32(h->in_out, 0), payload = h->ent.payload_sz;
+	uint32_t op_len;
+	char *msg;
+
+	memcpy(&ent->unique, h->in_out + 8, sizeof(ent->unique));
+	ent->commit_id = h->ent.commit_id;
+	ent->replied = false;
+	if (in_len < UR_IN_HEADER + (uint64_t)payload || payload > r->payload_sz ||
+	    in_len - UR_IN_HEADER - payload > UR_OP_IN_SZ) {
+		fprintf(stderr, "arborinth-fs: a ring request of %u bytes with %u of payload\n",
+			in_len, payload);
+		goto out;
+	}
+	op_len = in_len - UR_IN_HEADER - payload;
+	msg = ent->area + UR_STAGE - op_len - UR_IN_HEADER;
+	memcpy(msg, h->in_out, UR_IN_HEADER);
+	memcpy(msg + UR_IN_HEADER, h->op_in, op_len);
+	cur = ent;
+	fuse_session_process_buf(r->fs->se, &(struct fuse_buf){.mem = msg, .size = in_len});
+	cur = NULL;
+out:
+	if (!ent->replied) { /* never leave the kernel waiting on an entry */
+		int32_t err = -EIO;
+
+		put32(h->in_out, 0, UR_OUT_HEADER);
+		memcpy(h->in_out + 4, &err, sizeof(err));
+		memcpy(h->in_out + 8, &ent->unique, sizeof(ent->unique));
+		h->ent.payload_sz = 0;
+	}
+}
+
+static void refused(struct ur_queue *q, int err)
+{
+	struct fs_ring *r = q->ring;
+	bool first;
+	char why[128];
+
+	pthread_mutex_lock(&r->lock);
+	first = !r->refused;
+	r->refused = true;
+	pthread_mutex_unlock(&r->lock);
+	if (!first)
+		return;
+	snprintf(why, sizeof(why), "the kernel refused the ring: %s", strerror(err));
+	fprintf(stderr, "arborinth-fs: %s; requests stay on /dev/fuse\n", why);
+	fs_devio_transport(r->fs, why);
+}
+
+static void pin(unsigned cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	/* Outside the process's CPUs (a cpuset) the thread runs anywhere: slower, still right. */
+	(void)sched_setaffinity(0, sizeof(set), &set);
+}
+
+static void *queue_loop(void *arg)
+{
+	struct ur_queue *q = arg;
+	struct fs_ring *r = q->ring;
+	struct io_uring_sqe *sqe;
+	bool done = false, failed = false;
+	int rc;
+
+	pin(q->qid);
+	for (int e = 0; e < UR_DEPTH; e++)
+		prep_cmd(q, &q->ent[e], UR_CMD_REGISTER);
+	sqe = get_sqe(q);
+	io_uring_prep_poll_add(sqe, q->evfd, POLLIN);
+	io_uring_sqe_set_data64(sqe, UR_STOP);
+	rc = io_uring_submit(&q->uring);
+	pthread_mutex_lock(&r->lock);
+	if (rc < 0) {
+		q->failed = true;
+		r->failed++;
+	} else {
+		r->registered++;
+	}
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->lock);
+	if (rc < 0)
+		return NULL;
+
+	while (!done) {
+		struct io_uring_cqe *cqe;
+		unsigned head, n = 0;
+
+		rc = io_uring_submit_and_wait(&q->uring, 1);
+		if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY)
+			break;
+		io_uring_for_each_cqe(&q->uring, head, cqe)
+		{
+			struct ur_ent *ent = io_uring_cqe_get_data(cqe);
+
+			n++;
+			if (cqe->user_data == UR_STOP) {
+				done = true;
+				continue;
+			}
+			if (cqe->res == -EINTR || cqe->res == -EAGAIN) {
+				prep_cmd(q, ent, ent->cmd);
+				continue;
+			}
+			if (cqe->res < 0 && ent->cmd == UR_CMD_REGISTER) {
+				/* Refused (io_uring switched off since INIT, ...): the kernel
+				 * keeps /dev/fuse for this connection, libfuse's loop serves it. */
+				refused(q, -cqe->res);
+				done = true;
+				continue;
+			}
+			if (cqe->res < 0) {
+				/* ENOTCONN/ECANCELED: the view was unmounted. Anything else
+				 * leaves requests unanswered: the daemon stops. */
+				if (cqe->res != -ENOTCONN && cqe->res != -ECANCELED) {
+					fprintf(stderr, "arborinth-fs: ring queue %u: %s\n", q->qid,
+						strerror(-cqe->res));
+					failed = true;
+				}
+				done = true;
+				continue;
+			}
+			serve(r, ent);
+			prep_cmd(q, ent, UR_CMD_COMMIT);
+		}
+		io_uring_cq_advance(&q->uring, n);
+	}
+	if (failed)
+		fuse_session_exit(r->fs->se);
+	return NULL;
+}
+
+int fs_ring_start(struct fs *fs)
+{
+	struct fs_ring *r = fs->ring;
+
+	if (!r)
+		return 0;
+	for (unsigned i = 0; i < r->nq; i++) {
+		if (pthread_create(&r->q[i].tid, NULL, queue_loop, &r->q[i]) != 0) {
+			pthread_mutex_lock(&r->lock);
+			r->failed++;
+			pthread_mutex_unlock(&r->lock);
+			continue;
+		}
+		r->q[i].thread = true;
+	}
+	pthread_mutex_lock(&r->lock);
+	while (r->registered + r->failed < r->nq)
+		pthread_cond_wait(&r->cv, &r->lock);
+	pthread_mutex_unlock(&r->lock);
+	if (r->failed) {
+		/*
+		 * Some queue never registered: the kernel would hold every request for it. A
+		 * malformed registration makes it turn io_uring off for this connection.
+		 */
+		for (unsigned i = 0; i < r->nq; i++) {
+			struct io_uring_sqe *sqe;
+
+			if ((r->q[i].thread && !r->q[i].failed) || !r->q[i].uring_ok)
+				continue;
+			sqe = get_sqe(&r->q[i]);
+			sqe->opcode = IORING_OP_URING_CMD;
+			sqe->flags = IOSQE_FIXED_FILE;
+			sqe->cmd_op = UR_CMD_REGISTER; /* no iovecs: refused */
+			(void)io_uring_submit(&r->q[i].uring);
+			break;
+		}
+		fs->ur_why = "io_uring unused: a queue's thread could not start";
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+unsigned fs_ring_queues(const struct fs *fs)
+{
+	return fs->ring ? fs->ring->nq : 0;
+}
+
+void fs_ring_stop(struct fs *fs)
+{
+	struct fs_ring *r = fs->ring;
+
+	if (!r)
+		return;
+	for (unsigned i = 0; i < r->nq; i++) {
+		uint64_t one = 1;
+
+		if (!r->q[i].thread)
+			continue;
+		(void)!write(r->q[i].evfd, &one, sizeof(one));
+		pthread_join(r->q[i].tid, NULL);
+	}
+	ring_free(r);
+	fs->ring = NULL;
+}
+
+bool fs_ring_serving(void)
+{
+	return cur != NULL;
+}
+
+/* The reply to the request this thread serves goes into its entry. */
+ssize_t fs_ring_reply(const struct iovec *iov, int count)
+{
+	struct ur_ent *ent = cur;
+	struct fs_ring *r;
+	char *dst;
+	size_t total = 0, hdr = 0, payload = 0;
+	uint64_t unique;
+
+	if (!ent || count < 1 || iov[0].iov_len < UR_OUT_HEADER)
+		return FS_RING_NOT_MINE;
+	memcpy(&unique, (const char *)iov[0].iov_base + 8, sizeof(unique));
+	if (unique != ent->unique || ent->replied)
+		return FS_RING_NOT_MINE; /* a notification (unique 0) */
+	r = ent->q->ring;
+	for (int i = 0; i < count; i++)
+		total += iov[i].iov_len;
+	if (total - UR_OUT_HEADER > r->payload_sz) {
+		errno = EINVAL;
+		return -1; /* serve() answers EIO */
+	}
+	memcpy(ent->hdr->in_out, iov[0].iov_base, UR_OUT_HEADER);
+	dst = ent->area + UR_STAGE;
+	for (int i = 0; i < count; i++) {
+		const char *src = iov[i].iov_base;
+		size_t len = iov[i].iov_len;
+
+		if (hdr < UR_OUT_HEADER) { /* the header's part of this iovec */
+			size_t h = UR_OUT_HEADER - hdr < len ? UR_OUT_HEADER - hdr : len;
+
+			hdr += h;
+			src += h;
+			len -= h;
+		}
+		memmove(dst + payload, src, len);
+		payload += len;
+	}
+	ent->hdr->ent.payload_sz = (uint32_t)payload;
+	ent->replied = true;
+	return (ssize_t)total;
+}
+
+/* The same for a reply libfuse spliced into a pipe: read it out of the pipe. */
+ssize_t fs_ring_reply_pipe(int pipefd, size_t len)
+{
+	struct ur_ent *ent = cur;
+	char head[UR_OUT_HEADER] = {0};
+	size_t got = 0;
+
+	if (!ent || len < UR_OUT_HEADER || len - UR_OUT_HEADER > ent->q->ring->payload_sz) {
+		errno = EINVAL;
+		return -1;
+	}
+	while (got < len) {
+		char *dst =
+		    got < UR_OUT_HEADER ? head + got : ent->area + UR_STAGE + got - UR_OUT_HEADER;
+		size_t want = got < UR_OUT_HEADER ? UR_OUT_HEADER - got : len - got;
+		ssize_t n = read(pipefd, dst, want);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = EIO;
+			return -1;
+		}
+		got += (size_t)n;
+	}
+	memcpy(ent->hdr->in_out, head, UR_OUT_HEADER);
+	ent->hdr->ent.payload_sz = (uint32_t)(len - UR_OUT_HEADER);
+	ent->replied = true;
+	return (ssize_t)len;
+}
