@@ -99,7 +99,7 @@ cleanup() {
 	ext4_away
 	exit $rc
 }
-trap cleanup EXIT
+trap 'uring_restore; cleanup' EXIT
 trap 'exit 130' INT TERM
 
 ws_create() { # NAME [create options]: a workspace of $REPO, removed on exit
@@ -108,6 +108,23 @@ ws_create() { # NAME [create options]: a workspace of $REPO, removed on exit
 	arb workspace create "$@" >/dev/null
 }
 ws_dir() { echo "$REPO/.arborinth/workspaces/$1"; }
+# FUSE over io_uring is root's machine-wide switch, read when a view is mounted: ws_over
+# 0|1 NAME [create options] makes a view on /dev/fuse (0) or io_uring (1). The switch is put
+# back as it was on exit. Without the switch (older kernel) the io_uring subjects are left out.
+URING=/sys/module/fuse/parameters/enable_uring
+URING_OLD=$(cat "$URING" 2>/dev/null || true)
+uring_restore() {
+	[ -w "$URING" ] || return 0
+	if [ "$URING_OLD" = Y ]; then echo 1 >"$URING"; else echo 0 >"$URING"; fi
+}
+ws_over() {
+	local v=$1
+	shift
+	[ -w "$URING" ] && echo "$v" >"$URING"
+	ws_create "$@"
+	stat "$(ws_dir "$1")/workdir" >/dev/null # INIT: the daemon chooses now
+	uring_restore
+}
 
 # ---- repositories (cached) ----
 make_repos() {
@@ -243,9 +260,14 @@ read_cmd() { # WORK DIR
 }
 
 bench_read() {
-	local v
-	ws_create bench-r
+	local v u=() uv=
+	ws_over 0 bench-r
 	v="$(ws_dir bench-r)/workdir"
+	if [ -w "$URING" ]; then
+		ws_over 1 bench-ru
+		uv="$(ws_dir bench-ru)/workdir"
+		note "requests of the view, io_uring view" "$(cat "$(ws_dir bench-r)/run/transport"); $(cat "$(ws_dir bench-ru)/run/transport")"
+	fi
 	start_overlay
 	# Each subject once before timing: the index refresh in fuse-overlayfs (inode numbers
 	# change) and the blob cache of the view are one-time costs, measured apart below.
@@ -257,14 +279,18 @@ bench_read() {
 				--prepare "$DROP" -n native "$(read_cmd grep "$NATIVE")" \
 				--prepare "rm -rf $REPO/.arborinth/blobs/*; $DROP" -n view "$(read_cmd grep "$v")"
 		fi
+		u=()
+		[ -z "$uv" ] || u=(-n "view, io_uring" "$(read_cmd $name "$uv")")
+		[ -z "$uv" ] || [ $name != status ] || git -C "$uv" status >/dev/null
 		measure "$name, warm" --runs "$RUNS" --warmup 1 -i \
 			-n native "$(read_cmd $name "$NATIVE")" \
 			-n view "$(read_cmd $name "$v")" \
-			-n fuse-overlayfs "$(read_cmd $name "$OVL/mnt")"
+			-n fuse-overlayfs "$(read_cmd $name "$OVL/mnt")" "${u[@]}"
+		[ -z "$uv" ] || u=(--prepare "$DROP" "${u[@]}")
 		measure "$name, cold" --runs "$RUNS" -i --prepare "$DROP" \
 			-n native "$(read_cmd $name "$NATIVE")" \
 			-n view "$(read_cmd $name "$v")" \
-			-n fuse-overlayfs "$(read_cmd $name "$OVL/mnt")"
+			-n fuse-overlayfs "$(read_cmd $name "$OVL/mnt")" "${u[@]}"
 	done
 	# git status and the fsmonitor: the view as created (core.fsmonitor names the daemon's
 	# hook; core.untrackedCache) against native with and without git's untracked cache (on a
@@ -289,6 +315,7 @@ bench_read() {
 	note "daemon RSS after the reads" "$(($(rss_kib "$(ws_pid bench-r)") / 1024)) MiB"
 	fusermount3 -u "$OVL/mnt"
 	arb workspace delete bench-r >/dev/null
+	[ -z "$uv" ] || arb workspace delete bench-ru >/dev/null
 }
 
 # Remounts workspace $1 with its daemon started exactly as arborinth starts it, minus the
@@ -316,24 +343,44 @@ remount_without_audit() {
 
 # The writes, in workspaces of $REPO against NATIVE_DIR; TAG ends each title. Subjects: the
 # view as created by default (its daemon writes every file), the same without the audit, and
-# a view created with `--io passthrough` (files it creates are written by the kernel).
+# a view created with `--io passthrough` (files it creates are written by the kernel), all
+# three with requests over /dev/fuse; then, where the kernel has it, the default and the
+# passthrough view with requests over io_uring.
 write_suite() { # NATIVE_DIR TAG
-	local nat=$1 tag=$2 v q pt storm="$WORK/bin/storm"
+	local nat=$1 tag=$2 v q pt u= pu= storm="$WORK/bin/storm" s=() d=() f=()
 	cc -O2 -o "$storm" "$HERE/storm.c"
-	ws_create bench-w
-	ws_create bench-q
-	ws_create bench-p --io passthrough
+	ws_over 0 bench-w
+	ws_over 0 bench-q
+	ws_over 0 bench-p --io passthrough
+	[ -w "$URING" ] && echo 0 >"$URING"
 	remount_without_audit bench-q
+	stat "$(ws_dir bench-q)/workdir" >/dev/null
+	uring_restore
 	v="$(ws_dir bench-w)/workdir"
 	q="$(ws_dir bench-q)/workdir"
 	pt="$(ws_dir bench-p)/workdir"
 	note "I/O path of the passthrough view$tag" "$(cat "$(ws_dir bench-p)/run/io")"
+	if [ -w "$URING" ]; then
+		ws_over 1 bench-u
+		ws_over 1 bench-pu --io passthrough
+		u="$(ws_dir bench-u)/workdir"
+		pu="$(ws_dir bench-pu)/workdir"
+		note "requests: view; view, io_uring$tag" "$(cat "$(ws_dir bench-w)/run/transport"); $(cat "$(ws_dir bench-u)/run/transport")"
+		s=(--prepare "rm -rf $u/storm" -n "view, io_uring" "$storm $u"
+			--prepare "rm -rf $pu/storm" -n "view, passthrough + io_uring" "$storm $pu")
+		d=(--prepare "rm -f $u/seq.bin; sync" -n "view, io_uring"
+			"dd if=/dev/zero of=$u/seq.bin bs=1M count=1024 status=none"
+			--prepare "rm -f $pu/seq.bin; sync" -n "view, passthrough + io_uring"
+			"dd if=/dev/zero of=$pu/seq.bin bs=1M count=1024 status=none")
+		f=(--prepare "rm -f $u/seq.bin; sync" -n "view, io_uring"
+			"dd if=/dev/zero of=$u/seq.bin bs=1M count=1024 conv=fsync status=none")
+	fi
 	measure "small-file storm (10,000 files in 100 dirs: create, rewrite, delete)$tag" \
 		--runs "$RUNS" --warmup 1 \
 		--prepare "rm -rf $nat/storm" -n native "$storm $nat" \
 		--prepare "rm -rf $v/storm" -n view "$storm $v" \
 		--prepare "rm -rf $q/storm" -n "view, audit off" "$storm $q" \
-		--prepare "rm -rf $pt/storm" -n "view, passthrough" "$storm $pt"
+		--prepare "rm -rf $pt/storm" -n "view, passthrough" "$storm $pt" "${s[@]}"
 	measure "1 GiB sequential write (dd bs=1M)$tag" --runs "$RUNS" \
 		--prepare "rm -f $nat/seq.bin; sync" -n native \
 		"dd if=/dev/zero of=$nat/seq.bin bs=1M count=1024 status=none" \
@@ -342,18 +389,18 @@ write_suite() { # NATIVE_DIR TAG
 		--prepare "rm -f $q/seq.bin; sync" -n "view, audit off" \
 		"dd if=/dev/zero of=$q/seq.bin bs=1M count=1024 status=none" \
 		--prepare "rm -f $pt/seq.bin; sync" -n "view, passthrough" \
-		"dd if=/dev/zero of=$pt/seq.bin bs=1M count=1024 status=none"
+		"dd if=/dev/zero of=$pt/seq.bin bs=1M count=1024 status=none" "${d[@]}"
 	measure "1 GiB sequential write + fsync (dd conv=fsync)$tag" --runs "$RUNS" \
 		--prepare "rm -f $nat/seq.bin; sync" -n native \
 		"dd if=/dev/zero of=$nat/seq.bin bs=1M count=1024 conv=fsync status=none" \
 		--prepare "rm -f $v/seq.bin; sync" -n view \
 		"dd if=/dev/zero of=$v/seq.bin bs=1M count=1024 conv=fsync status=none" \
 		--prepare "rm -f $pt/seq.bin; sync" -n "view, passthrough" \
-		"dd if=/dev/zero of=$pt/seq.bin bs=1M count=1024 conv=fsync status=none"
+		"dd if=/dev/zero of=$pt/seq.bin bs=1M count=1024 conv=fsync status=none" "${f[@]}"
 	rm -rf "$nat/storm" "$nat/seq.bin" "$v/seq.bin" "$q/seq.bin" "$pt/seq.bin"
-	arb workspace delete bench-w >/dev/null
-	arb workspace delete bench-q >/dev/null
-	arb workspace delete bench-p >/dev/null
+	for w in bench-w bench-q bench-p ${u:+bench-u bench-pu}; do
+		arb workspace delete "$w" >/dev/null
+	done
 }
 
 bench_write() {
@@ -380,7 +427,7 @@ bench_write_ext4() {
 }
 ext4_away() {
 	if mountpoint -q "$EXT4" 2>/dev/null; then
-		for ws in bench-w bench-q bench-p; do
+		for ws in bench-w bench-q bench-p bench-u bench-pu; do
 			"$ARB" --workdir "$EXT4/repo" workspace delete "$ws" >/dev/null 2>&1 || true
 		done
 		umount "$EXT4" || umount -l "$EXT4"
