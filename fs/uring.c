@@ -7,7 +7,7 @@
  * is most of a round trip: a statfs through the view took 25 us with the daemon free to
  * run anywhere and 10.5 us with daemon and caller on one CPU. Over io_uring the kernel puts
  * a request on the queue of the CPU its caller runs on (task_cpu), and each queue here has
- * one thread pinned to that CPU, so the hand-off stays on the CPU, and the reply and the
+ * its threads pinned to that CPU, so the hand-off stays on the CPU, and the reply and the
  * wait for the next request are one io_uring_enter instead of a write and a read.
  *
  * libfuse 3.14 knows nothing of the ring, so this file is the transport around it:
@@ -88,9 +88,15 @@ struct ur_cmd_req { /* struct fuse_uring_cmd_req, in the SQE's command area */
 #define UR_OFF_INIT_FLAGS2 32
 #define UR_MIN_PAYLOAD	   8192 /* FUSE_MIN_READ_BUFFER */
 
-#define UR_STAGE 4096		/* room for the two headers in front of the payload */
-#define UR_DEPTH 2		/* entries per queue */
-#define UR_STOP	 ((uint64_t)-1) /* user_data of the eventfd poll that ends a loop */
+#define UR_STAGE 4096 /* room for the two headers in front of the payload */
+/*
+ * Each CPU's queue is served by UR_THREADS threads pinned to that CPU, one entry each: a
+ * thread blocked in a slow request (an fsync, a read from disk) leaves the CPU's next
+ * requests to the others, and a busy thread holds no entry a request could wait in.
+ */
+#define UR_DEPTH   1
+#define UR_THREADS 4
+#define UR_STOP	   ((uint64_t)-1) /* user_data of the eventfd poll that ends a loop */
 
 struct ur_ent {
 	struct ur_queue *q;
@@ -103,7 +109,7 @@ struct ur_ent {
 	struct iovec iov[2];
 };
 
-struct ur_queue {
+struct ur_queue { /* one thread serving the queue of CPU qid */
 	struct fs_ring *ring;
 	unsigned qid;
 	pthread_t tid;
@@ -117,7 +123,8 @@ struct ur_queue {
 
 struct fs_ring {
 	struct fs *fs;
-	unsigned nq;
+	unsigned ncpu; /* queues: one per possible CPU */
+	unsigned nq;   /* threads: UR_THREADS per queue (struct ur_queue) */
 	size_t payload_sz;
 	size_t hdr_sz;
 	struct ur_queue *q;
@@ -276,7 +283,8 @@ void fs_ring_patch_init(struct fs *fs, struct iovec *iov, int count)
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->cv, NULL);
 	r->fs = fs;
-	r->nq = possible_cpus();
+	r->ncpu = possible_cpus();
+	r->nq = r->ncpu * UR_THREADS;
 	r->payload_sz = (payload + (size_t)page - 1) / (size_t)page * (size_t)page;
 	r->hdr_sz =
 	    ((sizeof(struct ur_req_header) + (size_t)page - 1) / (size_t)page) * (size_t)page;
@@ -285,7 +293,7 @@ void fs_ring_patch_init(struct fs *fs, struct iovec *iov, int count)
 		rc = -ENOMEM;
 	for (unsigned i = 0; rc == 0 && i < r->nq; i++) {
 		r->q[i].ring = r;
-		r->q[i].qid = i;
+		r->q[i].qid = i % r->ncpu;
 		r->q[i].evfd = -1;
 	}
 	/* Every queue's io_uring is made before INIT asks for the ring: once asked, the
@@ -518,7 +526,7 @@ int fs_ring_start(struct fs *fs)
 
 unsigned fs_ring_queues(const struct fs *fs)
 {
-	return fs->ring ? fs->ring->nq : 0;
+	return fs->ring ? fs->ring->ncpu : 0;
 }
 
 void fs_ring_stop(struct fs *fs)
