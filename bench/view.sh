@@ -286,11 +286,13 @@ bench_read() {
 			-n native "$(read_cmd $name "$NATIVE")" \
 			-n view "$(read_cmd $name "$v")" \
 			-n fuse-overlayfs "$(read_cmd $name "$OVL/mnt")" "${u[@]}"
+		# hyperfine takes one --prepare for all, or one per command
+		local p=(--prepare "$DROP")
 		[ -z "$uv" ] || u=(--prepare "$DROP" "${u[@]}")
-		measure "$name, cold" --runs "$RUNS" -i --prepare "$DROP" \
-			-n native "$(read_cmd $name "$NATIVE")" \
-			-n view "$(read_cmd $name "$v")" \
-			-n fuse-overlayfs "$(read_cmd $name "$OVL/mnt")" "${u[@]}"
+		measure "$name, cold" --runs "$RUNS" -i \
+			"${p[@]}" -n native "$(read_cmd $name "$NATIVE")" \
+			"${p[@]}" -n view "$(read_cmd $name "$v")" \
+			"${p[@]}" -n fuse-overlayfs "$(read_cmd $name "$OVL/mnt")" "${u[@]}"
 	done
 	# git status and the fsmonitor: the view as created (core.fsmonitor names the daemon's
 	# hook; core.untrackedCache) against native with and without git's untracked cache (on a
