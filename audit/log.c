@@ -673,6 +673,8 @@ int audit_log_open_opts(struct audit_log **out, const char *db_path, const char 
 		rc = log_prepare(log, db_path, ws_id, ws_name);
 	if (rc == 0) {
 		rc = -pthread_create(&log->thread, NULL, writer_main, log);
+		if (rc == 0)
+			(void)pthread_setname_np(log->thread, "arb-audit");
 		if (rc < 0)
 			util_err(rc, "cannot start the audit writer: %s", strerror(-rc));
 	}

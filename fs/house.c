@@ -164,6 +164,8 @@ int fs_house_start(struct fs *fs)
 	if (rc < 0)
 		return rc;
 	rc = -pthread_create(&fs->house, NULL, house_main, fs);
+	if (rc == 0)
+		(void)pthread_setname_np(fs->house, "arb-house");
 	if (rc < 0) {
 		pthread_cond_destroy(&fs->house_cv);
 		return rc;

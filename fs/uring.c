@@ -415,6 +415,10 @@ static void *queue_loop(void *arg)
 	bool done = false, failed = false;
 	int rc;
 
+	char name[16];
+
+	snprintf(name, sizeof(name), "arb-ring%u", q->qid);
+	(void)pthread_setname_np(pthread_self(), name);
 	pin(q->qid);
 	for (int e = 0; e < UR_DEPTH; e++)
 		prep_cmd(q, &q->ent[e], UR_CMD_REGISTER);
