@@ -3,7 +3,10 @@
 # `strace -c -f -p DAEMON` (one read(2) of /dev/fuse per request, one writev(2) or splice per
 # reply), for: the small-file storm (bench/storm.c: create, rewrite, delete), a 64 MiB `dd`
 # into a new file, the same into an existing file, and a warm `git status`. Run for the view
-# as created by default (the daemon writes every file) and remounted with `--io passthrough`.
+# as created by default (the daemon writes every file) and remounted with `--io passthrough`,
+# both with requests over /dev/fuse and, where root may switch FUSE over io_uring on, over
+# io_uring (there one io_uring_enter(2) answers a request and fetches the next; FORGETs still
+# come as reads of /dev/fuse).
 #
 #   sudo ARB=build/cli/arborinth bench/requests.sh [NFILES]    (default 1000)
 set -euo pipefail
@@ -44,7 +47,8 @@ count() {
 	wait "$STRACE" 2>/dev/null || true
 	STRACE=
 	awk '$NF == "read" { r = $4 } $NF == "writev" { w = $4 } $NF == "splice" { s = $4 }
-	     END { printf "%d %d\n", r, w + s }' "$out"
+	     $NF == "io_uring_enter" { u = $4 }
+	     END { printf "%d %d\n", r + u, w + s + u }' "$out"
 }
 
 row() { # LABEL PER COMMAND...
@@ -66,14 +70,38 @@ suite() {
 	row "git status, warm (per run)" 1 git -C "$V" status --porcelain
 }
 
+URING=/sys/module/fuse/parameters/enable_uring
+URING_OLD=$(cat "$URING" 2>/dev/null || true)
+uring() { # 0|1: the switch for the next mount; none: put it back
+	[ -w "$URING" ] || return 0
+	case "$1" in
+	none) if [ "$URING_OLD" = Y ]; then echo 1 >"$URING"; else echo 0 >"$URING"; fi ;;
+	*) echo "$1" >"$URING" ;;
+	esac
+}
+trap 'uring none; cleanup' EXIT
+# mount_as IO URING: (re)mounts the view with that I/O path and transport; sets $mode.
+mount_as() {
+	"$ARB" --workdir "$T/repo" workspace unmount rq >/dev/null 2>&1 || true
+	uring "$2"
+	"$ARB" --workdir "$T/repo" workspace mount rq --io "$1" >/dev/null
+	stat "$V" >/dev/null
+	uring none
+	mode=daemon
+	[ -e "$WS/run/io" ] && mode=$(cat "$WS/run/io") && mode=${mode%% *}
+	[ -e "$WS/run/transport" ] && mode="$mode, $(cut -d' ' -f1 "$WS/run/transport")"
+}
+
 echo "| operation | path | requests read | per unit | replies |"
 echo "| --- | --- | --- | --- | --- |"
 "$ARB" --workdir "$T/repo" workspace create rq >/dev/null
-mode=daemon
+mount_as daemon 0
 suite
 [ -e "$WS/run/io" ] || exit 0 # a binary from before the I/O path choice
-"$ARB" --workdir "$T/repo" workspace unmount rq >/dev/null
-"$ARB" --workdir "$T/repo" workspace mount rq --io passthrough >/dev/null
-mode=$(cat "$WS/run/io")
-mode=${mode%% *}
+mount_as passthrough 0
+suite
+[ -w "$URING" ] || exit 0
+mount_as daemon 1
+suite
+mount_as passthrough 1
 suite
