@@ -299,6 +299,38 @@ START_TEST(tree_order_and_args)
 }
 END_TEST
 
+START_TEST(tree_args_skip_shown)
+{
+	/* A read-only bind of what its ancestor's read-only bind shows there is not bound again. */
+	struct jail_mounts m = {0};
+	struct jail_strv a = {0};
+	char got[1024] = "";
+
+	add(&m, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, "/", "/", NULL);
+	add(&m, JAIL_MOUNT_RW, JAIL_FROM_DEFAULT, 0, "/w/home", "/h", NULL);
+	add(&m, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, "/h/tool", "/h/tool", NULL);
+	add(&m, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, "/h/tool/a/shims", "/h/tool/a/shims", NULL);
+	add(&m, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, "/elsewhere", "/h/tool/b", NULL);
+	add(&m, JAIL_MOUNT_RW, JAIL_FROM_DEFAULT, 0, "/h/tool/c", "/h/tool/c", NULL);
+	add(&m, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, "/h/tool/c/d", "/h/tool/c/d", NULL);
+	add(&m, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, "/h/toolx", "/h/tool/e", NULL);
+	jail_mounts_sort(&m);
+	jail_mounts_args(&m, &a);
+	ck_assert_int_eq(jail_strv_ok(&a), 0);
+	for (size_t i = 0; i < a.n; i++) {
+		if (i)
+			strcat(got, " ");
+		strcat(got, a.v[i]);
+	}
+	/* Only /h/tool/a/shims goes: under a rw bind, another source or a sibling path stays. */
+	ck_assert_str_eq(got, "--ro-bind / / --bind /w/home /h --ro-bind /h/tool /h/tool "
+			      "--ro-bind /elsewhere /h/tool/b --bind /h/tool/c /h/tool/c "
+			      "--ro-bind /h/tool/c/d /h/tool/c/d --ro-bind /h/toolx /h/tool/e");
+	jail_strv_clear(&a);
+	jail_mounts_clear(&m);
+}
+END_TEST
+
 START_TEST(tree_planted_links)
 {
 	struct jail_mounts m = {0};
@@ -901,6 +933,7 @@ static Suite *jail_suite(void)
 	tcase_add_test(tc, tree_guards_and_replacement);
 	tcase_add_test(tc, tree_order_and_args);
 	tcase_add_test(tc, tree_planted_links);
+	tcase_add_test(tc, tree_args_skip_shown);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("env");
 	tcase_add_test(tc, env_rules);
