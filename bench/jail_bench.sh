@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # bench/jail_bench.sh [ARBORINTH] [RUNS]: what the box costs to start.
+# ARB_BASE=OTHER-ARBORINTH adds that binary's shell rows to the same hyperfine run, on the same
+# workspace (a build of main against a branch, say).
 # `arborinth shell NAME -- true` (default jail: bubblewrap, seccomp, box-init, audit session)
 # against a bare `bwrap --ro-bind / / true`; for reference `--jail none` (no box) and
 # `arborinth --version` (loading the binary), and without the tool-manager mounts (the run's
 # own PATH decides what they are: say which managers it had). hyperfine, medians; also the CPU time of each
 # (perf stat task-clock, children included) when perf is installed. Prints Markdown tables
-# (target: at most 20 ms more than bare bwrap, median).
+# (target, issue #15: at most 15 ms more than bare bwrap, median).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 ARB=$(readlink -f "${1:-$top/build/cli/arborinth}")
@@ -30,8 +32,16 @@ cd "$dir/repo"
 box_argv=$("$ARB" shell bench --explain -- true | sed -n '/^== bwrap argv/,$p' | tail -n +2 |
 	sed 's/ \\$//; s/^    //' | tr '\n' ' ' | sed 's/--seccomp 3 --info-fd 4 //; s/ -- \/run.*$//')
 
+base=()
+if [ -n "${ARB_BASE:-}" ]; then
+	BASE=$(readlink -f "$ARB_BASE")
+	base=(-n "arborinth shell -- true, ARB_BASE" "$BASE shell bench -- true"
+		-n "arborinth shell --jail none -- true, ARB_BASE" "$BASE shell bench --jail none -- true")
+fi
+
 hyperfine -N --warmup 5 --runs "$RUNS" --export-json "$dir/h.json" \
 	-n "bwrap --ro-bind / / true" "bwrap --ro-bind / / true" \
+	"${base[@]}" \
 	-n "arborinth shell -- true" "$ARB shell bench -- true" \
 	-n "arborinth shell --no-tool-managers -- true" "$ARB shell bench --no-tool-managers -- true" \
 	-n "arborinth shell --jail none -- true" "$ARB shell bench --jail none -- true" \
@@ -55,12 +65,15 @@ if command -v perf >/dev/null 2>&1; then
 	echo
 	echo "| command | CPU time (task-clock, children included, mean of $RUNS) |"
 	echo "| --- | --- |"
-	for c in "bwrap --ro-bind / / true" "$ARB shell bench -- true" \
+	cpu_base=()
+	[ -n "${BASE:-}" ] && cpu_base=("$BASE shell bench -- true")
+	for c in "bwrap --ro-bind / / true" "${cpu_base[@]}" "$ARB shell bench -- true" \
 		"$ARB shell bench --no-tool-managers -- true" "$ARB shell bench --jail none -- true" \
 		"$ARB --version" "$box_argv -- /bin/true" \
 		"$box_argv -- /run/arborinth/box-init __box-init -- /bin/true"; do
 		ms=$(perf stat -r "$RUNS" -x, -e task-clock $c 2>&1 >/dev/null | tail -1 | cut -d, -f1)
 		name=${c/#$box_argv/bwrap BOX-OPTIONS-AND-MOUNTS}
+		[ -n "${BASE:-}" ] && [ "${c#"$BASE"}" != "$c" ] && name="arborinth${c#"$BASE"}, ARB_BASE"
 		name=${name/#$ARB/arborinth}
 		echo "| \`$name\` | $ms ms |"
 	done

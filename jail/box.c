@@ -323,7 +323,7 @@ static void build_argv(struct jail_box *b)
 	jail_strv_push(a, "--info-fd");
 	jail_strv_pushf(a, "%d", JAIL_FD_INFO);
 	jail_strv_push(a, "--");
-	jail_init_argv(a, JAIL_BOX_INIT_PATH, JAIL_FD_READY, &b->hooks, &b->command);
+	jail_init_argv(a, JAIL_BOX_INIT_PATH, JAIL_FD_READY, JAIL_FD_GO, &b->hooks, &b->command);
 }
 
 int jail_box_finish(struct jail_box *b)

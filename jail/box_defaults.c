@@ -154,6 +154,21 @@ out:
 	return rc;
 }
 
+/*
+ * Whether entry d (inside dirs, split in place by strtok_r) came earlier: a PATH that names a
+ * folder twice is scanned once, as what it leads to is the same.
+ */
+static bool seen_before(const char *dirs, const char *d)
+{
+	for (const char *e = dirs; e < d; e += strlen(e) + 1) {
+		while (e < d && *e == ':')
+			e++; /* strtok_r leaves the colons of empty entries */
+		if (e < d && !strcmp(e, d))
+			return true;
+	}
+	return false;
+}
+
 int jail_box_path_each(struct jail_box *b, int (*fn)(struct jail_box *b, const char *entry))
 {
 	const char *path = jail_env_get(b->host.v, "PATH");
@@ -164,7 +179,8 @@ int jail_box_path_each(struct jail_box *b, int (*fn)(struct jail_box *b, const c
 		return util_err(-ENOMEM, "out of memory");
 	for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d && rc == 0;
 	     d = strtok_r(NULL, ":", &save))
-		rc = fn(b, d);
+		if (!seen_before(dirs, d))
+			rc = fn(b, d);
 	free(dirs);
 	return rc;
 }

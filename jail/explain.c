@@ -181,8 +181,8 @@ static void explain_argv(FILE *f, const struct jail_box *b)
 
 	fprintf(f,
 		"\n== bwrap argv (fd %d: seccomp BPF, fd %d: bwrap info, fd %d: box-init "
-		"ready) ==\n",
-		JAIL_FD_SECCOMP, JAIL_FD_INFO, JAIL_FD_READY);
+		"ready, fd %d: the host's go) ==\n",
+		JAIL_FD_SECCOMP, JAIL_FD_INFO, JAIL_FD_READY, JAIL_FD_GO);
 	put_word(f, a[0]);
 	while (a[i] && strcmp(a[i], "--")) {
 		bool more = true;

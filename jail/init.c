@@ -81,6 +81,24 @@ static int hooks_start(const struct jail_init_opts *o, struct started **out, siz
 	return 0;
 }
 
+/*
+ * The host's word that the command may start: one byte on fd (then closed). Anything else
+ * (end of file: the host failed to record the session, or died) means never.
+ */
+static int wait_go(int fd)
+{
+	char byte;
+	ssize_t n;
+
+	do
+		n = read(fd, &byte, 1);
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	if (n != 1)
+		return util_err(-ECANCELED, "box-init: the host did not start the command");
+	return 0;
+}
+
 /* The command: signals as a fresh process has them, no descriptor of ours beyond stdio. */
 static void command_exec(char *const argv[], const sigset_t *mask)
 {
@@ -147,6 +165,11 @@ int jail_init_run(const struct jail_init_opts *o, int *exit_status)
 	rc = hooks_start(o, &hooks, &nhooks);
 	if (rc < 0)
 		return rc;
+	if (o->go_fd >= 0 && (rc = wait_go(o->go_fd)) < 0) {
+		hooks_stop(hooks, nhooks);
+		free(hooks);
+		return rc;
+	}
 	child = fork();
 	if (child == 0)
 		command_exec(o->argv, &old);

@@ -159,7 +159,10 @@ int jail_box_explain(const struct jail_box *b, char **out) ARB_MUST_CHECK;
 
 /*
  * Runs the finished box and waits: creates missing workspace tmp/cache/home folders,
- * exports the seccomp BPF, starts bwrap (which dies with us), forwards SIGTERM, SIGHUP,
+ * exports the seccomp BPF, starts bwrap (which dies with us), calls gate(ctx) (when not
+ * NULL) while bwrap builds the box and lets box-init start the command only when it returned
+ * 0 (else the box stops before the command and jail_box_run() returns gate's -errno and
+ * message, *exit_status JAIL_EXIT_SETUP), forwards SIGTERM, SIGHUP,
  * SIGUSR1, SIGUSR2 (and SIGINT/SIGQUIT sent by a process rather than the terminal) to
  * box-init. *exit_status: the command's status (128+N when killed by signal N), or
  * JAIL_EXIT_TIMEOUT when the box's timeout stopped it (then -ETIME with a message). When the
@@ -171,7 +174,7 @@ struct jail_run_stats {
 	int64_t oom_kills;     /* processes the kernel's OOM killer ended for --memory */
 	int64_t forks_refused; /* forks and clones --pids refused */
 };
-int jail_box_run(const struct jail_box *b, int *exit_status,
+int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx), void *ctx, int *exit_status,
 		 struct jail_run_stats *stats) ARB_MUST_CHECK;
 
 /* ---- box-init: pid 1 inside the box ------------------------------------------------------ */
@@ -191,6 +194,12 @@ struct jail_init_hook {
 
 struct jail_init_opts {
 	int ready_fd; /* gets one byte once the command is started; -1: none */
+	/*
+	 * -1, or where the host's one byte comes once the command may start (the session is in
+	 * the audit log, the start checkpoint taken): box-init waits for it after starting the
+	 * hooks, and without it (end of file) exits without running the command.
+	 */
+	int go_fd;
 	const struct jail_init_hook *hooks; /* the table; NULL-name terminated */
 	const char *const *hook_names;	    /* requested hooks, NULL-terminated ... */
 	const char *const *hook_args;	    /* ... and their arguments */
@@ -208,7 +217,8 @@ int jail_init_run(const struct jail_init_opts *o, int *exit_status) ARB_MUST_CHE
 /*
  * box-init's own command line from its verb on (argv[0] "__box-init"; built by the host side
  * in jail/init_argv.c) into o, with hook names checked against the table `hooks`.
- * -EINVAL with a message (a bad pair, an unknown hook, a bad --ready-fd, no command). Free
+ * -EINVAL with a message (a bad pair, an unknown hook, a bad --ready-fd or --go-fd, no
+ * command). Free
  * with jail_init_opts_clear(); o->argv points into argv.
  */
 int jail_init_opts_parse(struct jail_init_opts *o, int argc, char **argv,

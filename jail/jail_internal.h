@@ -32,9 +32,10 @@ void jail_strv_clear(struct jail_strv *s);
 
 /*
  * box-init's command line (jail/init_argv.c, next to its parser jail_init_opts_parse):
- * PROGRAM __box-init --ready-fd N, the hook options ("--NAME", "ARG" pairs), --, COMMAND.
+ * PROGRAM __box-init --ready-fd N [--go-fd N] (when go_fd >= 0), the hook options ("--NAME",
+ * "ARG" pairs), --, COMMAND.
  */
-void jail_init_argv(struct jail_strv *a, const char *program, int ready_fd,
+void jail_init_argv(struct jail_strv *a, const char *program, int ready_fd, int go_fd,
 		    const struct jail_strv *hooks, const struct jail_strv *command);
 
 /* ---- paths ---------------------------------------------------------------------------- */
@@ -192,8 +193,12 @@ int jail_seccomp_export(int *fd) ARB_MUST_CHECK;
 
 /* ---- the box -------------------------------------------------------------------------- */
 
-/* Descriptors bwrap receives (fixed, so --explain shows the exact argv). */
-enum { JAIL_FD_SECCOMP = 3, JAIL_FD_INFO = 4, JAIL_FD_READY = 5 };
+/*
+ * Descriptors bwrap receives (fixed, so --explain shows the exact argv). bwrap reads the
+ * first two; the others pass through to box-init: READY gets its byte once the command
+ * started, GO gives it the host's word that the command may start (jail/run.c).
+ */
+enum { JAIL_FD_SECCOMP = 3, JAIL_FD_INFO = 4, JAIL_FD_READY = 5, JAIL_FD_GO = 6 };
 /* Where the box-init program is bound inside the box. */
 #define JAIL_BOX_INIT_PATH "/run/arborinth/box-init"
 

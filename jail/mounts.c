@@ -404,6 +404,33 @@ static void mount_args(const struct jail_mount *x, struct jail_strv *a)
 	jail_strv_push(a, x->dest);
 }
 
+/*
+ * Whether v[i] is a read-only bind that shows exactly what its nearest ancestor mount shows
+ * there already: a read-only bind of the same host tree (sources are resolved, so no link
+ * lies between them), as a PATH entry under a tool manager's folder. bwrap would bind it
+ * again for nothing, and each bind costs it a read of the whole mount table.
+ */
+static bool shown_by_ancestor(const struct jail_mounts *m, size_t i)
+{
+	const struct jail_mount *x = &m->v[i];
+
+	if (x->type != JAIL_MOUNT_RO)
+		return false;
+	for (size_t j = i; j-- > 0;) {
+		const struct jail_mount *up = &m->v[j];
+		const char *rest = x->dest + strlen(up->dest);
+
+		if (!util_path_under(x->dest, up->dest))
+			continue;
+		/* The nearest ancestor decides: sorted, so the first one found walking back. */
+		if (up->type != JAIL_MOUNT_RO || !strcmp(up->dest, "/"))
+			return false;
+		return !strncmp(x->src, up->src, strlen(up->src)) &&
+		       !strcmp(x->src + strlen(up->src), rest);
+	}
+	return false;
+}
+
 void jail_mounts_args(const struct jail_mounts *m, struct jail_strv *a)
 {
 	/* Sealed tmpfs mounts still open above the current one, innermost last. */
@@ -422,7 +449,8 @@ void jail_mounts_args(const struct jail_mounts *m, struct jail_strv *a)
 		}
 		if (i == m->n)
 			break;
-		mount_args(&m->v[i], a);
+		if (!shown_by_ancestor(m, i))
+			mount_args(&m->v[i], a);
 		if (m->v[i].type == JAIL_MOUNT_TMPFS && (m->v[i].flags & JAIL_MOUNT_SEAL))
 			open[depth++] = &m->v[i];
 	}

@@ -1,8 +1,13 @@
 /*
  * jail/run.c: launching a finished box. bwrap gets the seccomp BPF, an info pipe (box-init's
- * host pid, for signal forwarding) and a ready pipe (box-init's word that the command
- * started) on fixed descriptors, and nothing else of ours; it dies with us. Overlays are
- * mounted in the child's own mount namespace just before it execs bwrap (overlay.c).
+ * host pid, for signal forwarding), a ready pipe (box-init's word that the command started)
+ * and a go socket (the host's word that it may start) on fixed descriptors, and nothing else
+ * of ours; it dies with us. Overlays are mounted in the child's own mount namespace just
+ * before it execs bwrap (overlay.c).
+ *
+ * The caller's gate (the session's audit record and start checkpoint) runs while bwrap
+ * builds the box, on the other core when there is one: box-init starts the command only once
+ * the gate said go, so nothing of the command runs before them.
  */
 #include "jail/box_internal.h"
 
@@ -13,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -84,10 +90,10 @@ static int ensure_dirs(const struct jail_box *b)
 /* In the child: fds to their fixed numbers, everything else closed, then exec bwrap. */
 static void child_exec(const struct jail_box *b, const struct jail_cgroups *cg,
 		       const struct jail_overlays *ovl, pid_t parent, int seccomp_fd, int info_fd,
-		       int ready_fd)
+		       int ready_fd, int go_fd)
 {
-	int want[] = {JAIL_FD_SECCOMP, JAIL_FD_INFO, JAIL_FD_READY};
-	int have[] = {seccomp_fd, info_fd, ready_fd};
+	int want[] = {JAIL_FD_SECCOMP, JAIL_FD_INFO, JAIL_FD_READY, JAIL_FD_GO};
+	int have[] = {seccomp_fd, info_fd, ready_fd, go_fd};
 	struct sigaction dfl = {.sa_handler = SIG_DFL}, ign = {.sa_handler = SIG_IGN};
 	sigset_t none;
 
@@ -104,8 +110,8 @@ static void child_exec(const struct jail_box *b, const struct jail_cgroups *cg,
 	for (size_t i = 0; i < ARB_ARRAY_LEN(have); i++)
 		if (dup2(have[i], want[i]) < 0)
 			_exit(JAIL_EXIT_SETUP);
-	if (syscall(SYS_close_range, JAIL_FD_READY + 1, ~0U, 0) < 0)
-		for (int fd = JAIL_FD_READY + 1; fd < 1024; fd++)
+	if (syscall(SYS_close_range, JAIL_FD_GO + 1, ~0U, 0) < 0)
+		for (int fd = JAIL_FD_GO + 1; fd < 1024; fd++)
 			close(fd);
 	/*
 	 * bwrap itself ignores what we forward to box-init: SIGINT from the terminal or SIGHUP
@@ -148,23 +154,37 @@ static pid_t read_child_pid(int fd)
 	return (pid_t)strtol(p + 1, NULL, 10);
 }
 
+/* The gate's verdict to box-init: one byte for go; closing without it stops the box. */
+static int open_gate(int go_fd, int (*gate)(void *ctx), void *ctx)
+{
+	int rc = gate ? gate(ctx) : 0;
+
+	/* No SIGPIPE when the box is gone already: the wait below tells what happened. */
+	if (rc == 0)
+		while (send(go_fd, "1", 1, MSG_NOSIGNAL) < 0 && errno == EINTR)
+			;
+	close(go_fd);
+	return rc;
+}
+
 static void restore(struct sigaction *old)
 {
 	for (size_t i = 0; i < ARB_ARRAY_LEN(forwarded); i++)
 		sigaction(forwarded[i], &old[i], NULL);
 }
 
-int jail_box_run(const struct jail_box *b, int *exit_status, struct jail_run_stats *stats)
+int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx), void *ctx, int *exit_status,
+		 struct jail_run_stats *stats)
 {
 	struct sigaction sa = {.sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART};
 	struct sigaction old[ARB_ARRAY_LEN(forwarded)], old_alarm;
 	struct sigaction alarm_sa = {.sa_handler = on_alarm}; /* no SA_RESTART: waits see it */
 	sigset_t mask;
-	int seccomp_fd = -1, info[2] = {-1, -1}, ready[2] = {-1, -1};
+	int seccomp_fd = -1, info[2] = {-1, -1}, ready[2] = {-1, -1}, go[2] = {-1, -1};
 	struct jail_overlays ovl = {0};
 	struct jail_cgroups cg = {0};
 	pid_t parent = getpid(), pid;
-	int rc, status = 0;
+	int rc, gate_rc, status = 0;
 	char byte = 0;
 
 	if (!b->finished)
@@ -178,7 +198,8 @@ int jail_box_run(const struct jail_box *b, int *exit_status, struct jail_run_sta
 		rc = jail_seccomp_export(&seccomp_fd);
 	if (rc < 0)
 		goto out;
-	if (pipe2(info, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0) {
+	if (pipe2(info, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go) < 0) {
 		rc = util_err(-errno, "cannot create a pipe: %s", strerror(errno));
 		goto out;
 	}
@@ -194,7 +215,7 @@ int jail_box_run(const struct jail_box *b, int *exit_status, struct jail_run_sta
 	sigaction(SIGALRM, &alarm_sa, &old_alarm);
 	pid = fork();
 	if (pid == 0)
-		child_exec(b, &cg, &ovl, parent, seccomp_fd, info[1], ready[1]);
+		child_exec(b, &cg, &ovl, parent, seccomp_fd, info[1], ready[1], go[1]);
 	if (pid < 0) {
 		rc = util_err(-errno, "cannot fork: %s", strerror(errno));
 		sigaction(SIGALRM, &old_alarm, NULL);
@@ -208,7 +229,10 @@ int jail_box_run(const struct jail_box *b, int *exit_status, struct jail_run_sta
 	sigprocmask(SIG_SETMASK, &mask, NULL);
 	close(info[1]);
 	close(ready[1]);
-	info[1] = ready[1] = -1;
+	close(go[1]);
+	info[1] = ready[1] = go[1] = -1;
+	gate_rc = open_gate(go[0], gate, ctx);
+	go[0] = -1;
 	init_pid = read_child_pid(info[0]);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
@@ -216,7 +240,10 @@ int jail_box_run(const struct jail_box *b, int *exit_status, struct jail_run_sta
 	sigaction(SIGALRM, &old_alarm, NULL);
 	bwrap_pid = init_pid = 0;
 	restore(old);
-	if (timed_out) {
+	if (gate_rc < 0) {
+		rc = gate_rc; /* its message stands; box-init ran nothing */
+		*exit_status = JAIL_EXIT_SETUP;
+	} else if (timed_out) {
 		*exit_status = JAIL_EXIT_TIMEOUT;
 		rc = util_err(-ETIME,
 			      "the box ran out of time after %lld.%03lld s and was stopped%s",
@@ -240,6 +267,8 @@ out:
 			close(info[i]);
 		if (ready[i] >= 0)
 			close(ready[i]);
+		if (go[i] >= 0)
+			close(go[i]);
 	}
 	return rc;
 }

@@ -96,8 +96,10 @@ static int scan_one(struct jail_box *b, int dirfd, const char *real_dir, const c
 	    !util_path_under(target, real_dir))
 		rc = add_target(b, target, why);
 	/* Only a regular file is read: opening a device or a FIFO may do something. */
-	interp =
-	    rc == 0 && stat(target, &st) == 0 && S_ISREG(st.st_mode) ? shebang(dirfd, name) : NULL;
+	/* A link's target is stat()ed; a file's own lstat above says it already. */
+	interp = rc == 0 && (!S_ISLNK(st.st_mode) || stat(target, &st) == 0) && S_ISREG(st.st_mode)
+		     ? shebang(dirfd, name)
+		     : NULL;
 	if (interp && util_path_under(interp, b->home)) {
 		rc = add_target(b, interp, why);
 		ireal = rc == 0 ? realpath(interp, NULL) : NULL;

@@ -387,9 +387,33 @@ static int run_none(const arb_box *b, const struct core_ws *ws, char *const argv
 	return rc;
 }
 
+/* What must be done before the box's command starts (jail_box_run's gate). */
+struct session_start {
+	const arb_box *b;
+	const struct core_ws *ws;
+	char *const *argv;
+	struct lib_net_audit *net;
+	struct audit_session *session; /* out */
+};
+
+/* The session in the audit log and its start checkpoint, while bwrap builds the box. */
+static int session_start(void *ctx)
+{
+	struct session_start *s = ctx;
+	int rc = lib_session_begin(&s->session, s->b->p->core, s->ws, "bubblewrap", s->argv);
+
+	if (rc < 0)
+		return rc;
+	/* The proxy's records belong to this session from the box's first request. */
+	lib_proxy_set_session(s->net, s->session);
+	lib_session_checkpoint(s->b->p->core, s->ws, s->session, "start");
+	return 0;
+}
+
 static int run_box(const arb_box *b, const struct core_ws *ws, char *const argv[],
 		   struct arb_run_result *res)
 {
+	struct session_start start = {.b = b, .ws = ws, .argv = argv};
 	struct audit_session *session = NULL;
 	struct jail_box *jb = NULL;
 	struct proxy *px = NULL;
@@ -402,15 +426,16 @@ static int run_box(const arb_box *b, const struct core_ws *ws, char *const argv[
 	rc = start_proxy(b, ws, false, &px, &net);
 	if (rc == 0)
 		rc = make_box(b, ws, px, argv, false, &jb);
-	if (rc == 0)
-		rc = lib_session_begin(&session, b->p->core, ws, "bubblewrap", argv);
 	if (rc < 0)
 		goto out;
+	start.net = net;
+	rc = jail_box_run(jb, session_start, &start, &res->exit_status, &stats);
+	session = start.session;
+	if (!session) {
+		res->exit_status = JAIL_EXIT_SETUP;
+		goto out; /* no session: nothing ran, nothing to record */
+	}
 	res->session = audit_session_id(session);
-	/* The proxy's records belong to this session from the box's first request. */
-	lib_proxy_set_session(net, session);
-	lib_session_checkpoint(b->p->core, ws, session, "start");
-	rc = jail_box_run(jb, &res->exit_status, &stats);
 	res->oom_kills = stats.oom_kills;
 	res->memory_limit = b->limits.memory;
 	res->pids_limit = b->limits.pids;

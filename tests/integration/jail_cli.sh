@@ -166,7 +166,7 @@ fi
 mkdir -p "$T/bin"
 cp "$ARB" "$T/bin/arborinth"
 expect_status 0 "box-init fallback" -- "$T/bin/arborinth" shell w -- sh -c 'cat /proc/1/cmdline | tr "\0" " "'
-expect_eq "/run/arborinth/box-init __box-init --ready-fd 5 -- sh -c cat /proc/1/cmdline | tr \"\\0\" \" \" " "$OUT" \
+expect_eq "/run/arborinth/box-init __box-init --ready-fd 5 --go-fd 6 -- sh -c cat /proc/1/cmdline | tr \"\\0\" \" \" " "$OUT" \
 	"fallback: pid 1 is arborinth __box-init"
 expect_status 0 "box-init fallback explained" -- "$T/bin/arborinth" shell w --explain -- true
 expect_match "--ro-bind $T/bin/arborinth /run/arborinth/box-init" "$OUT" "fallback: arborinth bound as box-init"
@@ -178,6 +178,6 @@ expect_eq "same" "$OUT" "pid 1 runs the bound box-init"
 expect_status 0 "explain argv" -- box --explain -- true
 shown=$(printf '%s\n' "$OUT" | sed -n '/^== bwrap argv/,$p' | tail -n +2 | sed 's/ \\$//; s/^    //' | tr '\n' ' ')
 expect_match "^$(command -v bwrap | xargs readlink -f) --unshare-user " "$shown" "argv starts with bwrap"
-expect_match " -- /run/arborinth/box-init __box-init --ready-fd 5 -- true $" "$shown" "argv ends with box-init and the command"
+expect_match " -- /run/arborinth/box-init __box-init --ready-fd 5 --go-fd 6 -- true $" "$shown" "argv ends with box-init and the command"
 
 finish

@@ -299,6 +299,38 @@ START_TEST(tree_order_and_args)
 }
 END_TEST
 
+START_TEST(tree_args_skip_shown)
+{
+	/* A read-only bind of what its ancestor's read-only bind shows there is not bound again. */
+	struct jail_mounts m = {0};
+	struct jail_strv a = {0};
+	char got[1024] = "";
+
+	add(&m, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, "/", "/", NULL);
+	add(&m, JAIL_MOUNT_RW, JAIL_FROM_DEFAULT, 0, "/w/home", "/h", NULL);
+	add(&m, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, "/h/tool", "/h/tool", NULL);
+	add(&m, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, "/h/tool/a/shims", "/h/tool/a/shims", NULL);
+	add(&m, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, "/elsewhere", "/h/tool/b", NULL);
+	add(&m, JAIL_MOUNT_RW, JAIL_FROM_DEFAULT, 0, "/h/tool/c", "/h/tool/c", NULL);
+	add(&m, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, "/h/tool/c/d", "/h/tool/c/d", NULL);
+	add(&m, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, "/h/toolx", "/h/tool/e", NULL);
+	jail_mounts_sort(&m);
+	jail_mounts_args(&m, &a);
+	ck_assert_int_eq(jail_strv_ok(&a), 0);
+	for (size_t i = 0; i < a.n; i++) {
+		if (i)
+			strcat(got, " ");
+		strcat(got, a.v[i]);
+	}
+	/* Only /h/tool/a/shims goes: under a rw bind, another source or a sibling path stays. */
+	ck_assert_str_eq(got, "--ro-bind / / --bind /w/home /h --ro-bind /h/tool /h/tool "
+			      "--ro-bind /elsewhere /h/tool/b --bind /h/tool/c /h/tool/c "
+			      "--ro-bind /h/tool/c/d /h/tool/c/d --ro-bind /h/toolx /h/tool/e");
+	jail_strv_clear(&a);
+	jail_mounts_clear(&m);
+}
+END_TEST
+
 START_TEST(tree_planted_links)
 {
 	struct jail_mounts m = {0};
@@ -737,7 +769,7 @@ START_TEST(init_runs_hooks_and_command)
 	const char *names[] = {"test", "test", NULL}, *args[] = {"a", "b", NULL};
 	char *cmd[] = {"sh", "-c", "echo ran >&9; exit 7", NULL};
 	struct jail_init_opts o = {
-	    .hooks = test_hooks, .hook_names = names, .hook_args = args, .argv = cmd};
+	    .go_fd = -1, .hooks = test_hooks, .hook_names = names, .hook_args = args, .argv = cmd};
 	int logp[2], ready[2], status = -1;
 
 	ck_assert_int_eq(pipe(logp), 0);
@@ -757,7 +789,8 @@ START_TEST(init_statuses)
 {
 	char *killed[] = {"sh", "-c", "kill -USR1 $$", NULL};
 	char *missing[] = {"arb-no-such-program", NULL};
-	struct jail_init_opts o = {.ready_fd = -1, .hooks = test_hooks, .argv = killed};
+	struct jail_init_opts o = {
+	    .ready_fd = -1, .go_fd = -1, .hooks = test_hooks, .argv = killed};
 	int status = -1;
 
 	ck_assert_int_eq(jail_init_run(&o, &status), 0);
@@ -778,11 +811,12 @@ START_TEST(init_argv_roundtrip)
 	jail_strv_push(&hooks, "ARG 1");
 	jail_strv_push(&cmd, "sh");
 	jail_strv_push(&cmd, "--");
-	jail_init_argv(&a, "/prog", 5, &hooks, &cmd);
+	jail_init_argv(&a, "/prog", 5, 6, &hooks, &cmd);
 	ck_assert_int_eq(jail_strv_ok(&a), 0);
 	ck_assert_str_eq(a.v[1], "__box-init");
 	ck_assert_int_eq(jail_init_opts_parse(&o, (int)a.n - 1, a.v + 1, test_hooks), 0);
 	ck_assert_int_eq(o.ready_fd, 5);
+	ck_assert_int_eq(o.go_fd, 6);
 	ck_assert_str_eq(o.hook_names[0], "test");
 	ck_assert_str_eq(o.hook_args[0], "ARG 1");
 	ck_assert_ptr_null(o.hook_names[1]);
@@ -795,6 +829,7 @@ START_TEST(init_argv_roundtrip)
 			const char *msg;
 		} bad[] = {
 		    {{"__box-init", "--ready-fd", "x", "--", "sh"}, "bad --ready-fd 'x'"},
+		    {{"__box-init", "--go-fd", "-1", "--", "sh"}, "bad --go-fd '-1'"},
 		    {{"__box-init", "--nope", "a", "--", "sh"}, "unknown hook 'nope'"},
 		    {{"__box-init", "ready", "1", "--", "sh"}, "bad argument 'ready'"},
 		    {{"__box-init", "--ready-fd", "3", "--"}, "no command after --"},
@@ -824,6 +859,7 @@ START_TEST(init_hook_failures)
 	const char *args[] = {"a", "fail", NULL};
 	char *cmd[] = {"sh", "-c", "echo ran >&2; exit 0", NULL};
 	struct jail_init_opts o = {.ready_fd = -1,
+				   .go_fd = -1,
 				   .hooks = test_hooks,
 				   .hook_names = unknown,
 				   .hook_args = args,
@@ -839,6 +875,42 @@ START_TEST(init_hook_failures)
 	ck_assert_int_eq(status, -1);
 	/* The hook that started is stopped again. */
 	ck_assert_str_eq(read_all(logp[0]), "start:a;stop:a;");
+}
+END_TEST
+
+START_TEST(init_waits_for_go)
+{
+	/* The command starts only after the host's byte; without it, never (hooks stopped). */
+	const char *names[] = {"test", NULL}, *args[] = {"a", NULL};
+	char *cmd[] = {"sh", "-c", "echo ran >&9; exit 3", NULL};
+	struct jail_init_opts o = {.ready_fd = -1,
+				   .hooks = test_hooks,
+				   .hook_names = names,
+				   .hook_args = args,
+				   .argv = cmd};
+	int logp[2], go[2], status = -1;
+
+	ck_assert_int_eq(pipe(logp), 0);
+	hook_log_fd = logp[1];
+	ck_assert_int_eq(dup2(logp[1], 9), 9);
+	ck_assert_int_eq(pipe(go), 0);
+	ck_assert_int_eq(write(go[1], "1", 1), 1);
+	close(go[1]);
+	o.go_fd = go[0];
+	ck_assert_int_eq(jail_init_run(&o, &status), 0);
+	ck_assert_int_eq(status, 3);
+	ck_assert_int_eq(fcntl(go[0], F_GETFD), -1); /* closed once read */
+	ck_assert_int_eq(pipe(go), 0);
+	close(go[1]);
+	o.go_fd = go[0];
+	status = -1;
+	ck_assert_int_eq(jail_init_run(&o, &status), -ECANCELED);
+	ck_assert_ptr_nonnull(strstr(util_err_msg(), "did not start the command"));
+	ck_assert_int_eq(status, -1);
+	close(9);
+	close(logp[1]);
+	/* fd 9 is closed on exec, so "ran" never shows; the hooks ran and stopped twice. */
+	ck_assert_str_eq(read_all(logp[0]), "start:a;stop:a;start:a;stop:a;");
 }
 END_TEST
 
@@ -861,6 +933,7 @@ static Suite *jail_suite(void)
 	tcase_add_test(tc, tree_guards_and_replacement);
 	tcase_add_test(tc, tree_order_and_args);
 	tcase_add_test(tc, tree_planted_links);
+	tcase_add_test(tc, tree_args_skip_shown);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("env");
 	tcase_add_test(tc, env_rules);
@@ -879,6 +952,7 @@ static Suite *jail_suite(void)
 	tcase_add_test(tc, init_runs_hooks_and_command);
 	tcase_add_test(tc, init_statuses);
 	tcase_add_test(tc, init_hook_failures);
+	tcase_add_test(tc, init_waits_for_go);
 	tcase_add_test(tc, init_argv_roundtrip);
 	suite_add_tcase(s, tc);
 	return s;
