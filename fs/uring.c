@@ -112,6 +112,7 @@ struct ur_ent {
 struct ur_queue { /* one thread serving the queue of CPU qid */
 	struct fs_ring *ring;
 	unsigned qid;
+	bool pinned; /* to CPU qid: one this process may run on */
 	pthread_t tid;
 	bool thread;
 	bool failed; /* its entries could not be submitted: the thread ended */
@@ -253,6 +254,39 @@ static int queue_make(struct fs_ring *r, struct ur_queue *q, int devfd)
 	return 0;
 }
 
+/*
+ * The threads: UR_THREADS for the queue of each CPU this process may run on, one (unpinned)
+ * for each other possible CPU, whose queue the kernel still requires but no caller of ours
+ * is likely to use (a container given 2 of 64 CPUs gets 8 + 62 threads, not 256).
+ */
+static int queues_plan(struct fs_ring *r)
+{
+	cpu_set_t mine;
+	unsigned n = 0;
+
+	if (sched_getaffinity(0, sizeof(mine), &mine) < 0)
+		CPU_ZERO(&mine);
+	for (unsigned c = 0; c < r->ncpu; c++)
+		n += c < CPU_SETSIZE && CPU_ISSET(c, &mine) ? UR_THREADS : 1;
+	r->q = n ? calloc(n, sizeof(*r->q)) : NULL;
+	if (!r->q)
+		return -ENOMEM;
+	r->nq = 0;
+	for (unsigned c = 0; c < r->ncpu; c++) {
+		bool here = c < CPU_SETSIZE && CPU_ISSET(c, &mine);
+
+		for (unsigned t = 0; t < (here ? UR_THREADS : 1); t++) {
+			struct ur_queue *q = &r->q[r->nq++];
+
+			q->ring = r;
+			q->qid = c;
+			q->pinned = here;
+			q->evfd = -1;
+		}
+	}
+	return 0;
+}
+
 void fs_ring_patch_init(struct fs *fs, struct iovec *iov, int count)
 {
 	struct fs_ring *r;
@@ -284,18 +318,10 @@ void fs_ring_patch_init(struct fs *fs, struct iovec *iov, int count)
 	pthread_cond_init(&r->cv, NULL);
 	r->fs = fs;
 	r->ncpu = possible_cpus();
-	r->nq = r->ncpu * UR_THREADS;
 	r->payload_sz = (payload + (size_t)page - 1) / (size_t)page * (size_t)page;
 	r->hdr_sz =
 	    ((sizeof(struct ur_req_header) + (size_t)page - 1) / (size_t)page) * (size_t)page;
-	r->q = r->nq ? calloc(r->nq, sizeof(*r->q)) : NULL;
-	if (!r->q)
-		rc = -ENOMEM;
-	for (unsigned i = 0; rc == 0 && i < r->nq; i++) {
-		r->q[i].ring = r;
-		r->q[i].qid = i % r->ncpu;
-		r->q[i].evfd = -1;
-	}
+	rc = queues_plan(r);
 	/* Every queue's io_uring is made before INIT asks for the ring: once asked, the
 	 * kernel holds requests until each queue has an entry or a registration fails. */
 	for (unsigned i = 0; rc == 0 && i < r->nq; i++)
@@ -419,7 +445,8 @@ static void *queue_loop(void *arg)
 
 	snprintf(name, sizeof(name), "arb-ring%u", q->qid);
 	(void)pthread_setname_np(pthread_self(), name);
-	pin(q->qid);
+	if (q->pinned)
+		pin(q->qid);
 	for (int e = 0; e < UR_DEPTH; e++)
 		prep_cmd(q, &q->ent[e], UR_CMD_REGISTER);
 	sqe = get_sqe(q);
