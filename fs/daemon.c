@@ -205,6 +205,24 @@ static int write_pidfile(const char *path)
 	return path ? util_write_file(path, buf, (size_t)n, 0644) : 0;
 }
 
+/*
+ * The kernel's INIT, answered before the view is reported ready: what it settles (the I/O
+ * path, the transport, their run files) is then known to whoever waited for the mount.
+ */
+static int serve_init(struct fs *fs)
+{
+	struct fuse_buf buf = {0};
+	int n;
+
+	do
+		n = fuse_session_receive_buf(fs->se, &buf);
+	while (n == -EINTR);
+	if (n > 0)
+		fuse_session_process_buf(fs->se, &buf);
+	free(buf.mem);
+	return n > 0 ? 0 : util_err(n < 0 ? n : -EIO, "the kernel sent no INIT");
+}
+
 static int serve(struct fs *fs, const struct fs_config *cfg, int *ready_fd)
 {
 	char *argv[] = {"arborinth-fs", "-o",
@@ -228,6 +246,8 @@ static int serve(struct fs *fs, const struct fs_config *cfg, int *ready_fd)
 		goto out_signals;
 	}
 	rc = fs_devio_install(fs);
+	if (rc == 0)
+		rc = serve_init(fs);
 	if (rc == 0)
 		rc = write_pidfile(cfg->pidfile);
 	if (rc < 0)
