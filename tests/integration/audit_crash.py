@@ -72,8 +72,10 @@ while time.time() < end:
         else:
             os.symlink("target%d" % n, "%s/l%d" % (rnd.choice(dirs), n))
     except OSError as e:
-        if e.errno in (errno.ENOTCONN, errno.ECONNABORTED, errno.EIO):
-            sys.exit(0)                                # the daemon is gone
+        # The daemon is gone. Over io_uring a request the kernel was handing to a killed
+        # daemon's ring thread ends with ECANCELED instead.
+        if e.errno in (errno.ENOTCONN, errno.ECONNABORTED, errno.EIO, errno.ECANCELED):
+            sys.exit(0)
         if e.errno not in (errno.ENOENT, errno.EEXIST, errno.ENOTDIR, errno.EISDIR):
             raise
 '''
