@@ -30,6 +30,17 @@ void ckpt_cache_drop(const struct core_ws *ws);
 struct git_odb_backend;
 int ckpt_odb_new(const struct core_ws *ws, git_odb *lookup,
 		 struct git_odb_backend **out) ARB_MUST_CHECK;
+/*
+ * Stores an object of type, len bytes of data: its id (git's, hashed with ckpt_sha1) into
+ * *id; written unless this store holds it or was told of it (ckpt_odb_know). -errno, message.
+ */
+int ckpt_odb_put(struct git_odb_backend *be, git_object_t type, const void *data, size_t len,
+		 git_oid *id) ARB_MUST_CHECK;
+/* SHA-1 (plain, not collision-detecting) of head (hl bytes, may be 0) then data. -EIO. */
+int ckpt_sha1(const void *head, size_t hl, const void *data, size_t len,
+	      unsigned char out[20]) ARB_MUST_CHECK;
+/* The git id of an object of type with len bytes of data. -EIO. */
+int ckpt_object_id(git_object_t type, const void *data, size_t len, git_oid *id) ARB_MUST_CHECK;
 /* Tells the store that id is stored already (an earlier checkpoint's): not written again. */
 int ckpt_odb_know(struct git_odb_backend *be, const git_oid *id) ARB_MUST_CHECK;
 /* Writes the pack of what was written since ckpt_odb_new (nothing when nothing was). */
@@ -43,11 +54,11 @@ void ckpt_pack_free(struct ckpt_pack *pk);
 int ckpt_pack_add(struct ckpt_pack *pk, const git_oid *id, git_object_t type, size_t len,
 		  const unsigned char *z, size_t zl) ARB_MUST_CHECK;
 /*
- * Adds a whole entry of another pack (its header, then its deflated data): -EINVAL for a
- * delta or a malformed header.
+ * Adds a whole entry of another pack (its header, then its deflated data) whose CRC-32 (as
+ * that pack's index gives it) is crc: -EINVAL for a delta or a malformed header.
  */
 int ckpt_pack_add_entry(struct ckpt_pack *pk, const git_oid *id, const unsigned char *entry,
-			size_t entry_len) ARB_MUST_CHECK;
+			size_t entry_len, uint32_t crc) ARB_MUST_CHECK;
 /* Whether id is in the pack; its type and size when it is (each optional). */
 bool ckpt_pack_has(const struct ckpt_pack *pk, const git_oid *id, git_object_t *type, size_t *len);
 /* The pack's size so far. */

@@ -5,8 +5,7 @@
  * Here they are gathered in memory, already deflated, and written at the end as one pack and
  * its index (git's formats: pack version 2 with whole objects, no deltas; index version 2),
  * objects/pack/pack-SUM.pack then .idx, each an unnamed file linked in once complete, so a
- * reader never sees half of one. SHA-1 for the two checksums is mbedTLS's (libgit2's own
- * crypto library here, so nothing more is loaded).
+ * reader never sees half of one. SHA-1 for the two checksums is OpenSSL's (see ckpt_sha1).
  */
 #include "core/ckpt_internal.h"
 
@@ -19,7 +18,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include <mbedtls/sha1.h>
 
 #define PACK_HEADER 12 /* "PACK", version, count */
 
@@ -151,9 +149,13 @@ static size_t entry_header(unsigned char *h, git_object_t type, size_t len)
 	return n + 1;
 }
 
-/* Appends an entry: its header (hl bytes) and deflated data (zl bytes). */
+/*
+ * Appends an entry: its header (hl bytes) and deflated data (zl bytes); crc is the entry's
+ * CRC-32 when known (has_crc), else computed here.
+ */
 static int append(struct ckpt_pack *pk, const git_oid *id, git_object_t type, size_t len,
-		  const unsigned char *head, size_t hl, const unsigned char *z, size_t zl)
+		  const unsigned char *head, size_t hl, const unsigned char *z, size_t zl,
+		  bool has_crc, uint32_t crc)
 {
 	struct pack_ent *e;
 	size_t s;
@@ -177,7 +179,7 @@ static int append(struct ckpt_pack *pk, const git_oid *id, git_object_t type, si
 	*e = (struct pack_ent){.id = *id, .type = type, .len = len, .off = pk->len};
 	memcpy(pk->data + pk->len, head, hl);
 	memcpy(pk->data + pk->len + hl, z, zl);
-	e->crc = (uint32_t)crc32(0, pk->data + pk->len, (uInt)(hl + zl));
+	e->crc = has_crc ? crc : (uint32_t)crc32(0, pk->data + pk->len, (uInt)(hl + zl));
 	pk->len += hl + zl;
 	pk->n++;
 	for (s = slot_of(id, pk->n_slots); pk->slot[s]; s = (s + 1) & (pk->n_slots - 1))
@@ -191,11 +193,11 @@ int ckpt_pack_add(struct ckpt_pack *pk, const git_oid *id, git_object_t type, si
 {
 	unsigned char head[16];
 
-	return append(pk, id, type, len, head, entry_header(head, type, len), z, zl);
+	return append(pk, id, type, len, head, entry_header(head, type, len), z, zl, false, 0);
 }
 
 int ckpt_pack_add_entry(struct ckpt_pack *pk, const git_oid *id, const unsigned char *entry,
-			size_t entry_len)
+			size_t entry_len, uint32_t crc)
 {
 	git_object_t type;
 	size_t len, hl = 1;
@@ -213,7 +215,7 @@ int ckpt_pack_add_entry(struct ckpt_pack *pk, const git_oid *id, const unsigned 
 	}
 	if (type < GIT_OBJECT_COMMIT || type > GIT_OBJECT_TAG)
 		return -EINVAL; /* a delta: it names another entry, so it cannot move alone */
-	return append(pk, id, type, len, entry, hl, entry + hl, entry_len - hl);
+	return append(pk, id, type, len, entry, hl, entry + hl, entry_len - hl, true, crc);
 }
 
 static void put32(unsigned char *p, uint32_t v)
@@ -226,7 +228,7 @@ static void put32(unsigned char *p, uint32_t v)
 
 static int sha1(const unsigned char *data, size_t len, unsigned char out[20])
 {
-	return mbedtls_sha1_ret(data, len, out) == 0 ? 0 : -EIO;
+	return ckpt_sha1(NULL, 0, data, len, out);
 }
 
 static const struct ckpt_pack *sort_pk; /* qsort has no context argument */
