@@ -132,8 +132,7 @@ static int absorb(struct ckpt_pack *pk, int dir, const char *base)
 	for (uint32_t i = 0; rc == 0 && i < n; i++) {
 		uint64_t end = i + 1 < n ? sp[i + 1].off : plen - 20;
 		git_oid id;
-
-		/* Its CRC-32 from the index, not computed again: a damaged entry stays detectable. */
+		/* Its CRC-32 from the index, not computed anew: damage stays detectable. */
 		uint32_t crc = get32(idx + IDX_HEAD + (size_t)n * 20 + (size_t)sp[i].i * 4);
 
 		git_oid_fromraw(&id, idx + IDX_HEAD + (size_t)sp[i].i * 20);

@@ -1,13 +1,13 @@
 /*
- * core/ckpt_odb.c: the object store checkpoints write through. New objects go into one pack
+ * core/ckpt_odb.c: the object store checkpoints write through. The caller hands it whole
+ * objects; it hashes them (ckpt_sha1) and gathers the new ones into one pack
  * (core/ckpt_pack.c), written by ckpt_odb_flush() at the end; an object too large for it is
  * written loose (NAME/git/objects/xx/yyyy: zlib of "TYPE SIZE\0DATA") into an unnamed file
  * (O_TMPFILE) linked in under its name (compression: see deflate_object).
  * libgit2's own loose store took about thirty system calls per object (it resolves every
  * path component, freshens, writes a named temporary file, links, unlinks), and one file per
- * object was most of a checkpoint's kernel time. Only what a checkpoint needs: exists,
- * read_header (for libgit2's check that a tree's entries exist), freshen (an object this
- * checkpoint or, as the caller knows, an earlier one stored is not written again), write.
+ * object was most of a checkpoint's kernel time; going through libgit2's object database at
+ * all cost its collision-detecting SHA-1 and, for trees, a check that every entry exists.
  */
 #include "core/ckpt_internal.h"
 
@@ -24,10 +24,7 @@
 #define OPENSSL_SUPPRESS_DEPRECATED /* SHA1_Init and co.: see ckpt_sha1 */
 #include <openssl/sha.h>
 
-#include <git2/sys/odb_backend.h>
-
-struct fast_odb {
-	git_odb_backend parent;
+struct ckpt_odb {
 	int objects; /* NAME/git/objects */
 	/*
 	 * One deflate stream for every object, reset between them: deflateInit allocated and
@@ -38,7 +35,6 @@ struct fast_odb {
 	unsigned char *buf; /* the deflated object, reused */
 	size_t buf_cap;
 	struct ckpt_pack *pack;	       /* what this store writes, until ckpt_odb_flush() */
-	git_odb *lookup;	       /* borrowed: every store of the workspace, for what exists */
 	git_oid *known;		       /* open addressing: ids stored by earlier checkpoints */
 	size_t n_known, n_known_slots; /* slots: 0 or a power of two over twice n_known */
 };
@@ -92,16 +88,6 @@ static void obj_path(const git_oid *id, char path[GIT_OID_HEXSZ + 2])
 	snprintf(path, GIT_OID_HEXSZ + 2, "%.2s/%s", hex, hex + 2);
 }
 
-/* Loose in NAME/git/objects. */
-static bool loose_exists(struct fast_odb *f, const git_oid *id)
-{
-	char path[GIT_OID_HEXSZ + 2];
-	struct stat st;
-
-	obj_path(id, path);
-	return fstatat(f->objects, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
-}
-
 static size_t known_slot(const git_oid *id, size_t n_slots)
 {
 	uint32_t h;
@@ -110,7 +96,7 @@ static size_t known_slot(const git_oid *id, size_t n_slots)
 	return h & (n_slots - 1);
 }
 
-static bool known(const struct fast_odb *f, const git_oid *id)
+static bool known(const struct ckpt_odb *f, const git_oid *id)
 {
 	static const git_oid zero;
 
@@ -138,10 +124,9 @@ static int known_put(git_oid *slots, size_t n_slots, const git_oid *id)
 	return 1;
 }
 
-int ckpt_odb_know(git_odb_backend *be, const git_oid *id)
+int ckpt_odb_know(struct ckpt_odb *f, const git_oid *id)
 {
 	static const git_oid zero;
-	struct fast_odb *f = (struct fast_odb *)be;
 
 	if (git_oid_equal(id, &zero))
 		return 0;
@@ -168,62 +153,16 @@ int ckpt_odb_know(git_odb_backend *be, const git_oid *id)
  * libgit2's search of every pack and loose directory, with an error message formatted per
  * miss, cost more than the writes. An object stored elsewhere as well costs only its room.
  */
-static bool packed(struct fast_odb *f, const git_oid *id)
+static bool packed(struct ckpt_odb *f, const git_oid *id)
 {
 	return ckpt_pack_has(f->pack, id, NULL, NULL) || known(f, id);
-}
-
-static int fast_exists(git_odb_backend *be, const git_oid *id)
-{
-	struct fast_odb *f = (struct fast_odb *)be;
-
-	return packed(f, id) || loose_exists(f, id);
-}
-
-static int fast_read_header(size_t *len, git_object_t *type, git_odb_backend *be, const git_oid *id)
-{
-	struct fast_odb *f = (struct fast_odb *)be;
-	char path[GIT_OID_HEXSZ + 2], head[64] = "";
-	unsigned char in[128];
-	z_stream z = {0};
-	ssize_t n;
-	int fd, rc = GIT_ENOTFOUND;
-
-	if (ckpt_pack_has(f->pack, id, type, len))
-		return 0;
-	obj_path(id, path);
-	fd = openat(f->objects, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return f->lookup && git_odb_read_header(len, type, f->lookup, id) == 0
-			   ? 0
-			   : GIT_ENOTFOUND;
-	n = read(fd, in, sizeof(in));
-	close(fd);
-	if (n > 0 && inflateInit(&z) == Z_OK) {
-		char *sp, *end;
-
-		z.next_in = in;
-		z.avail_in = (uInt)n;
-		z.next_out = (unsigned char *)head;
-		z.avail_out = sizeof(head) - 1;
-		inflate(&z, Z_SYNC_FLUSH);
-		inflateEnd(&z);
-		sp = memchr(head, ' ', sizeof(head) - 1);
-		if (sp && memchr(sp, '\0', (size_t)(head + sizeof(head) - 1 - sp))) {
-			*sp = '\0';
-			*type = git_object_string2type(head);
-			*len = strtoull(sp + 1, &end, 10);
-			rc = *type == GIT_OBJECT_INVALID ? GIT_ERROR : 0;
-		}
-	}
-	return rc;
 }
 
 /*
  * Deflates data into f->buf (*out_len bytes), after "TYPE LEN\0" for a loose object (loose),
  * alone for a pack entry.
  */
-static int deflate_object(struct fast_odb *f, const void *data, size_t len, git_object_t type,
+static int deflate_object(struct ckpt_odb *f, const void *data, size_t len, git_object_t type,
 			  bool loose, size_t *out_len)
 {
 	char head[64];
@@ -273,14 +212,8 @@ static int deflate_object(struct fast_odb *f, const void *data, size_t len, git_
 	return zr == Z_STREAM_END ? 0 : -EIO;
 }
 
-/* libgit2 asks before each write: an object already packed is not written again. */
-static int fast_freshen(git_odb_backend *be, const git_oid *id)
-{
-	return packed((struct fast_odb *)be, id) ? 0 : GIT_ENOTFOUND;
-}
-
 /* Object id (type, len bytes of data) into the pack, or loose when too large: -errno, message. */
-static int store(struct fast_odb *f, const git_oid *id, const void *data, size_t len,
+static int store(struct ckpt_odb *f, const git_oid *id, const void *data, size_t len,
 		 git_object_t type)
 {
 	char path[GIT_OID_HEXSZ + 2], proc[64], tmp[GIT_OID_HEXSZ + 32];
@@ -333,19 +266,8 @@ fail:
 	return util_err(-errno, "cannot write object %s: %s", path, strerror(errno));
 }
 
-static int fast_write(git_odb_backend *be, const git_oid *id, const void *data, size_t len,
-		      git_object_t type)
+int ckpt_odb_put(struct ckpt_odb *f, git_object_t type, const void *data, size_t len, git_oid *id)
 {
-	if (store((struct fast_odb *)be, id, data, len, type) == 0)
-		return 0;
-	git_error_set_str(GIT_ERROR_OS, util_err_msg());
-	return GIT_ERROR;
-}
-
-int ckpt_odb_put(git_odb_backend *be, git_object_t type, const void *data, size_t len,
-		 git_oid *id)
-{
-	struct fast_odb *f = (struct fast_odb *)be;
 	int rc = ckpt_object_id(type, data, len, id);
 
 	if (rc < 0 || packed(f, id))
@@ -353,10 +275,10 @@ int ckpt_odb_put(git_odb_backend *be, git_object_t type, const void *data, size_
 	return store(f, id, data, len, type);
 }
 
-static void fast_free(git_odb_backend *be)
+void ckpt_odb_free(struct ckpt_odb *f)
 {
-	struct fast_odb *f = (struct fast_odb *)be;
-
+	if (!f)
+		return;
 	close(f->objects);
 	free(f->known);
 	for (int k = 0; k < 2; k++)
@@ -367,17 +289,15 @@ static void fast_free(git_odb_backend *be)
 	free(f);
 }
 
-int ckpt_odb_flush(git_odb_backend *be)
+int ckpt_odb_flush(struct ckpt_odb *f)
 {
-	struct fast_odb *f = (struct fast_odb *)be;
-
 	return ckpt_pack_write(f->pack, f->objects, PACK_MERGE_MAX);
 }
 
-int ckpt_odb_new(const struct core_ws *ws, git_odb *lookup, git_odb_backend **out)
+int ckpt_odb_new(const struct core_ws *ws, struct ckpt_odb **out)
 {
 	char *objects = util_path_join(ws->gitdir, "objects");
-	struct fast_odb *f = calloc(1, sizeof(*f));
+	struct ckpt_odb *f = calloc(1, sizeof(*f));
 	int rc = 0;
 
 	*out = NULL;
@@ -385,25 +305,17 @@ int ckpt_odb_new(const struct core_ws *ws, git_odb *lookup, git_odb_backend **ou
 		rc = util_err(-ENOMEM, "out of memory");
 		goto out;
 	}
-	f->lookup = lookup;
 	f->objects = open(objects, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (f->objects < 0) {
 		rc = util_err(-errno, "cannot open %s: %s", objects, strerror(errno));
 		goto out;
 	}
-	f->parent.version = GIT_ODB_BACKEND_VERSION;
-	f->parent.exists = fast_exists;
-	f->parent.read_header = fast_read_header;
-	f->parent.write = fast_write;
-	f->parent.freshen = fast_freshen;
-	f->parent.free = fast_free;
 	rc = ckpt_pack_new(&f->pack);
 	if (rc < 0) {
 		close(f->objects);
-		ckpt_pack_free(f->pack);
 		goto out;
 	}
-	*out = &f->parent;
+	*out = f;
 	f = NULL;
 out:
 	free(f);

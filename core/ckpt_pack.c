@@ -18,7 +18,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-
 #define PACK_HEADER 12 /* "PACK", version, count */
 
 struct pack_ent {
