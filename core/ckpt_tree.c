@@ -294,7 +294,7 @@ static int sub_dir(struct build *b, int dir, const struct ents *low, struct ent 
 	}
 	if (sub < 0)
 		return util_err(-errno, "checkpoint: %s: %s", e->name, strerror(errno));
-	switch (fs_layer_dir_lower(sub, hex)) {
+	switch (fs_layer_dir_lower_fd(sub, hex)) {
 	case FS_LAYER_LOWER_NONE:
 		break;
 	case FS_LAYER_LOWER_TREE:
