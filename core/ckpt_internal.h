@@ -64,6 +64,9 @@ int ckpt_odb_flush(struct ckpt_odb *f) ARB_MUST_CHECK;
 /* SHA-1 (plain, not collision-detecting) of head (hl bytes, may be 0) then data. -EIO. */
 int ckpt_sha1(const void *head, size_t hl, const void *data, size_t len,
 	      unsigned char out[20]) ARB_MUST_CHECK;
+/* SHA-1 of the n parts of iov, in order. -EIO. */
+struct iovec;
+int ckpt_sha1_iov(const struct iovec *iov, size_t n, unsigned char out[20]) ARB_MUST_CHECK;
 /* The git id of an object of type with len bytes of data. -EIO. */
 int ckpt_object_id(git_object_t type, const void *data, size_t len, git_oid *id) ARB_MUST_CHECK;
 
@@ -97,8 +100,24 @@ int ckpt_pack_add(struct ckpt_pack *pk, const git_oid *id, git_object_t type, si
  */
 int ckpt_pack_add_entry(struct ckpt_pack *pk, const git_oid *id, const unsigned char *entry,
 			size_t entry_len, uint32_t crc) ARB_MUST_CHECK;
-/* Whether id is in the pack; its type and size when it is (each optional). */
-bool ckpt_pack_has(const struct ckpt_pack *pk, const git_oid *id, git_object_t *type, size_t *len);
+/* An entry of another pack, as its index gives it: id (20 bytes), offset, CRC-32. */
+struct ckpt_pack_in {
+	const unsigned char *id;
+	uint64_t off;
+	uint32_t crc;
+};
+/*
+ * Takes in another pack's entries whole (no entry is copied or read): len bytes at off in buf
+ * (buf_len bytes from ckpt_pack_buf_new, which pk frees once this returns 0), holding the n
+ * entries in. -EEXIST (nothing taken in) when pk holds one of them already, -ENOMEM.
+ */
+int ckpt_pack_add_body(struct ckpt_pack *pk, unsigned char *buf, size_t buf_len, size_t off,
+		       size_t len, const struct ckpt_pack_in *in, size_t n) ARB_MUST_CHECK;
+/* A buffer of len bytes for ckpt_pack_add_body, its pages in place; NULL. Freed by the next. */
+unsigned char *ckpt_pack_buf_new(size_t len);
+void ckpt_pack_buf_free(unsigned char *buf, size_t len);
+/* Whether id is in the pack. */
+bool ckpt_pack_has(const struct ckpt_pack *pk, const git_oid *id);
 /* The pack's size so far. */
 size_t ckpt_pack_bytes(const struct ckpt_pack *pk);
 /*

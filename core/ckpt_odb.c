@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -67,6 +68,18 @@ int ckpt_sha1(const void *head, size_t hl, const void *data, size_t len, unsigne
 
 	if (SHA1_Init(&c) != 1 || (hl && SHA1_Update(&c, head, hl) != 1) ||
 	    SHA1_Update(&c, data, len) != 1 || SHA1_Final(out, &c) != 1)
+		return util_err(-EIO, "SHA-1 failed");
+	return 0;
+}
+
+int ckpt_sha1_iov(const struct iovec *iov, size_t n, unsigned char out[20])
+{
+	SHA_CTX c;
+	bool ok = SHA1_Init(&c) == 1;
+
+	for (size_t i = 0; ok && i < n; i++)
+		ok = SHA1_Update(&c, iov[i].iov_base, iov[i].iov_len) == 1;
+	if (!ok || SHA1_Final(out, &c) != 1)
 		return util_err(-EIO, "SHA-1 failed");
 	return 0;
 }
@@ -155,7 +168,7 @@ int ckpt_odb_know(struct ckpt_odb *f, const git_oid *id)
  */
 static bool packed(struct ckpt_odb *f, const git_oid *id)
 {
-	return ckpt_pack_has(f->pack, id, NULL, NULL) || known(f, id);
+	return ckpt_pack_has(f->pack, id) || known(f, id);
 }
 
 /*
