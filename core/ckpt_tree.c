@@ -144,7 +144,7 @@ static const struct ent *lower_dir(const struct ents *low, const char *name, siz
 {
 	struct ent key = {.name = name, .nlen = nlen, .mode = MODE_TREE};
 
-	return bsearch(&key, low->v, low->n, sizeof(key), cmp_git);
+	return low->n ? bsearch(&key, low->v, low->n, sizeof(key), cmp_git) : NULL;
 }
 
 /*
