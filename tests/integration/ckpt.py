@@ -269,7 +269,23 @@ def run_all(fx):
     C.eq(0, fx.arb("rewind", fx.name, "--to", "1", check=False).returncode,
          "a session whose shell was killed does not block rewind")
     bad_input(fx, view)
+    nested_git(fx, view)
     fork(fx, view, s, after)
+
+
+def nested_git(fx, view):
+    """A directory named .git below the root (a nested repository) is left out, as git does."""
+    os.makedirs(os.path.join(view, "nested", ".git"))
+    for rel, text in (("nested/.git/HEAD", "ref: refs/heads/x\n"), ("nested/f", "f\n")):
+        with open(os.path.join(view, rel), "w") as f:
+            f.write(text)
+    cp = fx.arb("checkpoint", fx.name, "-m", "nested", "--json", check=False)
+    C.eq(0, cp.returncode, "a checkpoint with a nested .git (%s)" % cp.stderr)
+    tree = json.loads(cp.stdout)["tree"] if cp.returncode == 0 else ""
+    gitdir = os.path.join(fx.repo, ".arborinth", "workspaces", fx.name, "git")
+    ls = fslib.run("git", "--git-dir", gitdir, "ls-tree", "-r", "--name-only", tree,
+                   "nested", check=False).stdout.split()
+    C.eq(["nested/f"], ls, "the nested .git is left out, its siblings kept")
 
 
 def fork(fx, view, s, after):
