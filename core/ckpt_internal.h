@@ -6,6 +6,7 @@
 
 #define CKPT_REF_PREFIX "refs/arborinth/checkpoints/"
 #define CKPT_CACHE_FILE "checkpoint.cache"
+#define CKPT_BASE_FILE	"checkpoint.base"
 
 struct ckpt_stats {
 	size_t hashed, reused; /* layer files hashed, and known from the cache */
@@ -18,6 +19,26 @@ struct ckpt_stats {
 int ckpt_view_tree(git_repository *repo, const struct core_ws *ws, git_oid *tree,
 		   struct ckpt_stats *stats) ARB_MUST_CHECK;
 
+/*
+ * What the last checkpoint learnt (core/ckpt_cache.c): the blob ids of the layer's files by
+ * their stat data, and the trees it built. Caller frees with ckpt_cache_free(). start_ns: when
+ * this checkpoint started (files changed since shortly before are not kept). Not thread-safe.
+ */
+struct ckpt_cache;
+struct ckpt_odb;
+struct stat;
+int ckpt_cache_open(struct ckpt_cache **out, const struct core_ws *ws,
+		    int64_t start_ns) ARB_MUST_CHECK;
+void ckpt_cache_free(struct ckpt_cache *c);
+/* Tells store every object the cache names (they are stored): -ENOMEM. */
+int ckpt_cache_tell(const struct ckpt_cache *c, struct ckpt_odb *store) ARB_MUST_CHECK;
+/* The blob id of the file st describes, if the last checkpoint hashed it (borrowed), or NULL. */
+const git_oid *ckpt_cache_find(const struct ckpt_cache *c, const struct stat *st);
+/* Keeps for the next checkpoint: a file's blob id, a tree this one built. */
+void ckpt_cache_keep(struct ckpt_cache *c, const struct stat *st, const git_oid *oid);
+void ckpt_cache_keep_tree(struct ckpt_cache *c, const git_oid *oid);
+/* Writes NAME/checkpoint.cache again if it changed (best effort, once the objects are stored). */
+void ckpt_cache_save(struct ckpt_cache *c);
 /* Removes NAME/checkpoint.cache (hashes and trees of the last checkpoint): the next builds afresh.
  */
 void ckpt_cache_drop(const struct core_ws *ws);
@@ -25,15 +46,46 @@ void ckpt_cache_drop(const struct core_ws *ws);
 /*
  * The object store checkpoints write through (core/ckpt_odb.c): new objects gathered into one
  * pack in NAME/git/objects/pack, written by ckpt_odb_flush(); objects too large for it loose.
- * lookup (borrowed, may be NULL): the workspace's whole store, asked what exists already.
+ * Caller frees with ckpt_odb_free() (which writes nothing). Not thread-safe.
  */
-struct git_odb_backend;
-int ckpt_odb_new(const struct core_ws *ws, git_odb *lookup,
-		 struct git_odb_backend **out) ARB_MUST_CHECK;
+struct ckpt_odb;
+int ckpt_odb_new(const struct core_ws *ws, struct ckpt_odb **out) ARB_MUST_CHECK;
+void ckpt_odb_free(struct ckpt_odb *f);
+/*
+ * Stores an object of type, len bytes of data: its id (git's, hashed with ckpt_sha1) into
+ * *id; written unless this store holds it or was told of it (ckpt_odb_know). -errno, message.
+ */
+int ckpt_odb_put(struct ckpt_odb *f, git_object_t type, const void *data, size_t len,
+		 git_oid *id) ARB_MUST_CHECK;
 /* Tells the store that id is stored already (an earlier checkpoint's): not written again. */
-int ckpt_odb_know(struct git_odb_backend *be, const git_oid *id) ARB_MUST_CHECK;
+int ckpt_odb_know(struct ckpt_odb *f, const git_oid *id) ARB_MUST_CHECK;
 /* Writes the pack of what was written since ckpt_odb_new (nothing when nothing was). */
-int ckpt_odb_flush(struct git_odb_backend *be) ARB_MUST_CHECK;
+int ckpt_odb_flush(struct ckpt_odb *f) ARB_MUST_CHECK;
+/* SHA-1 (plain, not collision-detecting) of head (hl bytes, may be 0) then data. -EIO. */
+int ckpt_sha1(const void *head, size_t hl, const void *data, size_t len,
+	      unsigned char out[20]) ARB_MUST_CHECK;
+/* SHA-1 of the n parts of iov, in order. -EIO. */
+struct iovec;
+int ckpt_sha1_iov(const struct iovec *iov, size_t n, unsigned char out[20]) ARB_MUST_CHECK;
+/* The git id of an object of type with len bytes of data. -EIO. */
+int ckpt_object_id(git_object_t type, const void *data, size_t len, git_oid *id) ARB_MUST_CHECK;
+
+/*
+ * The base's objects a checkpoint reads, kept between checkpoints in the file at path
+ * (core/ckpt_base.c); what it lacks or holds wrong is read from odb (borrowed, outlives it).
+ * Caller frees with ckpt_base_free(). Not thread-safe.
+ */
+struct ckpt_base;
+int ckpt_base_open(struct ckpt_base **out, const char *path, git_odb *odb) ARB_MUST_CHECK;
+void ckpt_base_free(struct ckpt_base *b);
+/*
+ * Object id's content (*data, *len: borrowed, valid while b lives), which must be of type.
+ * -EIO with a message when it is missing or of another type.
+ */
+int ckpt_base_read(struct ckpt_base *b, const git_oid *id, git_object_t type,
+		   const unsigned char **data, size_t *len) ARB_MUST_CHECK;
+/* Writes the file again when objects were read that it lacked (best effort). */
+void ckpt_base_save(struct ckpt_base *b);
 
 /* One pack being gathered in memory (core/ckpt_pack.c). */
 struct ckpt_pack;
@@ -43,13 +95,29 @@ void ckpt_pack_free(struct ckpt_pack *pk);
 int ckpt_pack_add(struct ckpt_pack *pk, const git_oid *id, git_object_t type, size_t len,
 		  const unsigned char *z, size_t zl) ARB_MUST_CHECK;
 /*
- * Adds a whole entry of another pack (its header, then its deflated data): -EINVAL for a
- * delta or a malformed header.
+ * Adds a whole entry of another pack (its header, then its deflated data) whose CRC-32 (as
+ * that pack's index gives it) is crc: -EINVAL for a delta or a malformed header.
  */
 int ckpt_pack_add_entry(struct ckpt_pack *pk, const git_oid *id, const unsigned char *entry,
-			size_t entry_len) ARB_MUST_CHECK;
-/* Whether id is in the pack; its type and size when it is (each optional). */
-bool ckpt_pack_has(const struct ckpt_pack *pk, const git_oid *id, git_object_t *type, size_t *len);
+			size_t entry_len, uint32_t crc) ARB_MUST_CHECK;
+/* An entry of another pack, as its index gives it: id (20 bytes), offset, CRC-32. */
+struct ckpt_pack_in {
+	const unsigned char *id;
+	uint64_t off;
+	uint32_t crc;
+};
+/*
+ * Takes in another pack's entries whole (no entry is copied or read): len bytes at off in buf
+ * (buf_len bytes from ckpt_pack_buf_new, which pk frees once this returns 0), holding the n
+ * entries in. -EEXIST (nothing taken in) when pk holds one of them already, -ENOMEM.
+ */
+int ckpt_pack_add_body(struct ckpt_pack *pk, unsigned char *buf, size_t buf_len, size_t off,
+		       size_t len, const struct ckpt_pack_in *in, size_t n) ARB_MUST_CHECK;
+/* A buffer of len bytes for ckpt_pack_add_body, its pages in place; NULL. Freed by the next. */
+unsigned char *ckpt_pack_buf_new(size_t len);
+void ckpt_pack_buf_free(unsigned char *buf, size_t len);
+/* Whether id is in the pack. */
+bool ckpt_pack_has(const struct ckpt_pack *pk, const git_oid *id);
 /* The pack's size so far. */
 size_t ckpt_pack_bytes(const struct ckpt_pack *pk);
 /*

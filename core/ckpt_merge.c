@@ -36,7 +36,7 @@ static uint32_t get32(const unsigned char *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* dir/base.ext, whole, into *out (caller frees); -errno. */
+/* dir/base.ext, whole, into *out (*len bytes; caller frees with ckpt_pack_buf_free); -errno. */
 static int read_at(int dir, const char *base, const char *ext, unsigned char **out, size_t *len)
 {
 	char name[80];
@@ -49,7 +49,8 @@ static int read_at(int dir, const char *base, const char *ext, unsigned char **o
 	fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !(buf = malloc((size_t)st.st_size + 1)))
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    !(buf = ckpt_pack_buf_new((size_t)st.st_size)))
 		rc = -EIO;
 	while (rc == 0 && got < (size_t)st.st_size) {
 		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
@@ -60,9 +61,9 @@ static int read_at(int dir, const char *base, const char *ext, unsigned char **o
 			got += (size_t)n;
 	}
 	close(fd);
-	if (rc < 0) {
-		free(buf);
-		return rc;
+	if (rc < 0 || got < (size_t)st.st_size) {
+		ckpt_pack_buf_free(buf, (size_t)st.st_size);
+		return rc < 0 ? rc : -EIO;
 	}
 	*out = buf;
 	*len = got;
@@ -112,12 +113,16 @@ static int spans_of(const unsigned char *idx, size_t ilen, const unsigned char *
 	return 0;
 }
 
-/* Takes every entry of pack base into pk, or none when one is a delta; -errno. */
+/*
+ * Takes every entry of pack base into pk, or none when one is a delta; -errno. Whole, as it is
+ * (ckpt_pack_add_body); entry by entry only when pk holds one of its objects already.
+ */
 static int absorb(struct ckpt_pack *pk, int dir, const char *base)
 {
 	unsigned char *idx = NULL, *pack = NULL;
 	size_t ilen = 0, plen = 0;
 	struct span *sp = NULL;
+	struct ckpt_pack_in *in = NULL;
 	uint32_t n = 0;
 	int rc = read_at(dir, base, ".idx", &idx, &ilen);
 
@@ -129,16 +134,33 @@ static int absorb(struct ckpt_pack *pk, int dir, const char *base)
 		if (type < GIT_OBJECT_COMMIT || type > GIT_OBJECT_TAG)
 			rc = -EINVAL;
 	}
-	for (uint32_t i = 0; rc == 0 && i < n; i++) {
+	if (rc == 0 && !(in = malloc(n * sizeof(*in))))
+		rc = -ENOMEM;
+	for (uint32_t i = 0; rc == 0 && i < n; i++)
+		/* Its CRC-32 from the index, not computed anew: damage stays detectable. */
+		in[i] = (struct ckpt_pack_in){
+		    .id = idx + IDX_HEAD + (size_t)sp[i].i * 20,
+		    .off = sp[i].off,
+		    .crc = get32(idx + IDX_HEAD + (size_t)n * 20 + (size_t)sp[i].i * 4)};
+	if (rc == 0) {
+		rc = ckpt_pack_add_body(pk, pack, plen, 12, plen - 32, in, n);
+		if (rc == 0)
+			pack = NULL; /* pk's now */
+	}
+	if (rc == -EEXIST)
+		rc = 0; /* entry by entry, those pk lacks */
+	for (uint32_t i = 0; rc == 0 && pack && i < n; i++) {
 		uint64_t end = i + 1 < n ? sp[i + 1].off : plen - 20;
 		git_oid id;
 
-		git_oid_fromraw(&id, idx + IDX_HEAD + (size_t)sp[i].i * 20);
-		rc = ckpt_pack_add_entry(pk, &id, pack + sp[i].off, (size_t)(end - sp[i].off));
+		git_oid_fromraw(&id, in[i].id);
+		rc = ckpt_pack_add_entry(pk, &id, pack + sp[i].off, (size_t)(end - sp[i].off),
+					 in[i].crc);
 	}
+	free(in);
 	free(sp);
-	free(pack);
-	free(idx);
+	ckpt_pack_buf_free(pack, plen);
+	ckpt_pack_buf_free(idx, ilen);
 	return rc;
 }
 

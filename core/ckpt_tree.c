@@ -1,17 +1,15 @@
 /*
  * core/ckpt_tree.c: the view as a git tree, built from the base tree and the upper layer only
  * (fs/layer.c defines the layer). A directory the layer does not hold is the base's subtree by
- * id, never read; one it holds starts from its lower tree's entries (a tree builder copies
- * that one directory's entries), then the layer's entries win: whiteouts remove, files and
- * symlinks are hashed into the workspace's own object store, directories recurse. What git
- * cannot hold (empty directories, FIFOs, sockets, devices) is left out, and so is the view's
- * .git. A cache of (inode, size, mtime, ctime) -> blob id in NAME/checkpoint.cache keeps each
- * changed file hashed once across checkpoints; entries younger than CACHE_RACY_NS are not
- * kept (a write in the same timestamp tick would not change them). The same file lists the
- * trees the last checkpoint built (as "0 -1 0 0 ID": no file has inode 0), so a directory
- * whose tree did not change is not written again; every id the file names is only a hint for
- * the store, checked by libgit2 where a tree takes it in, and the file is dropped when a
- * checkpoint fails.
+ * id, never read; one it holds starts from its lower tree's entries (read through
+ * core/ckpt_base.c), then the layer's entries win: whiteouts remove, files and symlinks are
+ * hashed into the workspace's own object store (core/ckpt_odb.c; core/ckpt_cache.c keeps each
+ * changed file hashed once across checkpoints), directories recurse. What git cannot hold
+ * (empty directories, FIFOs, sockets, devices, entries named .git) is left out, and so is the
+ * view's .git. Trees are made here as git makes them (entries in git's order, canonical
+ * modes), not with libgit2's tree builder, which copied the lower tree's entries, checked
+ * every id it took in against the object stores and hashed with collision detection: the ids
+ * here are the base's own, or ones this checkpoint's store was given or told of.
  */
 #include "core/ckpt_internal.h"
 
@@ -22,197 +20,189 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <git2/sys/odb_backend.h>
-#include <git2/sys/repository.h>
-
 #include "fs/fs.h"
 
-#define CACHE_RACY_NS (2LL * 1000000000)
-/* "INO SIZE MTIME CTIME HEX\n": four 64-bit numbers and a 40-digit id. */
-#define CACHE_LINE_MAX (4 * 21 + GIT_OID_HEXSZ + 2)
+#define MODE_TREE    0040000U
+#define MODE_BLOB    0100644U
+#define MODE_EXEC    0100755U
+#define MODE_LINK    0120000U
+#define MODE_GITLINK 0160000U
 
-struct cache_ent {
-	ino_t ino;
-	int64_t size, mtime, ctime;
-	git_oid oid;
-	bool used;
+/* One entry of a directory: of its lower tree, or of its layer directory. */
+struct ent {
+	const char *name; /* borrowed: from the lower tree's data or the directory's listing */
+	size_t nlen;
+	uint32_t mode;	    /* git's; 0 for a layer entry: nothing (whatever the lower had goes) */
+	unsigned char type; /* a layer entry's d_type */
+	bool vanished;	    /* a layer entry gone before it was read: the lower's stays */
+	bool replaced;	    /* a lower entry the layer has an entry of that name for */
+	git_oid id;
+};
+
+struct ents {
+	struct ent *v;
+	size_t n, cap;
 };
 
 struct build {
-	git_repository *repo;	/* reads: the workspace's objects and the origin's */
-	git_repository *wrepo;	/* writes: the checkpoint's own store only (see ckpt_writer) */
-	git_odb_backend *store; /* borrowed from wrepo: its pack is written at the end */
-	struct cache_ent *old;	/* sorted by inode */
-	size_t n_old;
-	struct cache_ent *fresh; /* this walk's, written back at the end */
-	size_t n_fresh, cap_fresh;
-	int64_t start_ns;
+	struct ckpt_base *base;
+	struct ckpt_odb *store;
+	struct ckpt_cache *cache;
+	unsigned char *tree; /* the tree being written, reused */
+	size_t tree_cap;
 	size_t hashed, reused;
 };
 
-static int64_t ts_ns(const struct timespec *t)
+static struct ent *ents_add(struct ents *e)
 {
-	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
-}
+	if (e->n == e->cap) {
+		size_t cap = e->cap ? 2 * e->cap : 32;
+		struct ent *v = realloc(e->v, cap * sizeof(*v));
 
-static int cmp_ino(const void *a, const void *b)
-{
-	const struct cache_ent *x = a, *y = b;
-
-	if (x->ino != y->ino)
-		return x->ino < y->ino ? -1 : 1;
-	return git_oid_cmp(&x->oid, &y->oid); /* trees (inode 0) in one order */
-}
-
-static void cache_load(struct build *b, const char *path)
-{
-	FILE *f = fopen(path, "re");
-	char hex[GIT_OID_HEXSZ + 1];
-	struct cache_ent e = {0};
-	unsigned long long ino;
-	size_t cap = 0;
-
-	while (f && fscanf(f, "%llu %lld %lld %lld %40s", &ino, (long long *)&e.size,
-			   (long long *)&e.mtime, (long long *)&e.ctime, hex) == 5) {
-		if (git_oid_fromstr(&e.oid, hex) < 0)
-			continue;
-		if (b->n_old == cap) {
-			struct cache_ent *v =
-			    realloc(b->old, (cap = cap ? 2 * cap : 256) * sizeof(*v));
-
-			if (!v)
-				break;
-			b->old = v;
-		}
-		e.ino = (ino_t)ino;
-		b->old[b->n_old++] = e;
+		if (!v)
+			return NULL;
+		e->v = v;
+		e->cap = cap;
 	}
-	if (f)
-		fclose(f);
-	if (b->n_old)
-		qsort(b->old, b->n_old, sizeof(*b->old), cmp_ino);
+	memset(&e->v[e->n], 0, sizeof(e->v[0]));
+	return &e->v[e->n++];
 }
 
-/* Written atomically; a failure only costs hashing again next time. */
-/* The walk found exactly the entries it started from (the usual case: nothing changed). */
-static bool cache_same(struct build *b)
+/* Git's order of tree entries: by name, a tree's name as if it ended in '/'. */
+static int git_order(const struct ent *a, const struct ent *b)
 {
-	if (b->n_fresh != b->n_old)
-		return false;
-	if (b->n_fresh)
-		qsort(b->fresh, b->n_fresh, sizeof(*b->fresh), cmp_ino);
-	for (size_t i = 0; i < b->n_fresh; i++)
-		if (b->fresh[i].ino != b->old[i].ino || b->fresh[i].size != b->old[i].size ||
-		    b->fresh[i].mtime != b->old[i].mtime || b->fresh[i].ctime != b->old[i].ctime ||
-		    !git_oid_equal(&b->fresh[i].oid, &b->old[i].oid))
-			return false;
-	return true;
+	size_t n = a->nlen < b->nlen ? a->nlen : b->nlen;
+	int c = memcmp(a->name, b->name, n);
+	unsigned ca, cb;
+
+	if (c)
+		return c;
+	ca = a->nlen > n ? (unsigned char)a->name[n] : a->mode == MODE_TREE ? '/' : 0;
+	cb = b->nlen > n ? (unsigned char)b->name[n] : b->mode == MODE_TREE ? '/' : 0;
+	return ca < cb ? -1 : ca > cb;
+}
+
+static int cmp_git(const void *a, const void *b)
+{
+	return git_order(a, b);
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(((const struct ent *)a)->name, ((const struct ent *)b)->name);
+}
+
+/* As git writes it (canon_mode): a regular file is 100755 when its owner may execute it. */
+static uint32_t canon_mode(uint32_t m)
+{
+	switch (m & 0170000) {
+	case MODE_TREE:
+		return MODE_TREE;
+	case MODE_LINK:
+		return MODE_LINK;
+	case 0100000:
+		return m & 0100 ? MODE_EXEC : MODE_BLOB;
+	default:
+		return MODE_GITLINK;
+	}
+}
+
+/* The entries of tree id (a base tree), in its order; names borrowed from b->base. */
+static int lower_read(struct build *b, const git_oid *id, struct ents *out)
+{
+	const unsigned char *d, *end;
+	size_t len;
+	int rc = ckpt_base_read(b->base, id, GIT_OBJECT_TREE, &d, &len);
+
+	for (end = d + len; rc == 0 && d < end;) {
+		const unsigned char *nul = memchr(d, '\0', (size_t)(end - d)), *sp = d;
+		struct ent *e = ents_add(out);
+		uint32_t mode = 0;
+
+		for (; sp < end && *sp >= '0' && *sp <= '7'; sp++)
+			mode = mode << 3 | (uint32_t)(*sp - '0');
+		if (!e)
+			return util_err(-ENOMEM, "out of memory");
+		if (sp == d || !nul || *sp != ' ' || nul < sp + 2 || end - nul <= GIT_OID_RAWSZ)
+			return util_err(-EIO, "checkpoint: base tree %s is malformed",
+					git_oid_tostr_s(id));
+		e->name = (const char *)sp + 1;
+		e->nlen = (size_t)(nul - sp - 1);
+		e->mode = canon_mode(mode);
+		git_oid_fromraw(&e->id, nul + 1);
+		d = nul + 1 + GIT_OID_RAWSZ;
+	}
+	return rc;
+}
+
+/* A lower entry that is a tree named name, or NULL. */
+static const struct ent *lower_dir(const struct ents *low, const char *name, size_t nlen)
+{
+	struct ent key = {.name = name, .nlen = nlen, .mode = MODE_TREE};
+
+	return low->n ? bsearch(&key, low->v, low->n, sizeof(key), cmp_git) : NULL;
 }
 
 /*
- * Written when it changed, by rename over the old one but without fsync: the cache only
- * saves hashing, and a cache lost in a crash costs hashing again (ext4 writes a file's data
- * before a rename that replaces another commits).
+ * The entries of layer directory dir (open, read here to its end) into out, by name; their
+ * names point into *buf (caller frees). Leaves out ".", ".." and what git cannot hold by its
+ * name (".git", in any case, as git refuses it); at the root, that is the workspace's gitdir.
  */
-static void cache_save(struct build *b, const char *dir)
+static int layer_list(int dir, char **buf, struct ents *out)
 {
-	size_t cap = CACHE_LINE_MAX * (b->n_fresh + 1), len = 0;
-	char *text = NULL, *tmp = NULL, *path = NULL, hex[GIT_OID_HEXSZ + 1];
-	int fd = -1;
+	size_t cap = 8192, len = 0;
+	char *v = NULL;
 
-	if (cache_same(b))
-		return;
-	text = malloc(cap);
-	for (size_t i = 0; text && i < b->n_fresh && cap - len > CACHE_LINE_MAX; i++) {
-		struct cache_ent *e = &b->fresh[i];
+	for (;;) {
+		ssize_t n;
 
-		git_oid_tostr(hex, sizeof(hex), &e->oid);
-		len += (size_t)snprintf(text + len, cap - len, "%llu %lld %lld %lld %s\n",
-					(unsigned long long)e->ino, (long long)e->size,
-					(long long)e->mtime, (long long)e->ctime, hex);
+		if (cap - len < 4096 || !v) {
+			char *nv = realloc(v, cap = v ? 2 * cap : cap);
+
+			if (!nv) {
+				free(v);
+				return util_err(-ENOMEM, "out of memory");
+			}
+			v = nv;
+		}
+		n = getdents64(dir, v + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			free(v);
+			return util_err(-errno, "checkpoint: cannot list the layer: %s",
+					strerror(errno));
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
 	}
-	path = util_path_join(dir, CKPT_CACHE_FILE);
-	tmp = path ? util_asprintf("%s.%d", path, (int)getpid()) : NULL;
-	if (text && tmp)
-		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd >= 0 && (util_write_all(fd, text, len) < 0 || rename(tmp, path) < 0))
-		unlink(tmp); /* best effort: the next checkpoint hashes again */
-	if (fd >= 0)
-		close(fd);
-	free(tmp);
-	free(path);
-	free(text);
-}
+	*buf = v;
+	for (size_t off = 0; off < len;) {
+		struct dirent64 *d = (struct dirent64 *)(v + off);
+		struct ent *e;
 
-static void cache_put(struct build *b, const struct cache_ent *e)
-{
-	struct cache_ent *v;
-
-	if (b->n_fresh == b->cap_fresh) {
-		b->cap_fresh = b->cap_fresh ? 2 * b->cap_fresh : 256;
-		v = realloc(b->fresh, b->cap_fresh * sizeof(*v));
-		if (!v)
-			return;
-		b->fresh = v;
+		off += d->d_reclen;
+		if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, "..") ||
+		    !strcasecmp(d->d_name, ".git"))
+			continue;
+		if (!(e = ents_add(out)))
+			return util_err(-ENOMEM, "out of memory");
+		e->name = d->d_name;
+		e->nlen = strlen(d->d_name);
+		e->type = d->d_type;
 	}
-	b->fresh[b->n_fresh++] = *e;
+	if (out->n > 1)
+		qsort(out->v, out->n, sizeof(out->v[0]), cmp_name);
+	return 0;
 }
 
-static void cache_keep(struct build *b, const struct stat *st, const git_oid *oid)
-{
-	if (b->start_ns - ts_ns(&st->st_mtim) < CACHE_RACY_NS ||
-	    b->start_ns - ts_ns(&st->st_ctim) < CACHE_RACY_NS)
-		return;
-	cache_put(b, &(struct cache_ent){.ino = st->st_ino,
-					 .size = st->st_size,
-					 .mtime = ts_ns(&st->st_mtim),
-					 .ctime = ts_ns(&st->st_ctim),
-					 .oid = *oid});
-}
-
-/* A tree this checkpoint built (its directory's contents are in the ids, not the stat). */
-static void cache_keep_tree(struct build *b, const git_oid *oid)
-{
-	cache_put(b, &(struct cache_ent){.ino = 0, .size = -1, .oid = *oid});
-}
-
-void ckpt_cache_drop(const struct core_ws *ws)
-{
-	char *path = util_path_join(ws->root, CKPT_CACHE_FILE);
-
-	if (path)
-		unlink(path);
-	free(path);
-}
-
-static const struct cache_ent *cache_find(const struct build *b, const struct stat *st)
-{
-	struct cache_ent key = {.ino = st->st_ino};
-	const struct cache_ent *e = NULL;
-
-	/* By inode alone: a file's inode is in the cache once. */
-	for (size_t lo = 0, hi = b->n_old; lo < hi && !e;) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (b->old[mid].ino == key.ino)
-			e = &b->old[mid];
-		else if (b->old[mid].ino < key.ino)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-
-	if (e && e->size == st->st_size && e->mtime == ts_ns(&st->st_mtim) &&
-	    e->ctime == ts_ns(&st->st_ctim))
-		return e;
-	return NULL;
-}
-
-/* Files up to this size are read whole into memory to be stored; larger ones are streamed. */
-#define BLOB_IN_MEMORY_MAX (64LL << 20)
+/* Files up to this size are read whole into memory to be stored (see ckpt_odb.c). */
+#define BLOB_MAX UINT32_MAX
 
 /* The file open on fd (st: its stat), read whole and stored as a blob. */
 static int store_read(struct build *b, int fd, const struct stat *st, git_oid *oid)
@@ -226,13 +216,17 @@ static int store_read(struct build *b, int fd, const struct stat *st, git_oid *o
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
-			rc = n < 0 ? -errno : -EAGAIN; /* shorter than it was: changed meanwhile */
+		if (n < 0)
+			rc = util_err(-errno, "%s", strerror(errno));
+		else if (n == 0)
+			rc = -EAGAIN; /* shorter than it was: changed meanwhile */
 		else
 			got += (size_t)n;
 	}
-	if (rc == 0 && git_blob_create_from_buffer(oid, b->wrepo, buf, len) < 0)
-		rc = -EIO;
+	if (!buf)
+		rc = util_err(rc, "out of memory");
+	if (rc == 0)
+		rc = ckpt_odb_put(b->store, GIT_OBJECT_BLOB, buf, len, oid);
 	free(buf);
 	return rc;
 }
@@ -241,38 +235,28 @@ static int store_read(struct build *b, int fd, const struct stat *st, git_oid *o
 static int hash_file(struct build *b, int dir, const char *name, const struct stat *st,
 		     git_oid *oid)
 {
-	const struct cache_ent *c = cache_find(b, st);
+	const git_oid *known = ckpt_cache_find(b->cache, st);
 	struct stat now;
-	char p[64];
 	int fd, rc;
 
-	if (c) {
-		*oid = c->oid;
+	if (known) {
+		*oid = *known;
 		b->reused++;
-		cache_keep(b, st, oid);
+		ckpt_cache_keep(b->cache, st, oid);
 		return 0;
 	}
 	fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return util_err(-errno, "checkpoint: cannot read %s: %s", name, strerror(errno));
 	rc = fstat(fd, &now) == 0 && S_ISREG(now.st_mode) ? 0 : -EAGAIN;
-	if (rc == 0 && now.st_size <= BLOB_IN_MEMORY_MAX) {
-		/* Read here: libgit2's from_disk resolves the path, a readlink per component. */
-		rc = store_read(b, fd, &now, oid);
-		if (rc < 0)
-			rc = util_err(rc, "checkpoint: cannot store %s: %s", name,
-				      rc == -EIO && git_error_last() ? git_error_last()->message
-								     : strerror(-rc));
-	} else if (rc == 0) {
-		snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
-		if (git_blob_create_from_disk(oid, b->wrepo, p) < 0)
-			rc = util_err(-EIO, "checkpoint: cannot store %s: %s", name,
-				      git_error_last()->message);
-	}
+	if (rc == 0 && (uint64_t)now.st_size > BLOB_MAX)
+		rc = util_err(-EFBIG, "checkpoint: %s is too large to store", name);
+	else if (rc == 0 && (rc = store_read(b, fd, &now, oid)) < 0 && rc != -EAGAIN)
+		rc = util_err(rc, "checkpoint: cannot store %s: %s", name, util_err_msg());
 	close(fd);
 	if (rc == 0) {
 		b->hashed++;
-		cache_keep(b, &now, oid);
+		ckpt_cache_keep(b->cache, &now, oid);
 	}
 	return rc == -EAGAIN ? util_err(-EAGAIN, "checkpoint: %s changed while it was read", name)
 			     : rc;
@@ -286,207 +270,237 @@ static int hash_link(struct build *b, int dir, const char *name, git_oid *oid)
 	if (n < 0 || (size_t)n >= sizeof(target))
 		return util_err(n < 0 ? -errno : -ENAMETOOLONG, "checkpoint: cannot read link %s",
 				name);
-	if (git_blob_create_from_buffer(oid, b->wrepo, target, (size_t)n) < 0)
-		return util_err(-EIO, "checkpoint: cannot store %s: %s", name,
-				git_error_last()->message);
+	if (ckpt_odb_put(b->store, GIT_OBJECT_BLOB, target, (size_t)n, oid) < 0)
+		return util_err(-EIO, "checkpoint: cannot store %s: %s", name, util_err_msg());
 	return 0;
 }
 
-/* The lower tree of layer directory `sub` named `name` in a directory whose lower is lower. */
-static int sub_lower(struct build *b, int sub, const git_tree *lower, const char *name,
-		     git_tree **out)
-{
-	char hex[GIT_OID_HEXSZ + 1];
-	const git_tree_entry *e;
-	git_oid oid;
-
-	*out = NULL;
-	switch (fs_layer_dir_lower(sub, hex)) {
-	case FS_LAYER_LOWER_NONE:
-		return 0;
-	case FS_LAYER_LOWER_TREE:
-		if (git_oid_fromstr(&oid, hex) < 0 || git_tree_lookup(out, b->repo, &oid) < 0)
-			return util_err(-EIO, "checkpoint: %s names tree %s, which is missing",
-					name, hex);
-		return 0;
-	case FS_LAYER_LOWER_SAME:
-		break;
-	}
-	e = lower ? git_tree_entry_byname(lower, name) : NULL;
-	if (!e || git_tree_entry_filemode(e) != GIT_FILEMODE_TREE)
-		return 0;
-	return git_tree_lookup(out, b->repo, git_tree_entry_id(e)) < 0
-		   ? util_err(-EIO, "checkpoint: missing tree %s", name)
-		   : 0;
-}
-
-static int build_dir(struct build *b, int dir, const git_tree *lower, bool root, git_oid *out,
+static int build_dir(struct build *b, int dir, const git_oid *lower, bool root, git_oid *out,
 		     bool *empty);
 
-static int add_entry(struct build *b, git_treebuilder *tb, int dir, const git_tree *lower,
-		     const char *name)
+/* Layer directory e of dir (whose lower entries are low) as a tree, or nothing when empty. */
+static int sub_dir(struct build *b, int dir, const struct ents *low, struct ent *e)
 {
-	struct stat st;
-	git_filemode_t mode;
-	git_oid oid;
-	int rc = 0;
+	int sub = openat(dir, e->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), rc = 0;
+	const struct ent *l;
+	const git_oid *sl = NULL;
+	char hex[GIT_OID_HEXSZ + 1];
+	git_oid moved;
+	bool empty = false;
 
-	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT
-			   ? 0
-			   : util_err(-errno, "checkpoint: %s: %s", name, strerror(errno));
-	if (S_ISDIR(st.st_mode)) {
-		int sub = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		git_tree *sl = NULL;
-		bool empty = false;
-
-		if (sub < 0)
-			return util_err(-errno, "checkpoint: %s: %s", name, strerror(errno));
-		rc = sub_lower(b, sub, lower, name, &sl);
-		rc = rc ?: build_dir(b, sub, sl, false, &oid, &empty);
-		git_tree_free(sl);
-		close(sub);
-		if (rc < 0)
-			return rc;
-		if (empty) {
-			git_treebuilder_remove(tb, name); /* git holds no empty directory */
-			return 0;
-		}
-		mode = GIT_FILEMODE_TREE;
-	} else if (S_ISREG(st.st_mode)) {
-		rc = hash_file(b, dir, name, &st, &oid);
-		mode = st.st_mode & 0111 ? GIT_FILEMODE_BLOB_EXECUTABLE : GIT_FILEMODE_BLOB;
-	} else if (S_ISLNK(st.st_mode)) {
-		rc = hash_link(b, dir, name, &oid);
-		mode = GIT_FILEMODE_LINK;
-	} else {
-		/* A whiteout, or what git cannot hold: either way nothing of the lower shows. */
-		git_treebuilder_remove(tb, name);
+	if (sub < 0 && errno == ENOENT) {
+		e->vanished = true;
 		return 0;
 	}
-	if (rc == 0 && git_treebuilder_insert(NULL, tb, name, &oid, mode) < 0)
-		rc = util_err(-EIO, "checkpoint: %s: %s", name, git_error_last()->message);
+	if (sub < 0)
+		return util_err(-errno, "checkpoint: %s: %s", e->name, strerror(errno));
+	switch (fs_layer_dir_lower_fd(sub, hex)) {
+	case FS_LAYER_LOWER_NONE:
+		break;
+	case FS_LAYER_LOWER_TREE:
+		if (git_oid_fromstr(&moved, hex) < 0)
+			rc = util_err(-EIO, "checkpoint: %s names tree %s", e->name, hex);
+		sl = &moved;
+		break;
+	case FS_LAYER_LOWER_SAME:
+		l = lower_dir(low, e->name, e->nlen);
+		sl = l ? &l->id : NULL;
+		break;
+	}
+	rc = rc ?: build_dir(b, sub, sl, false, &e->id, &empty);
+	close(sub);
+	e->mode = rc == 0 && !empty ? MODE_TREE : 0; /* git holds no empty directory */
 	return rc;
 }
 
-static int build_dir(struct build *b, int dir, const git_tree *lower, bool root, git_oid *out,
-		     bool *empty)
+/* What layer entry e of dir becomes: e->mode and e->id, or 0 (nothing), or e->vanished. */
+static int layer_entry(struct build *b, int dir, const struct ents *low, struct ent *e)
 {
-	git_treebuilder *tb = NULL;
-	struct dirent *de;
-	DIR *d = NULL;
-	int fd = fcntl(dir, F_DUPFD_CLOEXEC, 0), rc = 0;
+	struct stat st;
+	int rc = 0;
 
-	if (fd < 0 || !(d = fdopendir(fd))) {
-		if (fd >= 0)
-			close(fd);
-		return util_err(-errno, "checkpoint: cannot list the layer: %s", strerror(errno));
+	if (e->type == DT_DIR)
+		return sub_dir(b, dir, low, e);
+	if (e->type == DT_REG || e->type == DT_UNKNOWN) {
+		if (fstatat(dir, e->name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			e->vanished = errno == ENOENT;
+			return e->vanished ? 0
+					   : util_err(-errno, "checkpoint: %s: %s", e->name,
+						      strerror(errno));
+		}
+		e->type = IFTODT(st.st_mode);
+		if (e->type == DT_DIR)
+			return sub_dir(b, dir, low, e);
 	}
-	if (git_treebuilder_new(&tb, b->wrepo, lower) < 0) {
-		rc = util_err(-EIO, "checkpoint: %s", git_error_last()->message);
-		goto out;
+	if (e->type == DT_REG) {
+		rc = hash_file(b, dir, e->name, &st, &e->id);
+		e->mode = canon_mode(st.st_mode);
+	} else if (e->type == DT_LNK) {
+		rc = hash_link(b, dir, e->name, &e->id);
+		e->mode = MODE_LINK;
 	}
-	while (rc == 0 && (errno = 0, de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (root && !strcmp(de->d_name, ".git"))
-			continue; /* the view shows the workspace's gitdir there */
-		rc = add_entry(b, tb, dir, lower, de->d_name);
-	}
-	if (rc == 0 && errno)
-		rc = util_err(-errno, "checkpoint: cannot list the layer: %s", strerror(errno));
-	if (rc == 0) {
-		*empty = git_treebuilder_entrycount(tb) == 0;
-		if (git_treebuilder_write(out, tb) < 0)
-			rc = util_err(-EIO, "checkpoint: %s", git_error_last()->message);
-		else
-			cache_keep_tree(b, out);
-	}
-out:
-	git_treebuilder_free(tb);
-	closedir(d);
+	/* Else a whiteout, or what git cannot hold: either way nothing of the lower shows. */
 	return rc;
+}
+
+/* Appends mode in octal as git writes it (no leading zero). */
+static size_t put_mode(unsigned char *p, uint32_t mode)
+{
+	char digits[12];
+	size_t n = 0, len;
+
+	do
+		digits[n++] = (char)('0' + (mode & 7));
+	while (mode >>= 3);
+	for (len = n; n; n--)
+		*p++ = (unsigned char)digits[n - 1];
+	return len;
+}
+
+static int put_ent(struct build *b, size_t *len, const struct ent *e)
+{
+	size_t need = *len + 8 + e->nlen + 1 + GIT_OID_RAWSZ;
+
+	if (need > b->tree_cap) {
+		size_t cap = b->tree_cap ? b->tree_cap : 16384;
+		unsigned char *v;
+
+		while (cap < need)
+			cap *= 2;
+		if (!(v = realloc(b->tree, cap)))
+			return util_err(-ENOMEM, "out of memory");
+		b->tree = v;
+		b->tree_cap = cap;
+	}
+	*len += put_mode(b->tree + *len, e->mode);
+	b->tree[(*len)++] = ' ';
+	memcpy(b->tree + *len, e->name, e->nlen + 1);
+	*len += e->nlen + 1;
+	memcpy(b->tree + *len, e->id.id, GIT_OID_RAWSZ);
+	*len += GIT_OID_RAWSZ;
+	return 0;
 }
 
 /*
- * A repository whose only object store is ckpt_odb.c's (one pack of the new objects, written
- * cheaply), for what a checkpoint writes. Writing through the workspace's own repository made
- * libgit2 look for every new object in every store first and rescan the packs after each miss
- * (the origin's and the workspace's). The store answers what exists from its own pack first,
- * then from repo's stores without a rescan.
+ * The tree of low's entries that lay (by name) does not replace, and lay's that are
+ * something, in git's order: stored, its id to out; nothing when empty but at the root.
  */
-static int ckpt_writer(const struct core_ws *ws, git_repository *repo, git_repository **out,
-		       git_odb_backend **store)
+static int tree_write(struct build *b, const struct ents *low, struct ents *lay, bool root,
+		      git_oid *out, bool *empty)
 {
-	git_odb_backend *loose = NULL;
-	git_odb *odb = NULL, *lookup = NULL;
-	int rc;
+	size_t len = 0, i = 0, j = 0, n_lay = 0;
+	int rc = 0;
 
-	*out = NULL;
-	if (git_repository_odb(&lookup, repo) < 0)
-		return util_err(-EIO, "checkpoint: %s", git_error_last()->message);
-	rc = ckpt_odb_new(ws, lookup, &loose);
-	git_odb_free(lookup); /* repo, which outlives the writer, holds it */
-	if (rc < 0)
-		return rc;
-	*store = loose;
-	if (git_odb_new(&odb) < 0) {
-		loose->free(loose);
-		rc = util_err(-EIO, "checkpoint: %s", git_error_last()->message);
-	} else if (git_odb_add_backend(odb, loose, 1) < 0) {
-		loose->free(loose);
-		rc = util_err(-EIO, "checkpoint: %s", git_error_last()->message);
-	} else if (git_repository_wrap_odb(out, odb) < 0) {
-		rc = util_err(-EIO, "checkpoint: %s", git_error_last()->message);
+	for (size_t k = 0; k < lay->n; k++) /* those that are something, first */
+		if (lay->v[k].mode) {
+			struct ent t = lay->v[k];
+
+			lay->v[k] = lay->v[n_lay];
+			lay->v[n_lay++] = t;
+		}
+	if (n_lay > 1)
+		qsort(lay->v, n_lay, sizeof(lay->v[0]), cmp_git);
+	while (rc == 0 && (i < low->n || j < n_lay)) {
+		if (j == n_lay || (i < low->n && git_order(&low->v[i], &lay->v[j]) < 0)) {
+			if (!low->v[i].replaced)
+				rc = put_ent(b, &len, &low->v[i]);
+			i++;
+		} else {
+			rc = put_ent(b, &len, &lay->v[j++]);
+		}
 	}
-	git_odb_free(odb); /* the repository holds its own reference */
+	*empty = len == 0;
+	if (rc < 0 || (*empty && !root))
+		return rc;
+	rc = ckpt_odb_put(b->store, GIT_OBJECT_TREE, b->tree, len, out);
+	if (rc == 0)
+		ckpt_cache_keep_tree(b->cache, out);
+	return rc;
+}
+
+static int build_dir(struct build *b, int dir, const git_oid *lower, bool root, git_oid *out,
+		     bool *empty)
+{
+	struct ents low = {0}, lay = {0};
+	char *names = NULL;
+	int rc = lower ? lower_read(b, lower, &low) : 0;
+
+	rc = rc ?: layer_list(dir, &names, &lay);
+	for (size_t k = 0; rc == 0 && k < lay.n; k++)
+		rc = layer_entry(b, dir, &low, &lay.v[k]);
+	/* Looked up while lay is by name (tree_write reorders it). */
+	for (size_t i = 0; rc == 0 && lay.n && i < low.n; i++) {
+		const struct ent *l = bsearch(&low.v[i], lay.v, lay.n, sizeof(lay.v[0]), cmp_name);
+
+		low.v[i].replaced = l && !l->vanished;
+	}
+	rc = rc ?: tree_write(b, &low, &lay, root, out, empty);
+	free(low.v);
+	free(lay.v);
+	free(names);
+	return rc;
+}
+
+/* The tree of the base commit (hex), read through the base's cache. */
+static int base_tree(struct ckpt_base *base, const char *hex, git_oid *tree)
+{
+	const unsigned char *d;
+	size_t len;
+	git_oid commit;
+	int rc = git_oid_fromstr(&commit, hex) < 0
+		     ? util_err(-EINVAL, "checkpoint: base %s is not an object id", hex)
+		     : ckpt_base_read(base, &commit, GIT_OBJECT_COMMIT, &d, &len);
+
+	if (rc == 0 && (len < 5 + GIT_OID_HEXSZ || memcmp(d, "tree ", 5) ||
+			git_oid_fromstrn(tree, (const char *)d + 5, GIT_OID_HEXSZ) < 0))
+		rc = util_err(-EIO, "checkpoint: base commit %s names no tree", hex);
 	return rc;
 }
 
 int ckpt_view_tree(git_repository *repo, const struct core_ws *ws, git_oid *tree,
 		   struct ckpt_stats *stats)
 {
-	struct build b = {.repo = repo, .start_ns = util_now_ns()};
-	git_commit *base = NULL;
-	git_tree *lower = NULL;
-	git_oid oid;
-	char *cache = util_path_join(ws->root, CKPT_CACHE_FILE);
+	struct build b = {0};
+	git_odb *odb = NULL;
+	git_oid root;
+	char *path = util_path_join(ws->root, CKPT_BASE_FILE);
 	int layer = open(ws->layer, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), rc = 0;
 	bool empty;
 
-	if (!cache || layer < 0) {
-		rc = util_err(cache ? -errno : -ENOMEM, "checkpoint: cannot open %s: %s", ws->layer,
+	if (!path || layer < 0) {
+		rc = util_err(path ? -errno : -ENOMEM, "checkpoint: cannot open %s: %s", ws->layer,
 			      strerror(errno));
 		goto out;
 	}
-	if (git_oid_fromstr(&oid, ws->base_commit) < 0 ||
-	    git_commit_lookup(&base, repo, &oid) < 0 || git_commit_tree(&lower, base) < 0) {
-		rc = util_err(-EIO, "checkpoint: base %s: %s", ws->base_commit,
-			      git_error_last()->message);
+	if (git_repository_odb(&odb, repo) < 0) {
+		rc = util_err(-EIO, "checkpoint: %s", git_error_last()->message);
 		goto out;
 	}
-	cache_load(&b, cache);
-	rc = ckpt_writer(ws, repo, &b.wrepo, &b.store);
-	for (size_t i = 0; rc == 0 && i < b.n_old; i++)
-		rc = ckpt_odb_know(b.store, &b.old[i].oid);
-	rc = rc ?: build_dir(&b, layer, lower, true, tree, &empty);
+	rc = ckpt_base_open(&b.base, path, odb);
+	rc = rc ?: base_tree(b.base, ws->base_commit, &root);
+	rc = rc ?: ckpt_cache_open(&b.cache, ws, util_now_ns());
+	rc = rc ?: ckpt_odb_new(ws, &b.store);
+	rc = rc ?: ckpt_cache_tell(b.cache, b.store);
+	rc = rc ?: build_dir(&b, layer, &root, true, tree, &empty);
 	rc = rc ?: ckpt_odb_flush(b.store);
 	if (rc == 0)
-		cache_save(&b, ws->root);
+		ckpt_cache_save(b.cache);
 	else
 		ckpt_cache_drop(ws); /* in case an id it named is at fault */
+	if (b.base)
+		ckpt_base_save(b.base); /* what it read is right whatever failed since */
 	if (stats) {
 		stats->hashed = b.hashed;
 		stats->reused = b.reused;
 	}
 out:
-	git_repository_free(b.wrepo);
-	git_tree_free(lower);
-	git_commit_free(base);
+	ckpt_odb_free(b.store);
+	ckpt_cache_free(b.cache);
+	ckpt_base_free(b.base);
+	git_odb_free(odb);
 	if (layer >= 0)
 		close(layer);
-	free(b.old);
-	free(b.fresh);
-	free(cache);
+	free(b.tree);
+	free(path);
 	return rc;
 }

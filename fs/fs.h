@@ -72,6 +72,8 @@ enum fs_layer_lower { FS_LAYER_LOWER_SAME, FS_LAYER_LOWER_NONE, FS_LAYER_LOWER_T
 bool fs_layer_is_whiteout(const struct stat *st);
 int fs_layer_whiteout_at(int dirfd, const char *name) ARB_MUST_CHECK;
 enum fs_layer_lower fs_layer_dir_lower(int dirfd, char hex[41]);
+/* The same for fd open for reading (not O_PATH): one system call for a directory without any. */
+enum fs_layer_lower fs_layer_dir_lower_fd(int fd, char hex[41]);
 int fs_layer_set_opaque(int dirfd) ARB_MUST_CHECK;
 /*
  * What the view reports of an unmodified lower file (fs/lookup.c) and what the index a

@@ -42,6 +42,27 @@ enum fs_layer_lower fs_layer_dir_lower(int dirfd, char hex[GIT_OID_HEXSZ + 1])
 	return FS_LAYER_LOWER_SAME;
 }
 
+enum fs_layer_lower fs_layer_dir_lower_fd(int fd, char hex[GIT_OID_HEXSZ + 1])
+{
+	char names[512];
+	ssize_t n = flistxattr(fd, names, sizeof(names));
+	bool tree = false;
+
+	if (n < 0 && errno == ERANGE)
+		return fs_layer_dir_lower(fd, hex); /* more attributes than expected: by name */
+	/* Attribute names, each NUL-terminated: opaque wins, as above. */
+	for (ssize_t off = 0; off < n; off += (ssize_t)strlen(names + off) + 1) {
+		if (!strcmp(names + off, FS_XATTR_OPAQUE))
+			return FS_LAYER_LOWER_NONE;
+		tree = tree || !strcmp(names + off, FS_XATTR_TREE);
+	}
+	if (tree && fgetxattr(fd, FS_XATTR_TREE, hex, GIT_OID_HEXSZ) == GIT_OID_HEXSZ) {
+		hex[GIT_OID_HEXSZ] = '\0';
+		return FS_LAYER_LOWER_TREE;
+	}
+	return FS_LAYER_LOWER_SAME;
+}
+
 int fs_layer_set_opaque(int dirfd)
 {
 	char p[64];

@@ -46,6 +46,9 @@ rm src/lib/a.txt && mkdir src/lib/a.txt && echo inside > src/lib/a.txt/f
 rm -r docs && echo 'now a file' > docs
 ln -s ../README brand/link
 mkfifo brand/fifo
+mkdir -p order/a order/a0/b
+echo x > order/a/x; echo y > order/a-b; echo z > order/a.txt; echo w > order/a0/b/w
+printf 'g' > order/gx && chmod 654 order/gx
 """
 
 
@@ -57,6 +60,20 @@ def gitish(root):
 def same(want, got, what):
     diff = fslib.diff_snapshots(got, want)
     C.ok(not diff, what + (": " + "; ".join(diff[:6]) if diff else ""))
+
+
+def git_tree_of(view):
+    """The tree git itself makes of the view's files (a fresh index, ignored files too)."""
+    tmp = fslib.run("mktemp", "-d").stdout.strip()
+    try:
+        env = dict(os.environ, GIT_DIR=os.path.join(tmp, "g"), GIT_WORK_TREE=view)
+        subprocess.run(["git", "init", "-q", "--bare", env["GIT_DIR"]], check=True)
+        subprocess.run(["git", "-c", "core.fsmonitor=false", "add", "-A", "-f", "."],
+                       cwd=view, env=env, check=True, capture_output=True)
+        return subprocess.run(["git", "write-tree"], cwd=view, env=env, check=True,
+                              capture_output=True, text=True).stdout.strip()
+    finally:
+        subprocess.run(["rm", "-rf", tmp])
 
 
 def one_line_error(cp, code, pattern, what):
@@ -104,6 +121,10 @@ def run_all(fx):
     C.eq(0, cp.returncode, "the session ran (%s)" % cp.stderr[-500:])
     after = gitish(view)
     C.ok(before != after, "control: the session changed the view")
+    # The checkpoint's tree is the one git makes of the same files, byte for byte (entry
+    # order, modes): git write-tree of a fresh index of the view.
+    made = json.loads(fx.arb("checkpoint", fx.name, "-m", "tree", "--json").stdout)["tree"]
+    C.eq(git_tree_of(view), made, "a checkpoint's tree is git write-tree's of the same view")
 
     # --- log: the session with its checkpoints and what it changed ---
     log = json.loads(fx.arb("log", fx.name, "--json").stdout)
@@ -248,7 +269,23 @@ def run_all(fx):
     C.eq(0, fx.arb("rewind", fx.name, "--to", "1", check=False).returncode,
          "a session whose shell was killed does not block rewind")
     bad_input(fx, view)
+    nested_git(fx, view)
     fork(fx, view, s, after)
+
+
+def nested_git(fx, view):
+    """A directory named .git below the root (a nested repository) is left out, as git does."""
+    os.makedirs(os.path.join(view, "nested", ".git"))
+    for rel, text in (("nested/.git/HEAD", "ref: refs/heads/x\n"), ("nested/f", "f\n")):
+        with open(os.path.join(view, rel), "w") as f:
+            f.write(text)
+    cp = fx.arb("checkpoint", fx.name, "-m", "nested", "--json", check=False)
+    C.eq(0, cp.returncode, "a checkpoint with a nested .git (%s)" % cp.stderr)
+    tree = json.loads(cp.stdout)["tree"] if cp.returncode == 0 else ""
+    gitdir = os.path.join(fx.repo, ".arborinth", "workspaces", fx.name, "git")
+    ls = fslib.run("git", "--git-dir", gitdir, "ls-tree", "-r", "--name-only", tree,
+                   "nested", check=False).stdout.split()
+    C.eq(["nested/f"], ls, "the nested .git is left out, its siblings kept")
 
 
 def fork(fx, view, s, after):
