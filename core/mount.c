@@ -147,13 +147,16 @@ static int spawn(char **argv, int argc, const char *log)
 
 /*
  * A view whose daemon died leaves a dead mount ("transport endpoint is not connected").
- * statfs always asks the daemon, where stat may be answered from the kernel's cache.
+ * statfs always asks the daemon, where stat may be answered from the kernel's cache. Over
+ * io_uring, a request that meets the dying daemon's ring ends with ECANCELED instead.
  */
 static void clear_stale_mount(const char *workdir)
 {
 	struct statfs sf;
 
-	if (statfs(workdir, &sf) < 0 && errno == ENOTCONN && fs_unmount(workdir, true) < 0) {
+	if (statfs(workdir, &sf) < 0 &&
+	    (errno == ENOTCONN || errno == ECONNABORTED || errno == ECANCELED) &&
+	    fs_unmount(workdir, true) < 0) {
 		/* Left for the caller's mount attempt to report. */
 	}
 }
