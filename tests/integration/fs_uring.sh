@@ -15,11 +15,11 @@ P=/sys/module/fuse/parameters/enable_uring
 
 old=$(cat "$P")
 restore_param() {
-	local rc=$?
 	if [ "$old" = Y ]; then echo 1 >"$P"; else echo 0 >"$P"; fi
-	return $rc
 }
-trap 'restore_param; arb_cleanup' EXIT
+# The switch is put back, then lib.sh's cleanup runs with the script's exit status (errexit
+# off: under it, a trap stops at its first failing command).
+trap 'st=$?; set +e; restore_param; (exit $st); arb_cleanup' EXIT
 
 mkrepo "$T/repo"
 cd "$T/repo"
