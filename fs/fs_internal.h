@@ -292,6 +292,8 @@ int fs_upper_reopen(int fd, int flags);
  * hold n->refs to use it unlocked); beyond that *owned is set and the caller closes it.
  */
 int fs_upper_data_fd(struct fs *fs, struct fs_node *n, int *out, bool *owned) ARB_MUST_CHECK;
+/* Takes fd (n's upper file, open read-write) as n's data descriptor, or closes it. */
+void fs_upper_adopt_data_fd(struct fs *fs, struct fs_node *n, int fd);
 /* Truncates n's upper regular file (copied up already) to size, through its data descriptor. */
 int fs_upper_truncate(struct fs *fs, struct fs_node *n, off_t size) ARB_MUST_CHECK;
 

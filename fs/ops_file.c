@@ -254,7 +254,14 @@ static int do_create(struct fs *fs, fuse_req_t req, struct fs_node *p, const cha
 	}
 	if (rc < 0)
 		return rc;
-	fd = openat(p->fd, name, real_flags(fi->flags) | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	/*
+	 * Without OPEN requests the file is then written through its node's data descriptor:
+	 * made read-write here (a new file may be, whatever its mode) and kept as that, which
+	 * spares the first write a reopen.
+	 */
+	fd = openat(p->fd, name,
+		    (fs->no_open ? O_RDWR : real_flags(fi->flags)) | O_CREAT | O_EXCL | O_NOFOLLOW |
+			O_CLOEXEC,
 		    mode & 07777);
 	if (fd < 0)
 		return -errno;
@@ -269,7 +276,7 @@ static int do_create(struct fs *fs, fuse_req_t req, struct fs_node *p, const cha
 		rc = -ENOENT;
 	if (rc == 0 && fs->no_open) {
 		/* No handle: the kernel sends no RELEASE once it opens without asking. */
-		close(fd);
+		fs_upper_adopt_data_fd(fs, n, fd);
 		return fs_entry_fill(fs, n, e);
 	}
 	if (rc == 0) {

@@ -61,6 +61,14 @@ static void keep_data_fd(struct fs *fs, struct fs_node *n, int fd)
 	fs_house_fds_changed(fs);
 }
 
+void fs_upper_adopt_data_fd(struct fs *fs, struct fs_node *n, int fd)
+{
+	if (n->data_fd < 0 && S_ISREG(n->type) && fs->ndata_fds < FS_DATA_FDS_MAX)
+		keep_data_fd(fs, n, fd);
+	else
+		close(fd);
+}
+
 int fs_upper_data_fd(struct fs *fs, struct fs_node *n, int *out, bool *owned)
 {
 	int fd;
