@@ -277,6 +277,7 @@ static int serve(struct fs *fs, const struct fs_config *cfg, int *ready_fd)
 	}
 	fuse_loop_cfg_destroy(loop);
 out_unmount:
+	fs_ring_stop(fs); /* (a no-op after the loop) its threads must not outlive the nodes */
 	fuse_session_unmount(fs->se);
 	if (cfg->pidfile)
 		unlink(cfg->pidfile);

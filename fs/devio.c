@@ -18,7 +18,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define DEV_IN_OPCODE 4
+#define DEV_IN_UNIQUE 8 /* fuse_in_header.unique, as fuse_out_header.unique */
 #define DEV_OP_INIT   26
 
 /* Writes one line to NAME beside the pidfile (the run directory); only `workspace info`
@@ -73,7 +73,8 @@ static ssize_t dev_read(int fd, void *buf, size_t len, void *userdata)
 	ssize_t n = read(fd, buf, len);
 
 	if (n > 0 && !__atomic_load_n(&fs->pt_init_done, __ATOMIC_ACQUIRE) &&
-	    (size_t)n >= DEV_IN_OPCODE + 4 && ((const uint32_t *)buf)[1] == DEV_OP_INIT) {
+	    (size_t)n >= DEV_IN_UNIQUE + 8 && ((const uint32_t *)buf)[1] == DEV_OP_INIT) {
+		memcpy(&fs->init_unique, (const char *)buf + DEV_IN_UNIQUE, sizeof(uint64_t));
 		fs_pt_peek_init(fs, buf, (size_t)n);
 		fs_ring_peek_init(fs, buf, (size_t)n);
 	}
@@ -92,6 +93,16 @@ static void after_init(struct fs *fs, int fd)
 	__atomic_store_n(&fs->pt_init_done, true, __ATOMIC_RELEASE);
 }
 
+static bool is_init_reply(const struct fs *fs, const struct iovec *iov, int count)
+{
+	uint64_t unique;
+
+	if (count < 1 || iov[0].iov_len < DEV_IN_UNIQUE + sizeof(unique))
+		return false;
+	memcpy(&unique, (const char *)iov[0].iov_base + DEV_IN_UNIQUE, sizeof(unique));
+	return unique == fs->init_unique && unique != 0;
+}
+
 static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
 	struct fs *fs = userdata;
@@ -102,9 +113,9 @@ static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
 	n = fs_ring_reply(iov, count);
 	if (n != FS_RING_NOT_MINE)
 		return n;
-	if (__atomic_load_n(&fs->pt_init_done, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&fs->pt_init_done, __ATOMIC_ACQUIRE) || !is_init_reply(fs, iov, count))
 		return writev(fd, iov, count);
-	/* The first reply is INIT's: no other request is answered before it. */
+	/* INIT's reply: no other request is answered before it. */
 	fs_pt_patch_init(fs, iov, count);
 	fs_ring_patch_init(fs, iov, count);
 	n = writev(fd, iov, count);

@@ -165,12 +165,13 @@ struct fs {
 	bool no_open;
 	bool no_opendir; /* likewise for directories: no OPENDIR or RELEASEDIR (ops_readdir.c) */
 	/* passthrough.c: created files are read and written inside the kernel */
-	bool passthrough;   /* negotiated and a backing file could be registered */
-	bool pt_offered;    /* the kernel offered it and this process may register files */
-	const char *pt_why; /* when not: why (static string) */
-	bool pt_asked;	    /* the INIT reply asked for it */
-	bool pt_init_done;  /* INIT answered (atomic) */
-	int devfd;	    /* /dev/fuse, for the backing-file ioctls */
+	bool passthrough;     /* negotiated and a backing file could be registered */
+	bool pt_offered;      /* the kernel offered it and this process may register files */
+	const char *pt_why;   /* when not: why (static string) */
+	bool pt_asked;	      /* the INIT reply asked for it */
+	bool pt_init_done;    /* INIT answered (atomic) */
+	uint64_t init_unique; /* devio.c: the INIT request's, to know its reply */
+	int devfd;	      /* /dev/fuse, for the backing-file ioctls */
 	/* uring.c: requests over io_uring, one queue per CPU */
 	bool ur_offered;      /* the kernel offered FUSE_OVER_IO_URING in INIT */
 	const char *ur_why;   /* when not used: why (static string) */

@@ -42,6 +42,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <signal.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -92,14 +93,17 @@ struct ur_cmd_req { /* struct fuse_uring_cmd_req, in the SQE's command area */
 /*
  * Each CPU's queue is served by UR_THREADS threads pinned to that CPU, one entry each: a
  * thread blocked in a slow request (an fsync, a read from disk) leaves the CPU's next
- * requests to the others, and a busy thread holds no entry a request could wait in.
+ * requests to the others, and a busy thread holds no entry a request could wait in. The
+ * queues of the possible CPUs this process may not run on (the kernel requires them all;
+ * a VM may report 256 possible CPUs and have 4) share one unpinned thread, an entry each.
  */
-#define UR_DEPTH   1
 #define UR_THREADS 4
 #define UR_STOP	   ((uint64_t)-1) /* user_data of the eventfd poll that ends a loop */
 
 struct ur_ent {
 	struct ur_queue *q;
+	unsigned qid;		   /* the CPU queue it is registered on */
+	bool registered;	   /* the kernel took it */
 	struct ur_req_header *hdr; /* registered header buffer (page-aligned) */
 	char *area;		   /* UR_STAGE bytes, then the registered payload */
 	uint64_t unique;	   /* request being served */
@@ -109,30 +113,31 @@ struct ur_ent {
 	struct iovec iov[2];
 };
 
-struct ur_queue { /* one thread serving the queue of CPU qid */
+struct ur_queue { /* one thread, its io_uring and its entries */
 	struct fs_ring *ring;
-	unsigned qid;
-	bool pinned; /* to CPU qid: one this process may run on */
+	int cpu; /* pinned to this CPU; -1: the shared thread of the other CPUs' queues */
+	unsigned id;
 	pthread_t tid;
 	bool thread;
-	bool failed; /* its entries could not be submitted: the thread ended */
 	struct io_uring uring;
 	bool uring_ok;
 	int evfd;
-	struct ur_ent ent[UR_DEPTH];
+	unsigned nent;
+	struct ur_ent *ent;
 };
 
 struct fs_ring {
 	struct fs *fs;
 	unsigned ncpu; /* queues: one per possible CPU */
-	unsigned nq;   /* threads: UR_THREADS per queue (struct ur_queue) */
+	unsigned nq;   /* threads */
 	size_t payload_sz;
 	size_t hdr_sz;
 	struct ur_queue *q;
+	unsigned *qid_ok; /* per queue: entries the kernel took */
 	pthread_mutex_t lock;
 	pthread_cond_t cv;
-	unsigned registered, failed; /* queues whose entries were submitted, or that failed */
-	bool refused;		     /* a registration was refused: /dev/fuse serves */
+	unsigned reported; /* threads done registering (or failed to) */
+	int refused;	   /* -errno of a refused registration, 0: none */
 };
 
 /* The ring entry whose request this thread is serving (NULL: not a ring thread, or idle). */
@@ -151,45 +156,53 @@ static void put32(void *base, size_t off, uint32_t v)
 	memcpy((char *)base + off, &v, sizeof(v));
 }
 
-/* Queues the kernel makes: one per possible CPU (num_possible_cpus()). */
+/*
+ * Queues the kernel makes: num_possible_cpus(), a count ("0-3,8-11" is 8); a caller on CPU
+ * n uses queue n (below the count; else queue 0).
+ */
 static unsigned possible_cpus(void)
 {
-	char buf[64] = {0};
+	char buf[256] = {0};
 	FILE *f = fopen("/sys/devices/system/cpu/possible", "re");
-	unsigned last = 0;
-	char *p;
+	unsigned n = 0;
+	char *p = buf;
 
 	if (!f)
 		return 0;
 	if (!fgets(buf, sizeof(buf), f))
 		buf[0] = '\0';
 	fclose(f);
-	/* "0-1", "0", "0-3,5": the highest number, plus one */
-	for (p = buf; *p;) {
+	while (*p >= '0' && *p <= '9') {
 		char *end;
-		unsigned long v = strtoul(p, &end, 10);
+		unsigned long a = strtoul(p, &end, 10), b = a;
 
-		if (end == p)
-			break;
-		if (v > last)
-			last = (unsigned)v;
-		p = *end ? end + 1 : end;
+		if (*end == '-')
+			b = strtoul(end + 1, &end, 10);
+		if (b >= a)
+			n += (unsigned)(b - a + 1);
+		p = *end == ',' ? end + 1 : end;
 	}
-	return buf[0] ? last + 1 : 0;
+	return n;
 }
 
 void fs_ring_peek_init(struct fs *fs, const void *buf, size_t n)
 {
 	uint32_t flags;
 	bool on;
+	FILE *f;
 
 	if (n < UR_IN_INIT_FLAGS2 + 4 || get32(buf, UR_IN_OPCODE) != UR_OP_INIT)
 		return;
 	flags = get32(buf, UR_IN_INIT_FLAGS);
 	on = (flags & UR_INIT_EXT) && (get32(buf, UR_IN_INIT_FLAGS2) & UR_INIT_FLAG2);
 	fs->ur_offered = on;
-	if (!on)
-		fs->ur_why = "io_uring is off: /sys/module/fuse/parameters/enable_uring is 0";
+	if (on)
+		return;
+	f = fopen("/sys/module/fuse/parameters/enable_uring", "re");
+	fs->ur_why = f ? "io_uring is off: /sys/module/fuse/parameters/enable_uring is 0"
+		       : "io_uring unavailable: this kernel has no FUSE over io_uring";
+	if (f)
+		fclose(f);
 }
 
 static void *map(size_t size)
@@ -210,37 +223,39 @@ static void ring_free(struct fs_ring *r)
 			io_uring_queue_exit(&q->uring);
 		if (q->evfd >= 0)
 			close(q->evfd);
-		for (int e = 0; e < UR_DEPTH; e++) {
+		for (unsigned e = 0; q->ent && e < q->nent; e++) {
 			if (q->ent[e].hdr)
 				munmap(q->ent[e].hdr, r->hdr_sz);
 			if (q->ent[e].area)
 				munmap(q->ent[e].area, UR_STAGE + r->payload_sz);
 		}
+		free(q->ent);
 	}
 	free(r->q);
+	free(r->qid_ok);
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->cv);
 	free(r);
 }
 
-/* One queue's io_uring (the device as its one registered file) and entries. */
+/* One thread's io_uring (the device as its one registered file) and entries. */
 static int queue_make(struct fs_ring *r, struct ur_queue *q, int devfd)
 {
 	struct io_uring_params p = {.flags = IORING_SETUP_SQE128 | IORING_SETUP_CQSIZE,
-				    .cq_entries = 2 * (UR_DEPTH + 1)};
+				    .cq_entries = 2 * (q->nent + 1)};
 	int rc;
 
 	q->evfd = eventfd(0, EFD_CLOEXEC);
 	if (q->evfd < 0)
 		return -errno;
-	rc = io_uring_queue_init_params(UR_DEPTH + 1, &q->uring, &p);
+	rc = io_uring_queue_init_params(q->nent + 1, &q->uring, &p);
 	if (rc < 0)
 		return rc;
 	q->uring_ok = true;
 	rc = io_uring_register_files(&q->uring, &devfd, 1);
 	if (rc < 0)
 		return rc;
-	for (int e = 0; e < UR_DEPTH; e++) {
+	for (unsigned e = 0; e < q->nent; e++) {
 		struct ur_ent *ent = &q->ent[e];
 
 		ent->q = q;
@@ -254,35 +269,54 @@ static int queue_make(struct fs_ring *r, struct ur_queue *q, int devfd)
 	return 0;
 }
 
-/*
- * The threads: UR_THREADS for the queue of each CPU this process may run on, one (unpinned)
- * for each other possible CPU, whose queue the kernel still requires but no caller of ours
- * is likely to use (a container given 2 of 64 CPUs gets 8 + 62 threads, not 256).
- */
+/* The threads: UR_THREADS pinned ones per CPU this process may run on, one for the rest. */
 static int queues_plan(struct fs_ring *r)
 {
 	cpu_set_t mine;
-	unsigned n = 0;
+	unsigned mine_n = 0, other_n = 0;
 
 	if (sched_getaffinity(0, sizeof(mine), &mine) < 0)
 		CPU_ZERO(&mine);
-	for (unsigned c = 0; c < r->ncpu; c++)
-		n += c < CPU_SETSIZE && CPU_ISSET(c, &mine) ? UR_THREADS : 1;
-	r->q = n ? calloc(n, sizeof(*r->q)) : NULL;
-	if (!r->q)
-		return -ENOMEM;
-	r->nq = 0;
 	for (unsigned c = 0; c < r->ncpu; c++) {
-		bool here = c < CPU_SETSIZE && CPU_ISSET(c, &mine);
+		if (c < CPU_SETSIZE && CPU_ISSET(c, &mine))
+			mine_n++;
+		else
+			other_n++;
+	}
+	r->qid_ok = calloc(r->ncpu ? r->ncpu : 1, sizeof(*r->qid_ok));
+	r->q = calloc(mine_n * UR_THREADS + 1, sizeof(*r->q));
+	if (!r->q || !r->qid_ok)
+		return -ENOMEM;
+	for (unsigned c = 0; c < r->ncpu; c++) {
+		if (!(c < CPU_SETSIZE && CPU_ISSET(c, &mine)))
+			continue;
+		for (unsigned t = 0; t < UR_THREADS; t++) {
+			struct ur_queue *q = &r->q[r->nq];
 
-		for (unsigned t = 0; t < (here ? UR_THREADS : 1); t++) {
-			struct ur_queue *q = &r->q[r->nq++];
-
+			q->ent = calloc(1, sizeof(*q->ent));
+			if (!q->ent)
+				return -ENOMEM;
 			q->ring = r;
-			q->qid = c;
-			q->pinned = here;
+			q->id = r->nq++;
+			q->cpu = (int)c;
 			q->evfd = -1;
+			q->nent = 1;
+			q->ent[0].qid = c;
 		}
+	}
+	if (other_n) {
+		struct ur_queue *q = &r->q[r->nq];
+
+		q->ent = calloc(other_n, sizeof(*q->ent));
+		if (!q->ent)
+			return -ENOMEM;
+		q->ring = r;
+		q->id = r->nq++;
+		q->cpu = -1;
+		q->evfd = -1;
+		for (unsigned c = 0; c < r->ncpu; c++)
+			if (!(c < CPU_SETSIZE && CPU_ISSET(c, &mine)))
+				q->ent[q->nent++].qid = c;
 	}
 	return 0;
 }
@@ -321,9 +355,9 @@ void fs_ring_patch_init(struct fs *fs, struct iovec *iov, int count)
 	r->payload_sz = (payload + (size_t)page - 1) / (size_t)page * (size_t)page;
 	r->hdr_sz =
 	    ((sizeof(struct ur_req_header) + (size_t)page - 1) / (size_t)page) * (size_t)page;
-	rc = queues_plan(r);
-	/* Every queue's io_uring is made before INIT asks for the ring: once asked, the
-	 * kernel holds requests until each queue has an entry or a registration fails. */
+	rc = r->ncpu ? queues_plan(r) : -ENOENT;
+	/* Every io_uring is made before INIT asks for the ring: once asked, the kernel holds
+	 * requests until each queue has an entry or a registration fails. */
 	for (unsigned i = 0; rc == 0 && i < r->nq; i++)
 		rc = queue_make(r, &r->q[i], fuse_session_fd(fs->se));
 	if (rc < 0) {
@@ -338,21 +372,21 @@ void fs_ring_patch_init(struct fs *fs, struct iovec *iov, int count)
 	fs->ring = r;
 }
 
-/* A cleared 128-byte SQE. The SQ holds one per ring entry and the eventfd poll, so it is
- * never full; if it were, what is queued is submitted first. */
-static struct io_uring_sqe *get_sqe(struct ur_queue *q)
+/* A cleared 128-byte SQE. The SQ holds one per entry and the eventfd poll, so it is never
+ * full; if it were, what is queued is submitted first. */
+static struct io_uring_sqe *get_sqe(struct io_uring *ring)
 {
 	struct io_uring_sqe *sqe;
 
-	while (!(sqe = io_uring_get_sqe(&q->uring)))
-		(void)io_uring_submit(&q->uring);
+	while (!(sqe = io_uring_get_sqe(ring)))
+		(void)io_uring_submit(ring);
 	memset(sqe, 0, 2 * sizeof(*sqe));
 	return sqe;
 }
 
 static void prep_cmd(struct ur_queue *q, struct ur_ent *ent, int cmd)
 {
-	struct io_uring_sqe *sqe = get_sqe(q);
+	struct io_uring_sqe *sqe = get_sqe(&q->uring);
 	struct ur_cmd_req *req;
 
 	sqe->opcode = IORING_OP_URING_CMD;
@@ -361,7 +395,7 @@ static void prep_cmd(struct ur_queue *q, struct ur_ent *ent, int cmd)
 	sqe->cmd_op = (uint32_t)cmd;
 	io_uring_sqe_set_data(sqe, ent);
 	req = (struct ur_cmd_req *)sqe->cmd;
-	req->qid = (uint16_t)q->qid;
+	req->qid = (uint16_t)ent->qid;
 	if (cmd == UR_CMD_REGISTER) {
 		sqe->addr = (uint64_t)(uintptr_t)ent->iov;
 		sqe->len = 2;
@@ -406,60 +440,94 @@ out:
 	}
 }
 
-static void refused(struct ur_queue *q, int err)
-{
-	struct fs_ring *r = q->ring;
-	bool first;
-	char why[128];
-
-	pthread_mutex_lock(&r->lock);
-	first = !r->refused;
-	r->refused = true;
-	pthread_mutex_unlock(&r->lock);
-	if (!first)
-		return;
-	snprintf(why, sizeof(why), "the kernel refused the ring: %s", strerror(err));
-	fprintf(stderr, "arborinth-fs: %s; requests stay on /dev/fuse\n", why);
-	fs_devio_transport(r->fs, why);
-}
-
-static void pin(unsigned cpu)
+static void pin(int cpu)
 {
 	cpu_set_t set;
 
+	if (cpu < 0)
+		return;
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
-	/* Outside the process's CPUs (a cpuset) the thread runs anywhere: slower, still right. */
 	(void)sched_setaffinity(0, sizeof(set), &set);
+}
+
+/*
+ * Registers the thread's entries. A refusal comes back at once (the command is issued
+ * inline): the entry stays out; EAGAIN (INIT not settled yet) is tried again. 0, or -errno
+ * when nothing could be submitted.
+ */
+static int register_entries(struct ur_queue *q)
+{
+	struct fs_ring *r = q->ring;
+	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *sqe;
+	unsigned pending = q->nent;
+	int rc = 0;
+
+	for (unsigned e = 0; e < q->nent; e++)
+		prep_cmd(q, &q->ent[e], UR_CMD_REGISTER);
+	sqe = get_sqe(&q->uring);
+	io_uring_prep_poll_add(sqe, q->evfd, POLLIN);
+	io_uring_sqe_set_data64(sqe, UR_STOP);
+	for (int tries = 0; pending && tries < 100; tries++) {
+		rc = io_uring_submit(&q->uring);
+		if (rc < 0)
+			return rc;
+		pending = 0;
+		while (io_uring_peek_cqe(&q->uring, &cqe) == 0) {
+			struct ur_ent *ent = io_uring_cqe_get_data(cqe);
+			int res = cqe->res;
+
+			io_uring_cqe_seen(&q->uring, cqe);
+			if (cqe->user_data == UR_STOP || !ent)
+				continue;
+			if (res == -EAGAIN || res == -EINTR) {
+				prep_cmd(q, ent, UR_CMD_REGISTER);
+				pending++;
+			} else if (res < 0) {
+				ent->registered = false;
+				ent->cmd = -1;
+				pthread_mutex_lock(&r->lock);
+				if (!r->refused)
+					r->refused = res;
+				pthread_mutex_unlock(&r->lock);
+			}
+		}
+	}
+	for (unsigned e = 0; e < q->nent; e++) {
+		if (q->ent[e].cmd != UR_CMD_REGISTER)
+			continue;
+		q->ent[e].registered = true;
+		pthread_mutex_lock(&r->lock);
+		r->qid_ok[q->ent[e].qid]++;
+		pthread_mutex_unlock(&r->lock);
+	}
+	return 0;
+}
+
+/* The connection cannot go on without this thread: the daemon stops (and the view with it). */
+static void give_up(struct fs_ring *r, const char *what, int err)
+{
+	fprintf(stderr, "arborinth-fs: ring: %s: %s; stopping\n", what, strerror(err));
+	fuse_session_exit(r->fs->se);
+	/* libfuse's loop waits on a semaphore its signal handler posts */
+	kill(getpid(), SIGTERM);
 }
 
 static void *queue_loop(void *arg)
 {
 	struct ur_queue *q = arg;
 	struct fs_ring *r = q->ring;
-	struct io_uring_sqe *sqe;
-	bool done = false, failed = false;
+	bool done = false;
+	char name[16];
 	int rc;
 
-	char name[16];
-
-	snprintf(name, sizeof(name), "arb-ring%u", q->qid);
+	snprintf(name, sizeof(name), q->cpu >= 0 ? "arb-ring%d" : "arb-ring-rest", q->cpu);
 	(void)pthread_setname_np(pthread_self(), name);
-	if (q->pinned)
-		pin(q->qid);
-	for (int e = 0; e < UR_DEPTH; e++)
-		prep_cmd(q, &q->ent[e], UR_CMD_REGISTER);
-	sqe = get_sqe(q);
-	io_uring_prep_poll_add(sqe, q->evfd, POLLIN);
-	io_uring_sqe_set_data64(sqe, UR_STOP);
-	rc = io_uring_submit(&q->uring);
+	pin(q->cpu);
+	rc = register_entries(q);
 	pthread_mutex_lock(&r->lock);
-	if (rc < 0) {
-		q->failed = true;
-		r->failed++;
-	} else {
-		r->registered++;
-	}
+	r->reported++;
 	pthread_cond_broadcast(&r->cv);
 	pthread_mutex_unlock(&r->lock);
 	if (rc < 0)
@@ -470,36 +538,30 @@ static void *queue_loop(void *arg)
 		unsigned head, n = 0;
 
 		rc = io_uring_submit_and_wait(&q->uring, 1);
-		if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY)
+		if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
+			give_up(r, "waiting for requests", -rc);
 			break;
+		}
 		io_uring_for_each_cqe(&q->uring, head, cqe)
 		{
 			struct ur_ent *ent = io_uring_cqe_get_data(cqe);
 
 			n++;
 			if (cqe->user_data == UR_STOP) {
-				done = true;
+				done = true; /* the rest of this batch is still answered */
 				continue;
 			}
 			if (cqe->res == -EINTR || cqe->res == -EAGAIN) {
 				prep_cmd(q, ent, ent->cmd);
 				continue;
 			}
-			if (cqe->res < 0 && ent->cmd == UR_CMD_REGISTER) {
-				/* Refused (io_uring switched off since INIT, ...): the kernel
-				 * keeps /dev/fuse for this connection, libfuse's loop serves it. */
-				refused(q, -cqe->res);
-				done = true;
-				continue;
-			}
 			if (cqe->res < 0) {
-				/* ENOTCONN/ECANCELED: the view was unmounted. Anything else
-				 * leaves requests unanswered: the daemon stops. */
-				if (cqe->res != -ENOTCONN && cqe->res != -ECANCELED) {
-					fprintf(stderr, "arborinth-fs: ring queue %u: %s\n", q->qid,
-						strerror(-cqe->res));
-					failed = true;
-				}
+				/* ENOTCONN, ECANCELED, ECONNABORTED: the view is gone. Anything
+				 * else leaves this entry's requests unanswered. */
+				int err = -cqe->res;
+
+				if (err != ENOTCONN && err != ECANCELED && err != ECONNABORTED)
+					give_up(r, "an entry's command failed", err);
 				done = true;
 				continue;
 			}
@@ -508,51 +570,66 @@ static void *queue_loop(void *arg)
 		}
 		io_uring_cq_advance(&q->uring, n);
 	}
-	if (failed)
-		fuse_session_exit(r->fs->se);
+	(void)io_uring_submit(&q->uring); /* the answers of the last batch */
 	return NULL;
+}
+
+/* Turns io_uring off for the connection: a registration without buffers, which the kernel
+ * refuses and answers by using /dev/fuse. Through a ring of its own, with nothing else in
+ * its queue. */
+static void ring_refuse(struct fs *fs)
+{
+	struct io_uring_params p = {.flags = IORING_SETUP_SQE128};
+	struct io_uring ring;
+	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *sqe;
+	int devfd = fuse_session_fd(fs->se);
+
+	if (io_uring_queue_init_params(2, &ring, &p) < 0)
+		return;
+	if (io_uring_register_files(&ring, &devfd, 1) == 0) {
+		sqe = get_sqe(&ring);
+		sqe->opcode = IORING_OP_URING_CMD;
+		sqe->flags = IOSQE_FIXED_FILE;
+		sqe->cmd_op = UR_CMD_REGISTER; /* no iovecs: refused */
+		if (io_uring_submit_and_wait(&ring, 1) >= 0 && io_uring_peek_cqe(&ring, &cqe) == 0)
+			io_uring_cqe_seen(&ring, cqe);
+	}
+	io_uring_queue_exit(&ring);
 }
 
 int fs_ring_start(struct fs *fs)
 {
 	struct fs_ring *r = fs->ring;
+	unsigned started = 0, missing = 0;
 
 	if (!r)
 		return 0;
 	for (unsigned i = 0; i < r->nq; i++) {
-		if (pthread_create(&r->q[i].tid, NULL, queue_loop, &r->q[i]) != 0) {
-			pthread_mutex_lock(&r->lock);
-			r->failed++;
-			pthread_mutex_unlock(&r->lock);
-			continue;
+		if (pthread_create(&r->q[i].tid, NULL, queue_loop, &r->q[i]) == 0) {
+			r->q[i].thread = true;
+			started++;
 		}
-		r->q[i].thread = true;
 	}
 	pthread_mutex_lock(&r->lock);
-	while (r->registered + r->failed < r->nq)
+	while (r->reported < started)
 		pthread_cond_wait(&r->cv, &r->lock);
+	for (unsigned c = 0; c < r->ncpu; c++)
+		missing += r->qid_ok[c] == 0;
 	pthread_mutex_unlock(&r->lock);
-	if (r->failed) {
-		/*
-		 * Some queue never registered: the kernel would hold every request for it. A
-		 * malformed registration makes it turn io_uring off for this connection.
-		 */
-		for (unsigned i = 0; i < r->nq; i++) {
-			struct io_uring_sqe *sqe;
-
-			if ((r->q[i].thread && !r->q[i].failed) || !r->q[i].uring_ok)
-				continue;
-			sqe = get_sqe(&r->q[i]);
-			sqe->opcode = IORING_OP_URING_CMD;
-			sqe->flags = IOSQE_FIXED_FILE;
-			sqe->cmd_op = UR_CMD_REGISTER; /* no iovecs: refused */
-			(void)io_uring_submit(&r->q[i].uring);
-			break;
-		}
-		fs->ur_why = "io_uring unused: a queue's thread could not start";
-		return -EAGAIN;
-	}
-	return 0;
+	if (!missing)
+		return 0; /* every queue has an entry: the kernel uses the ring */
+	/*
+	 * Some queue has none, so the kernel would hold every request: it is told to use
+	 * /dev/fuse (it did by itself if it refused a registration), and the caller stops the
+	 * threads.
+	 */
+	ring_refuse(fs);
+	fs->ur_why = r->refused == -EOPNOTSUPP
+			 ? "io_uring is off: /sys/module/fuse/parameters/enable_uring is 0"
+		     : r->refused ? "io_uring unused: the kernel refused the ring's entries"
+				  : "io_uring unused: a queue's thread could not start";
+	return -EAGAIN;
 }
 
 unsigned fs_ring_queues(const struct fs *fs)
@@ -625,22 +702,13 @@ ssize_t fs_ring_reply(const struct iovec *iov, int count)
 	return (ssize_t)total;
 }
 
-/* The same for a reply libfuse spliced into a pipe: read it out of the pipe. */
-ssize_t fs_ring_reply_pipe(int pipefd, size_t len)
+/* Reads exactly len bytes from fd into buf. */
+static int read_all(int fd, char *buf, size_t len)
 {
-	struct ur_ent *ent = cur;
-	char head[UR_OUT_HEADER] = {0};
 	size_t got = 0;
 
-	if (!ent || len < UR_OUT_HEADER || len - UR_OUT_HEADER > ent->q->ring->payload_sz) {
-		errno = EINVAL;
-		return -1;
-	}
 	while (got < len) {
-		char *dst =
-		    got < UR_OUT_HEADER ? head + got : ent->area + UR_STAGE + got - UR_OUT_HEADER;
-		size_t want = got < UR_OUT_HEADER ? UR_OUT_HEADER - got : len - got;
-		ssize_t n = read(pipefd, dst, want);
+		ssize_t n = read(fd, buf + got, len - got);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -651,6 +719,39 @@ ssize_t fs_ring_reply_pipe(int pipefd, size_t len)
 		}
 		got += (size_t)n;
 	}
+	return 0;
+}
+
+/*
+ * The same for a message libfuse spliced into a pipe (len bytes, a reply with file data):
+ * read out of the pipe into the entry when it answers this thread's request, else (a
+ * spliced notification) written to /dev/fuse.
+ */
+ssize_t fs_ring_reply_pipe(int pipefd, size_t len)
+{
+	struct ur_ent *ent = cur;
+	char head[UR_OUT_HEADER] = {0};
+	uint64_t unique;
+
+	if (!ent || len < UR_OUT_HEADER || len - UR_OUT_HEADER > ent->q->ring->payload_sz) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (read_all(pipefd, head, UR_OUT_HEADER) < 0)
+		return -1;
+	memcpy(&unique, head + 8, sizeof(unique));
+	if (unique != ent->unique || ent->replied) {
+		char *rest = malloc(len - UR_OUT_HEADER + 1);
+		struct iovec iov[2] = {{head, UR_OUT_HEADER}, {rest, len - UR_OUT_HEADER}};
+		ssize_t n = -1;
+
+		if (rest && read_all(pipefd, rest, len - UR_OUT_HEADER) == 0)
+			n = writev(fuse_session_fd(ent->q->ring->fs->se), iov, 2);
+		free(rest);
+		return n;
+	}
+	if (read_all(pipefd, ent->area + UR_STAGE, len - UR_OUT_HEADER) < 0)
+		return -1;
 	memcpy(ent->hdr->in_out, head, UR_OUT_HEADER);
 	ent->hdr->ent.payload_sz = (uint32_t)(len - UR_OUT_HEADER);
 	ent->replied = true;
