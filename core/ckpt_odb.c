@@ -221,6 +221,21 @@ static bool packed(struct ckpt_odb *f, const git_oid *id)
  * Deflates data into f->buf (*out_len bytes), after "TYPE LEN\0" for a loose object (loose),
  * alone for a pack entry.
  */
+/* f->buf holds at least cap bytes. */
+static int buf_reserve(struct ckpt_odb *f, size_t cap)
+{
+	unsigned char *nb;
+
+	if (cap <= f->buf_cap)
+		return 0;
+	nb = realloc(f->buf, cap);
+	if (!nb)
+		return -ENOMEM;
+	f->buf = nb;
+	f->buf_cap = cap;
+	return 0;
+}
+
 static int deflate_object(struct ckpt_odb *f, const void *data, size_t len, git_object_t type,
 			  bool loose, size_t *out_len)
 {
@@ -248,14 +263,8 @@ static int deflate_object(struct ckpt_odb *f, const void *data, size_t len, git_
 	 */
 	if (!k && !loose && fast_ready(&f->fast)) {
 		cap = f->fast.bound(f->fast.c, len);
-		if (cap > f->buf_cap) {
-			unsigned char *nb = realloc(f->buf, cap);
-
-			if (!nb)
-				return -ENOMEM;
-			f->buf = nb;
-			f->buf_cap = cap;
-		}
+		if (buf_reserve(f, cap) < 0)
+			return -ENOMEM;
 		*out_len = f->fast.compress(f->fast.c, data, len, f->buf, cap);
 		return *out_len ? 0 : -EIO;
 	}
@@ -268,14 +277,8 @@ static int deflate_object(struct ckpt_odb *f, const void *data, size_t len, git_
 		return -EIO;
 	}
 	cap = deflateBound(z, (uLong)(len + (size_t)hl));
-	if (cap > f->buf_cap) {
-		unsigned char *nb = realloc(f->buf, cap);
-
-		if (!nb)
-			return -ENOMEM;
-		f->buf = nb;
-		f->buf_cap = cap;
-	}
+	if (buf_reserve(f, cap) < 0)
+		return -ENOMEM;
 	z->next_out = f->buf;
 	z->avail_out = (uInt)cap;
 	z->next_in = (unsigned char *)head;
