@@ -18,8 +18,25 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define DEV_IN_UNIQUE 8 /* fuse_in_header.unique, as fuse_out_header.unique */
-#define DEV_OP_INIT   26
+#define DEV_IN_OPCODE	   4
+#define DEV_OP_INIT	   26
+#define DEV_IN_INIT_FLAGS  (FS_MSG_IN_HEADER + 12) /* fuse_init_in.flags */
+#define DEV_IN_INIT_FLAGS2 (FS_MSG_IN_HEADER + 16) /* .flags2, with FUSE_INIT_EXT */
+#define DEV_INIT_EXT	   (1u << 30)
+#define DEV_INIT_OUT_MAJOR 0
+
+uint32_t fs_msg_get32(const void *base, size_t off)
+{
+	uint32_t v;
+
+	memcpy(&v, (const char *)base + off, sizeof(v));
+	return v;
+}
+
+void fs_msg_put32(void *base, size_t off, uint32_t v)
+{
+	memcpy((char *)base + off, &v, sizeof(v));
+}
 
 /* Writes one line to NAME beside the pidfile (the run directory); only `workspace info`
  * reads it. */
@@ -72,12 +89,18 @@ static ssize_t dev_read(int fd, void *buf, size_t len, void *userdata)
 	struct fs *fs = userdata;
 	ssize_t n = read(fd, buf, len);
 
-	if (n > 0 && !__atomic_load_n(&fs->pt_init_done, __ATOMIC_ACQUIRE) &&
-	    (size_t)n >= DEV_IN_UNIQUE + 8 && ((const uint32_t *)buf)[1] == DEV_OP_INIT) {
-		memcpy(&fs->init_unique, (const char *)buf + DEV_IN_UNIQUE, sizeof(uint64_t));
-		fs_pt_peek_init(fs, buf, (size_t)n);
-		fs_ring_peek_init(fs, buf, (size_t)n);
-	}
+	uint32_t flags2 = 0;
+
+	if (n <= 0 || __atomic_load_n(&fs->pt_init_done, __ATOMIC_ACQUIRE) ||
+	    (size_t)n < FS_MSG_IN_HEADER || fs_msg_get32(buf, DEV_IN_OPCODE) != DEV_OP_INIT)
+		return n;
+	/* INIT: what the kernel offers in flags2 (there only with FUSE_INIT_EXT). */
+	memcpy(&fs->init_unique, (const char *)buf + FS_MSG_UNIQUE, sizeof(uint64_t));
+	if ((size_t)n >= DEV_IN_INIT_FLAGS2 + 4 &&
+	    (fs_msg_get32(buf, DEV_IN_INIT_FLAGS) & DEV_INIT_EXT))
+		flags2 = fs_msg_get32(buf, DEV_IN_INIT_FLAGS2);
+	fs_pt_peek_init(fs, flags2);
+	fs_ring_peek_init(fs, flags2);
 	return n;
 }
 
@@ -97,15 +120,16 @@ static bool is_init_reply(const struct fs *fs, const struct iovec *iov, int coun
 {
 	uint64_t unique;
 
-	if (count < 1 || iov[0].iov_len < DEV_IN_UNIQUE + sizeof(unique))
+	if (count < 1 || iov[0].iov_len < FS_MSG_UNIQUE + sizeof(unique))
 		return false;
-	memcpy(&unique, (const char *)iov[0].iov_base + DEV_IN_UNIQUE, sizeof(unique));
+	memcpy(&unique, (const char *)iov[0].iov_base + FS_MSG_UNIQUE, sizeof(unique));
 	return unique == fs->init_unique && unique != 0;
 }
 
 static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
 	struct fs *fs = userdata;
+	void *out;
 	ssize_t n;
 	int err;
 
@@ -115,9 +139,13 @@ static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
 		return n;
 	if (__atomic_load_n(&fs->pt_init_done, __ATOMIC_ACQUIRE) || !is_init_reply(fs, iov, count))
 		return writev(fd, iov, count);
-	/* INIT's reply: no other request is answered before it. */
-	fs_pt_patch_init(fs, iov, count);
-	fs_ring_patch_init(fs, iov, count);
+	/* INIT's reply: no other request is answered before it. Its fuse_init_out, if readable: */
+	out = count >= 2 && iov[1].iov_len >= FS_INIT_OUT_SIZE &&
+		      fs_msg_get32(iov[1].iov_base, DEV_INIT_OUT_MAJOR) == 7
+		  ? iov[1].iov_base
+		  : NULL;
+	fs_pt_patch_init(fs, out);
+	fs_ring_patch_init(fs, out);
 	n = writev(fd, iov, count);
 	err = errno;
 	if (n >= 0)

@@ -370,6 +370,20 @@ void fs_house_stop(struct fs *fs);
 void fs_house_fds_changed(struct fs *fs);
 
 /*
+ * The FUSE messages where the daemon reads or edits them itself (devio.c, passthrough.c,
+ * uring.c; Debian 12's <linux/fuse.h> is protocol 7.38): sizes and byte offsets in
+ * fuse_in_header and fuse_out_header, and in INIT's reply (struct fuse_init_out).
+ * fs_msg_get32/fs_msg_put32: a 32-bit field at off.
+ */
+#define FS_MSG_IN_HEADER   40 /* sizeof(struct fuse_in_header) */
+#define FS_MSG_OUT_HEADER  16 /* sizeof(struct fuse_out_header) */
+#define FS_MSG_UNIQUE	   8  /* .unique, in both headers */
+#define FS_INIT_OUT_FLAGS2 32
+#define FS_INIT_OUT_SIZE   64 /* struct fuse_init_out in 7.38 and later */
+uint32_t fs_msg_get32(const void *base, size_t off);
+void fs_msg_put32(void *base, size_t off, uint32_t v);
+
+/*
  * devio.c: fs_devio_install: after mounting, takes over the /dev/fuse I/O, so the INIT reply
  * can ask for passthrough and io_uring and replies to ring requests go to the ring.
  */
@@ -378,8 +392,9 @@ int fs_devio_install(struct fs *fs) ARB_MUST_CHECK;
 void fs_devio_transport(struct fs *fs, const char *why);
 
 /*
- * passthrough.c, for devio.c: fs_pt_peek_init: the INIT request (fs->pt_offered, pt_why);
- * fs_pt_patch_init: the INIT reply asks for passthrough when offered; fs_pt_patch_reply:
+ * passthrough.c, for devio.c: fs_pt_peek_init: INIT's flags2, what the kernel offers
+ * (fs->pt_offered, pt_why); fs_pt_patch_init: INIT's reply (its fuse_init_out, NULL when
+ * unreadable) asks for passthrough when offered; fs_pt_patch_reply:
  * an OPEN/CREATE reply gets this thread's backing id, if any; fs_pt_after_init: probes the
  * connection and sets fs->devfd and fs->passthrough: NULL when on, else why (in why or
  * static). For fs/: fs_passthrough_get: the backing id for one more passthrough open of n
@@ -388,8 +403,8 @@ void fs_devio_transport(struct fs *fs, const char *why);
  * the end of such an open (fs->lock held). fs_passthrough_reply_create: fuse_reply_create()
  * (e != NULL) or fuse_reply_open() with backing_id in the reply when > 0.
  */
-void fs_pt_peek_init(struct fs *fs, const void *buf, size_t n);
-void fs_pt_patch_init(struct fs *fs, struct iovec *iov, int count);
+void fs_pt_peek_init(struct fs *fs, uint32_t flags2);
+void fs_pt_patch_init(struct fs *fs, void *init_out);
 void fs_pt_patch_reply(struct iovec *iov, int count);
 const char *fs_pt_after_init(struct fs *fs, int devfd, char *why, size_t len);
 int32_t fs_passthrough_get(struct fs *fs, struct fs_node *n);
@@ -398,9 +413,10 @@ int fs_passthrough_reply_create(fuse_req_t req, const struct fuse_entry_param *e
 				struct fuse_file_info *fi, int32_t backing_id);
 
 /*
- * uring.c, FUSE over io_uring (for devio.c and daemon.c). fs_ring_peek_init: the INIT request
- * (fs->ur_offered, ur_why). fs_ring_patch_init: when offered, makes one io_uring per CPU
- * queue and asks for the ring in the INIT reply (fs->ring; on failure fs->ur_why).
+ * uring.c, FUSE over io_uring (for devio.c and daemon.c). fs_ring_peek_init: INIT's flags2
+ * (fs->ur_offered, ur_why). fs_ring_patch_init: when offered, makes the io_urings and asks
+ * for the ring in INIT's reply (its fuse_init_out, NULL when unreadable; fs->ring, on
+ * failure fs->ur_why).
  * fs_ring_start: after the reply, each queue's thread registers its entries and serves
  * requests (-errno when a queue failed: the kernel then keeps /dev/fuse). fs_ring_stop: ends
  * the threads and frees the ring. fs_ring_queues: their number. fs_ring_serving: this thread
@@ -410,8 +426,8 @@ int fs_passthrough_reply_create(fuse_req_t req, const struct fuse_entry_param *e
  */
 #define FS_RING_NOT_MINE ((ssize_t)-2)
 struct iovec;
-void fs_ring_peek_init(struct fs *fs, const void *buf, size_t n);
-void fs_ring_patch_init(struct fs *fs, struct iovec *iov, int count);
+void fs_ring_peek_init(struct fs *fs, uint32_t flags2);
+void fs_ring_patch_init(struct fs *fs, void *init_out);
 int fs_ring_start(struct fs *fs) ARB_MUST_CHECK;
 void fs_ring_stop(struct fs *fs);
 unsigned fs_ring_queues(const struct fs *fs);

@@ -47,11 +47,10 @@
 #include <unistd.h>
 
 /* Protocol 7.40 definitions (Debian 12's <linux/fuse.h> is 7.38). */
-#define PT_INIT_FLAG2	 (1u << 5) /* FUSE_PASSTHROUGH, 1ULL << 37 */
-#define PT_FOPEN	 (1u << 7) /* FOPEN_PASSTHROUGH */
-#define PT_KEEP_CACHE	 (1u << 1) /* FOPEN_KEEP_CACHE: refused with passthrough */
-#define PT_STACK_DEPTH	 1
-#define PT_INIT_OUT_SIZE 64 /* struct fuse_init_out in 7.38 and later */
+#define PT_INIT_FLAG2  (1u << 5) /* FUSE_PASSTHROUGH, 1ULL << 37 */
+#define PT_FOPEN       (1u << 7) /* FOPEN_PASSTHROUGH */
+#define PT_KEEP_CACHE  (1u << 1) /* FOPEN_KEEP_CACHE: refused with passthrough */
+#define PT_STACK_DEPTH 1
 
 struct pt_backing_map {
 	int32_t fd;
@@ -61,37 +60,16 @@ struct pt_backing_map {
 #define PT_IOC_BACKING_OPEN  _IOW(229, 1, struct pt_backing_map)
 #define PT_IOC_BACKING_CLOSE _IOW(229, 2, uint32_t)
 
-/* Byte offsets in the messages (fuse_in_header, fuse_init_in/out, fuse_open_out). */
-#define PT_IN_OPCODE	   4
-#define PT_IN_HEADER	   40
-#define PT_OP_INIT	   26
-#define PT_IN_INIT_FLAGS   (PT_IN_HEADER + 12)
-#define PT_IN_INIT_FLAGS2  (PT_IN_HEADER + 16)
-#define PT_INIT_EXT	   (1u << 30) /* FUSE_INIT_EXT: flags2 is there */
-#define PT_OFF_INIT_MAJOR  0
-#define PT_OFF_INIT_FLAGS2 32
-#define PT_OFF_INIT_DEPTH  36
-#define PT_OPEN_SIZE	   16	      /* struct fuse_open_out: OPEN's reply */
-#define PT_CREATE_SIZE	   (128 + 16) /* fuse_entry_out + fuse_open_out: CREATE's */
-#define PT_OFF_OPEN_FLAGS  8
-#define PT_OFF_BACKING_ID  12
-#define PT_USER_NS_INIT	   "user:[4026531837]" /* PROC_USER_INIT_INO */
+/* Byte offsets in fuse_init_out and fuse_open_out. */
+#define PT_OFF_INIT_DEPTH 36
+#define PT_OPEN_SIZE	  16	     /* struct fuse_open_out: OPEN's reply */
+#define PT_CREATE_SIZE	  (128 + 16) /* fuse_entry_out + fuse_open_out: CREATE's */
+#define PT_OFF_OPEN_FLAGS 8
+#define PT_OFF_BACKING_ID 12
+#define PT_USER_NS_INIT	  "user:[4026531837]" /* PROC_USER_INIT_INO */
 
 /* The backing id for the CREATE reply this thread is writing (0: none). */
 static __thread int32_t reply_backing_id;
-
-static void put32(void *base, size_t off, uint32_t v)
-{
-	memcpy((char *)base + off, &v, sizeof(v));
-}
-
-static uint32_t get32(const void *base, size_t off)
-{
-	uint32_t v;
-
-	memcpy(&v, (const char *)base + off, sizeof(v));
-	return v;
-}
 
 /* Registers fd as a backing file: the id (> 0) or -errno. */
 static int backing_open(int devfd, int fd)
@@ -124,14 +102,13 @@ static int probe(struct fs *fs, int devfd)
 	return id > 0 ? 0 : id < 0 ? id : -EIO;
 }
 
-void fs_pt_patch_init(struct fs *fs, struct iovec *iov, int count)
+void fs_pt_patch_init(struct fs *fs, void *init_out)
 {
-	if (!fs->pt_offered || count < 2 || iov[1].iov_len < PT_INIT_OUT_SIZE ||
-	    get32(iov[1].iov_base, PT_OFF_INIT_MAJOR) != 7)
+	if (!fs->pt_offered || !init_out)
 		return;
-	put32(iov[1].iov_base, PT_OFF_INIT_FLAGS2,
-	      get32(iov[1].iov_base, PT_OFF_INIT_FLAGS2) | PT_INIT_FLAG2);
-	put32(iov[1].iov_base, PT_OFF_INIT_DEPTH, PT_STACK_DEPTH);
+	fs_msg_put32(init_out, FS_INIT_OUT_FLAGS2,
+		     fs_msg_get32(init_out, FS_INIT_OUT_FLAGS2) | PT_INIT_FLAG2);
+	fs_msg_put32(init_out, PT_OFF_INIT_DEPTH, PT_STACK_DEPTH);
 	fs->pt_asked = true;
 }
 
@@ -145,10 +122,10 @@ void fs_pt_patch_reply(struct iovec *iov, int count)
 	    (iov[1].iov_len != PT_OPEN_SIZE && iov[1].iov_len != PT_CREATE_SIZE))
 		return;
 	base = iov[1].iov_len - PT_OPEN_SIZE;
-	flags = get32(iov[1].iov_base, base + PT_OFF_OPEN_FLAGS);
+	flags = fs_msg_get32(iov[1].iov_base, base + PT_OFF_OPEN_FLAGS);
 	flags = (flags & ~PT_KEEP_CACHE) | PT_FOPEN;
-	put32(iov[1].iov_base, base + PT_OFF_OPEN_FLAGS, flags);
-	put32(iov[1].iov_base, base + PT_OFF_BACKING_ID, (uint32_t)reply_backing_id);
+	fs_msg_put32(iov[1].iov_base, base + PT_OFF_OPEN_FLAGS, flags);
+	fs_msg_put32(iov[1].iov_base, base + PT_OFF_BACKING_ID, (uint32_t)reply_backing_id);
 }
 
 const char *fs_pt_after_init(struct fs *fs, int devfd, char *why, size_t len)
@@ -183,18 +160,13 @@ static bool may_register(void)
  * The INIT request, before libfuse hands it to fs_init(): whether the kernel offers
  * passthrough and this process may use it decides whether files are opened without asking.
  */
-void fs_pt_peek_init(struct fs *fs, const void *buf, size_t n)
+void fs_pt_peek_init(struct fs *fs, uint32_t flags2)
 {
-	uint32_t flags;
-
 	if (!fs->cfg->passthrough) {
 		fs->pt_why = "the default; passthrough is chosen per workspace";
 		return;
 	}
-	if (n < PT_IN_INIT_FLAGS2 + 4 || get32(buf, PT_IN_OPCODE) != PT_OP_INIT)
-		return;
-	flags = get32(buf, PT_IN_INIT_FLAGS);
-	fs->pt_offered = (flags & PT_INIT_EXT) && (get32(buf, PT_IN_INIT_FLAGS2) & PT_INIT_FLAG2);
+	fs->pt_offered = flags2 & PT_INIT_FLAG2;
 	if (fs->pt_offered && !may_register())
 		fs->pt_why = "passthrough unavailable: no CAP_SYS_ADMIN";
 	else if (!fs->pt_offered)

@@ -74,20 +74,11 @@ struct ur_cmd_req { /* struct fuse_uring_cmd_req, in the SQE's command area */
 	uint8_t padding[6];
 };
 
-/* Byte offsets in the INIT request and reply. */
-#define UR_IN_OPCODE	   4
-#define UR_IN_HEADER	   40 /* sizeof(struct fuse_in_header) */
-#define UR_OUT_HEADER	   16 /* sizeof(struct fuse_out_header) */
-#define UR_OP_INIT	   26
-#define UR_IN_INIT_FLAGS   (UR_IN_HEADER + 12)
-#define UR_IN_INIT_FLAGS2  (UR_IN_HEADER + 16)
-#define UR_INIT_EXT	   (1u << 30)
-#define UR_INIT_OUT_SIZE   64
-#define UR_OFF_INIT_MAJOR  0
-#define UR_OFF_MAX_WRITE   20
-#define UR_OFF_MAX_PAGES   28
-#define UR_OFF_INIT_FLAGS2 32
-#define UR_MIN_PAYLOAD	   8192 /* FUSE_MIN_READ_BUFFER */
+/* Byte offsets in INIT's reply (fuse_init_out). */
+#define UR_OFF_MAX_WRITE 20
+#define UR_OFF_MAX_PAGES 28
+#define UR_MIN_PAYLOAD	 8192 /* FUSE_MIN_READ_BUFFER */
+#define UR_WHY_OFF	 "io_uring is off: /sys/module/fuse/parameters/enable_uring is 0"
 
 #define UR_STAGE 4096 /* room for the two headers in front of the payload */
 /*
@@ -143,19 +134,6 @@ struct fs_ring {
 /* The ring entry whose request this thread is serving (NULL: not a ring thread, or idle). */
 static __thread struct ur_ent *cur;
 
-static uint32_t get32(const void *base, size_t off)
-{
-	uint32_t v;
-
-	memcpy(&v, (const char *)base + off, sizeof(v));
-	return v;
-}
-
-static void put32(void *base, size_t off, uint32_t v)
-{
-	memcpy((char *)base + off, &v, sizeof(v));
-}
-
 /*
  * Queues the kernel makes: num_possible_cpus(), a count ("0-3,8-11" is 8); a caller on CPU
  * n uses queue n (below the count; else queue 0).
@@ -185,22 +163,15 @@ static unsigned possible_cpus(void)
 	return n;
 }
 
-void fs_ring_peek_init(struct fs *fs, const void *buf, size_t n)
+void fs_ring_peek_init(struct fs *fs, uint32_t flags2)
 {
-	uint32_t flags;
-	bool on;
 	FILE *f;
 
-	if (n < UR_IN_INIT_FLAGS2 + 4 || get32(buf, UR_IN_OPCODE) != UR_OP_INIT)
-		return;
-	flags = get32(buf, UR_IN_INIT_FLAGS);
-	on = (flags & UR_INIT_EXT) && (get32(buf, UR_IN_INIT_FLAGS2) & UR_INIT_FLAG2);
-	fs->ur_offered = on;
-	if (on)
+	fs->ur_offered = flags2 & UR_INIT_FLAG2;
+	if (fs->ur_offered)
 		return;
 	f = fopen("/sys/module/fuse/parameters/enable_uring", "re");
-	fs->ur_why = f ? "io_uring is off: /sys/module/fuse/parameters/enable_uring is 0"
-		       : "io_uring unavailable: this kernel has no FUSE over io_uring";
+	fs->ur_why = f ? UR_WHY_OFF : "io_uring unavailable: this kernel has no FUSE over io_uring";
 	if (f)
 		fclose(f);
 }
@@ -269,6 +240,11 @@ static int queue_make(struct fs_ring *r, struct ur_queue *q, int devfd)
 	return 0;
 }
 
+static bool may_run_on(const cpu_set_t *mine, unsigned c)
+{
+	return c < CPU_SETSIZE && CPU_ISSET(c, mine);
+}
+
 /* The threads: UR_THREADS pinned ones per CPU this process may run on, one for the rest. */
 static int queues_plan(struct fs_ring *r)
 {
@@ -278,7 +254,7 @@ static int queues_plan(struct fs_ring *r)
 	if (sched_getaffinity(0, sizeof(mine), &mine) < 0)
 		CPU_ZERO(&mine);
 	for (unsigned c = 0; c < r->ncpu; c++) {
-		if (c < CPU_SETSIZE && CPU_ISSET(c, &mine))
+		if (may_run_on(&mine, c))
 			mine_n++;
 		else
 			other_n++;
@@ -288,7 +264,7 @@ static int queues_plan(struct fs_ring *r)
 	if (!r->q || !r->qid_ok)
 		return -ENOMEM;
 	for (unsigned c = 0; c < r->ncpu; c++) {
-		if (!(c < CPU_SETSIZE && CPU_ISSET(c, &mine)))
+		if (!may_run_on(&mine, c))
 			continue;
 		for (unsigned t = 0; t < UR_THREADS; t++) {
 			struct ur_queue *q = &r->q[r->nq];
@@ -315,13 +291,13 @@ static int queues_plan(struct fs_ring *r)
 		q->cpu = -1;
 		q->evfd = -1;
 		for (unsigned c = 0; c < r->ncpu; c++)
-			if (!(c < CPU_SETSIZE && CPU_ISSET(c, &mine)))
+			if (!may_run_on(&mine, c))
 				q->ent[q->nent++].qid = c;
 	}
 	return 0;
 }
 
-void fs_ring_patch_init(struct fs *fs, struct iovec *iov, int count)
+void fs_ring_patch_init(struct fs *fs, void *init_out)
 {
 	struct fs_ring *r;
 	size_t payload, pages;
@@ -330,14 +306,13 @@ void fs_ring_patch_init(struct fs *fs, struct iovec *iov, int count)
 
 	if (!fs->ur_offered)
 		return;
-	if (count < 2 || iov[1].iov_len < UR_INIT_OUT_SIZE ||
-	    get32(iov[1].iov_base, UR_OFF_INIT_MAJOR) != 7) {
+	if (!init_out) {
 		fs->ur_why = "io_uring unused: an INIT reply it could not read";
 		return;
 	}
 	/* The kernel's max_payload_sz: max(FUSE_MIN_READ_BUFFER, max_write, max_pages pages). */
-	payload = get32(iov[1].iov_base, UR_OFF_MAX_WRITE);
-	pages = get32(iov[1].iov_base, UR_OFF_MAX_PAGES) & 0xffff;
+	payload = fs_msg_get32(init_out, UR_OFF_MAX_WRITE);
+	pages = fs_msg_get32(init_out, UR_OFF_MAX_PAGES) & 0xffff;
 	if (payload < pages * (size_t)page)
 		payload = pages * (size_t)page;
 	if (payload < UR_MIN_PAYLOAD)
@@ -361,14 +336,15 @@ void fs_ring_patch_init(struct fs *fs, struct iovec *iov, int count)
 	for (unsigned i = 0; rc == 0 && i < r->nq; i++)
 		rc = queue_make(r, &r->q[i], fuse_session_fd(fs->se));
 	if (rc < 0) {
-		fs->ur_why = rc == -EPERM || rc == -ENOSYS
-				 ? "io_uring unused: this process may not use io_uring"
-				 : "io_uring unused: its rings could not be made";
+		/* EPERM: kernel.io_uring_disabled; ENOSYS: a kernel without io_uring */
+		fs->ur_why = rc == -EPERM    ? "io_uring unused: this process may not use io_uring"
+			     : rc == -ENOSYS ? "io_uring unused: this kernel has no io_uring"
+					     : "io_uring unused: its rings could not be made";
 		ring_free(r);
 		return;
 	}
-	put32(iov[1].iov_base, UR_OFF_INIT_FLAGS2,
-	      get32(iov[1].iov_base, UR_OFF_INIT_FLAGS2) | UR_INIT_FLAG2);
+	fs_msg_put32(init_out, FS_INIT_OUT_FLAGS2,
+		     fs_msg_get32(init_out, FS_INIT_OUT_FLAGS2) | UR_INIT_FLAG2);
 	fs->ring = r;
 }
 
@@ -384,15 +360,23 @@ static struct io_uring_sqe *get_sqe(struct io_uring *ring)
 	return sqe;
 }
 
-static void prep_cmd(struct ur_queue *q, struct ur_ent *ent, int cmd)
+/* An SQE carrying FUSE ring command cmd on the device (registered file 0). */
+static struct io_uring_sqe *get_cmd_sqe(struct io_uring *ring, int cmd)
 {
-	struct io_uring_sqe *sqe = get_sqe(&q->uring);
-	struct ur_cmd_req *req;
+	struct io_uring_sqe *sqe = get_sqe(ring);
 
 	sqe->opcode = IORING_OP_URING_CMD;
 	sqe->flags = IOSQE_FIXED_FILE;
 	sqe->fd = 0;
 	sqe->cmd_op = (uint32_t)cmd;
+	return sqe;
+}
+
+static void prep_cmd(struct ur_queue *q, struct ur_ent *ent, int cmd)
+{
+	struct io_uring_sqe *sqe = get_cmd_sqe(&q->uring, cmd);
+	struct ur_cmd_req *req;
+
 	io_uring_sqe_set_data(sqe, ent);
 	req = (struct ur_cmd_req *)sqe->cmd;
 	req->qid = (uint16_t)ent->qid;
@@ -409,23 +393,23 @@ static void prep_cmd(struct ur_queue *q, struct ur_ent *ent, int cmd)
 static void serve(struct fs_ring *r, struct ur_ent *ent)
 {
 	struct ur_req_header *h = ent->hdr;
-	uint32_t in_len = get32(h->in_out, 0), payload = h->ent.payload_sz;
+	uint32_t in_len = fs_msg_get32(h->in_out, 0), payload = h->ent.payload_sz;
 	uint32_t op_len;
 	char *msg;
 
-	memcpy(&ent->unique, h->in_out + 8, sizeof(ent->unique));
+	memcpy(&ent->unique, h->in_out + FS_MSG_UNIQUE, sizeof(ent->unique));
 	ent->commit_id = h->ent.commit_id;
 	ent->replied = false;
-	if (in_len < UR_IN_HEADER + (uint64_t)payload || payload > r->payload_sz ||
-	    in_len - UR_IN_HEADER - payload > UR_OP_IN_SZ) {
+	if (in_len < FS_MSG_IN_HEADER + (uint64_t)payload || payload > r->payload_sz ||
+	    in_len - FS_MSG_IN_HEADER - payload > UR_OP_IN_SZ) {
 		fprintf(stderr, "arborinth-fs: a ring request of %u bytes with %u of payload\n",
 			in_len, payload);
 		goto out;
 	}
-	op_len = in_len - UR_IN_HEADER - payload;
-	msg = ent->area + UR_STAGE - op_len - UR_IN_HEADER;
-	memcpy(msg, h->in_out, UR_IN_HEADER);
-	memcpy(msg + UR_IN_HEADER, h->op_in, op_len);
+	op_len = in_len - FS_MSG_IN_HEADER - payload;
+	msg = ent->area + UR_STAGE - op_len - FS_MSG_IN_HEADER;
+	memcpy(msg, h->in_out, FS_MSG_IN_HEADER);
+	memcpy(msg + FS_MSG_IN_HEADER, h->op_in, op_len);
 	cur = ent;
 	fuse_session_process_buf(r->fs->se, &(struct fuse_buf){.mem = msg, .size = in_len});
 	cur = NULL;
@@ -433,9 +417,9 @@ out:
 	if (!ent->replied) { /* never leave the kernel waiting on an entry */
 		int32_t err = -EIO;
 
-		put32(h->in_out, 0, UR_OUT_HEADER);
+		fs_msg_put32(h->in_out, 0, FS_MSG_OUT_HEADER);
 		memcpy(h->in_out + 4, &err, sizeof(err));
-		memcpy(h->in_out + 8, &ent->unique, sizeof(ent->unique));
+		memcpy(h->in_out + FS_MSG_UNIQUE, &ent->unique, sizeof(ent->unique));
 		h->ent.payload_sz = 0;
 	}
 }
@@ -582,16 +566,12 @@ static void ring_refuse(struct fs *fs)
 	struct io_uring_params p = {.flags = IORING_SETUP_SQE128};
 	struct io_uring ring;
 	struct io_uring_cqe *cqe;
-	struct io_uring_sqe *sqe;
 	int devfd = fuse_session_fd(fs->se);
 
 	if (io_uring_queue_init_params(2, &ring, &p) < 0)
 		return;
 	if (io_uring_register_files(&ring, &devfd, 1) == 0) {
-		sqe = get_sqe(&ring);
-		sqe->opcode = IORING_OP_URING_CMD;
-		sqe->flags = IOSQE_FIXED_FILE;
-		sqe->cmd_op = UR_CMD_REGISTER; /* no iovecs: refused */
+		(void)get_cmd_sqe(&ring, UR_CMD_REGISTER); /* no iovecs: refused */
 		if (io_uring_submit_and_wait(&ring, 1) >= 0 && io_uring_peek_cqe(&ring, &cqe) == 0)
 			io_uring_cqe_seen(&ring, cqe);
 	}
@@ -625,8 +605,7 @@ int fs_ring_start(struct fs *fs)
 	 * threads.
 	 */
 	ring_refuse(fs);
-	fs->ur_why = r->refused == -EOPNOTSUPP
-			 ? "io_uring is off: /sys/module/fuse/parameters/enable_uring is 0"
+	fs->ur_why = r->refused == -EOPNOTSUPP ? UR_WHY_OFF
 		     : r->refused ? "io_uring unused: the kernel refused the ring's entries"
 				  : "io_uring unused: a queue's thread could not start";
 	return -EAGAIN;
@@ -669,26 +648,26 @@ ssize_t fs_ring_reply(const struct iovec *iov, int count)
 	size_t total = 0, hdr = 0, payload = 0;
 	uint64_t unique;
 
-	if (!ent || count < 1 || iov[0].iov_len < UR_OUT_HEADER)
+	if (!ent || count < 1 || iov[0].iov_len < FS_MSG_OUT_HEADER)
 		return FS_RING_NOT_MINE;
-	memcpy(&unique, (const char *)iov[0].iov_base + 8, sizeof(unique));
+	memcpy(&unique, (const char *)iov[0].iov_base + FS_MSG_UNIQUE, sizeof(unique));
 	if (unique != ent->unique || ent->replied)
 		return FS_RING_NOT_MINE; /* a notification (unique 0) */
 	r = ent->q->ring;
 	for (int i = 0; i < count; i++)
 		total += iov[i].iov_len;
-	if (total - UR_OUT_HEADER > r->payload_sz) {
+	if (total - FS_MSG_OUT_HEADER > r->payload_sz) {
 		errno = EINVAL;
 		return -1; /* serve() answers EIO */
 	}
-	memcpy(ent->hdr->in_out, iov[0].iov_base, UR_OUT_HEADER);
+	memcpy(ent->hdr->in_out, iov[0].iov_base, FS_MSG_OUT_HEADER);
 	dst = ent->area + UR_STAGE;
 	for (int i = 0; i < count; i++) {
 		const char *src = iov[i].iov_base;
 		size_t len = iov[i].iov_len;
 
-		if (hdr < UR_OUT_HEADER) { /* the header's part of this iovec */
-			size_t h = UR_OUT_HEADER - hdr < len ? UR_OUT_HEADER - hdr : len;
+		if (hdr < FS_MSG_OUT_HEADER) { /* the header's part of this iovec */
+			size_t h = FS_MSG_OUT_HEADER - hdr < len ? FS_MSG_OUT_HEADER - hdr : len;
 
 			hdr += h;
 			src += h;
@@ -730,30 +709,30 @@ static int read_all(int fd, char *buf, size_t len)
 ssize_t fs_ring_reply_pipe(int pipefd, size_t len)
 {
 	struct ur_ent *ent = cur;
-	char head[UR_OUT_HEADER] = {0};
+	char head[FS_MSG_OUT_HEADER] = {0};
 	uint64_t unique;
 
-	if (!ent || len < UR_OUT_HEADER || len - UR_OUT_HEADER > ent->q->ring->payload_sz) {
+	if (!ent || len < FS_MSG_OUT_HEADER || len - FS_MSG_OUT_HEADER > ent->q->ring->payload_sz) {
 		errno = EINVAL;
 		return -1;
 	}
-	if (read_all(pipefd, head, UR_OUT_HEADER) < 0)
+	if (read_all(pipefd, head, FS_MSG_OUT_HEADER) < 0)
 		return -1;
-	memcpy(&unique, head + 8, sizeof(unique));
+	memcpy(&unique, head + FS_MSG_UNIQUE, sizeof(unique));
 	if (unique != ent->unique || ent->replied) {
-		char *rest = malloc(len - UR_OUT_HEADER + 1);
-		struct iovec iov[2] = {{head, UR_OUT_HEADER}, {rest, len - UR_OUT_HEADER}};
+		char *rest = malloc(len - FS_MSG_OUT_HEADER + 1);
+		struct iovec iov[2] = {{head, FS_MSG_OUT_HEADER}, {rest, len - FS_MSG_OUT_HEADER}};
 		ssize_t n = -1;
 
-		if (rest && read_all(pipefd, rest, len - UR_OUT_HEADER) == 0)
+		if (rest && read_all(pipefd, rest, len - FS_MSG_OUT_HEADER) == 0)
 			n = writev(fuse_session_fd(ent->q->ring->fs->se), iov, 2);
 		free(rest);
 		return n;
 	}
-	if (read_all(pipefd, ent->area + UR_STAGE, len - UR_OUT_HEADER) < 0)
+	if (read_all(pipefd, ent->area + UR_STAGE, len - FS_MSG_OUT_HEADER) < 0)
 		return -1;
-	memcpy(ent->hdr->in_out, head, UR_OUT_HEADER);
-	ent->hdr->ent.payload_sz = (uint32_t)(len - UR_OUT_HEADER);
+	memcpy(ent->hdr->in_out, head, FS_MSG_OUT_HEADER);
+	ent->hdr->ent.payload_sz = (uint32_t)(len - FS_MSG_OUT_HEADER);
 	ent->replied = true;
 	return (ssize_t)len;
 }
