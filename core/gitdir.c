@@ -23,6 +23,22 @@ static const char ws_config[] = "[core]\n"
 				"\tfsmonitor = .git/arborinth-fsmonitor\n"
 				"\tuntrackedCache = true\n";
 
+/*
+ * git checks out files one at a time by default, and in a view each file is a few round
+ * trips to the daemon: parallel checkout (git 2.32+, only for 100 files or more) keeps
+ * several in flight. Measured on 2 CPUs, a checkout adding 7,215 files over /dev/fuse: 1
+ * worker 3.78 s, 2 2.93 s, 4 2.12 s, 8 1.96 s (bench/installs.sh's checkout; over io_uring the
+ * same within noise). Twice the CPUs, 4 to 16.
+ */
+static char *ws_config_text(void)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	long workers = cpus > 0 ? 2 * cpus : 4;
+
+	workers = workers < 4 ? 4 : workers > 16 ? 16 : workers;
+	return util_asprintf("%s[checkout]\n\tworkers = %ld\n", ws_config, workers);
+}
+
 static int write_text(const char *dir, const char *name, const char *text)
 {
 	char *path = util_path_join(dir, name);
@@ -174,7 +190,7 @@ int core_gitdir_write(struct core_project *p, const char *gitdir, const char *na
 		      const git_oid *base)
 {
 	char hex[GIT_OID_HEXSZ + 1];
-	char *head = NULL, *ref = NULL, *alt = NULL, *branch = NULL;
+	char *head = NULL, *ref = NULL, *alt = NULL, *branch = NULL, *config = NULL;
 	int rc;
 
 	git_oid_tostr(hex, sizeof(hex), base);
@@ -185,7 +201,8 @@ int core_gitdir_write(struct core_project *p, const char *gitdir, const char *na
 	branch = util_asprintf("refs/heads/arborinth/%s", name);
 	ref = util_asprintf("%s\n", hex);
 	alt = util_asprintf("%s\n", p->objects);
-	if (!head || !branch || !ref || !alt) {
+	config = ws_config_text();
+	if (!head || !branch || !ref || !alt || !config) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -193,7 +210,7 @@ int core_gitdir_write(struct core_project *p, const char *gitdir, const char *na
 	if (rc == 0)
 		rc = write_text(gitdir, branch, ref);
 	if (rc == 0)
-		rc = write_text(gitdir, "config", ws_config);
+		rc = write_text(gitdir, "config", config);
 	if (rc == 0)
 		rc = write_text(gitdir, "objects/info/alternates", alt);
 	if (rc == 0)
@@ -205,6 +222,7 @@ out:
 	free(branch);
 	free(ref);
 	free(alt);
+	free(config);
 	return rc;
 }
 

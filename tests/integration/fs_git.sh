@@ -10,6 +10,15 @@ printf 'feature\n' >"$T/repo/feature.txt"
 git -C "$T/repo" add feature.txt
 git -C "$T/repo" commit -q -m feature
 git -C "$T/repo" checkout -q main
+# A branch adding 300 files in 30 folders: enough for git's parallel checkout (100 or more).
+git -C "$T/repo" checkout -q -b many
+for d in $(seq 30); do
+	mkdir -p "$T/repo/many/d$d"
+	for f in $(seq 10); do printf 'file %s/%s\n' "$d" "$f" >"$T/repo/many/d$d/f$f.txt"; done
+done
+git -C "$T/repo" add many
+git -C "$T/repo" commit -q -m many
+git -C "$T/repo" checkout -q main
 # Prime the state dir so the hash below covers the origin only.
 "$ARB" --workdir "$T/repo" project info >/dev/null
 origin_before=$(cd "$T/repo" && git status --porcelain; tree_hash "$T/repo/.git"; find "$T/repo" -path "$T/repo/.git" -prune -o -path "$T/repo/.arborinth" -prune -o -type f -print0 | sort -z | xargs -0 sha256sum)
@@ -50,6 +59,22 @@ expect_eq "feature" "$(cat "$V/feature.txt")" "checkout of another branch"
 expect_eq "" "$(git -C "$V" status --porcelain)" "clean after checkout"
 git -C "$V" checkout -q arborinth/w
 [ ! -e "$V/feature.txt" ] && pass || fail "feature.txt gone after checkout back"
+# Parallel checkout, which the workspace's config asks for: every file as git wrote it.
+workers=$(git -C "$V" config checkout.workers)
+[ "${workers:-0}" -ge 4 ] && pass || fail "checkout.workers is '$workers', expected 4 or more"
+many=$(git -C "$T/repo" rev-parse many)
+trace=$(GIT_TRACE=1 git -C "$V" checkout -q "$many" 2>&1)
+expect_match "checkout--worker" "$trace" "the checkout of 300 files ran in parallel workers"
+expect_eq "" "$(git -C "$V" status --porcelain)" "clean after the parallel checkout"
+expect_eq "$(git -C "$T/repo" ls-tree -r "$many" -- many | awk '{print $3}')" \
+	"$(cd "$V" && git ls-files -z -- many | xargs -0 git hash-object)" \
+	"the 300 files' content after it"
+trace=$(GIT_TRACE=1 git -C "$V" -c checkout.workers=1 checkout -q arborinth/w 2>&1)
+case "$trace" in
+*checkout--worker*) fail "checkout.workers=1 still ran workers (the probe above proves nothing)" ;;
+*) pass ;;
+esac
+[ ! -e "$V/many" ] && pass || fail "many/ gone after checkout back"
 git -C "$V" mv src source
 expect_match "R  src/main.c -> source/main.c" "$(git -C "$V" status --porcelain)" "git mv of a directory"
 git -C "$V" -c user.email=a@b -c user.name=agent commit -q -m "move src"
