@@ -3,7 +3,8 @@
 # side by side with a native clone on the same fresh journaled ext4 (a loop image):
 #   - `npm ci` of a project (eslint, typescript, webpack, @babel/core, lodash: ~150 packages,
 #     ~7,200 files) from npm's cache, offline, scripts off: unpacking and linking only;
-#   - `git checkout` of a branch that adds those ~7,200 files, from a branch without them.
+#   - `git checkout` of a branch that adds those ~7,200 files, from a branch without them
+#     (the views as configured, with parallel checkout, and the default view with one worker).
 # Subjects: native, the view as created by default with requests over /dev/fuse, and, where
 # root may switch FUSE over io_uring on, the same view over io_uring. Medians of hyperfine
 # runs and their ratios to native in the same run, as Markdown rows.
@@ -159,4 +160,8 @@ deps=$(git -C "$E/repo" rev-parse deps)
 main=$(git -C "$E/repo" rev-parse main)
 mapfile -d '' args < <(subjects "git -C DIR checkout -q $deps" \
 	"sh -c 'git -C DIR checkout -q -f $main && git -C DIR clean -qfdx && sync'")
+# The views' git config asks for parallel checkout (checkout.workers, core/gitdir.c); the
+# native clone has git's default, one at a time. The last subject is the view with one worker.
+args+=(--prepare "sh -c 'git -C $VD checkout -q -f $main && git -C $VD clean -qfdx && sync'"
+	-n "view, checkout.workers=1" "git -C $VD -c checkout.workers=1 checkout -q $deps")
 measure "git checkout adding $nfiles files" "${args[@]}"
