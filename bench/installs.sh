@@ -9,7 +9,10 @@
 # root may switch FUSE over io_uring on, the same view over io_uring. Medians of hyperfine
 # runs and their ratios to native in the same run, as Markdown rows.
 #
-#   ARB=build/cli/arborinth bench/installs.sh [--runs N]      (as root; default 5 runs)
+#   ARB=build/cli/arborinth bench/installs.sh [--runs N] [--busy N]
+#
+# (as root; default 5 runs). --busy N keeps N CPU-bound loops running during the measurements,
+# a machine that is also building something: how each subject holds up when CPUs are shared.
 #
 # The first run fills npm's cache from the registry ($ARB_BENCH_DIR/npm-cache, default under
 # /var/tmp/arborinth-bench); later runs need no network. Everything mounted or made here is
@@ -19,10 +22,12 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ARB=$(realpath "${ARB:-$HERE/../build/cli/arborinth}")
 WORK=${ARB_BENCH_DIR:-/var/tmp/arborinth-bench}
 RUNS=5
+BUSY=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--runs) RUNS=$2 && shift ;;
-	-h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' && exit 0 ;;
+	--busy) BUSY=$2 && shift ;;
+	-h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' && exit 0 ;;
 	*) echo "installs.sh: unknown argument '$1'" >&2 && exit 2 ;;
 	esac
 	shift
@@ -31,6 +36,8 @@ die() {
 	echo "installs.sh: $*" >&2
 	exit 2
 }
+[[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || die "--runs wants a positive number, not '$RUNS'"
+[[ "$BUSY" =~ ^[0-9]+$ ]] || die "--busy wants a number, not '$BUSY'"
 for t in hyperfine npm git mkfs.ext4 python3; do
 	command -v "$t" >/dev/null || die "missing $t (apt-get install hyperfine npm git e2fsprogs python3)"
 done
@@ -43,8 +50,10 @@ E="$T/ext4"
 URING=/sys/module/fuse/parameters/enable_uring
 URING_OLD=$(cat "$URING" 2>/dev/null || true)
 uring_set() { [ -w "$URING" ] && echo "$1" >"$URING" || true; }
+HOGS=()
 cleanup() {
 	set +e
+	[ ${#HOGS[@]} -eq 0 ] || kill "${HOGS[@]}" 2>/dev/null
 	if [ -w "$URING" ]; then
 		if [ "$URING_OLD" = Y ]; then echo 1 >"$URING"; else echo 0 >"$URING"; fi
 	fi
@@ -152,8 +161,12 @@ subjects() { # MAKE-COMMAND PREPARE-COMMAND: native, view, view over io_uring
 	done
 	printf '%s\0' "${out[@]}"
 }
+for _ in $(seq "$BUSY"); do
+	sh -c 'while :; do :; done' &
+	HOGS+=($!)
+done
 mapfile -d '' args < <(subjects "$(npm_ci DIR)" "sh -c 'rm -rf DIR/node_modules; sync'")
-echo "# $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg), $nfiles files, $RUNS runs"
+echo "# $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg), $nfiles files, $RUNS runs, $BUSY busy loops"
 measure "npm ci, offline ($nfiles files)" "${args[@]}"
 # By commit: a workspace's repository has its own branch, not the origin's.
 deps=$(git -C "$E/repo" rev-parse deps)
