@@ -203,7 +203,6 @@ int jail_box_new(struct jail_box **out, const struct jail_box_config *cfg)
 	if (!b)
 		return util_err(-ENOMEM, "out of memory");
 	b->net = cfg->net;
-	b->no_premount = cfg->no_premount;
 	b->stdio[0] = b->stdio[1] = b->stdio[2] = -1;
 	rc = copy_config(b, cfg);
 	if (rc == 0)
@@ -347,8 +346,6 @@ int jail_box_finish(struct jail_box *b)
 	rc = jail_box_env_finish(b);
 	if (rc < 0)
 		return rc;
-	if (!b->no_premount && jail_premount_supported(b->bwrap))
-		jail_mounts_mark_pre(&b->mounts, b->home);
 	jail_strv_clear(&b->argv);
 	build_argv(b);
 	rc = jail_strv_ok(&b->argv);

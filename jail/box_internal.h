@@ -28,7 +28,6 @@ struct jail_box {
 	int stdio[3];	    /* the command's stdin, stdout, stderr; -1: inherited */
 	struct jail_limits limits;
 	char *cg_base[3]; /* per controller of cgroup.c: the cgroup the box's goes below */
-	bool no_premount; /* bwrap binds everything (jail_box_config.no_premount) */
 	/* Finished. */
 	struct jail_strv argv;
 	bool finished;
@@ -101,35 +100,6 @@ void jail_overlays_clear(struct jail_overlays *o);
  * overlays mounted. Does nothing without overlays; on failure prints one line and exits
  * JAIL_EXIT_SETUP.
  */
-void jail_overlays_enter(const struct jail_overlays *o, bool premounts);
-
-/* ---- the home assembled before bwrap (premount.c) ---------------------------------- */
-
-/*
- * Whether this host lets the child mount before bwrap: the new mount API and openat2
- * (Linux 5.12), and CAP_SYS_ADMIN when root, else unprivileged user namespaces (and a bwrap
- * that is not setuid). Cheap: a few system calls that fail.
- */
-bool jail_premount_supported(const char *bwrap);
-
-enum { JAIL_PRE_RO = 1, JAIL_PRE_DIR = 2 };
-
-/* What the child mounts into the workspace's home, made before the fork. */
-struct jail_premounts {
-	size_t n;
-	struct jail_strv srcs, rels, dests; /* host source, path below home, box destination */
-	unsigned char *flags;		    /* JAIL_PRE_* each */
-	char *home_src;
-};
-
-/* From the mounts marked JAIL_MOUNT_PRE (none: p->n == 0). -ENOMEM, or a source gone. */
-int jail_premounts_plan(const struct jail_box *b, struct jail_premounts *p) ARB_MUST_CHECK;
-void jail_premounts_clear(struct jail_premounts *p);
-/*
- * In the forked child, in the private mount namespace jail_overlays_enter() made, after the
- * overlays: each bind onto its mount point in the home folder, walked without following a
- * symlink. On failure one line and exit JAIL_EXIT_SETUP.
- */
-void jail_premounts_enter(const struct jail_premounts *p);
+void jail_overlays_enter(const struct jail_overlays *o);
 
 #endif

@@ -90,7 +90,7 @@ static const char *origin_name(const struct jail_mount *m)
 static void explain_mounts(FILE *f, const struct jail_box *b)
 {
 	const struct jail_mounts *m = &b->mounts;
-	size_t overlays = 0, pre = 0;
+	size_t overlays = 0;
 
 	fprintf(f, "\n== mounts by destination (ancestors first, so the deeper mount wins; "
 		   "* guard: no user mount at or below it) ==\n");
@@ -107,23 +107,14 @@ static void explain_mounts(FILE *f, const struct jail_box *b)
 			fprintf(f, " mode %04o", x->perms);
 		if (x->flags & JAIL_MOUNT_SEAL)
 			fprintf(f, ", then read-only");
-		if (jail_mounts_premounted(m, i))
-			fprintf(f, ", before bwrap");
 		fprintf(f, "  [%s] %s\n", origin_name(x), x->why);
 		overlays += x->type == JAIL_MOUNT_OVERLAY;
-		pre += jail_mounts_premounted(m, i);
 	}
 	if (overlays)
 		fprintf(f,
 			"  (overlays: kernel overlayfs mounted on the workspace's merged folder "
 			"in a private mount namespace%s just before bwrap, which binds it; the "
 			"host never sees the mount and the source never changes)\n",
-			geteuid() ? " and user namespace" : "");
-	if (pre)
-		fprintf(f,
-			"  (before bwrap: bound into the workspace's home in a private mount "
-			"namespace%s, walked without following symlinks; bwrap binds the home with "
-			"them once)\n",
 			geteuid() ? " and user namespace" : "");
 }
 

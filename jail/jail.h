@@ -67,12 +67,6 @@ struct jail_box_config {
 	bool net;		    /* share the host network namespace */
 	/* Do not mount what tool managers on PATH need (jail/toolmgr.c), only the entries. */
 	bool no_tool_managers;
-	/*
-	 * bwrap binds everything, even where the binds below $HOME could be mounted into the
-	 * workspace's home before it (jail/premount.c): what a host without the new mount API
-	 * gets; for tests that compare the two.
-	 */
-	bool no_premount;
 	char *const *host_env; /* the host environment; NULL: environ */
 	const char *bwrap;     /* the bwrap program; NULL: "bwrap" on the host PATH */
 	/*

@@ -93,11 +93,6 @@ enum {
 	 * mounts something at or above it, so a bind file's tmpfs hides it.
 	 */
 	JAIL_MOUNT_TOOL = 1u << 3,
-	/*
-	 * A bind below $HOME mounted into the workspace's home before bwrap (premount.c), which
-	 * binds the home with it; not among bwrap's options. Set when finishing.
-	 */
-	JAIL_MOUNT_PRE = 1u << 4,
 };
 
 struct jail_mount {
@@ -155,18 +150,7 @@ int jail_mounts_check_links(const struct jail_mounts *m) ARB_MUST_CHECK;
  * Call after jail_mounts_sort().
  */
 int jail_mounts_check_dests(const struct jail_mounts *m) ARB_MUST_CHECK;
-/*
- * Marks JAIL_MOUNT_PRE the binds (ro, rw, overlay) below the read-write bind at `root` whose
- * nearest mounted ancestor is that bind or a mount marked already: what can be mounted into
- * root's source before bwrap binds it. Sorted first.
- */
-void jail_mounts_mark_pre(struct jail_mounts *m, const char *root);
-/* Whether v[i] is mounted before bwrap: marked, and not shown by its ancestor already. */
-bool jail_mounts_premounted(const struct jail_mounts *m, size_t i);
-/*
- * Appends the bwrap options for all mounts, in order (sorted first), but those mounted before
- * bwrap and those their ancestor shows already.
- */
+/* Appends the bwrap options for all mounts, in order (sorted first). */
 void jail_mounts_args(const struct jail_mounts *m, struct jail_strv *args);
 /* Depth of v[i] among the mounts (number of mounted ancestors); sorted first. */
 size_t jail_mounts_depth(const struct jail_mounts *m, size_t i);

@@ -431,30 +431,6 @@ static bool shown_by_ancestor(const struct jail_mounts *m, size_t i)
 	return false;
 }
 
-void jail_mounts_mark_pre(struct jail_mounts *m, const char *root)
-{
-	const struct jail_mount *r = find(m, root);
-
-	if (!r || r->type != JAIL_MOUNT_RW || !r->src)
-		return;
-	for (size_t i = 0; i < m->n; i++) {
-		struct jail_mount *x = &m->v[i];
-		ssize_t p = parent_of(m, i);
-
-		if (p < 0 || (x->type != JAIL_MOUNT_RO && x->type != JAIL_MOUNT_RW &&
-			      x->type != JAIL_MOUNT_OVERLAY))
-			continue;
-		/* Sorted: an ancestor is marked before its descendants are looked at. */
-		if (!strcmp(m->v[p].dest, root) || (m->v[p].flags & JAIL_MOUNT_PRE))
-			x->flags |= JAIL_MOUNT_PRE;
-	}
-}
-
-bool jail_mounts_premounted(const struct jail_mounts *m, size_t i)
-{
-	return (m->v[i].flags & JAIL_MOUNT_PRE) && !shown_by_ancestor(m, i);
-}
-
 void jail_mounts_args(const struct jail_mounts *m, struct jail_strv *a)
 {
 	/* Sealed tmpfs mounts still open above the current one, innermost last. */
@@ -473,7 +449,7 @@ void jail_mounts_args(const struct jail_mounts *m, struct jail_strv *a)
 		}
 		if (i == m->n)
 			break;
-		if (!(m->v[i].flags & JAIL_MOUNT_PRE) && !shown_by_ancestor(m, i))
+		if (!shown_by_ancestor(m, i))
 			mount_args(&m->v[i], a);
 		if (m->v[i].type == JAIL_MOUNT_TMPFS && (m->v[i].flags & JAIL_MOUNT_SEAL))
 			open[depth++] = &m->v[i];

@@ -169,15 +169,12 @@ int jail_overlays_plan(const struct jail_box *b, struct jail_overlays *o)
 	return rc;
 }
 
-/* The box's home assembled before bwrap (premount.c), when there is no overlay to name. */
-static const char premount_label[] = "the box's home";
-
 static void die(const char *what, const char *label)
 {
 	int e = errno;
 
 	fprintf(stderr, "arborinth: %s: %s: %s%s\n", label, what, strerror(e),
-		label != premount_label && (e == EPERM || e == EINVAL)
+		e == EPERM || e == EINVAL
 		    ? " (unprivileged overlayfs needs Linux 5.11 or later and user namespaces)"
 		    : "");
 	_exit(JAIL_EXIT_SETUP);
@@ -192,9 +189,9 @@ static void write_proc(const char *path, const char *text, const char *label)
 	close(fd);
 }
 
-void jail_overlays_enter(const struct jail_overlays *o, bool premounts)
+void jail_overlays_enter(const struct jail_overlays *o)
 {
-	const char *first = o->labels.n ? o->labels.v[0] : premounts ? premount_label : NULL;
+	const char *first = o->labels.n ? o->labels.v[0] : NULL;
 
 	if (!first)
 		return;

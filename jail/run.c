@@ -2,8 +2,8 @@
  * jail/run.c: launching a finished box. bwrap gets the seccomp BPF, an info pipe (box-init's
  * host pid, for signal forwarding), a ready pipe (box-init's word that the command started)
  * and a go socket (the host's word that it may start) on fixed descriptors, and nothing else
- * of ours; it dies with us. Overlays, and the binds below $HOME, are mounted in the child's
- * own mount namespace just before it execs bwrap (overlay.c, premount.c).
+ * of ours; it dies with us. Overlays are mounted in the child's own mount namespace just
+ * before it execs bwrap (overlay.c).
  *
  * The caller's gate (the session's audit record and start checkpoint) runs while bwrap
  * builds the box, on the other core when there is one: box-init starts the command only once
@@ -89,7 +89,7 @@ static int ensure_dirs(const struct jail_box *b)
 
 /* In the child: fds to their fixed numbers, everything else closed, then exec bwrap. */
 static void child_exec(const struct jail_box *b, const struct jail_cgroups *cg,
-		       const struct jail_overlays *ovl, const struct jail_premounts *pre, pid_t parent, int seccomp_fd, int info_fd,
+		       const struct jail_overlays *ovl, pid_t parent, int seccomp_fd, int info_fd,
 		       int ready_fd, int go_fd)
 {
 	int want[] = {JAIL_FD_SECCOMP, JAIL_FD_INFO, JAIL_FD_READY, JAIL_FD_GO};
@@ -123,8 +123,7 @@ static void child_exec(const struct jail_box *b, const struct jail_cgroups *cg,
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	jail_cgroups_enter(cg);
-	jail_overlays_enter(ovl, pre->n > 0);
-	jail_premounts_enter(pre);
+	jail_overlays_enter(ovl);
 	execve(b->argv.v[0], b->argv.v, b->env.v);
 	fprintf(stderr, "arborinth: cannot run %s: %s\n", b->argv.v[0], strerror(errno));
 	_exit(JAIL_EXIT_SETUP);
@@ -183,7 +182,6 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx), void *ctx, in
 	sigset_t mask;
 	int seccomp_fd = -1, info[2] = {-1, -1}, ready[2] = {-1, -1}, go[2] = {-1, -1};
 	struct jail_overlays ovl = {0};
-	struct jail_premounts pre = {0};
 	struct jail_cgroups cg = {0};
 	pid_t parent = getpid(), pid;
 	int rc, gate_rc, status = 0;
@@ -194,8 +192,6 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx), void *ctx, in
 	rc = ensure_dirs(b);
 	if (rc == 0)
 		rc = jail_overlays_plan(b, &ovl);
-	if (rc == 0)
-		rc = jail_premounts_plan(b, &pre);
 	if (rc == 0)
 		rc = jail_cgroups_create(b, &cg);
 	if (rc == 0)
@@ -219,7 +215,7 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx), void *ctx, in
 	sigaction(SIGALRM, &alarm_sa, &old_alarm);
 	pid = fork();
 	if (pid == 0)
-		child_exec(b, &cg, &ovl, &pre, parent, seccomp_fd, info[1], ready[1], go[1]);
+		child_exec(b, &cg, &ovl, parent, seccomp_fd, info[1], ready[1], go[1]);
 	if (pid < 0) {
 		rc = util_err(-errno, "cannot fork: %s", strerror(errno));
 		sigaction(SIGALRM, &old_alarm, NULL);
@@ -264,7 +260,6 @@ out:
 		jail_cgroups_stats(&cg, stats);
 	jail_cgroups_clear(&cg);
 	jail_overlays_clear(&ovl);
-	jail_premounts_clear(&pre);
 	if (seccomp_fd >= 0)
 		close(seccomp_fd);
 	for (int i = 0; i < 2; i++) {

@@ -253,8 +253,6 @@ static int make_box(const arb_box *spec, const struct core_ws *ws, struct proxy 
 	    .state_dir = core_project_state_dir(p),
 	    .net = spec->net,
 	    .no_tool_managers = spec->no_tool_managers,
-	    /* ARBORINTH_FAULT=premount: bwrap binds everything, as without the new mount API. */
-	    .no_premount = core_fault("premount") < 0,
 	};
 	struct jail_box *b = NULL;
 	const char *helpers = lib_helper_dir();
