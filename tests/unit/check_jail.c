@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -424,6 +425,30 @@ START_TEST(seccomp_export)
 	ck_assert_int_gt(st.st_size, 8 * 20);
 	ck_assert_int_eq(st.st_size % 8, 0); /* struct sock_filter */
 	ck_assert_int_eq(lseek(fd, 0, SEEK_CUR), 0);
+	close(fd);
+}
+END_TEST
+
+/* The filter compiled in at build time is what libseccomp makes of the rules now. */
+START_TEST(seccomp_compiled_in)
+{
+	size_t len;
+	const unsigned char *bpf = jail_seccomp_bpf(&len);
+	int fd = memfd_create("fresh", MFD_CLOEXEC);
+	unsigned char *fresh = malloc(len + 1);
+	struct stat st;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_ptr_nonnull(fresh);
+	ck_assert_int_eq(jail_seccomp_build(fd), 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_int_eq(st.st_size, (off_t)len);
+	ck_assert_int_eq(pread(fd, fresh, len + 1, 0), (ssize_t)len);
+	ck_assert(memcmp(bpf, fresh, len) == 0);
+	/* Control: the comparison tells a filter that differs in one instruction apart. */
+	fresh[len - 8] ^= 1;
+	ck_assert(memcmp(bpf, fresh, len) != 0);
+	free(fresh);
 	close(fd);
 }
 END_TEST
@@ -940,6 +965,7 @@ static Suite *jail_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("seccomp");
 	tcase_add_test(tc, seccomp_export);
+	tcase_add_test(tc, seccomp_compiled_in);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("box");
 	tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
