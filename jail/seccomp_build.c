@@ -45,8 +45,8 @@ static int build(scmp_filter_ctx ctx)
 	for (size_t i = 0; i < ARB_ARRAY_LEN(extra_arches) && extra_arches[i]; i++) {
 		rc = seccomp_arch_add(ctx, extra_arches[i]);
 		if (rc < 0 && rc != -EEXIST)
-			return util_err(rc, "seccomp: cannot add ABI %s: %s", jail_seccomp_arches()[i + 1],
-					strerror(-rc));
+			return util_err(rc, "seccomp: cannot add ABI %s: %s",
+					jail_seccomp_arches()[i + 1], strerror(-rc));
 	}
 	for (size_t i = 0; i < n; i++) {
 		rc = add_rule(ctx, &rules[i]);
