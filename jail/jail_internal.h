@@ -150,7 +150,11 @@ int jail_mounts_check_links(const struct jail_mounts *m) ARB_MUST_CHECK;
  * Call after jail_mounts_sort().
  */
 int jail_mounts_check_dests(const struct jail_mounts *m) ARB_MUST_CHECK;
-/* Appends the bwrap options for all mounts, in order (sorted first). */
+/*
+ * Appends the bwrap options for all mounts, in order (sorted first), but for those that show
+ * what their nearest ancestor shows there already (a read-only bind of the same host tree, a
+ * sealed tmpfs in a sealed tmpfs).
+ */
 void jail_mounts_args(const struct jail_mounts *m, struct jail_strv *args);
 /* Depth of v[i] among the mounts (number of mounted ancestors); sorted first. */
 size_t jail_mounts_depth(const struct jail_mounts *m, size_t i);
