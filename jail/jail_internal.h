@@ -132,6 +132,8 @@ int jail_mounts_add(struct jail_mounts *m, const struct jail_mount *mnt) ARB_MUS
 int jail_mounts_add_user(struct jail_mounts *m, const char *spec) ARB_MUST_CHECK;
 /* Removes the mounts with `flag` strictly below dest. */
 void jail_mounts_drop_below(struct jail_mounts *m, const char *dest, unsigned flag);
+/* Removes the mount at dest, if any; the order of the others is kept. */
+void jail_mounts_drop(struct jail_mounts *m, const char *dest);
 /* Borrowed; NULL when nothing is mounted at dest. */
 const struct jail_mount *jail_mounts_find(const struct jail_mounts *m, const char *dest);
 /* The guard whose destination or hidden path covers `path`, or NULL. */

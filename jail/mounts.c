@@ -95,6 +95,17 @@ void jail_mounts_drop_below(struct jail_mounts *m, const char *dest, unsigned fl
 	m->n = o;
 }
 
+void jail_mounts_drop(struct jail_mounts *m, const char *dest)
+{
+	struct jail_mount *x = find(m, dest);
+
+	if (!x)
+		return;
+	mount_free(x);
+	memmove(x, x + 1, (size_t)(m->v + m->n - (x + 1)) * sizeof(*x));
+	m->n--;
+}
+
 const struct jail_mount *jail_mounts_find(const struct jail_mounts *m, const char *dest)
 {
 	return find(m, dest);
