@@ -29,8 +29,11 @@ cd "$dir/repo"
 "$ARB" workspace create bench >/dev/null
 
 # The box's bwrap argv as --explain prints it (fd options dropped), to time its parts alone.
-box_argv=$("$ARB" shell bench --explain -- true | sed -n '/^== bwrap argv/,$p' | tail -n +2 |
-	sed 's/ \\$//; s/^    //' | tr '\n' ' ' | sed 's/--seccomp 3 --info-fd 4 //; s/ -- \/run.*$//')
+argv=$("$ARB" shell bench --explain -- true | sed -n '/^== bwrap argv/,$p' | tail -n +2 |
+	sed 's/ \\$//; s/^    //' | tr '\n' ' ' | sed 's/--seccomp 3 --info-fd 4 //')
+# box-init: bound at /run/arborinth/box-init, or run from its host path when the box shows it.
+box_init=$(printf '%s\n' "$argv" | sed 's/.* -- \([^ ]*\) __box-init .*/\1/')
+box_argv=${argv% -- "$box_init" __box-init*}
 
 base=()
 if [ -n "${ARB_BASE:-}" ]; then
@@ -47,7 +50,7 @@ hyperfine -N --warmup 5 --runs "$RUNS" --export-json "$dir/h.json" \
 	-n "arborinth shell --jail none -- true" "$ARB shell bench --jail none -- true" \
 	-n "arborinth --version" "$ARB --version" \
 	-n "bwrap, the box's options and mounts, true" "$box_argv -- /bin/true" \
-	-n "the same, box-init then true" "$box_argv -- /run/arborinth/box-init __box-init -- /bin/true" >&2
+	-n "the same, box-init then true" "$box_argv -- $box_init __box-init -- /bin/true" >&2
 
 python3 - "$dir/h.json" <<'PY'
 import json, sys
@@ -70,7 +73,7 @@ if command -v perf >/dev/null 2>&1; then
 	for c in "bwrap --ro-bind / / true" "${cpu_base[@]}" "$ARB shell bench -- true" \
 		"$ARB shell bench --no-tool-managers -- true" "$ARB shell bench --jail none -- true" \
 		"$ARB --version" "$box_argv -- /bin/true" \
-		"$box_argv -- /run/arborinth/box-init __box-init -- /bin/true"; do
+		"$box_argv -- $box_init __box-init -- /bin/true"; do
 		ms=$(perf stat -r "$RUNS" -x, -e task-clock $c 2>&1 >/dev/null | tail -1 | cut -d, -f1)
 		name=${c/#$box_argv/bwrap BOX-OPTIONS-AND-MOUNTS}
 		[ -n "${BASE:-}" ] && [ "${c#"$BASE"}" != "$c" ] && name="arborinth${c#"$BASE"}, ARB_BASE"

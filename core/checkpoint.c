@@ -10,10 +10,12 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CKPT_SIG_NAME "arborinth"
 #define CKPT_SIG_MAIL "arborinth@localhost"
@@ -133,12 +135,11 @@ static void seq_max(const char *num, unsigned *seq)
 }
 
 /*
- * The highest checkpoint number and its commit. From the names alone: the loose refs' directory
- * (one read, however many checkpoints) and packed-refs (where a `git pack-refs` in the view
- * moves them); libgit2's reference iterator read every ref file, a cost that grew by two
- * files a session.
+ * The highest checkpoint number from the names alone: the loose refs' directory (one read,
+ * however many checkpoints) and packed-refs (where a `git pack-refs` in the view moves them);
+ * libgit2's reference iterator read every ref file, a cost that grew by two files a session.
  */
-static int last_ckpt(git_repository *repo, const struct core_ws *ws, unsigned *seq, git_oid *commit)
+static void scan_ckpts(const struct core_ws *ws, unsigned *seq)
 {
 	char *dir = util_path_join(ws->gitdir, CKPT_REF_PREFIX), *packed = NULL, *text = NULL;
 	DIR *d = dir ? opendir(dir) : NULL;
@@ -159,13 +160,78 @@ static int last_ckpt(git_repository *repo, const struct core_ws *ws, unsigned *s
 	free(text);
 	free(packed);
 	free(dir);
-	if (*seq) {
-		char ref[64];
+}
 
-		snprintf(ref, sizeof(ref), CKPT_REF_PREFIX "%u", *seq);
-		if (git_reference_name_to_id(commit, repo, ref) < 0)
-			return util_err(-EIO, "checkpoint %u: %s", *seq, git_error_last()->message);
+static int ckpt_id(git_repository *repo, unsigned seq, git_oid *commit)
+{
+	char ref[64];
+
+	snprintf(ref, sizeof(ref), CKPT_REF_PREFIX "%u", seq);
+	return git_reference_name_to_id(commit, repo, ref);
+}
+
+/* NAME/checkpoint.last: the number the last checkpoint took, or 0. */
+static unsigned read_hint(const struct core_ws *ws)
+{
+	char *path = util_path_join(ws->root, CKPT_LAST_FILE), *text = NULL, *end;
+	size_t len = 0;
+	unsigned long n = 0;
+
+	if (path && util_read_file(path, &text, &len) == 0 && len < 16) {
+		n = strtoul(text, &end, 10);
+		if (end == text || (*end && *end != '\n') || n >= UINT_MAX)
+			n = 0;
 	}
+	free(text);
+	free(path);
+	return (unsigned)n;
+}
+
+/*
+ * Best effort, no fsync: a lost or older hint only costs last_ckpt() a scan or a few more
+ * probes. Beside the gitdir, where the box (which writes the view's .git) cannot reach it.
+ */
+static void write_hint(const struct core_ws *ws, unsigned seq)
+{
+	char *path = util_path_join(ws->root, CKPT_LAST_FILE);
+	char *tmp = path ? util_asprintf("%s.%d", path, (int)getpid()) : NULL;
+	char text[16];
+	int fd = tmp ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644) : -1;
+	int n = snprintf(text, sizeof(text), "%u\n", seq);
+
+	if (fd >= 0) {
+		bool ok = write(fd, text, (size_t)n) == n;
+
+		close(fd);
+		if (!ok || rename(tmp, path) < 0)
+			unlink(tmp);
+	}
+	free(tmp);
+	free(path);
+}
+
+/*
+ * The highest checkpoint number and its commit. From the hint the last checkpoint left, when
+ * its ref is there: the numbers after it that exist are taken as well (another process's
+ * checkpoints since); otherwise from the names of all refs (scan_ckpts).
+ */
+static int last_ckpt(git_repository *repo, const struct core_ws *ws, unsigned *seq, git_oid *commit)
+{
+	unsigned hint = read_hint(ws);
+	git_oid next;
+
+	*seq = 0;
+	if (hint && ckpt_id(repo, hint, commit) == 0) {
+		*seq = hint;
+		while (*seq < UINT_MAX - 1 && ckpt_id(repo, *seq + 1, &next) == 0) {
+			++*seq;
+			git_oid_cpy(commit, &next);
+		}
+		return 0;
+	}
+	scan_ckpts(ws, seq);
+	if (*seq && ckpt_id(repo, *seq, commit) < 0)
+		return util_err(-EIO, "checkpoint %u: %s", *seq, git_error_last()->message);
 	return 0;
 }
 
@@ -245,6 +311,7 @@ int core_ws_checkpoint(struct core_project *p, const struct core_ws *ws,
 			goto out;
 		}
 		rc = ckpt_fill(out, seq, cm);
+		write_hint(ws, seq);
 		break;
 	}
 	out->hashed = st.hashed;

@@ -7,6 +7,7 @@
 #define CKPT_REF_PREFIX "refs/arborinth/checkpoints/"
 #define CKPT_CACHE_FILE "checkpoint.cache"
 #define CKPT_BASE_FILE	"checkpoint.base"
+#define CKPT_LAST_FILE	"checkpoint.last"
 
 struct ckpt_stats {
 	size_t hashed, reused; /* layer files hashed, and known from the cache */

@@ -323,7 +323,35 @@ static void build_argv(struct jail_box *b)
 	jail_strv_push(a, "--info-fd");
 	jail_strv_pushf(a, "%d", JAIL_FD_INFO);
 	jail_strv_push(a, "--");
-	jail_init_argv(a, JAIL_BOX_INIT_PATH, JAIL_FD_READY, JAIL_FD_GO, &b->hooks, &b->command);
+	jail_init_argv(a, b->init_path, JAIL_FD_READY, JAIL_FD_GO, &b->hooks, &b->command);
+}
+
+/*
+ * box-init runs from its host path when the box shows that path as the host has it (read-only,
+ * through the bind of / with nothing mounted over it or above it): one bind fewer, one read
+ * of the mount table less for bwrap. Else it is bound at JAIL_BOX_INIT_PATH.
+ */
+static void place_box_init(struct jail_box *b)
+{
+	const struct jail_mounts *m = &b->mounts;
+	const struct jail_mount *bound = jail_mounts_find(m, JAIL_BOX_INIT_PATH), *over = NULL;
+
+	b->init_path = JAIL_BOX_INIT_PATH;
+	if (!bound || bound->origin != JAIL_FROM_DEFAULT || !bound->src ||
+	    strcmp(bound->src, b->box_init))
+		return;
+	for (size_t i = 0; i < m->n; i++)
+		if (util_path_under(b->box_init, m->v[i].dest))
+			over = &m->v[i]; /* sorted: the deepest comes last */
+	if (!over || strcmp(over->dest, "/") || over->type != JAIL_MOUNT_RO || !over->src ||
+	    strcmp(over->src, "/"))
+		return;
+	jail_mounts_drop(&b->mounts, JAIL_BOX_INIT_PATH);
+	b->init_path = b->box_init;
+	jail_strv_pushf(&b->notes,
+			"box-init runs from %s, which the box shows read-only (not bound "
+			"at " JAIL_BOX_INIT_PATH ")",
+			b->box_init);
 }
 
 int jail_box_finish(struct jail_box *b)
@@ -338,7 +366,10 @@ int jail_box_finish(struct jail_box *b)
 	if (rc < 0)
 		return rc;
 	jail_mounts_sort(&b->mounts);
-	rc = jail_mounts_check_links(&b->mounts);
+	place_box_init(b);
+	rc = jail_strv_ok(&b->notes);
+	if (rc == 0)
+		rc = jail_mounts_check_links(&b->mounts);
 	if (rc == 0)
 		rc = jail_mounts_check_dests(&b->mounts);
 	if (rc < 0)

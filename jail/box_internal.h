@@ -11,12 +11,13 @@ struct jail_box {
 	bool net;
 	struct jail_strv host; /* copy of the host environment */
 	/* Resolved from the host. */
-	char *home;	   /* $HOME: the path, in the box as on the host */
-	char *home_real;   /* its real path on the host */
-	char *cache_dest;  /* $XDG_CACHE_HOME in the box */
-	char *runtime_dir; /* $XDG_RUNTIME_DIR in the box */
-	char *bwrap;	   /* absolute */
-	char *box_init;	   /* the box-init program, real path */
+	char *home;	       /* $HOME: the path, in the box as on the host */
+	char *home_real;       /* its real path on the host */
+	char *cache_dest;      /* $XDG_CACHE_HOME in the box */
+	char *runtime_dir;     /* $XDG_RUNTIME_DIR in the box */
+	char *bwrap;	       /* absolute */
+	char *box_init;	       /* the box-init program, real path */
+	const char *init_path; /* where the box runs it: JAIL_BOX_INIT_PATH, or box_init */
 	/* The profile. */
 	struct jail_mounts mounts;
 	struct jail_strv env;	   /* "NAME=VALUE", sorted once finished */

@@ -95,6 +95,17 @@ void jail_mounts_drop_below(struct jail_mounts *m, const char *dest, unsigned fl
 	m->n = o;
 }
 
+void jail_mounts_drop(struct jail_mounts *m, const char *dest)
+{
+	struct jail_mount *x = find(m, dest);
+
+	if (!x)
+		return;
+	mount_free(x);
+	memmove(x, x + 1, (size_t)(m->v + m->n - (x + 1)) * sizeof(*x));
+	m->n--;
+}
+
 const struct jail_mount *jail_mounts_find(const struct jail_mounts *m, const char *dest)
 {
 	return find(m, dest);
@@ -405,16 +416,18 @@ static void mount_args(const struct jail_mount *x, struct jail_strv *a)
 }
 
 /*
- * Whether v[i] is a read-only bind that shows exactly what its nearest ancestor mount shows
- * there already: a read-only bind of the same host tree (sources are resolved, so no link
- * lies between them), as a PATH entry under a tool manager's folder. bwrap would bind it
- * again for nothing, and each bind costs it a read of the whole mount table.
+ * Whether v[i] shows exactly what its nearest ancestor mount shows there already: a
+ * read-only bind of the same host tree (sources are resolved, so no link lies between them),
+ * as a PATH entry under a tool manager's folder; or a sealed tmpfs in a sealed tmpfs. bwrap
+ * would mount it again for nothing, and each bind or remount costs it a read of the whole
+ * mount table.
  */
 static bool shown_by_ancestor(const struct jail_mounts *m, size_t i)
 {
 	const struct jail_mount *x = &m->v[i];
+	bool sealed = x->type == JAIL_MOUNT_TMPFS && (x->flags & JAIL_MOUNT_SEAL) && !x->perms;
 
-	if (x->type != JAIL_MOUNT_RO)
+	if (x->type != JAIL_MOUNT_RO && !sealed)
 		return false;
 	for (size_t j = i; j-- > 0;) {
 		const struct jail_mount *up = &m->v[j];
@@ -422,7 +435,15 @@ static bool shown_by_ancestor(const struct jail_mounts *m, size_t i)
 
 		if (!util_path_under(x->dest, up->dest))
 			continue;
-		/* The nearest ancestor decides: sorted, so the first one found walking back. */
+		/*
+		 * The nearest ancestor decides: sorted, so the first one found walking back.
+		 * A sealed tmpfs in a sealed tmpfs (the origin's .arborinth/ in the origin
+		 * checkout's guard): both empty and read-only but for the mount points of what
+		 * is below them, so the outer one alone shows the same.
+		 */
+		if (sealed)
+			return up->type == JAIL_MOUNT_TMPFS && (up->flags & JAIL_MOUNT_SEAL) &&
+			       !up->perms;
 		if (up->type != JAIL_MOUNT_RO || !strcmp(up->dest, "/"))
 			return false;
 		return !strncmp(x->src, up->src, strlen(up->src)) &&
@@ -449,8 +470,9 @@ void jail_mounts_args(const struct jail_mounts *m, struct jail_strv *a)
 		}
 		if (i == m->n)
 			break;
-		if (!shown_by_ancestor(m, i))
-			mount_args(&m->v[i], a);
+		if (shown_by_ancestor(m, i))
+			continue;
+		mount_args(&m->v[i], a);
 		if (m->v[i].type == JAIL_MOUNT_TMPFS && (m->v[i].flags & JAIL_MOUNT_SEAL))
 			open[depth++] = &m->v[i];
 	}

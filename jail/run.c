@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -129,6 +131,62 @@ static void child_exec(const struct jail_box *b, const struct jail_cgroups *cg,
 	_exit(JAIL_EXIT_SETUP);
 }
 
+struct child_args {
+	const struct jail_box *b;
+	const struct jail_cgroups *cg;
+	const struct jail_overlays *ovl;
+	pid_t parent;
+	int fds[4]; /* seccomp, info, ready, go */
+};
+
+static int child_main(void *arg)
+{
+	const struct child_args *a = arg;
+
+	child_exec(a->b, a->cg, a->ovl, a->parent, a->fds[0], a->fds[1], a->fds[2], a->fds[3]);
+	return JAIL_EXIT_SETUP; /* not reached */
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SPAWN_FORK 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SPAWN_FORK 1
+#endif
+#endif
+
+/*
+ * The child that execs bwrap. It shares our memory until then and we wait for its exec
+ * (CLONE_VM | CLONE_VFORK, as posix_spawn does): no copy of our page tables, and none of the
+ * copy-on-write faults a fork costs us afterwards while the gate runs (about 0.3 ms a box).
+ * It runs on a stack of its own, allocates nothing, and its fds and signal dispositions are
+ * its own. AddressSanitizer builds fork (it does not know that stack). -1 with errno.
+ */
+static pid_t spawn(struct child_args *a)
+{
+#ifdef SPAWN_FORK
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(child_main(a));
+	return pid;
+#else
+	const size_t size = 256 * 1024;
+	char *stack = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	pid_t pid;
+	int e;
+
+	if (stack == MAP_FAILED)
+		return -1;
+	pid = clone(child_main, stack + size, CLONE_VM | CLONE_VFORK | SIGCHLD, a);
+	e = errno;
+	munmap(stack, size);
+	errno = e;
+	return pid;
+#endif
+}
+
 /* Reads bwrap's --info-fd JSON until EOF; returns the sandbox's pid 1 on the host, or 0. */
 static pid_t read_child_pid(int fd)
 {
@@ -213,11 +271,10 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx), void *ctx, in
 		sigaction(forwarded[i], &sa, &old[i]);
 	init_pid = timed_out = 0;
 	sigaction(SIGALRM, &alarm_sa, &old_alarm);
-	pid = fork();
-	if (pid == 0)
-		child_exec(b, &cg, &ovl, parent, seccomp_fd, info[1], ready[1], go[1]);
+	pid = spawn(
+	    &(struct child_args){b, &cg, &ovl, parent, {seccomp_fd, info[1], ready[1], go[1]}});
 	if (pid < 0) {
-		rc = util_err(-errno, "cannot fork: %s", strerror(errno));
+		rc = util_err(-errno, "cannot start bwrap: %s", strerror(errno));
 		sigaction(SIGALRM, &old_alarm, NULL);
 		restore(old);
 		sigprocmask(SIG_SETMASK, &mask, NULL);

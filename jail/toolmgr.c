@@ -165,10 +165,18 @@ static char *refusal(const struct jail_box *b, const char *real)
 int jail_box_tool_mount(struct jail_box *b, const char *path, const char *why)
 {
 	char *norm = NULL, *real = NULL, *dest = NULL, *no = NULL, *w = NULL;
+	const struct jail_mount *had;
 	struct stat st;
 	int rc = 0;
 
 	if (path[0] != '/' || jail_path_norm(path, &norm) < 0)
+		goto out;
+	/*
+	 * Mounted for another PATH entry of the same manager (pyenv's shims and bin): at dest,
+	 * from the same resolved path, checked then; nothing to look at again.
+	 */
+	if (util_path_under(norm, b->home) && (had = jail_mounts_find(&b->mounts, norm)) &&
+	    (had->flags & JAIL_MOUNT_TOOL))
 		goto out;
 	real = jail_path_real(norm);
 	if (!real) {

@@ -30,14 +30,22 @@ static unsigned depth_below(const struct jail_box *b, const char *path)
 	return d;
 }
 
+/* "path entry ENTRY (ENTRY/NAME)": what a mount is for. Caller frees; NULL on ENOMEM. */
+static char *say_why(const char *entry, const char *name)
+{
+	return util_asprintf("path entry %s (%s/%s)", entry, entry, name);
+}
+
 /* Mounts the install prefix of `real` (a file under $HOME), or the file alone. */
 static int add_target(struct jail_box *b, const char *real, const char *why)
 {
 	char *dir = strdup(real), *slash, *prefix = NULL;
 	int rc;
 
-	if (!dir)
+	if (!dir || !why) {
+		free(dir);
 		return util_err(-ENOMEM, "out of memory");
+	}
 	slash = strrchr(dir, '/');
 	*slash = '\0';
 	slash = strrchr(dir, '/');
@@ -70,38 +78,64 @@ static char *shebang(int dirfd, const char *name)
 	return buf[start] == '/' ? strndup(buf + start, strcspn(buf + start, " \t\r\n")) : NULL;
 }
 
+/*
+ * Where the link real_dir/name leads, resolved. real_dir is resolved already, so a target
+ * that is a plain name in the same folder and not itself a link (rustup's cargo -> rustup)
+ * needs only a readlink and an lstat; anything else goes through realpath(). NULL: dangling.
+ */
+static char *link_target(int dirfd, const char *real_dir, const char *name, const char *full)
+{
+	char buf[NAME_MAX + 1], *cand;
+	ssize_t n = readlinkat(dirfd, name, buf, sizeof(buf) - 1);
+	struct stat st;
+
+	if (n <= 0 || n >= (ssize_t)sizeof(buf) - 1)
+		return realpath(full, NULL);
+	buf[n] = '\0';
+	if (strchr(buf, '/') || !strcmp(buf, ".") || !strcmp(buf, ".."))
+		return realpath(full, NULL);
+	if (fstatat(dirfd, buf, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return NULL; /* dangling */
+	if (S_ISLNK(st.st_mode))
+		return realpath(full, NULL);
+	cand = util_path_join(real_dir, buf);
+	return cand;
+}
+
 /* The link's target and the script's interpreter, when they lie elsewhere under $HOME. */
 static int scan_one(struct jail_box *b, int dirfd, const char *real_dir, const char *name,
-		    const char *entry)
+		    unsigned char type, const char *entry)
 {
 	char *full = util_path_join(real_dir, name), *target = NULL, *interp = NULL, *why = NULL;
 	char *ireal = NULL;
 	struct stat st;
+	bool link, reg;
 	int rc = 0;
 
 	if (!full)
 		return util_err(-ENOMEM, "out of memory");
-	/* real_dir is resolved already: only a link needs realpath() (a readlink a component). */
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		goto out;
-	target = S_ISLNK(st.st_mode) ? realpath(full, NULL) : strdup(full);
-	if (!target)
-		goto out; /* a dangling link: nothing to show */
-	why = util_asprintf("path entry %s (%s/%s)", entry, entry, name);
-	if (!why) {
-		rc = util_err(-ENOMEM, "out of memory");
-		goto out;
+	/* readdir's type says it for most file systems; lstat only when it does not. */
+	if (type == DT_UNKNOWN) {
+		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			goto out;
+		type = S_ISLNK(st.st_mode) ? DT_LNK : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
 	}
-	if (strcmp(full, target) && util_path_under(target, b->home_real) &&
+	link = type == DT_LNK;
+	reg = type == DT_REG;
+	if (link) {
+		/* real_dir is resolved already: only a link needs resolving. */
+		target = link_target(dirfd, real_dir, name, full);
+		if (!target)
+			goto out; /* a dangling link: nothing to show */
+		/* Only a regular file is read: opening a device or a FIFO may do something. */
+		reg = stat(target, &st) == 0 && S_ISREG(st.st_mode);
+	}
+	if (link && strcmp(full, target) && util_path_under(target, b->home_real) &&
 	    !util_path_under(target, real_dir))
-		rc = add_target(b, target, why);
-	/* Only a regular file is read: opening a device or a FIFO may do something. */
-	/* A link's target is stat()ed; a file's own lstat above says it already. */
-	interp = rc == 0 && (!S_ISLNK(st.st_mode) || stat(target, &st) == 0) && S_ISREG(st.st_mode)
-		     ? shebang(dirfd, name)
-		     : NULL;
+		rc = add_target(b, target, (why = say_why(entry, name)));
+	interp = rc == 0 && reg ? shebang(dirfd, name) : NULL;
 	if (interp && util_path_under(interp, b->home)) {
-		rc = add_target(b, interp, why);
+		rc = add_target(b, interp, why ? why : (why = say_why(entry, name)));
 		ireal = rc == 0 ? realpath(interp, NULL) : NULL;
 		if (ireal && strcmp(ireal, interp) && util_path_under(ireal, b->home_real))
 			rc = add_target(b, ireal, why);
@@ -129,7 +163,7 @@ int jail_box_tool_scan(struct jail_box *b, const char *norm, const char *real)
 		if (de->d_type != DT_REG && de->d_type != DT_LNK && de->d_type != DT_UNKNOWN)
 			continue;
 		n++;
-		rc = scan_one(b, dirfd(d), real, de->d_name, entry);
+		rc = scan_one(b, dirfd(d), real, de->d_name, de->d_type, entry);
 	}
 	if (d)
 		closedir(d);

@@ -271,6 +271,60 @@ def run_all(fx):
     bad_input(fx, view)
     nested_git(fx, view)
     fork(fx, view, s, after)
+    numbering(fx)
+
+
+def numbering(fx):
+    """The next checkpoint number comes from NAME/checkpoint.last and a probe of the refs
+    after it; without the hint, a garbage one, or one whose ref is gone, from all the refs.
+    Each checkpoint's parent is the one before it, whichever way it was found."""
+    name = "num"
+    fx.arb("workspace", "create", name)
+    ws = os.path.join(fx.repo, ".arborinth", "workspaces", name)
+    hint = os.path.join(ws, "checkpoint.last")
+    gitdir = os.path.join(ws, "git")
+
+    def ckpt(what):
+        cp = fx.arb("checkpoint", name, "-m", what, "--json", check=False)
+        C.eq(0, cp.returncode, "checkpoint %s (%s)" % (what, cp.stderr))
+        return json.loads(cp.stdout)["checkpoint"] if cp.returncode == 0 else 0
+
+    def rev(spec):
+        return fslib.run("git", "--git-dir", gitdir, "rev-parse", "-q", "--verify", spec,
+                         check=False).stdout.strip()
+
+    def parent_is(n, what):
+        C.eq(rev("refs/arborinth/checkpoints/%d" % (n - 1)),
+             rev("refs/arborinth/checkpoints/%d^" % n),
+             "%s: its parent is checkpoint %d" % (what, n - 1))
+
+    n = ckpt("hinted")
+    with open(hint) as f:
+        C.eq("%d\n" % n, f.read(), "checkpoint.last holds the number just taken")
+    os.unlink(hint)
+    C.eq(n + 1, ckpt("no hint"), "without the hint: the number after the highest ref")
+    parent_is(n + 1, "without the hint")
+    for text, what in (("1\n", "an old hint"), ("x\n", "a garbage hint"),
+                       ("999999\n", "a hint whose ref is gone")):
+        with open(hint, "w") as f:
+            f.write(text)
+        n = ckpt(what)
+        C.eq(n, int(open(hint).read()), "%s: the hint is right again" % what)
+        parent_is(n, what)
+        C.eq("", rev("refs/arborinth/checkpoints/%d" % (n + 1)), "%s: nothing after it" % what)
+    # Another process's checkpoint after the hint's: taken as the last one.
+    fslib.run("git", "--git-dir", gitdir, "update-ref", "refs/arborinth/checkpoints/%d" % (n + 1),
+              rev("refs/arborinth/checkpoints/%d" % n))
+    C.eq(n + 2, ckpt("after another's"), "a ref after the hint's is counted")
+    parent_is(n + 2, "after another's")
+    # Packed by git pack-refs in the view: found there too.
+    fslib.run("git", "--git-dir", gitdir, "pack-refs", "--all")
+    C.eq(n + 3, ckpt("packed"), "refs packed by git pack-refs are counted")
+    parent_is(n + 3, "packed")
+    os.unlink(hint)
+    fslib.run("git", "--git-dir", gitdir, "pack-refs", "--all")
+    C.eq(n + 4, ckpt("packed, no hint"), "packed refs without the hint are counted")
+    fx.arb("workspace", "delete", name)
 
 
 def nested_git(fx, view):

@@ -78,7 +78,11 @@ expect_eq "$WS/workdir" "$OUT" "command starts in the workdir"
 if [ -w /run ]; then
 	touch "/run/$uniq"
 	inbox "ls /run"
-	expect_eq "$(printf 'arborinth\nuser')" "$OUT" "/run holds only the box's own entries"
+	# arborinth/ only when box-init is bound there (not when it runs from its host path).
+	case "$OUT" in
+	"$(printf 'arborinth\nuser')" | user) pass ;;
+	*) fail "/run holds only the box's own entries: got [$OUT]" ;;
+	esac
 	[ -e "/run/$uniq" ] && pass || fail "control: /run/$uniq missing on the host"
 	rm -f "/run/$uniq"
 fi

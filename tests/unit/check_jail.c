@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -331,6 +332,39 @@ START_TEST(tree_args_skip_shown)
 }
 END_TEST
 
+START_TEST(tree_args_nested_seal)
+{
+	/* A sealed tmpfs in a sealed tmpfs is left out (the outer one hides and seals it too). */
+	struct jail_mounts m = {0};
+	struct jail_strv a = {0};
+	char got[1024] = "";
+
+	add(&m, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, "/", "/", NULL);
+	add(&m, JAIL_MOUNT_TMPFS, JAIL_FROM_GUARD, JAIL_MOUNT_SEAL, NULL, "/o", "/o");
+	add(&m, JAIL_MOUNT_TMPFS, JAIL_FROM_GUARD, JAIL_MOUNT_SEAL, NULL, "/o/s", "/o/s");
+	add(&m, JAIL_MOUNT_RW, JAIL_FROM_DEFAULT, 0, "/ws/view", "/o/s/w/view", NULL);
+	add(&m, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, "/o/objects", "/o/objects", NULL);
+	/* Controls: sealed but below a bind, and a tmpfs in a sealed one without a seal. */
+	add(&m, JAIL_MOUNT_RW, JAIL_FROM_DEFAULT, 0, "/b", "/b", NULL);
+	add(&m, JAIL_MOUNT_TMPFS, JAIL_FROM_GUARD, JAIL_MOUNT_SEAL, NULL, "/b/s", "/b/s");
+	add(&m, JAIL_MOUNT_TMPFS, JAIL_FROM_DEFAULT, 0, NULL, "/o/t", NULL);
+	jail_mounts_sort(&m);
+	jail_mounts_args(&m, &a);
+	ck_assert_int_eq(jail_strv_ok(&a), 0);
+	for (size_t i = 0; i < a.n; i++) {
+		if (i)
+			strcat(got, " ");
+		strcat(got, a.v[i]);
+	}
+	ck_assert_str_eq(got,
+			 "--ro-bind / / --bind /b /b --tmpfs /b/s --remount-ro /b/s "
+			 "--tmpfs /o --ro-bind /o/objects /o/objects --bind /ws/view /o/s/w/view "
+			 "--tmpfs /o/t --remount-ro /o");
+	jail_strv_clear(&a);
+	jail_mounts_clear(&m);
+}
+END_TEST
+
 START_TEST(tree_planted_links)
 {
 	struct jail_mounts m = {0};
@@ -424,6 +458,30 @@ START_TEST(seccomp_export)
 	ck_assert_int_gt(st.st_size, 8 * 20);
 	ck_assert_int_eq(st.st_size % 8, 0); /* struct sock_filter */
 	ck_assert_int_eq(lseek(fd, 0, SEEK_CUR), 0);
+	close(fd);
+}
+END_TEST
+
+/* The filter compiled in at build time is what libseccomp makes of the rules now. */
+START_TEST(seccomp_compiled_in)
+{
+	size_t len;
+	const unsigned char *bpf = jail_seccomp_bpf(&len);
+	int fd = memfd_create("fresh", MFD_CLOEXEC);
+	unsigned char *fresh = malloc(len + 1);
+	struct stat st;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_ptr_nonnull(fresh);
+	ck_assert_int_eq(jail_seccomp_build(fd), 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_int_eq(st.st_size, (off_t)len);
+	ck_assert_int_eq(pread(fd, fresh, len + 1, 0), (ssize_t)len);
+	ck_assert(memcmp(bpf, fresh, len) == 0);
+	/* Control: the comparison tells a filter that differs in one instruction apart. */
+	fresh[len - 8] ^= 1;
+	ck_assert(memcmp(bpf, fresh, len) != 0);
+	free(fresh);
 	close(fd);
 }
 END_TEST
@@ -934,12 +992,14 @@ static Suite *jail_suite(void)
 	tcase_add_test(tc, tree_order_and_args);
 	tcase_add_test(tc, tree_planted_links);
 	tcase_add_test(tc, tree_args_skip_shown);
+	tcase_add_test(tc, tree_args_nested_seal);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("env");
 	tcase_add_test(tc, env_rules);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("seccomp");
 	tcase_add_test(tc, seccomp_export);
+	tcase_add_test(tc, seccomp_compiled_in);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("box");
 	tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
