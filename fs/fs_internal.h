@@ -177,7 +177,8 @@ struct fs {
 	const char *ur_why;   /* when not used: why (static string) */
 	struct fs_ring *ring; /* asked for in the INIT reply and running; NULL: /dev/fuse */
 	struct fs_wpend *wdirty, *wdirty_tail; /* pending handle-less writes, oldest first */
-	size_t ndata_fds;		       /* nodes' data_fd in use (<= FS_DATA_FDS_MAX) */
+	size_t ndata_fds;		       /* nodes' data_fd in use (<= fs_data_fds_max()) */
+	size_t data_fds_max;		       /* house.c: that budget (0: FS_DATA_FDS_MAX) */
 	size_t nupper_fds;		       /* nodes' O_PATH descriptors (n->fd) */
 	size_t fd_high;			       /* house.c trims descriptors above this */
 
@@ -289,10 +290,15 @@ int fs_upper_own(struct fs *fs, fuse_req_t req, struct fs_node *p, const char *n
 int fs_upper_reopen(int fd, int flags);
 /*
  * n's upper regular file open read-write for I/O that comes without a handle. Up to
- * FS_DATA_FDS_MAX of them are kept on their nodes (n->data_fd; borrowed: valid while n lives,
+ * fs_data_fds_max() of them are kept on their nodes (n->data_fd; borrowed: valid while n lives,
  * hold n->refs to use it unlocked); beyond that *owned is set and the caller closes it.
  */
 int fs_upper_data_fd(struct fs *fs, struct fs_node *n, int *out, bool *owned) ARB_MUST_CHECK;
+/* How many data descriptors nodes may keep: FS_DATA_FDS_MAX, less under a low RLIMIT_NOFILE. */
+static inline size_t fs_data_fds_max(const struct fs *fs)
+{
+	return fs->data_fds_max ? fs->data_fds_max : FS_DATA_FDS_MAX;
+}
 /* Takes fd (n's upper file, open read-write) as n's data descriptor, or closes it. */
 void fs_upper_adopt_data_fd(struct fs *fs, struct fs_node *n, int fd);
 /* Truncates n's upper regular file (copied up already) to size, through its data descriptor. */
