@@ -104,6 +104,7 @@ static int fs_setup(struct fs *fs, const struct fs_config *cfg)
 	fs->layer_fd = fs->gitdir_fd = fs->blobs_fd = fs->devfd = -1;
 	fs->uid = getuid();
 	fs->gid = getgid();
+	fs_house_limits(fs); /* after raise_nofile() */
 	pthread_mutex_init(&fs->lock, NULL);
 	rc = util_mkdir_p(cfg->blobs, 0755);
 	if (rc == 0)

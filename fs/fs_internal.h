@@ -177,8 +177,8 @@ struct fs {
 	const char *ur_why;   /* when not used: why (static string) */
 	struct fs_ring *ring; /* asked for in the INIT reply and running; NULL: /dev/fuse */
 	struct fs_wpend *wdirty, *wdirty_tail; /* pending handle-less writes, oldest first */
-	size_t ndata_fds;		       /* nodes' data_fd in use (<= fs_data_fds_max()) */
-	size_t data_fds_max;		       /* house.c: that budget (0: FS_DATA_FDS_MAX) */
+	size_t ndata_fds;		       /* nodes' data_fd in use (<= data_fds_max) */
+	size_t data_fds_max;		       /* house.c: that budget */
 	size_t nupper_fds;		       /* nodes' O_PATH descriptors (n->fd) */
 	size_t fd_high;			       /* house.c trims descriptors above this */
 
@@ -290,15 +290,10 @@ int fs_upper_own(struct fs *fs, fuse_req_t req, struct fs_node *p, const char *n
 int fs_upper_reopen(int fd, int flags);
 /*
  * n's upper regular file open read-write for I/O that comes without a handle. Up to
- * fs_data_fds_max() of them are kept on their nodes (n->data_fd; borrowed: valid while n lives,
+ * fs->data_fds_max of them are kept on their nodes (n->data_fd; borrowed: valid while n lives,
  * hold n->refs to use it unlocked); beyond that *owned is set and the caller closes it.
  */
 int fs_upper_data_fd(struct fs *fs, struct fs_node *n, int *out, bool *owned) ARB_MUST_CHECK;
-/* How many data descriptors nodes may keep: FS_DATA_FDS_MAX, less under a low RLIMIT_NOFILE. */
-static inline size_t fs_data_fds_max(const struct fs *fs)
-{
-	return fs->data_fds_max ? fs->data_fds_max : FS_DATA_FDS_MAX;
-}
 /* Takes fd (n's upper file, open read-write) as n's data descriptor, or closes it. */
 void fs_upper_adopt_data_fd(struct fs *fs, struct fs_node *n, int fd);
 /* Truncates n's upper regular file (copied up already) to size, through its data descriptor. */
@@ -371,6 +366,8 @@ void fs_record_sweep(struct fs *fs, int64_t min_age);
  * kernel to forget unused upper files. fs_house_stop records whatever is still pending.
  */
 int fs_house_start(struct fs *fs) ARB_MUST_CHECK;
+/* Sets fs->fd_high and fs->data_fds_max from RLIMIT_NOFILE; before the first request. */
+void fs_house_limits(struct fs *fs);
 void fs_house_stop(struct fs *fs);
 /* Wakes the thread when the nodes' descriptors passed fs->fd_high (fs->lock held). */
 void fs_house_fds_changed(struct fs *fs);

@@ -79,9 +79,9 @@ static void release_data_fds(struct fs *fs)
 {
 	size_t size = fs->by_ino.size;
 
-	if (fs->ndata_fds < fs_data_fds_max(fs))
+	if (fs->ndata_fds < fs->data_fds_max)
 		return;
-	for (size_t slot = 0; slot < size && fs->ndata_fds > fs_data_fds_max(fs) / 2; slot++) {
+	for (size_t slot = 0; slot < size && fs->ndata_fds > fs->data_fds_max / 2; slot++) {
 		for (struct fs_node *n = fs->by_ino.slots[slot]; n; n = n->next_ino) {
 			if (n->data_fd < 0 || n->refs > 0 || !n->parent || n->unlinked)
 				continue; /* an unlinked copy lives only through its descriptor */
@@ -148,23 +148,32 @@ static void *house_main(void *arg)
 	return NULL;
 }
 
-int fs_house_start(struct fs *fs)
+void fs_house_limits(struct fs *fs)
 {
-	pthread_condattr_t ca;
 	struct rlimit rl;
-	int rc;
+	size_t quarter;
 
+	fs->fd_high = 0; /* no limit: never trimmed */
+	fs->data_fds_max = FS_DATA_FDS_MAX;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return;
 	/*
 	 * Three quarters of the limit, leaving the rest to libfuse, SQLite, libgit2 and pipes.
 	 * Data descriptors are a cache each of which doubles a node's cost: at most a quarter of
 	 * the limit, so that under a low limit (1,024) a burst of new files while this thread is
 	 * late to run (a loaded machine) still has room before EMFILE.
 	 */
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-		fs->fd_high = (size_t)rl.rlim_cur / 4 * 3;
-		if ((size_t)rl.rlim_cur / 4 < FS_DATA_FDS_MAX)
-			fs->data_fds_max = (size_t)rl.rlim_cur / 4 ? (size_t)rl.rlim_cur / 4 : 1;
-	}
+	quarter = (size_t)rl.rlim_cur / 4;
+	fs->fd_high = quarter * 3;
+	if (quarter < FS_DATA_FDS_MAX)
+		fs->data_fds_max = quarter ? quarter : 1;
+}
+
+int fs_house_start(struct fs *fs)
+{
+	pthread_condattr_t ca;
+	int rc;
+
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	rc = -pthread_cond_init(&fs->house_cv, &ca);

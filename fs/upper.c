@@ -53,7 +53,7 @@ static int reopen_owned(int pathfd, int flags)
 	return fd;
 }
 
-/* Keeps fd on n as its data descriptor, counted against fs_data_fds_max(). */
+/* Keeps fd on n as its data descriptor, counted against fs->data_fds_max. */
 static void keep_data_fd(struct fs *fs, struct fs_node *n, int fd)
 {
 	n->data_fd = fd;
@@ -63,7 +63,7 @@ static void keep_data_fd(struct fs *fs, struct fs_node *n, int fd)
 
 void fs_upper_adopt_data_fd(struct fs *fs, struct fs_node *n, int fd)
 {
-	if (n->data_fd < 0 && S_ISREG(n->type) && fs->ndata_fds < fs_data_fds_max(fs))
+	if (n->data_fd < 0 && S_ISREG(n->type) && fs->ndata_fds < fs->data_fds_max)
 		keep_data_fd(fs, n, fd);
 	else
 		close(fd);
@@ -87,7 +87,7 @@ int fs_upper_data_fd(struct fs *fs, struct fs_node *n, int *out, bool *owned)
 		fd = reopen_owned(n->fd, O_RDWR);
 	if (fd < 0)
 		return fd;
-	if (fs->ndata_fds >= fs_data_fds_max(fs))
+	if (fs->ndata_fds >= fs->data_fds_max)
 		*owned = true; /* over the budget: the caller closes it after this request */
 	else
 		keep_data_fd(fs, n, fd);
