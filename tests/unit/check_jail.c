@@ -193,6 +193,21 @@ static void add(struct jail_mounts *m, enum jail_mount_type t, enum jail_mount_o
 	ck_assert_int_eq(jail_mounts_add(m, &x), 0);
 }
 
+/* a's words joined by spaces into buf (the test fails if they do not fit). */
+static const char *joined(const struct jail_strv *a, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < a->n; i++) {
+		int n = snprintf(buf + used, len - used, "%s%s", i ? " " : "", a->v[i]);
+
+		ck_assert(n >= 0 && (size_t)n < len - used);
+		used += (size_t)n;
+	}
+	return buf;
+}
+
 /* / ro, /proc, /tmp (replaceable), a guard at tmp/g with a default below it. */
 static void sample_tree(struct jail_mounts *m)
 {
@@ -286,14 +301,9 @@ START_TEST(tree_order_and_args)
 		 "--bind %s %s --remount-ro %s",
 		 tpath("g"), tpath("src"), tpath("g/inner"), tpath("g"));
 	{
-		char got[2048] = "";
+		char got[2048];
 
-		for (size_t i = 0; i < a.n; i++) {
-			if (i)
-				strcat(got, " ");
-			strcat(got, a.v[i]);
-		}
-		ck_assert_str_eq(got, want);
+		ck_assert_str_eq(joined(&a, got, sizeof(got)), want);
 	}
 	jail_strv_clear(&a);
 	jail_mounts_clear(&m);
@@ -305,7 +315,7 @@ START_TEST(tree_args_skip_shown)
 	/* A read-only bind of what its ancestor's read-only bind shows there is not bound again. */
 	struct jail_mounts m = {0};
 	struct jail_strv a = {0};
-	char got[1024] = "";
+	char got[1024];
 
 	add(&m, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, "/", "/", NULL);
 	add(&m, JAIL_MOUNT_RW, JAIL_FROM_DEFAULT, 0, "/w/home", "/h", NULL);
@@ -318,11 +328,7 @@ START_TEST(tree_args_skip_shown)
 	jail_mounts_sort(&m);
 	jail_mounts_args(&m, &a);
 	ck_assert_int_eq(jail_strv_ok(&a), 0);
-	for (size_t i = 0; i < a.n; i++) {
-		if (i)
-			strcat(got, " ");
-		strcat(got, a.v[i]);
-	}
+	joined(&a, got, sizeof(got));
 	/* Only /h/tool/a/shims goes: under a rw bind, another source or a sibling path stays. */
 	ck_assert_str_eq(got, "--ro-bind / / --bind /w/home /h --ro-bind /h/tool /h/tool "
 			      "--ro-bind /elsewhere /h/tool/b --bind /h/tool/c /h/tool/c "
@@ -337,7 +343,7 @@ START_TEST(tree_args_nested_seal)
 	/* A sealed tmpfs in a sealed tmpfs is left out (the outer one hides and seals it too). */
 	struct jail_mounts m = {0};
 	struct jail_strv a = {0};
-	char got[1024] = "";
+	char got[1024];
 
 	add(&m, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, "/", "/", NULL);
 	add(&m, JAIL_MOUNT_TMPFS, JAIL_FROM_GUARD, JAIL_MOUNT_SEAL, NULL, "/o", "/o");
@@ -351,11 +357,7 @@ START_TEST(tree_args_nested_seal)
 	jail_mounts_sort(&m);
 	jail_mounts_args(&m, &a);
 	ck_assert_int_eq(jail_strv_ok(&a), 0);
-	for (size_t i = 0; i < a.n; i++) {
-		if (i)
-			strcat(got, " ");
-		strcat(got, a.v[i]);
-	}
+	joined(&a, got, sizeof(got));
 	ck_assert_str_eq(got,
 			 "--ro-bind / / --bind /b /b --tmpfs /b/s --remount-ro /b/s "
 			 "--tmpfs /o --ro-bind /o/objects /o/objects --bind /ws/view /o/s/w/view "
