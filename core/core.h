@@ -49,8 +49,14 @@ int core_project_head(const struct core_project *p, struct core_head *out) ARB_M
  */
 int core_project_db(struct core_project *p, bool create, sqlite3 **out) ARB_MUST_CHECK;
 
-/* Checks a workspace name; -EINVAL with a message naming the broken rule. */
+/*
+ * Checks a workspace name; -EINVAL with a message naming the broken rule. The rules include
+ * git's for the branch refs/heads/arborinth/NAME (git-check-ref-format), checked here
+ * without libgit2; core_ws_name_check_new, for a workspace about to be made, also asks
+ * libgit2 (the library that will make the ref).
+ */
 int core_ws_name_check(const char *name) ARB_MUST_CHECK;
+int core_ws_name_check_new(const char *name) ARB_MUST_CHECK;
 
 /* Resolves a revision to a commit; -ENOENT / -EINVAL with a message. */
 int core_rev_resolve(const struct core_project *p, const char *rev, git_oid *out) ARB_MUST_CHECK;

@@ -5,13 +5,24 @@
 #include "core/core.h"
 
 struct core_project {
-	git_repository *repo;
+	git_repository *repo; /* opened on first use: core_project_repo() */
+	bool git_init;	      /* libgit2 initialised for this project (to shut down) */
 	char *root;
 	char *gitdir;
+	char *commondir;
 	char *objects;
 	char *state_dir;
 	sqlite3 *db;
 };
+
+/*
+ * project_cache.c: the origin's paths without libgit2. core_project_cached fills p->root,
+ * gitdir and commondir from <real's root>/.arborinth/repo.cache when everything they were
+ * found from still holds (0), else -ENOENT (nothing set, no message) or -ENOMEM.
+ * core_project_cache_write records them after libgit2 found them (best effort).
+ */
+int core_project_cached(struct core_project *p, const char *real);
+void core_project_cache_write(const struct core_project *p);
 
 /*
  * Writes the workspace gitdir at `gitdir` for workspace `name` based on `base`: HEAD on

@@ -235,9 +235,12 @@ int core_dirty_copy(struct core_project *p, const git_oid *base, const char *lay
 	struct dirty d = {.src = -1, .layer = -1};
 	git_status_list *list = NULL;
 	git_commit *commit = NULL;
+	git_repository *repo = core_project_repo(p);
 	int rc = -EIO;
 
-	if (git_commit_lookup(&commit, p->repo, base) < 0 || git_commit_tree(&d.base, commit) < 0) {
+	if (!repo)
+		return -EIO;
+	if (git_commit_lookup(&commit, repo, base) < 0 || git_commit_tree(&d.base, commit) < 0) {
 		rc = util_err(-EIO, "--dirty: cannot read the base tree: %s",
 			      git_error_last()->message);
 		goto out;
@@ -253,7 +256,7 @@ int core_dirty_copy(struct core_project *p, const git_oid *base, const char *lay
 	opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS |
 		     GIT_STATUS_OPT_EXCLUDE_SUBMODULES | GIT_STATUS_OPT_DISABLE_PATHSPEC_MATCH;
 	opts.baseline = d.base; /* differences from the base, not from the origin's HEAD */
-	if (git_status_list_new(&list, p->repo, &opts) < 0) {
+	if (git_status_list_new(&list, repo, &opts) < 0) {
 		rc = util_err(-EIO, "--dirty: cannot read the origin's status: %s",
 			      git_error_last()->message);
 		goto out;

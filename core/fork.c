@@ -66,7 +66,8 @@ int core_ws_fork(struct core_project *p, const char *name, const char *from, con
 	int rc;
 
 	*out = NULL;
-	rc = core_ws_name_check(name);
+	rc = core_project_repo(p) ? 0 : -EIO;
+	rc = rc ?: core_ws_name_check_new(name);
 	/* Taken names fail before anything is written into the origin's store. */
 	if (rc == 0 && core_ws_get(p, name, out) == 0) {
 		core_ws_free(*out);

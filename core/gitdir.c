@@ -162,10 +162,13 @@ static int build_index(struct core_project *p, const char *path, const git_oid *
 	git_tree *tree = NULL;
 	git_index *idx = NULL;
 	git_odb *odb = NULL;
+	git_repository *repo = core_project_repo(p);
 	int rc = -EIO;
 
-	if (git_commit_lookup(&commit, p->repo, base) < 0 || git_commit_tree(&tree, commit) < 0 ||
-	    git_repository_odb(&odb, p->repo) < 0 || git_index_open(&idx, path) < 0 ||
+	if (!repo)
+		return -EIO;
+	if (git_commit_lookup(&commit, repo, base) < 0 || git_commit_tree(&tree, commit) < 0 ||
+	    git_repository_odb(&odb, repo) < 0 || git_index_open(&idx, path) < 0 ||
 	    git_index_read_tree(idx, tree) < 0) {
 		rc = util_err(-EIO, "cannot build index: %s", git_error_last()->message);
 		goto out;

@@ -33,6 +33,8 @@ static int fetch_ws(struct core_project *p, const struct core_ws *ws, git_oid *h
 	int rc = remote && name ? 0 : util_err(-ENOMEM, "out of memory");
 
 	fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
+	if (rc == 0 && !core_project_repo(p))
+		rc = -EIO;
 	if (rc == 0 && (git_remote_lookup(&r, core_project_repo(p), remote) < 0 ||
 			git_remote_fetch(r, NULL, &fo, "arborinth: merge") < 0))
 		rc = git_fail("cannot fetch the workspace's branch");
@@ -106,6 +108,8 @@ int core_ws_merge(struct core_project *p, const struct core_ws *ws, struct core_
 	int rc;
 
 	memset(out, 0, sizeof(*out));
+	if (!repo)
+		return -EIO;
 	co.checkout_strategy = GIT_CHECKOUT_SAFE;
 	if (git_repository_head(&head, repo) < 0 || !git_reference_is_branch(head)) {
 		git_reference_free(head);
@@ -273,7 +277,8 @@ int core_ws_apply(struct core_project *p, const struct core_ws *ws, size_t *file
 
 	*files = 0;
 	dopt.flags = GIT_DIFF_SHOW_BINARY;
-	rc = core_ws_tree(p, ws, "base", &from);
+	rc = core_project_repo(p) ? 0 : -EIO;
+	rc = rc ?: core_ws_tree(p, ws, "base", &from);
 	rc = rc ?: core_ws_tree(p, ws, "view", &to);
 	rc = rc ?: ckpt_repo_open(ws, &wrepo);
 	if (rc == 0 &&

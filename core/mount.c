@@ -232,7 +232,7 @@ int core_ws_mount(struct core_project *p, struct core_ws *ws, unsigned int flags
 	pidfile = util_path_join(ws->run, "daemon.pid");
 	log = util_path_join(ws->run, "fs.log");
 	db = util_path_join(p->state_dir, "state.db");
-	commondir = strdup(git_repository_commondir(p->repo));
+	commondir = strdup(p->commondir);
 	if (!blobs || !pidfile || !log || !db || !commondir)
 		goto out;
 	cfg = (struct fs_config){.mountpoint = ws->workdir,

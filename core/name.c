@@ -7,6 +7,14 @@
 
 #include "fs/fs.h"
 
+static int not_a_branch(const char *name)
+{
+	return util_err(-EINVAL,
+			"invalid workspace name '%s': not usable in a git branch name "
+			"(refs/heads/arborinth/%s)",
+			name, name);
+}
+
 int core_ws_name_check(const char *name)
 {
 	size_t len = strlen(name);
@@ -46,19 +54,27 @@ int core_ws_name_check(const char *name)
 			return util_err(-EINVAL,
 					"invalid workspace name: contains whitespace or a control "
 					"character");
-	/* The name also becomes refs/heads/arborinth/NAME and the remote arborinth/NAME. */
+	/*
+	 * The name also becomes refs/heads/arborinth/NAME and the remote arborinth/NAME: git's
+	 * rules for one component of a ref name not checked above (git-check-ref-format(1)).
+	 */
+	if (strpbrk(name, "~^[") || strstr(name, "@{") || name[len - 1] == '.' ||
+	    (len >= 5 && !strcmp(name + len - 5, ".lock")))
+		return not_a_branch(name);
+	return 0;
+}
+
+int core_ws_name_check_new(const char *name)
+{
 	char ref[CORE_WS_NAME_MAX + 32];
 	int valid = 0;
-	int rc;
+	int rc = core_ws_name_check(name);
 
+	if (rc < 0)
+		return rc;
 	snprintf(ref, sizeof(ref), "refs/heads/arborinth/%s", name);
 	fs_git_init();
 	rc = git_reference_name_is_valid(&valid, ref);
 	git_libgit2_shutdown();
-	if (rc < 0 || !valid)
-		return util_err(-EINVAL,
-				"invalid workspace name '%s': not usable in a git branch name "
-				"(refs/heads/arborinth/%s)",
-				name, name);
-	return 0;
+	return rc < 0 || !valid ? not_a_branch(name) : 0;
 }

@@ -12,11 +12,16 @@ int core_origin_add(struct core_project *p, const char *name, const git_oid *bas
 	char *spec = util_asprintf("+refs/heads/*:refs/remotes/arborinth/%s/*", name);
 	git_reference *ref = NULL;
 	git_remote *remote = NULL;
+	git_repository *repo = core_project_repo(p);
 	int rc = -ENOMEM;
 
+	if (!repo) {
+		rc = -EIO;
+		goto out;
+	}
 	if (!refname || !remote_name || !spec)
 		goto out;
-	rc = git_reference_create(&ref, p->repo, refname, base, 0, "arborinth: workspace create");
+	rc = git_reference_create(&ref, repo, refname, base, 0, "arborinth: workspace create");
 	if (rc == GIT_EEXISTS) {
 		rc = util_err(-EEXIST, "the origin already has %s (left by an earlier workspace?)",
 			      refname);
@@ -28,7 +33,7 @@ int core_origin_add(struct core_project *p, const char *name, const git_oid *bas
 	rc = core_fault("origin-ref");
 	if (rc < 0)
 		goto undo_ref;
-	rc = git_remote_create_with_fetchspec(&remote, p->repo, remote_name, ws_gitdir, spec);
+	rc = git_remote_create_with_fetchspec(&remote, repo, remote_name, ws_gitdir, spec);
 	if (rc == GIT_EEXISTS) {
 		rc = util_err(-EEXIST, "the origin already has a remote %s", remote_name);
 		goto undo_ref;
@@ -54,26 +59,31 @@ int core_origin_remove(struct core_project *p, const char *name)
 {
 	char *refname = util_asprintf("refs/arborinth/%s", name);
 	char *remote_name = util_asprintf("arborinth/%s", name);
+	git_repository *repo = core_project_repo(p);
 	int rc = 0;
 
+	if (!repo) {
+		rc = -EIO;
+		goto out;
+	}
 	if (!refname || !remote_name) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (git_remote_delete(p->repo, remote_name) < 0) {
+	if (git_remote_delete(repo, remote_name) < 0) {
 		git_remote *r = NULL;
 
 		/* Only an error when the remote is still there. */
-		if (git_remote_lookup(&r, p->repo, remote_name) == 0) {
+		if (git_remote_lookup(&r, repo, remote_name) == 0) {
 			rc = util_err(-EIO, "cannot remove remote %s", remote_name);
 			git_remote_free(r);
 			goto out;
 		}
 	}
-	if (git_reference_remove(p->repo, refname) < 0) {
+	if (git_reference_remove(repo, refname) < 0) {
 		git_reference *ref = NULL;
 
-		if (git_reference_lookup(&ref, p->repo, refname) == 0) {
+		if (git_reference_lookup(&ref, repo, refname) == 0) {
 			rc = util_err(-EIO, "cannot remove %s: %s", refname,
 				      git_error_last()->message);
 			git_reference_free(ref);

@@ -24,23 +24,41 @@ static char *strip_slash(const char *path)
 	return s;
 }
 
-static int project_fill(struct core_project *p)
+/* root, gitdir and commondir known: the paths made from them. */
+static int project_paths(struct core_project *p)
 {
-	char *objects = NULL;
+	char *objects = util_path_join(p->commondir, "objects");
 
-	p->root = strip_slash(git_repository_workdir(p->repo));
-	p->gitdir = strip_slash(git_repository_path(p->repo));
-	objects = util_path_join(git_repository_commondir(p->repo), "objects");
-	if (!p->root || !p->gitdir || !objects) {
-		free(objects);
-		return -ENOMEM;
-	}
-	p->objects = strip_slash(objects);
+	p->objects = objects ? strip_slash(objects) : NULL;
 	free(objects);
 	p->state_dir = util_path_join(p->root, ".arborinth");
-	if (!p->objects || !p->state_dir)
+	return p->objects && p->state_dir ? 0 : -ENOMEM;
+}
+
+/* libgit2's way: discovery from `real` upwards, then the cache for the next time. */
+static int project_discover(struct core_project *p, const char *real, const char *workdir)
+{
+	int rc;
+
+	fs_git_init();
+	p->git_init = true;
+	rc = git_repository_open_ext(&p->repo, real, 0, NULL);
+	if (rc == GIT_ENOTFOUND)
+		return util_err(-ENOENT, "%s: not inside a git repository", real);
+	else if (rc < 0)
+		return util_err(-EIO, "%s: %s", workdir, git_error_last()->message);
+	if (git_repository_is_bare(p->repo))
+		return util_err(-EINVAL, "%s: a bare repository (arborinth needs a working tree)",
+				real);
+	p->root = strip_slash(git_repository_workdir(p->repo));
+	p->gitdir = strip_slash(git_repository_path(p->repo));
+	p->commondir = strip_slash(git_repository_commondir(p->repo));
+	if (!p->root || !p->gitdir || !p->commondir)
 		return -ENOMEM;
-	return 0;
+	rc = project_paths(p);
+	if (rc == 0)
+		core_project_cache_write(p);
+	return rc;
 }
 
 int core_project_open(struct core_project **out, const char *workdir)
@@ -57,24 +75,14 @@ int core_project_open(struct core_project **out, const char *workdir)
 		return util_err(-ENOTDIR, "%s: not a directory", workdir);
 	if (!realpath(workdir, real))
 		return util_err(-errno, "%s: %s", workdir, strerror(errno));
-	fs_git_init();
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	rc = git_repository_open_ext(&p->repo, real, 0, NULL);
-	if (rc == GIT_ENOTFOUND) {
-		rc = util_err(-ENOENT, "%s: not inside a git repository", real);
-		goto out;
-	} else if (rc < 0) {
-		rc = util_err(-EIO, "%s: %s", workdir, git_error_last()->message);
-		goto out;
-	}
-	if (git_repository_is_bare(p->repo)) {
-		rc = util_err(-EINVAL, "%s: a bare repository (arborinth needs a working tree)",
-			      real);
-		goto out;
-	}
-	rc = project_fill(p);
+	rc = core_project_cached(p, real);
+	if (rc == 0)
+		rc = project_paths(p);
+	else if (rc == -ENOENT)
+		rc = project_discover(p, real, workdir);
 	if (rc < 0)
 		goto out;
 	*out = p;
@@ -92,10 +100,12 @@ void core_project_free(struct core_project *p)
 	git_repository_free(p->repo);
 	free(p->root);
 	free(p->gitdir);
+	free(p->commondir);
 	free(p->objects);
 	free(p->state_dir);
+	if (p->git_init)
+		git_libgit2_shutdown();
 	free(p);
-	git_libgit2_shutdown();
 }
 
 const char *core_project_root(const struct core_project *p)
@@ -120,7 +130,23 @@ const char *core_project_state_dir(const struct core_project *p)
 
 git_repository *core_project_repo(const struct core_project *p)
 {
-	return p->repo;
+	/* A cache of the project, like its paths: set once, on the first call that needs it. */
+	struct core_project *mp = (struct core_project *)p;
+	git_repository *repo = NULL;
+
+	if (p->repo)
+		return p->repo;
+	if (!p->git_init) {
+		fs_git_init();
+		mp->git_init = true;
+	}
+	/* Exactly the root found (from the cache): no search upwards. */
+	if (git_repository_open_ext(&repo, p->root, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0) {
+		util_err(-EIO, "%s: %s", p->root, git_error_last()->message);
+		return NULL;
+	}
+	mp->repo = repo;
+	return repo;
 }
 
 int core_project_head(const struct core_project *p, struct core_head *out)
@@ -129,6 +155,8 @@ int core_project_head(const struct core_project *p, struct core_head *out)
 	int rc;
 
 	memset(out, 0, sizeof(*out));
+	if (!core_project_repo(p))
+		return -EIO;
 	rc = git_repository_head(&head, p->repo);
 	if (rc == GIT_EUNBORNBRANCH || rc == GIT_ENOTFOUND) {
 		git_reference *sym = NULL;
@@ -161,7 +189,7 @@ static int state_dir_init(struct core_project *p)
 	rc = util_mkdir_p(p->state_dir, 0755);
 	if (rc < 0)
 		return rc;
-	info = util_path_join(git_repository_commondir(p->repo), "info");
+	info = util_path_join(p->commondir, "info");
 	exclude = info ? util_path_join(info, "exclude") : NULL;
 	if (!exclude) {
 		rc = -ENOMEM;
@@ -215,6 +243,8 @@ int core_rev_resolve(const struct core_project *p, const char *rev, git_oid *out
 	git_object *commit = NULL;
 	int rc;
 
+	if (!core_project_repo(p))
+		return -EIO;
 	rc = git_revparse_single(&obj, p->repo, rev);
 	if (rc < 0) {
 		rc = util_err(-ENOENT, "unknown revision '%s'", rev);

@@ -193,7 +193,7 @@ int core_ws_create_opts(struct core_project *p, const char *name, const char *re
 
 	if (out)
 		*out = NULL;
-	rc = core_ws_name_check(name);
+	rc = core_ws_name_check_new(name);
 	if (rc == 0)
 		rc = core_rev_resolve(p, rev ? rev : "HEAD", &base);
 	if (rc == 0)

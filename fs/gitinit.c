@@ -20,8 +20,10 @@ void fs_git_init(void)
 {
 	static int done;
 	int (*ssh2_init)(int flags);
+	int major, minor, rev;
 
 	if (!__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL)) {
+		(void)git_libgit2_version(&major, &minor, &rev);
 		*(void **)&ssh2_init = dlsym(RTLD_DEFAULT, "libssh2_init");
 		if (ssh2_init)
 			(void)ssh2_init(SSH2_INIT_NO_CRYPTO);

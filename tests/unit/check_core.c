@@ -59,21 +59,66 @@ START_TEST(name_rules)
 	    {"a*b", "'*'"},
 	    {"\xff", "UTF-8"},
 	    {"a~b", "git branch name"},
+	    {"a^b", "git branch name"},
+	    {"a[b", "git branch name"},
+	    {"a@{b", "git branch name"},
+	    {"ab.", "git branch name"},
 	    {"a.lock", "git branch name"},
 	    {"x0123456789012345678901234567890123456789012345678901234567890123", "64 bytes"},
 	};
 
-	for (size_t i = 0; i < ARB_ARRAY_LEN(good); i++)
+	for (size_t i = 0; i < ARB_ARRAY_LEN(good); i++) {
 		ck_assert_msg(core_ws_name_check(good[i]) == 0, "%s: %s", good[i], util_err_msg());
+		/* libgit2 agrees with the rules checked without it. */
+		ck_assert_msg(core_ws_name_check_new(good[i]) == 0, "%s: %s", good[i],
+			      util_err_msg());
+	}
 	for (size_t i = 0; i < ARB_ARRAY_LEN(bad); i++) {
 		ck_assert_int_eq(core_ws_name_check(bad[i].name), -EINVAL);
 		ck_assert_msg(strstr(util_err_msg(), bad[i].why), "%s: message '%s' lacks '%s'",
 			      bad[i].name, util_err_msg(), bad[i].why);
+		ck_assert_int_eq(core_ws_name_check_new(bad[i].name), -EINVAL);
 	}
 	/* Exactly 64 bytes is allowed. */
 	ck_assert_int_eq(core_ws_name_check("0123456789012345678901234567890123456789012345678901"
 					    "234567890123"),
 			 0);
+}
+END_TEST
+
+/*
+ * The name rules checked without libgit2 are never looser than libgit2's for the branch
+ * refs/heads/arborinth/NAME: every ASCII character at the start, middle and end of a name,
+ * and the sequences git treats specially.
+ */
+START_TEST(name_rules_vs_libgit2)
+{
+	static const char *const seqs[] = {"@{", "..", ".lock", ".", "@", "//", "/."};
+	char names[128 * 3 + 4 * ARB_ARRAY_LEN(seqs)][32];
+	size_t n = 0;
+
+	for (int c = 1; c < 128; c++) {
+		snprintf(names[n++], sizeof(names[0]), "%cab", c);
+		snprintf(names[n++], sizeof(names[0]), "a%cb", c);
+		snprintf(names[n++], sizeof(names[0]), "ab%c", c);
+	}
+	for (size_t i = 0; i < ARB_ARRAY_LEN(seqs); i++) {
+		snprintf(names[n++], sizeof(names[0]), "%sab", seqs[i]);
+		snprintf(names[n++], sizeof(names[0]), "a%sb", seqs[i]);
+		snprintf(names[n++], sizeof(names[0]), "ab%s", seqs[i]);
+		snprintf(names[n++], sizeof(names[0]), "%s", seqs[i]);
+	}
+	git_libgit2_init();
+	for (size_t i = 0; i < n; i++) {
+		char ref[sizeof(names[0]) + 32];
+		int valid = 0;
+
+		snprintf(ref, sizeof(ref), "refs/heads/arborinth/%.31s", names[i]);
+		ck_assert_int_eq(git_reference_name_is_valid(&valid, ref), 0);
+		if (core_ws_name_check(names[i]) == 0)
+			ck_assert_msg(valid, "'%s' passes the rules, libgit2 refuses it", names[i]);
+	}
+	git_libgit2_shutdown();
 }
 END_TEST
 
@@ -188,6 +233,7 @@ static Suite *core_suite(void)
 	TCase *tc = tcase_create("names");
 
 	tcase_add_test(tc, name_rules);
+	tcase_add_test(tc, name_rules_vs_libgit2);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("repository");
 	tcase_add_checked_fixture(tc, repo_setup, repo_teardown);
