@@ -18,7 +18,10 @@
  * One tool manager. Templates may use {root} (the folder holding `marker`), {parent} (the
  * PATH entry's parent as written), {home} and {VAR} for a variable set earlier in `vars`.
  * A var "NAME=TEMPLATE" is set in the box; "NAME?=TEMPLATE" takes the host's value when the
- * host has one (an empty TEMPLATE: only then).
+ * host has one (an empty TEMPLATE: only then). `shims`: the folder of programs the manager
+ * writes itself (`pyenv rehash`, `asdf reshim`): scripts that exec the manager, whose mounts
+ * cover them, so a PATH entry that is this folder is not read program by program
+ * (toolscan.c): pyenv's hundred-odd shims were 0.7 ms of every box start.
  */
 struct toolmgr {
 	const char *name;
@@ -27,6 +30,7 @@ struct toolmgr {
 	const char *suffix; /* NULL, or how the root's path must end */
 	const char *const *vars;
 	const char *const *mounts;
+	const char *shims; /* NULL, or the template of its shims folder */
 };
 
 #define LIST(...) ((const char *const[]){__VA_ARGS__, NULL})
@@ -35,7 +39,8 @@ struct toolmgr {
 static const struct toolmgr managers[] = {
     {"pyenv", "libexec/pyenv", 3, NULL, LIST("PYENV_ROOT={root}"),
      LIST("{root}/bin", "{root}/libexec", "{root}/plugins", "{root}/pyenv.d", "{root}/shims",
-	  "{root}/versions", "{root}/version")},
+	  "{root}/versions", "{root}/version"),
+     "{root}/shims"},
     /* The proxies in $CARGO_HOME/bin: not config.toml or credentials.toml (tokens). */
     {"rustup", "bin/rustup", 1, NULL,
      LIST("CARGO_HOME={root}", "RUSTUP_HOME?={home}/.rustup", "RUSTUP_TOOLCHAIN?="),
@@ -51,9 +56,11 @@ static const struct toolmgr managers[] = {
      LIST("{parent}")},
     {"asdf", "installs", 1, "/.asdf", LIST("ASDF_DATA_DIR={root}"),
      LIST("{root}/bin", "{root}/lib", "{root}/asdf.sh", "{root}/installs", "{root}/plugins",
-	  "{root}/shims", "{home}/.tool-versions")},
+	  "{root}/shims", "{home}/.tool-versions"),
+     "{root}/shims"},
     {"mise", "installs", 1, "/mise", LIST("MISE_DATA_DIR={root}"),
-     LIST("{root}/installs", "{root}/plugins", "{root}/shims", "{home}/.tool-versions")},
+     LIST("{root}/installs", "{root}/plugins", "{root}/shims", "{home}/.tool-versions"),
+     "{root}/shims"},
     {"go", "pkg/tool", 1, NULL, LIST("GOROOT={root}"), LIST("{root}")},
     {"gopath", "pkg/mod", 1, NULL, LIST("GOPATH={root}"), LIST("{root}/bin")},
     /* Any other install prefix (~/.local, a uv Python): its bin needs its lib. */
@@ -269,8 +276,11 @@ static int set_vars(struct jail_box *b, const struct toolmgr *tm, struct tvars *
 	return rc;
 }
 
-/* The entry's manager (the first whose marker is found), its variables and mounts. */
-static int add_manager(struct jail_box *b, const char *norm, const char *real)
+/*
+ * The entry's manager (the first whose marker is found), its variables and mounts; *shims:
+ * the entry (resolved: real) is that manager's shims folder.
+ */
+static int add_manager(struct jail_box *b, const char *norm, const char *real, bool *shims)
 {
 	const struct toolmgr *tm = NULL;
 	char *root = NULL, *entry = jail_box_tilde(b, norm), *why = NULL, *parent = strdup(norm);
@@ -301,6 +311,14 @@ static int add_manager(struct jail_box *b, const char *norm, const char *real)
 		rc = path ? jail_box_tool_mount(b, path, why) : util_err(-ENOMEM, "out of memory");
 		free(path);
 	}
+	if (rc == 0 && tm->shims) {
+		/* {root} is resolved already, as real is. */
+		char *dir = expand(tm->shims, &t);
+
+		rc = dir ? 0 : util_err(-ENOMEM, "out of memory");
+		*shims = dir && !strcmp(dir, real);
+		free(dir);
+	}
 out:
 	tvars_clear(&t);
 	free(why);
@@ -314,6 +332,7 @@ out:
 static int add_entry(struct jail_box *b, const char *entry)
 {
 	char *norm = NULL, *real = NULL;
+	bool shims = false;
 	struct stat st;
 	int rc = 0;
 
@@ -325,8 +344,8 @@ static int add_entry(struct jail_box *b, const char *entry)
 	else if (stat(real, &st) == 0 && S_ISDIR(st.st_mode) &&
 		 (util_path_under(norm, b->home) || util_path_under(real, b->home_real)) &&
 		 jail_mounts_find(&b->mounts, util_path_under(norm, b->home) ? norm : real)) {
-		rc = add_manager(b, norm, real);
-		if (rc == 0)
+		rc = add_manager(b, norm, real, &shims);
+		if (rc == 0 && !shims)
 			rc = jail_box_tool_scan(b, norm, real);
 	}
 	free(real);

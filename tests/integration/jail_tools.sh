@@ -157,6 +157,17 @@ expect_match "$H/.pyenv/versions not mounted for path entry ~/.pyenv/shims \(pye
 rm "$H/.pyenv/versions/.netrc"
 
 # A custom RUSTUP_HOME from the host is the proxy's.
+# A manager's own shims folder is not read program by program (its mounts cover the shims
+# it writes); the same link in another PATH entry brings its install prefix (the control).
+mkexe "$H/opt/sometool/bin/sometool" '#!/bin/sh
+echo sometool-ran'
+ln -s "$H/opt/sometool/bin/sometool" "$H/.pyenv/shims/sometool"
+expect_status 0 "explain with a link in pyenv's shims" -- box --explain -- true
+if grep -q "$H/opt/sometool" <<<"$OUT"; then fail "pyenv's shims folder was read program by program"; else pass; fi
+ln -s "$H/opt/sometool/bin/sometool" "$H/.local/bin/sometool"
+expect_status 0 "explain with the link in ~/.local/bin" -- box --explain -- true
+expect_match "$H/opt/sometool  ro .*path entry ~/.local/bin \(~/.local/bin/sometool\)" "$OUT" "control: the link's prefix is mounted for ~/.local/bin"
+rm "$H/.pyenv/shims/sometool" "$H/.local/bin/sometool"
 mv "$H/.rustup" "$H/rusthome"
 expect_status 1 "rustup without its home" -- box -- cargo --version
 expect_status 0 "rustup with the host's RUSTUP_HOME" -- env RUSTUP_HOME="$H/rusthome" "$ARB" shell w -- cargo --version
