@@ -132,8 +132,8 @@ int core_ws_unmount(struct core_project *p, struct core_ws *ws) ARB_MUST_CHECK;
 pid_t core_ws_daemon_pid(const struct core_ws *ws);
 /*
  * Makes the workspace's audit current: a mounted view records the writes it is still
- * coalescing and commits them before this returns (fsync of the view's root). A no-op when
- * not mounted.
+ * coalescing and commits them before this returns (ARB_FS_IOC_AUDIT_SYNC on the view's root;
+ * fsync of the root when its daemon is older than that request). A no-op when not mounted.
  */
 int core_ws_audit_sync(const struct core_ws *ws) ARB_MUST_CHECK;
 

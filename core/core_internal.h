@@ -39,6 +39,15 @@ int core_gitdir_write(struct core_project *p, const char *gitdir, const char *na
  */
 int core_dirty_copy(struct core_project *p, const git_oid *base, const char *layer) ARB_MUST_CHECK;
 
+/*
+ * core_ws_audit_sync with the request it makes (core/mount.c): ioctl cmd on the view's root,
+ * ARB_FS_IOC_AUDIT_SYNC there; the unit tests also pass a command no daemon knows, which
+ * takes the way of a daemon older than the request. When the daemon does not know cmd
+ * (ENOTTY, ENOSYS or EINVAL), fsync of the root instead, and *fsynced (optional) is set.
+ */
+int core_ws_audit_sync_cmd(bool *fsynced, const struct core_ws *ws,
+			   unsigned long cmd) ARB_MUST_CHECK;
+
 /* Drops the shared index of base_hex when no workspace links it any more (best effort). */
 void core_index_cache_prune(struct core_project *p, const char *base_hex);
 

@@ -39,6 +39,8 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want |= conn->capable & (FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
 	conn->want |= conn->capable & (FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_PARALLEL_DIROPS);
 	conn->want |= conn->capable & FUSE_CAP_READDIRPLUS;
+	/* ioctl on directories, for ARB_FS_IOC_AUDIT_SYNC on the root (libfuse's default too). */
+	conn->want |= conn->capable & FUSE_CAP_IOCTL_DIR;
 	/*
 	 * No writeback cache: a write() must reach the upper file before it returns, so a killed
 	 * daemon loses nothing that completed.
@@ -82,6 +84,7 @@ static const struct fuse_lowlevel_ops fs_ops = {
     .getxattr = fs_op_getxattr,
     .listxattr = fs_op_listxattr,
     .removexattr = fs_op_removexattr,
+    .ioctl = fs_op_ioctl,
 };
 
 static int open_dir(const char *path, int flags, int *out)

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/types.h>
 
 #include "util/util.h"
@@ -58,6 +59,18 @@ int fs_unmount(const char *mountpoint, bool lazy) ARB_MUST_CHECK;
 
 /* True when path is the root of a FUSE mount. */
 int fs_is_mounted(const char *path);
+
+/*
+ * ioctl(fd, ARB_FS_IOC_AUDIT_SYNC) on a descriptor of the view's root directory (no argument):
+ * the daemon records the writes it is still coalescing and returns 0 once the audit has
+ * committed them (fs/ops_ioctl.c); EIO when the audit could not be written. fsync of the root
+ * does that too, and also flushes the upper layer's root directory to disk, which costs about
+ * a millisecond on a journaled ext4 and is not what a caller that only wants the audit
+ * current needs. Any other command, or this one on another directory or file: ENOTTY. A
+ * daemon older than this request answers ENOTTY as well (the kernel's answer for a daemon
+ * without ioctls): a caller then falls back to fsync (core_ws_audit_sync).
+ */
+#define ARB_FS_IOC_AUDIT_SYNC _IO(0xA7, 0x01)
 
 /*
  * The upper layer's format (fs/layer.c), for whoever reads or writes a layer besides the

@@ -497,6 +497,9 @@ void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
 void fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+void fs_op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
+		 struct fuse_file_info *fi, unsigned flags, const void *in_buf, size_t in_bufsz,
+		 size_t out_bufsz);
 
 static inline struct fs *fs_of(fuse_req_t req)
 {

@@ -259,8 +259,10 @@ void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_fi
 	(void)fi;
 	/*
 	 * fsync of the view's root also makes the audit current: the writes still being
-	 * coalesced are recorded and committed before the reply (`shell` and `audit` do this).
-	 * Other directories are not worth the wait (tools fsync them after every rename).
+	 * coalesced are recorded and committed before the reply. (`shell` and `audit` ask with
+	 * ARB_FS_IOC_AUDIT_SYNC instead, fs/ops_ioctl.c, which skips the fsync below; they fsync
+	 * only a daemon older than that request.) Other directories are not worth the wait
+	 * (tools fsync them after every rename).
 	 */
 	if (ino == FUSE_ROOT_ID && fs_record_sync(fs) < 0)
 		rc = EIO;

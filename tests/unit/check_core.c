@@ -1,13 +1,18 @@
-/* tests/unit/check_core.c: names, revisions, the state database, the gitdir and its index. */
+/*
+ * tests/unit/check_core.c: names, revisions, the state database, the gitdir and its index,
+ * making a mounted view's audit current.
+ */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "audit/audit.h"
-#include "core/core.h"
+#include "core/core_internal.h"
+#include "fs/fs.h"
 
 static char repo[64];
 
@@ -227,6 +232,96 @@ START_TEST(create_writes_gitdir_and_index)
 }
 END_TEST
 
+/* Audit rows of writes to `path` committed so far. */
+static int write_rows(struct core_project *p, const char *path)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int n;
+
+	ck_assert_int_eq(core_project_db(p, false, &db), 0);
+	ck_assert_int_eq(sqlite3_prepare_v2(db,
+					    "SELECT count(*) FROM audit_events "
+					    "WHERE op = 'write' AND path = ?",
+					    -1, &st, NULL),
+			 SQLITE_OK);
+	sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
+	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+	n = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return n;
+}
+
+/* Writes `name` through the view: the daemon coalesces the write for up to a second. */
+static void view_write(const struct core_ws *ws, const char *name)
+{
+	char *path = util_path_join(ws->workdir, name);
+	int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "x", 1), 1);
+	ck_assert_int_eq(close(fd), 0);
+	free(path);
+}
+
+/*
+ * The audit sync test's repository, set up and removed in the test runner's own process (an
+ * unchecked fixture): a failed assertion ends the test's process, and its view is still
+ * unmounted (waiting for its daemon) before the repository is removed.
+ */
+static void view_teardown(void)
+{
+	struct core_project *p = NULL;
+	struct core_ws *ws = NULL;
+
+	if (core_project_open(&p, repo) == 0 && core_ws_get(p, "w", &ws) == 0 &&
+	    core_ws_unmount(p, ws) < 0)
+		fprintf(stderr, "check_core: %s\n", util_err_msg());
+	core_ws_free(ws);
+	core_project_free(p);
+	repo_teardown();
+}
+
+START_TEST(audit_sync_asks_the_daemon_then_falls_back)
+{
+	struct core_project *p = NULL;
+	struct core_ws *ws = NULL;
+	bool fsynced = true;
+
+	ck_assert_int_eq(core_project_open(&p, repo), 0);
+	ck_assert_msg(core_ws_create(p, "w", "v1", &ws) == 0, "%s", util_err_msg());
+	/* The request: the pending write recorded at once, no fsync. */
+	view_write(ws, "asked");
+	ck_assert_int_eq(write_rows(p, "asked"), 0); /* control: still being coalesced */
+	ck_assert_msg(core_ws_audit_sync_cmd(&fsynced, ws, ARB_FS_IOC_AUDIT_SYNC) == 0, "%s",
+		      util_err_msg());
+	ck_assert(!fsynced);
+	ck_assert_int_eq(write_rows(p, "asked"), 1);
+	/*
+	 * A command the daemon does not know is answered ENOTTY, as a daemon older than the
+	 * request answers it: then fsync of the root, which records it as well.
+	 */
+	view_write(ws, "fallback");
+	ck_assert_int_eq(write_rows(p, "fallback"), 0);
+	ck_assert_msg(core_ws_audit_sync_cmd(&fsynced, ws, _IO(0xA7, 0xfe)) == 0, "%s",
+		      util_err_msg());
+	ck_assert(fsynced);
+	ck_assert_int_eq(write_rows(p, "fallback"), 1);
+	/* The public entry point. */
+	view_write(ws, "public");
+	ck_assert_int_eq(write_rows(p, "public"), 0);
+	ck_assert_msg(core_ws_audit_sync(ws) == 0, "%s", util_err_msg());
+	ck_assert_int_eq(write_rows(p, "public"), 1);
+	/* Not mounted: nothing to do. */
+	ck_assert_int_eq(core_ws_unmount(p, ws), 0);
+	ck_assert_int_eq(core_ws_audit_sync_cmd(&fsynced, ws, ARB_FS_IOC_AUDIT_SYNC), 0);
+	ck_assert(!fsynced);
+	core_ws_free(ws);
+	ck_assert_int_eq(core_ws_delete(p, "w"), 0);
+	core_project_free(p);
+}
+END_TEST
+
 static Suite *core_suite(void)
 {
 	Suite *s = suite_create("core");
@@ -240,6 +335,10 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, rev_resolution);
 	tcase_add_test(tc, state_db_migrates_and_refuses_newer);
 	tcase_add_test(tc, create_writes_gitdir_and_index);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("audit sync");
+	tcase_add_unchecked_fixture(tc, repo_setup, view_teardown);
+	tcase_add_test(tc, audit_sync_asks_the_daemon_then_falls_back);
 	suite_add_tcase(s, tc);
 	return s;
 }
