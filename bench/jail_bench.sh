@@ -7,7 +7,7 @@
 # `arborinth --version` (loading the binary), and without the tool-manager mounts (the run's
 # own PATH decides what they are: say which managers it had). hyperfine, medians; also the CPU time of each
 # (perf stat task-clock, children included) when perf is installed. Prints Markdown tables
-# (target, issue #15: at most 15 ms more than bare bwrap, median).
+# (target, issue #15: at most 15 ms more than bare bwrap, median). ARB_BENCH_EXT4=1: see below.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 ARB=$(readlink -f "${1:-$top/build/cli/arborinth}")
@@ -17,12 +17,27 @@ command -v bwrap >/dev/null || { echo "bwrap is needed (apt-get install bubblewr
 [ -x "$ARB" ] || { echo "no arborinth at $ARB (build first: scripts/build.sh)" >&2; exit 1; }
 
 # Under /var/tmp: the box replaces /tmp, and the origin should sit where it usually does.
+# ARB_BENCH_EXT4=1 (root): the repository on a fresh journaled ext4 in a loop image, as users'
+# disks are (this machine's root ext4 has no journal, which changes what creating a file and
+# fsync cost: every start writes checkpoints and audit rows).
 dir=$(mktemp -d /var/tmp/arb-jail-bench.XXXXXX)
 cleanup() {
 	(cd "$dir/repo" 2>/dev/null && "$ARB" workspace delete bench >/dev/null 2>&1) || true
-	rm -rf "$dir"
+	# A delete that failed (a box still running when the script was stopped): every view
+	# under $dir unmounted anyway, so that none is left to lengthen every later box's mounts.
+	awk -v d="$dir/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r |
+		while read -r m; do fusermount3 -u -z "$m" 2>/dev/null || umount -l "$m" || true; done
+	if mountpoint -q "$dir" 2>/dev/null; then umount "$dir" || umount -l "$dir"; fi
+	rm -rf "$dir" "$dir.img"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM PIPE HUP
+if [ "${ARB_BENCH_EXT4:-}" = 1 ]; then
+	truncate -s 1G "$dir.img"
+	mkfs.ext4 -q -F "$dir.img"
+	mount -o loop "$dir.img" "$dir"
+	echo "repository on a fresh journaled ext4 (loop image $dir.img)" >&2
+fi
 git init -q -b main "$dir/repo"
 git -C "$dir/repo" -c user.email=b@example.com -c user.name=bench commit -q --allow-empty -m init
 cd "$dir/repo"

@@ -1,7 +1,10 @@
 /*
  * jail/init.c: box-init, pid 1 inside the box (`arborinth __box-init`). It starts the relay
  * hooks, runs the command as its child, forwards signals to it, reaps every orphan, and
- * exits with the command's status; the kernel then kills whatever is left in the box.
+ * once the command exited kills and reaps whatever is left in the box (what the kernel would
+ * do when pid 1 exits), stops the hooks, tells the host the box is done (so the host's end
+ * checkpoint runs while the kernel takes the box's namespaces down) and exits with the
+ * command's status.
  */
 #include "jail/jail.h"
 
@@ -140,6 +143,20 @@ static int supervise(pid_t child, const sigset_t *set)
 	}
 }
 
+/*
+ * Every other process of the box, killed and reaped: nothing of the box runs once this
+ * returns. Only as pid 1 of the box's pid namespace: anywhere else kill(-1) would reach every
+ * process the user may signal.
+ */
+static void reap_rest(void)
+{
+	if (getpid() != 1)
+		return;
+	kill(-1, SIGKILL);
+	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+		;
+}
+
 int jail_init_run(const struct jail_init_opts *o, int *exit_status)
 {
 	struct sigaction sa = {.sa_handler = noop};
@@ -162,6 +179,12 @@ int jail_init_run(const struct jail_init_opts *o, int *exit_status)
 	for (size_t i = 0; i < ARB_ARRAY_LEN(handled); i++)
 		sigaction(handled[i], &sa, NULL);
 	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	/*
+	 * Not dumpable: the box's processes (same user, no capabilities) cannot open
+	 * /proc/1/fd/N, so the ready pipe, whose 'd' starts the host's end of the session, is
+	 * box-init's alone. The command gets a dumpable process again when it execs.
+	 */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	rc = hooks_start(o, &hooks, &nhooks);
 	if (rc < 0)
 		return rc;
@@ -179,12 +202,17 @@ int jail_init_run(const struct jail_init_opts *o, int *exit_status)
 		free(hooks);
 		return rc;
 	}
-	if (o->ready_fd >= 0) {
-		(void)!write(o->ready_fd, "1", 1);
-		close(o->ready_fd);
-	}
+	if (o->ready_fd >= 0)
+		(void)!write(o->ready_fd, "1", 1); /* closed on exec in the command */
 	*exit_status = util_wait_status_to_exit(supervise(child, &set));
+	reap_rest();
 	hooks_stop(hooks, nhooks);
 	free(hooks);
+	if (o->ready_fd >= 0) {
+		char done[2] = {'d', (char)*exit_status};
+
+		(void)!write(o->ready_fd, done, sizeof(done));
+		close(o->ready_fd);
+	}
 	return 0;
 }

@@ -167,14 +167,20 @@ int jail_box_explain(const struct jail_box *b, char **out) ARB_MUST_CHECK;
  * box-init. *exit_status: the command's status (128+N when killed by signal N), or
  * JAIL_EXIT_TIMEOUT when the box's timeout stopped it (then -ETIME with a message). When the
  * box could not be started returns -ECHILD with a message (bwrap's own is on stderr). *stats
- * (may be NULL): what the limits did, also after a timeout.
+ * (may be NULL): what the limits did, also after a timeout. done(ctx, status) (when not
+ * NULL) is called once box-init says the command exited with `status` (as *exit_status) and
+ * nothing of the box runs any more, while bwrap and the kernel take the box down (about a
+ * millisecond: the session's end checkpoint goes there); it is not called when box-init ends
+ * without saying so (killed by the timeout, a box-init of an older build): the caller does
+ * that work itself after the return then.
  */
 /* What the limits did during a run. */
 struct jail_run_stats {
 	int64_t oom_kills;     /* processes the kernel's OOM killer ended for --memory */
 	int64_t forks_refused; /* forks and clones --pids refused */
 };
-int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx), void *ctx, int *exit_status,
+int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
+		 void (*done)(void *ctx, int status), void *ctx, int *exit_status,
 		 struct jail_run_stats *stats) ARB_MUST_CHECK;
 
 /* ---- box-init: pid 1 inside the box ------------------------------------------------------ */
@@ -193,7 +199,11 @@ struct jail_init_hook {
 };
 
 struct jail_init_opts {
-	int ready_fd; /* gets one byte once the command is started; -1: none */
+	/*
+	 * -1, or gets '1' once the command is started, then 'd' and the command's exit status
+	 * once it exited and nothing else of the box runs (box-init killed and reaped the rest).
+	 */
+	int ready_fd;
 	/*
 	 * -1, or where the host's one byte comes once the command may start (the session is in
 	 * the audit log, the start checkpoint taken): box-init waits for it after starting the

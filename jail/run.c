@@ -1,9 +1,9 @@
 /*
  * jail/run.c: launching a finished box. bwrap gets the seccomp BPF, an info pipe (box-init's
- * host pid, for signal forwarding), a ready pipe (box-init's word that the command started)
- * and a go socket (the host's word that it may start) on fixed descriptors, and nothing else
- * of ours; it dies with us. Overlays are mounted in the child's own mount namespace just
- * before it execs bwrap (overlay.c).
+ * host pid, for signal forwarding), a ready pipe (box-init's word that the command started,
+ * and later that it ended and nothing of the box runs any more) and a go socket (the host's
+ * word that it may start) on fixed descriptors, and nothing else of ours; it dies with us. Overlays
+ * are mounted in the child's own mount namespace just before it execs bwrap (overlay.c).
  *
  * The caller's gate (the session's audit record and start checkpoint) runs while bwrap
  * builds the box, on the other core when there is one: box-init starts the command only once
@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -212,6 +213,41 @@ static pid_t read_child_pid(int fd)
 	return (pid_t)strtol(p + 1, NULL, 10);
 }
 
+/*
+ * box-init's words on the ready pipe (non-blocking): '1' once the command started, then 'd'
+ * and its exit status once it exited and nothing else of the box runs. Waits until the 'd'
+ * (returns 2, *status set), or the end of the pipe (1: the command started, 0: it never
+ * did). A timeout (SIGALRM) does not stop the wait: it stops the box, which ends the pipe.
+ */
+static int box_words(int fd, int *status)
+{
+	char buf[3];
+	size_t len = 0;
+
+	while (len < sizeof(buf)) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		ssize_t n;
+
+		if (poll(&p, 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		n = read(fd, buf + len, sizeof(buf) - len);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len == 0 || buf[0] != '1')
+		return 0;
+	if (len < sizeof(buf) || buf[1] != 'd')
+		return 1;
+	*status = (unsigned char)buf[2];
+	return 2;
+}
+
 /* The gate's verdict to box-init: one byte for go; closing without it stops the box. */
 static int open_gate(int go_fd, int (*gate)(void *ctx), void *ctx)
 {
@@ -231,7 +267,8 @@ static void restore(struct sigaction *old)
 		sigaction(forwarded[i], &old[i], NULL);
 }
 
-int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx), void *ctx, int *exit_status,
+int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
+		 void (*done)(void *ctx, int status), void *ctx, int *exit_status,
 		 struct jail_run_stats *stats)
 {
 	struct sigaction sa = {.sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART};
@@ -242,8 +279,7 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx), void *ctx, in
 	struct jail_overlays ovl = {0};
 	struct jail_cgroups cg = {0};
 	pid_t parent = getpid(), pid;
-	int rc, gate_rc, status = 0;
-	char byte = 0;
+	int rc, gate_rc, status = 0, said, done_status = 0;
 
 	if (!b->finished)
 		return util_err(-EINVAL, "jail: run needs a finished box");
@@ -291,6 +327,11 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx), void *ctx, in
 	gate_rc = open_gate(go[0], gate, ctx);
 	go[0] = -1;
 	init_pid = read_child_pid(info[0]);
+	said = box_words(ready[0], &done_status);
+	if (said == 2 && done) {
+		arm(0); /* the command is over: no timeout may stop the box now */
+		done(ctx, done_status);
+	}
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	arm(0);
@@ -306,7 +347,7 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx), void *ctx, in
 			      "the box ran out of time after %lld.%03lld s and was stopped%s",
 			      (long long)(b->timeout_ms / 1000), (long long)(b->timeout_ms % 1000),
 			      timed_out == 2 ? " (killed)" : "");
-	} else if (read(ready[0], &byte, 1) != 1) /* box-init's byte: the command started */
+	} else if (!said) /* box-init never said the command started */
 		rc = util_err(-ECHILD, "the box could not be started (bwrap %s %d)",
 			      WIFSIGNALED(status) ? "killed by signal" : "exited with status",
 			      WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));

@@ -394,6 +394,8 @@ struct session_start {
 	char *const *argv;
 	struct lib_net_audit *net;
 	struct audit_session *session; /* out */
+	bool ended;		       /* out: the end checkpoint is taken */
+	bool closed;		       /* out: ... and the session recorded as ended */
 };
 
 /* The session in the audit log and its start checkpoint, while bwrap builds the box. */
@@ -408,6 +410,26 @@ static int session_start(void *ctx)
 	lib_proxy_set_session(s->net, s->session);
 	lib_session_checkpoint(s->b->p->core, s->ws, s->session, "start");
 	return 0;
+}
+
+/*
+ * The command is over and nothing of the box runs: the end checkpoint and, unless limits or
+ * a timeout have something to add once the box is down, the session's end, while bwrap and
+ * the kernel take the box down.
+ */
+static void session_done(void *ctx, int status)
+{
+	struct session_start *s = ctx;
+	const struct jail_limits *l = &s->b->limits;
+
+	if (!s->session)
+		return;
+	lib_session_checkpoint(s->b->p->core, s->ws, s->session, "end");
+	s->ended = true;
+	if (!s->b->timeout_ms && !l->memory && !l->pids) {
+		lib_session_end(s->ws, s->session, status);
+		s->closed = true;
+	}
 }
 
 static int run_box(const arb_box *b, const struct core_ws *ws, char *const argv[],
@@ -429,7 +451,7 @@ static int run_box(const arb_box *b, const struct core_ws *ws, char *const argv[
 	if (rc < 0)
 		goto out;
 	start.net = net;
-	rc = jail_box_run(jb, session_start, &start, &res->exit_status, &stats);
+	rc = jail_box_run(jb, session_start, session_done, &start, &res->exit_status, &stats);
 	session = start.session;
 	if (!session) {
 		res->exit_status = JAIL_EXIT_SETUP;
@@ -449,9 +471,13 @@ static int run_box(const arb_box *b, const struct core_ws *ws, char *const argv[
 	} else if (rc < 0) {
 		res->exit_status = JAIL_EXIT_SETUP;
 	}
-	lib_limit_audit(session, &b->limits, b->timeout_ms, res->timed_out, &stats);
-	lib_session_checkpoint(b->p->core, ws, session, "end");
-	lib_session_end(ws, session, res->exit_status);
+	/* What box-init's word of the end did not (a timeout's kill, the limits' rows). */
+	if (!start.closed)
+		lib_limit_audit(session, &b->limits, b->timeout_ms, res->timed_out, &stats);
+	if (!start.ended)
+		lib_session_checkpoint(b->p->core, ws, session, "end");
+	if (!start.closed)
+		lib_session_end(ws, session, res->exit_status);
 	if (why)
 		util_err(rc, "%s", why);
 	if (rc == -ETIME)

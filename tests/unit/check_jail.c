@@ -841,7 +841,8 @@ START_TEST(init_runs_hooks_and_command)
 	ck_assert_int_eq(jail_init_run(&o, &status), 0);
 	ck_assert_int_eq(status, 7);
 	ck_assert_str_eq(read_all(logp[0]), "start:a;start:b;stop:b;stop:a;");
-	ck_assert_str_eq(read_all(ready[0]), "1");
+	/* '1' when the command started, then 'd' and its status once it is over. */
+	ck_assert_mem_eq(read_all(ready[0]), "1d\x07", 4);
 }
 END_TEST
 
