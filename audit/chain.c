@@ -7,8 +7,7 @@
 #include "audit/audit_internal.h"
 
 #include <errno.h>
-#define OPENSSL_SUPPRESS_DEPRECATED /* SHA256_Init and co.: see audit_chain_genesis */
-#include <openssl/sha.h>
+#include <nettle/sha2.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,23 +21,23 @@ const char *const audit_chain_cols[AUDIT_CHAIN_COLS] = {
 #define GENESIS_TAG "arborinth audit chain v1\n"
 
 /*
- * OpenSSL's SHA-256 functions themselves, not EVP: an EVP digest is fetched from a provider,
- * and the first fetch initialises OpenSSL's provider machinery, about 5 million instructions
- * (two milliseconds) in every short-lived process that records a session row, a third of
- * `shell --jail none -- true`'s own work. These need no initialisation, run the same
- * assembly, and allocate nothing per hash. Deprecated in OpenSSL 3 but kept by it.
+ * Nettle's SHA-256 (GnuTLS's crypto library; the CPU's SHA instructions where it has them):
+ * no initialisation, no allocation per hash, and a small library. OpenSSL's libcrypto, used
+ * before, cost every process that records a session row about a millisecond to load and
+ * relocate (more with EVP, whose first fetch initialises its providers). Same digests.
  */
 int audit_chain_genesis(const char *ws_id, uint8_t out[AUDIT_HASH_LEN])
 {
-	SHA256_CTX c;
+	struct sha256_ctx c;
 
-	if (SHA256_Init(&c) != 1 || SHA256_Update(&c, GENESIS_TAG, strlen(GENESIS_TAG)) != 1 ||
-	    SHA256_Update(&c, ws_id, strlen(ws_id)) != 1 || SHA256_Final(out, &c) != 1)
-		return util_err(-EIO, "SHA-256 failed");
+	sha256_init(&c);
+	sha256_update(&c, strlen(GENESIS_TAG), (const uint8_t *)GENESIS_TAG);
+	sha256_update(&c, strlen(ws_id), (const uint8_t *)ws_id);
+	sha256_digest(&c, AUDIT_HASH_LEN, out);
 	return 0;
 }
 
-static int update_val(SHA256_CTX *c, const struct audit_val *v)
+static int update_val(struct sha256_ctx *c, const struct audit_val *v)
 {
 	uint8_t head[9];
 	size_t n = 1;
@@ -53,26 +52,24 @@ static int update_val(SHA256_CTX *c, const struct audit_val *v)
 			head[1 + i] = (uint8_t)((uint32_t)v->n >> (24 - 8 * i));
 		n = 5;
 	}
-	if (SHA256_Update(c, head, n) != 1)
-		return -EIO;
-	if (v->type != AUDIT_VAL_NULL && v->type != AUDIT_VAL_INT && v->n &&
-	    SHA256_Update(c, v->s, v->n) != 1)
-		return -EIO;
+	sha256_update(c, n, head);
+	if (v->type != AUDIT_VAL_NULL && v->type != AUDIT_VAL_INT && v->n)
+		sha256_update(c, v->n, (const uint8_t *)v->s);
 	return 0;
 }
 
 int audit_chain_hash(const uint8_t prev[AUDIT_HASH_LEN], const struct audit_val *vals,
 		     uint8_t out[AUDIT_HASH_LEN])
 {
-	SHA256_CTX c;
-	int rc = SHA256_Init(&c) == 1 && SHA256_Update(&c, prev, AUDIT_HASH_LEN) == 1 ? 0 : -EIO;
+	struct sha256_ctx c;
+	int rc = 0;
 
+	sha256_init(&c);
+	sha256_update(&c, AUDIT_HASH_LEN, prev);
 	for (size_t i = 0; i < AUDIT_CHAIN_COLS && rc == 0; i++)
 		rc = update_val(&c, &vals[i]);
-	if (rc == 0 && SHA256_Final(out, &c) != 1)
-		rc = -EIO;
-	if (rc < 0)
-		util_err(rc, "SHA-256 failed");
+	if (rc == 0)
+		sha256_digest(&c, AUDIT_HASH_LEN, out);
 	return rc;
 }
 

@@ -1,15 +1,14 @@
 /*
- * cli/git2_lazy.c: libgit2 and libcrypto, loaded on the first call that needs them.
+ * cli/git2_lazy.c: libgit2, loaded on the first call that needs it.
  *
  * libgit2 brings about fifteen shared libraries (mbedTLS, libssh2 and OpenSSL's libcrypto,
  * Kerberos, PCRE2, ...) that the dynamic linker loads and relocates before main(): about
- * 3 ms of every arborinth process, and libcrypto alone 1.3 ms. `shell` needs neither before
- * the box starts: its first checkpoint and audit record are made while bubblewrap builds the
- * box (lib/box.c), and a project is found without libgit2 when its cache is current
- * (core/project.c). So arborinth does not link them: each libgit2 function the modules call
- * is defined here and forwards to the real one, in the library opened (dlopen) on the
- * first call; the SHA-1 and SHA-256 functions of the checkpoints and the audit chain the
- * same for libcrypto. arborinth_fs, libarborinth.so and the tests link the libraries.
+ * 3 ms of every arborinth process. `shell` does not need it before the box starts: its first
+ * checkpoint is taken while bubblewrap builds the box (lib/box.c), and a project is found
+ * without libgit2 when its cache is current (core/project_cache.c). So arborinth does not
+ * link it: each libgit2 function the modules call is defined here and forwards to the real
+ * one, in the library opened (dlopen) on the first call. arborinth_fs, libarborinth.so and
+ * the tests link it.
  *
  * A library that cannot be opened ends the process as the dynamic linker would have at
  * start (status 127, the reason on stderr): the build named it, so the installation is
@@ -18,23 +17,20 @@
  * missing here fails arborinth's link. cli/git_nocerts.c still replaces mbedTLS's CA-bundle
  * loader for the libgit2 opened here (arborinth.dynlist exports it).
  */
-#define OPENSSL_SUPPRESS_DEPRECATED /* SHA1_Init and co.: as core/ckpt_odb.c, audit/chain.c */
-
 #include <dlfcn.h>
 #include <git2.h>
-#include <openssl/sha.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-enum lazy_lib { LAZY_GIT2, LAZY_CRYPTO, LAZY_LIBS };
+enum lazy_lib { LAZY_GIT2, LAZY_LIBS };
 
-/* ARB_GIT2_SONAME, ARB_CRYPTO_SONAME: from the libraries the build found (cli/CMakeLists.txt). */
-static const char *const sonames[LAZY_LIBS] = {ARB_GIT2_SONAME, ARB_CRYPTO_SONAME};
+/* ARB_GIT2_SONAME: from the library the build found (cli/CMakeLists.txt). */
+static const char *const sonames[LAZY_LIBS] = {ARB_GIT2_SONAME};
 static void *handles[LAZY_LIBS];
-static pthread_once_t once[LAZY_LIBS] = {PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT};
+static pthread_once_t once[LAZY_LIBS] = {PTHREAD_ONCE_INIT};
 
 static void open_lib(enum lazy_lib l)
 {
@@ -52,11 +48,6 @@ static void open_git2(void)
 	open_lib(LAZY_GIT2);
 }
 
-static void open_crypto(void)
-{
-	open_lib(LAZY_CRYPTO);
-}
-
 /* Whether l is open: before that, no object of it exists. */
 static bool lazy_loaded(enum lazy_lib l)
 {
@@ -68,7 +59,7 @@ static void *lazy_sym(enum lazy_lib l, const char *name)
 {
 	void *f;
 
-	pthread_once(&once[l], l == LAZY_GIT2 ? open_git2 : open_crypto);
+	pthread_once(&once[l], open_git2);
 	f = dlsym(handles[l], name);
 	if (!f) {
 		fprintf(stderr, "arborinth: %s lacks %s (a build against another version)\n",
@@ -113,15 +104,6 @@ static void *lazy_sym(enum lazy_lib l, const char *name)
 
 #define GIT_FWD(ret, name, params, args) LAZY_FWD(LAZY_GIT2, ret, name, params, args)
 #define GIT_FREE(name, params, arg)	 LAZY_FREE(LAZY_GIT2, name, params, arg)
-#define SSL_FWD(name, params, args)	 LAZY_FWD(LAZY_CRYPTO, int, name, params, args)
-
-/* libcrypto: the digests of checkpoint objects (SHA-1) and of the audit chain (SHA-256). */
-SSL_FWD(SHA1_Init, (SHA_CTX * c), (c))
-SSL_FWD(SHA1_Update, (SHA_CTX * c, const void *data, size_t len), (c, data, len))
-SSL_FWD(SHA1_Final, (unsigned char *md, SHA_CTX *c), (md, c))
-SSL_FWD(SHA256_Init, (SHA256_CTX * c), (c))
-SSL_FWD(SHA256_Update, (SHA256_CTX * c, const void *data, size_t len), (c, data, len))
-SSL_FWD(SHA256_Final, (unsigned char *md, SHA256_CTX *c), (md, c))
 
 /* libgit2: scripts/gen-lazy-git2.py's list, one line per function arborinth calls. */
 GIT_FREE(git_annotated_commit_free, (git_annotated_commit * commit), commit)
