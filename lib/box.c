@@ -393,7 +393,8 @@ struct session_start {
 	const struct core_ws *ws;
 	char *const *argv;
 	struct lib_net_audit *net;
-	struct audit_session *session; /* out */
+	struct audit_session *session; /* out; NULL again once ended (and freed) */
+	int64_t id;		       /* out: the session's id, 0 when none began */
 	bool ended;		       /* out: the end checkpoint is taken */
 	bool closed;		       /* out: ... and the session recorded as ended */
 };
@@ -406,6 +407,7 @@ static int session_start(void *ctx)
 
 	if (rc < 0)
 		return rc;
+	s->id = audit_session_id(s->session);
 	/* The proxy's records belong to this session from the box's first request. */
 	lib_proxy_set_session(s->net, s->session);
 	lib_session_checkpoint(s->b->p->core, s->ws, s->session, "start");
@@ -427,7 +429,8 @@ static void session_done(void *ctx, int status)
 	lib_session_checkpoint(s->b->p->core, s->ws, s->session, "end");
 	s->ended = true;
 	if (!s->b->timeout_ms && !l->memory && !l->pids) {
-		lib_session_end(s->ws, s->session, status);
+		lib_session_end(s->ws, s->session, status); /* frees it */
+		s->session = NULL;
 		s->closed = true;
 	}
 }
@@ -452,12 +455,12 @@ static int run_box(const arb_box *b, const struct core_ws *ws, char *const argv[
 		goto out;
 	start.net = net;
 	rc = jail_box_run(jb, session_start, session_done, &start, &res->exit_status, &stats);
-	session = start.session;
-	if (!session) {
+	session = start.session; /* NULL when ended already (start.closed) */
+	if (!start.id) {
 		res->exit_status = JAIL_EXIT_SETUP;
 		goto out; /* no session: nothing ran, nothing to record */
 	}
-	res->session = audit_session_id(session);
+	res->session = start.id;
 	res->oom_kills = stats.oom_kills;
 	res->memory_limit = b->limits.memory;
 	res->pids_limit = b->limits.pids;
