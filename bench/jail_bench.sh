@@ -7,7 +7,8 @@
 # `arborinth --version` (loading the binary), and without the tool-manager mounts (the run's
 # own PATH decides what they are: say which managers it had). hyperfine, medians; also the CPU time of each
 # (perf stat task-clock, children included) when perf is installed. Prints Markdown tables
-# (target, issue #15: at most 15 ms more than bare bwrap, median). ARB_BENCH_EXT4=1: see below.
+# (target, issue #15: at most 15 ms more than bare bwrap, median). ARB_BENCH_EXT4=1 and
+# ARB_BENCH_ROUNDS=R: see below.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 ARB=$(readlink -f "${1:-$top/build/cli/arborinth}")
@@ -57,19 +58,35 @@ if [ -n "${ARB_BASE:-}" ]; then
 		-n "arborinth shell --jail none -- true, ARB_BASE" "$BASE shell bench --jail none -- true")
 fi
 
-hyperfine -N --warmup 5 --runs "$RUNS" --export-json "$dir/h.json" \
-	-n "bwrap --ro-bind / / true" "bwrap --ro-bind / / true" \
-	"${base[@]}" \
-	-n "arborinth shell -- true" "$ARB shell bench -- true" \
-	-n "arborinth shell --no-tool-managers -- true" "$ARB shell bench --no-tool-managers -- true" \
-	-n "arborinth shell --jail none -- true" "$ARB shell bench --jail none -- true" \
-	-n "arborinth --version" "$ARB --version" \
-	-n "bwrap, the box's options and mounts, true" "$box_argv -- /bin/true" \
-	-n "the same, box-init then true" "$box_argv -- $box_init __box-init -- /bin/true" >&2
+# ARB_BENCH_ROUNDS=R: R hyperfine runs over all the commands, RUNS/R runs each, their times
+# pooled: on a machine whose speed drifts (a shared VM), every row sees the same drift.
+ROUNDS=${ARB_BENCH_ROUNDS:-1}
+for i in $(seq "$ROUNDS"); do
+	hyperfine -N --warmup 5 --runs "$(((RUNS + ROUNDS - 1) / ROUNDS))" --export-json "$dir/h$i.json" \
+		-n "bwrap --ro-bind / / true" "bwrap --ro-bind / / true" \
+		"${base[@]}" \
+		-n "arborinth shell -- true" "$ARB shell bench -- true" \
+		-n "arborinth shell --no-tool-managers -- true" "$ARB shell bench --no-tool-managers -- true" \
+		-n "arborinth shell --jail none -- true" "$ARB shell bench --jail none -- true" \
+		-n "arborinth --version" "$ARB --version" \
+		-n "bwrap, the box's options and mounts, true" "$box_argv -- /bin/true" \
+		-n "the same, box-init then true" "$box_argv -- $box_init __box-init -- /bin/true" >&2
+done
 
-python3 - "$dir/h.json" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))["results"]
+python3 - "$dir"/h*.json <<'PY'
+import json, statistics, sys
+r = None
+for path in sys.argv[1:]:
+    res = json.load(open(path))["results"]
+    if r is None:
+        r = res
+    else:
+        for x, y in zip(r, res):
+            x["times"] += y["times"]
+for x in r:
+    x["median"] = statistics.median(x["times"])
+    x["mean"] = statistics.mean(x["times"])
+    x["stddev"] = statistics.stdev(x["times"]) if len(x["times"]) > 1 else 0.0
 base = r[0]["median"]
 print("| command | median | mean ± sd | added to bare bwrap | ratio |")
 print("| --- | --- | --- | --- | --- |")

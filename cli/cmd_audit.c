@@ -463,7 +463,12 @@ static int audit_show(struct cli_global *g, struct audit_opts *o)
 	if (rc < 0)
 		goto out;
 	note_deleted(o, deleted_ns);
-	o->f.upto_seq = top;
+	/*
+	 * --follow prints up to the top row now, then what comes after it. Without it, no bound:
+	 * the query first makes a mounted view's audit current, and the rows that records come
+	 * after `top` (they were left out before).
+	 */
+	o->f.upto_seq = o->follow ? top : 0;
 	if (o->summary) {
 		rc = arb_audit_summary_open(&sum, p, o->name, &o->f);
 		if (rc == 0)

@@ -185,4 +185,18 @@ if [ ${#run[@]} -gt 0 ]; then
 else
 	echo "note: no strace here; which request shell made is not checked" >&2
 fi
+
+# `arborinth audit` shows a write made just before it: the rows its sync records are
+# printed (they come after the highest row it had seen before the sync). The control is the
+# row still missing from the database before `audit` runs.
+printf 'x' >"$W/just-now.txt"
+expect_eq 0 "$(python3 - "$R/.arborinth/state.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+print(db.execute("SELECT count(*) FROM audit_events WHERE op = 'write' "
+                 "AND path = 'just-now.txt'").fetchone()[0])
+PY
+)" "control: the newest write's row is not there yet"
+expect_status 0 "audit right after a write" -- "$ARB" audit d
+expect_match "write +just-now\.txt" "$OUT" "audit shows the write made just before it"
 finish
