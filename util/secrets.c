@@ -5,6 +5,7 @@
 #include "util/util.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -51,19 +52,34 @@ bool util_path_under(const char *path, const char *dir)
 
 bool util_secret_path(const char *path, const char *home, char **out)
 {
+	size_t hl = strlen(home);
+	char buf[PATH_MAX];
+
 	if (out)
 		*out = NULL;
+	/* Each home/secret built on the stack: a box's start asks this for every tool mount. */
 	for (size_t i = 0; i < ARB_ARRAY_LEN(secrets); i++) {
-		char *p = util_asprintf("%s/%s", home, secrets[i]);
+		size_t sl = strlen(secrets[i]);
+		char *p = buf;
 
-		if (p && (util_path_under(p, path) || util_path_under(path, p))) {
+		if (hl + 1 + sl >= sizeof(buf)) {
+			p = util_asprintf("%s/%s", home, secrets[i]);
+			if (!p)
+				continue;
+		} else {
+			memcpy(buf, home, hl);
+			buf[hl] = '/';
+			memcpy(buf + hl + 1, secrets[i], sl + 1);
+		}
+		if (util_path_under(p, path) || util_path_under(path, p)) {
 			if (out)
-				*out = p;
-			else
+				*out = p == buf ? strdup(buf) : p;
+			else if (p != buf)
 				free(p);
 			return true;
 		}
-		free(p);
+		if (p != buf)
+			free(p);
 	}
 	return false;
 }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -120,6 +121,20 @@ START_TEST(secrets)
 	ck_assert(!util_secret_path("/opt", HOME, NULL));
 	ck_assert(util_path_under("/a/b", "/a") && util_path_under("/a", "/"));
 	ck_assert(!util_path_under("/ab", "/a"));
+
+	/* A home too long for the stack buffer takes the allocating way, with the same answers. */
+	static char home[PATH_MAX + 16], path[PATH_MAX + 64];
+
+	memset(home, 'h', sizeof(home) - 1);
+	home[0] = '/';
+	snprintf(path, sizeof(path), "%s/.ssh/id_ed25519", home);
+	ck_assert(util_secret_path(path, home, &hit));
+	ck_assert_int_eq(strlen(hit), strlen(home) + strlen("/.ssh"));
+	ck_assert_str_eq(hit + strlen(home), "/.ssh");
+	free(hit);
+	snprintf(path, sizeof(path), "%s/.cargo/bin", home);
+	ck_assert(!util_secret_path(path, home, &hit));
+	ck_assert_ptr_null(hit);
 }
 END_TEST
 
