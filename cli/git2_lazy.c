@@ -25,85 +25,76 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-enum lazy_lib { LAZY_GIT2, LAZY_LIBS };
-
 /* ARB_GIT2_SONAME: from the library the build found (cli/CMakeLists.txt). */
-static const char *const sonames[LAZY_LIBS] = {ARB_GIT2_SONAME};
-static void *handles[LAZY_LIBS];
-static pthread_once_t once[LAZY_LIBS] = {PTHREAD_ONCE_INIT};
+static void *handle;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static void open_lib(enum lazy_lib l)
+static void open_git2(void)
 {
-	void *h = dlopen(sonames[l], RTLD_LAZY | RTLD_GLOBAL);
+	void *h = dlopen(ARB_GIT2_SONAME, RTLD_LAZY | RTLD_GLOBAL);
 
 	if (!h) {
 		fprintf(stderr, "arborinth: error while loading shared libraries: %s\n", dlerror());
 		_exit(127);
 	}
-	__atomic_store_n(&handles[l], h, __ATOMIC_RELEASE);
+	__atomic_store_n(&handle, h, __ATOMIC_RELEASE);
 }
 
-static void open_git2(void)
+/* Whether libgit2 is open: before that, no object of it exists. */
+static bool loaded(void)
 {
-	open_lib(LAZY_GIT2);
+	return __atomic_load_n(&handle, __ATOMIC_ACQUIRE) != NULL;
 }
 
-/* Whether l is open: before that, no object of it exists. */
-static bool lazy_loaded(enum lazy_lib l)
-{
-	return __atomic_load_n(&handles[l], __ATOMIC_ACQUIRE) != NULL;
-}
-
-/* name in library l, which is opened first if it is not yet. */
-static void *lazy_sym(enum lazy_lib l, const char *name)
+/* name in libgit2, which is opened first if it is not yet. */
+static void *lazy_sym(const char *name)
 {
 	void *f;
 
-	pthread_once(&once[l], open_git2);
-	f = dlsym(handles[l], name);
+	pthread_once(&once, open_git2);
+	f = dlsym(handle, name);
 	if (!f) {
-		fprintf(stderr, "arborinth: %s lacks %s (a build against another version)\n",
-			sonames[l], name);
+		fprintf(stderr,
+			"arborinth: " ARB_GIT2_SONAME " lacks %s (a build against another "
+			"version)\n",
+			name);
 		_exit(127);
 	}
 	return f;
 }
 
 /* The address of `name`, looked up once; the pointer is shared by every thread. */
-#define LAZY_PTR(lib, name, f)                                                                     \
+#define LAZY_PTR(name, f)                                                                          \
 	do {                                                                                       \
 		void *p_ = __atomic_load_n(&f, __ATOMIC_ACQUIRE);                                  \
 		if (!p_) {                                                                         \
-			p_ = lazy_sym(lib, #name);                                                 \
+			p_ = lazy_sym(#name);                                                      \
 			__atomic_store_n(&f, p_, __ATOMIC_RELEASE);                                \
 		}                                                                                  \
 		*(void **)&fn = p_;                                                                \
 	} while (0)
 
 /* A function that returns a value (it may be the first call: it opens the library). */
-#define LAZY_FWD(lib, ret, name, params, args)                                                     \
+#define GIT_FWD(ret, name, params, args)                                                           \
 	ret name params                                                                            \
 	{                                                                                          \
 		static void *f;                                                                    \
 		ret(*fn) params;                                                                   \
-		LAZY_PTR(lib, name, f);                                                            \
+		LAZY_PTR(name, f);                                                                 \
 		return fn args;                                                                    \
 	}
 
 /* A function that frees what the library made: nothing to do while it is not open. */
-#define LAZY_FREE(lib, name, params, arg)                                                          \
+#define GIT_FREE(name, params, arg)                                                                \
 	void name params                                                                           \
 	{                                                                                          \
 		static void *f;                                                                    \
 		void(*fn) params;                                                                  \
-		if (!lazy_loaded(lib))                                                             \
+		if (!loaded())                                                                     \
 			return;                                                                    \
-		LAZY_PTR(lib, name, f);                                                            \
+		LAZY_PTR(name, f);                                                                 \
 		fn(arg);                                                                           \
 	}
-
-#define GIT_FWD(ret, name, params, args) LAZY_FWD(LAZY_GIT2, ret, name, params, args)
-#define GIT_FREE(name, params, arg)	 LAZY_FREE(LAZY_GIT2, name, params, arg)
 
 /* libgit2: scripts/gen-lazy-git2.py's list, one line per function arborinth calls. */
 GIT_FREE(git_annotated_commit_free, (git_annotated_commit * commit), commit)
@@ -298,14 +289,14 @@ GIT_FREE(git_tree_free, (git_tree * tree), tree)
 GIT_FWD(int, git_tree_lookup, (git_tree * *out, git_repository *repo, const git_oid *id),
 	(out, repo, id))
 
-/* Nothing to shut down before the library was opened (core_project_free calls it). */
+/* Nothing to shut down before the library was opened (the view daemon's code calls it). */
 int git_libgit2_shutdown(void)
 {
 	static void *f;
 	int (*fn)(void);
 
-	if (!lazy_loaded(LAZY_GIT2))
+	if (!loaded())
 		return 0;
-	LAZY_PTR(LAZY_GIT2, git_libgit2_shutdown, f);
+	LAZY_PTR(git_libgit2_shutdown, f);
 	return fn();
 }
