@@ -12,23 +12,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include "fs/fs.h"
 
 #define CKPT_SIG_NAME "arborinth"
 #define CKPT_SIG_MAIL "arborinth@localhost"
 
 int ckpt_repo_open(const struct core_ws *ws, git_repository **out)
 {
-	/* Once per process: a project found from its cache did not set libgit2 up. */
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-	pthread_once(&once, fs_git_init);
+	core_git_ready();
 	if (git_repository_open_bare(out, ws->gitdir) < 0)
 		return util_err(-EIO, "cannot open %s: %s", ws->gitdir, git_error_last()->message);
 	return 0;

@@ -6,7 +6,6 @@
 
 struct core_project {
 	git_repository *repo; /* opened on first use: core_project_repo() */
-	bool git_init;	      /* libgit2 initialised for this project (to shut down) */
 	char *root;
 	char *gitdir;
 	char *commondir;
@@ -14,6 +13,12 @@ struct core_project {
 	char *state_dir;
 	sqlite3 *db;
 };
+
+/*
+ * libgit2 set up (fs_git_init), once per process and for as long as it runs: every path of
+ * core that calls libgit2 first, since a project found from its cache did not set it up.
+ */
+void core_git_ready(void);
 
 /*
  * project_cache.c: the origin's paths without libgit2. core_project_cached fills p->root,

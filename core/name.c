@@ -1,11 +1,10 @@
 /* core/name.c: workspace name rules. */
 #include "core/core.h"
+#include "core/core_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-
-#include "fs/fs.h"
 
 static int not_a_branch(const char *name)
 {
@@ -73,8 +72,7 @@ int core_ws_name_check_new(const char *name)
 	if (rc < 0)
 		return rc;
 	snprintf(ref, sizeof(ref), "refs/heads/arborinth/%s", name);
-	fs_git_init();
+	core_git_ready();
 	rc = git_reference_name_is_valid(&valid, ref);
-	git_libgit2_shutdown();
 	return rc < 0 || !valid ? not_a_branch(name) : 0;
 }

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,6 +25,13 @@ static char *strip_slash(const char *path)
 	return s;
 }
 
+void core_git_ready(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, fs_git_init);
+}
+
 /* root, gitdir and commondir known: the paths made from them. */
 static int project_paths(struct core_project *p)
 {
@@ -40,8 +48,7 @@ static int project_discover(struct core_project *p, const char *real, const char
 {
 	int rc;
 
-	fs_git_init();
-	p->git_init = true;
+	core_git_ready();
 	rc = git_repository_open_ext(&p->repo, real, 0, NULL);
 	if (rc == GIT_ENOTFOUND)
 		return util_err(-ENOENT, "%s: not inside a git repository", real);
@@ -103,8 +110,6 @@ void core_project_free(struct core_project *p)
 	free(p->commondir);
 	free(p->objects);
 	free(p->state_dir);
-	if (p->git_init)
-		git_libgit2_shutdown();
 	free(p);
 }
 
@@ -136,10 +141,7 @@ git_repository *core_project_repo(const struct core_project *p)
 
 	if (p->repo)
 		return p->repo;
-	if (!p->git_init) {
-		fs_git_init();
-		mp->git_init = true;
-	}
+	core_git_ready();
 	/* Exactly the root found (from the cache): no search upwards. */
 	if (git_repository_open_ext(&repo, p->root, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0) {
 		util_err(-EIO, "%s: %s", p->root, git_error_last()->message);
