@@ -102,17 +102,6 @@ for _ in range(100):
     fcntl.ioctl(root, AUDIT_SYNC)
 PY
 
-# ring_switches PID: context switches of the daemon's ring threads (fs_uring.sh).
-ring_switches() {
-	local t sum=0 n
-	for t in /proc/"$1"/task/*; do
-		[[ "$(cat "$t/comm")" == arb-ring* ]] || continue
-		n=$(awk '/^voluntary_ctxt_switches/ {print $2}' "$t/status")
-		sum=$((sum + n))
-	done
-	echo "$sum"
-}
-
 for v in "${views[@]}"; do
 	W=$R/.arborinth/workspaces/$v/workdir
 	pid=$(cat "$R/.arborinth/workspaces/$v/run/daemon.pid")

@@ -130,16 +130,6 @@ print("\n".join(log))
 PY
 PY=$(python3 -c 'import os, sys; print(os.path.realpath(sys.executable))')
 ln -s "$PY" "$T/ur-writer"
-# ring_switches PID: context switches of the daemon's ring threads (one per request or more).
-ring_switches() {
-	local t sum=0 n
-	for t in /proc/"$1"/task/*; do
-		[[ "$(cat "$t/comm")" == arb-ring* ]] || continue
-		n=$(awk '/^voluntary_ctxt_switches/ {print $2}' "$t/status")
-		sum=$((sum + n))
-	done
-	echo "$sum"
-}
 upid=$(cat "$T/repo/.arborinth/workspaces/u/run/daemon.pid")
 dpid=$(cat "$T/repo/.arborinth/workspaces/d/run/daemon.pid")
 before=$(ring_switches "$upid")

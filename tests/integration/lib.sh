@@ -119,6 +119,18 @@ wait_dead() {
 	return 1
 }
 
+# ring_switches PID: voluntary context switches of a view daemon's io_uring threads (one per
+# request or more): whether requests went over the ring (fs_uring.sh, audit_sync.sh).
+ring_switches() {
+	local t sum=0 n
+	for t in /proc/"$1"/task/*; do
+		[[ "$(cat "$t/comm")" == arb-ring* ]] || continue
+		n=$(awk '/^voluntary_ctxt_switches/ {print $2}' "$t/status")
+		sum=$((sum + n))
+	done
+	echo "$sum"
+}
+
 finish() {
 	if [ "$FAILS" -gt 0 ]; then
 		echo "$FAILS of $CHECKS checks failed" >&2
