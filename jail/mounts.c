@@ -422,10 +422,16 @@ static void mount_args(const struct jail_mount *x, struct jail_strv *a)
  * would mount it again for nothing, and each bind or remount costs it a read of the whole
  * mount table.
  */
+/* A sealed tmpfs with the default mode: empty and read-only but for what is mounted in it. */
+static bool plain_seal(const struct jail_mount *x)
+{
+	return x->type == JAIL_MOUNT_TMPFS && (x->flags & JAIL_MOUNT_SEAL) && !x->perms;
+}
+
 static bool shown_by_ancestor(const struct jail_mounts *m, size_t i)
 {
 	const struct jail_mount *x = &m->v[i];
-	bool sealed = x->type == JAIL_MOUNT_TMPFS && (x->flags & JAIL_MOUNT_SEAL) && !x->perms;
+	bool sealed = plain_seal(x);
 
 	if (x->type != JAIL_MOUNT_RO && !sealed)
 		return false;
@@ -442,8 +448,7 @@ static bool shown_by_ancestor(const struct jail_mounts *m, size_t i)
 		 * is below them, so the outer one alone shows the same.
 		 */
 		if (sealed)
-			return up->type == JAIL_MOUNT_TMPFS && (up->flags & JAIL_MOUNT_SEAL) &&
-			       !up->perms;
+			return plain_seal(up);
 		if (up->type != JAIL_MOUNT_RO || !strcmp(up->dest, "/"))
 			return false;
 		return !strncmp(x->src, up->src, strlen(up->src)) &&
