@@ -108,7 +108,9 @@ static int wait_ready(int fd, const char *log)
 	if (r > 0 && read(fd, &status, 1) == 1 && status == 0)
 		return 0;
 	log_reason(log, reason, sizeof(reason));
-	return util_err(r == 0 ? -ETIMEDOUT : -EIO, "the view did not come up: %s", reason);
+	return util_err(r == 0 ? -ETIMEDOUT : -EIO,
+			"the view did not come up: %s ('arborinth doctor' checks what views need)",
+			reason);
 }
 
 /* argv must end with "--ready-fd", a slot for the number, NULL. */

@@ -448,6 +448,28 @@ ARB_EXTERN int arb_merge(struct arb_merge *out, arb_project *p, const char *ws_n
  */
 ARB_EXTERN int arb_apply(size_t *files, arb_project *p, const char *ws_name);
 
+/* ---- doctor ------------------------------------------------------------------------------ */
+
+/* How a check came out: there, there with less (arborinth works around it), or not there. */
+enum arb_check_status { ARB_CHECK_OK = 0, ARB_CHECK_DEGRADED = 1, ARB_CHECK_MISSING = 2 };
+struct arb_check {
+	const char *name; /* "bubblewrap", "/dev/fuse", "limits", "claude", ... (static) */
+	enum arb_check_status status;
+	int required; /* missing: workspaces or boxes cannot work on this machine */
+	char *detail; /* what was found, one line (never a credential) */
+	char *fix;    /* the one line that mends it; NULL when ok */
+};
+/*
+ * Checks what arborinth needs of this machine for the project at `workdir` (NULL: the current
+ * directory; outside a repository its file system check is skipped): bubblewrap and user
+ * namespaces (by making a box), /dev/fuse and fusermount3, allow_other, cgroup limits, FUSE
+ * passthrough and io_uring, the project's file system, the agent clients and whether a
+ * credential is present. Changes nothing. *out: an array of *n checks, freed with
+ * arb_checks_free(). -ENOMEM.
+ */
+ARB_EXTERN int arb_doctor(struct arb_check **out, size_t *n, const char *workdir);
+ARB_EXTERN void arb_checks_free(struct arb_check *v, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -256,3 +256,27 @@ void jail_cgroups_stats(const struct jail_cgroups *cg, struct jail_run_stats *st
 		st->forks_refused = counter(cg->dir[CG_PIDS], controllers[CG_PIDS].events,
 					    controllers[CG_PIDS].counter);
 }
+
+int jail_limits_probe(char *why, size_t len)
+{
+	size_t used = 0;
+	int rc = 0;
+
+	why[0] = '\0';
+	for (size_t c = 0; c < ARB_ARRAY_LEN(controllers); c++) {
+		char *base = find_base(controllers[c].name);
+		const char *state = !base		     ? "no cgroup v1 controller"
+				    : access(base, W_OK) < 0 ? "its cgroup is not writable"
+							     : NULL;
+		int n;
+
+		if (state)
+			rc = -ENOTSUP;
+		n = snprintf(why + used, len - used, "%s%s %s", used ? ", " : "",
+			     controllers[c].option, state ? state : "can be placed");
+		if (n > 0 && (size_t)n < len - used)
+			used += (size_t)n;
+		free(base);
+	}
+	return rc;
+}

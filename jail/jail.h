@@ -121,6 +121,11 @@ struct jail_limits {
  * (the controller is not on cgroup v1, or its cgroup is not writable).
  */
 int jail_box_set_limits(struct jail_box *b, const struct jail_limits *l) ARB_MUST_CHECK;
+/*
+ * Whether each limit (--memory, --pids, --cpus) could be placed for this process, in words
+ * into why (always set): 0 when all can, -ENOTSUP when one cannot. Changes nothing.
+ */
+int jail_limits_probe(char *why, size_t len);
 /* The command to run (argv[0] searched on the box's PATH). Required before finishing. */
 int jail_box_set_command(struct jail_box *b, char *const argv[]) ARB_MUST_CHECK;
 
