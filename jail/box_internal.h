@@ -81,6 +81,21 @@ void jail_cgroups_enter(const struct jail_cgroups *cg);
 void jail_cgroups_stats(const struct jail_cgroups *cg, struct jail_run_stats *st);
 void jail_cgroups_clear(struct jail_cgroups *cg);
 
+/* ---- cgroup v2 (cgroup2.c) ---------------------------------------------------------- */
+
+/* Whether dir is on the unified hierarchy. */
+bool jail_cg2_is(const char *dir);
+/*
+ * The cgroup a box's cgroup for `controller` goes below on cgroup v2 (*out, caller frees):
+ * our cgroup's parent (the root's when we are in the root), when it offers the controller and
+ * this user may write it. Changes nothing. -ENOTSUP/-EACCES with a message naming `option`.
+ */
+int jail_cg2_base(const char *controller, const char *option, char **out) ARB_MUST_CHECK;
+/* Switches controller on for base's children when it is not; -errno with a message. */
+int jail_cg2_prepare(const char *base, const char *controller, const char *option) ARB_MUST_CHECK;
+/* Writes the v2 limit file(s) of controller in dir (memory: bytes, pids: count, cpu: milli). */
+int jail_cg2_write_limit(const char *dir, const char *controller, int64_t value) ARB_MUST_CHECK;
+
 /* ---- overlays (overlay.c) ------------------------------------------------------------ */
 
 /* At finish: each overlay's folder in the workspace (src = DIR/merged, upper = DIR/upper). */

@@ -7,9 +7,10 @@
  * limits did (processes the OOM killer ended, forks refused) and the cgroups are removed; those
  * of a shell that was killed first are removed by the next one.
  *
- * The hierarchies come from a table: today the cgroup v1 controllers (memory, pids, cpu), as
- * a hybrid host such as this project's CI mounts them, writable by root. A controller only
- * on the unified (v2) hierarchy is refused with a message that says so.
+ * The hierarchies come from a table: the cgroup v1 controllers (memory, pids, cpu), as a
+ * hybrid host such as this project's CI mounts them, writable by root; a controller only on
+ * the unified hierarchy (cgroup v2, most hosts today) is placed by cgroup2.c, below our
+ * cgroup's parent when this user may write it (root's, or a subtree delegated by systemd).
  */
 #include "jail/box_internal.h"
 
@@ -107,14 +108,10 @@ int jail_box_set_limits(struct jail_box *b, const struct jail_limits *l)
 
 		if (!limit_of(l, c))
 			continue;
-		probe = base ? util_path_join(base, "cgroup.procs") : NULL;
 		if (!base)
-			rc = util_err(
-			    -ENOTSUP,
-			    "%s needs the %s cgroup controller mounted as cgroup v1 (this "
-			    "host has none; on cgroup v2 arborinth cannot place a box yet)",
-			    controllers[c].option, controllers[c].name);
-		else if (access(base, W_OK) < 0 || !probe || access(probe, F_OK) < 0)
+			rc = jail_cg2_base(controllers[c].name, controllers[c].option, &base);
+		probe = base ? util_path_join(base, "cgroup.procs") : NULL;
+		if (rc == 0 && (access(base, W_OK) < 0 || !probe || access(probe, F_OK) < 0))
 			rc =
 			    util_err(-EACCES,
 				     "%s: cannot make a cgroup in %s (%s; run as root, or delegate "
@@ -192,6 +189,11 @@ int jail_cgroups_create(const struct jail_box *b, struct jail_cgroups *cg)
 	for (size_t c = 0; c < ARB_ARRAY_LEN(controllers) && rc == 0; c++) {
 		if (!limit_of(&b->limits, c))
 			continue;
+		bool v2 = jail_cg2_is(b->cg_base[c]);
+
+		if (v2 && (rc = jail_cg2_prepare(b->cg_base[c], controllers[c].name,
+						 controllers[c].option)) < 0)
+			break;
 		remove_stale(b->cg_base[c]);
 		cg->dir[c] = util_asprintf("%s/arborinth-%d", b->cg_base[c], (int)getpid());
 		cg->procs[c] = cg->dir[c] ? util_path_join(cg->dir[c], "cgroup.procs") : NULL;
@@ -205,7 +207,10 @@ int jail_cgroups_create(const struct jail_box *b, struct jail_cgroups *cg)
 			free(cg->dir[c]), cg->dir[c] = NULL;
 			break;
 		}
-		for (size_t f = 0; f < 3 && controllers[c].files[f] && rc == 0; f++)
+		if (v2)
+			rc = jail_cg2_write_limit(cg->dir[c], controllers[c].name,
+						  limit_of(&b->limits, c));
+		for (size_t f = 0; !v2 && f < 3 && controllers[c].files[f] && rc == 0; f++)
 			rc = write_value(cg->dir[c], controllers[c].files[f],
 					 file_value(&b->limits, c, f), f > 0 && c == CG_MEMORY);
 	}
@@ -250,8 +255,11 @@ void jail_cgroups_stats(const struct jail_cgroups *cg, struct jail_run_stats *st
 {
 	*st = (struct jail_run_stats){0};
 	if (cg->dir[CG_MEMORY])
-		st->oom_kills = counter(cg->dir[CG_MEMORY], controllers[CG_MEMORY].events,
-					controllers[CG_MEMORY].counter);
+		st->oom_kills =
+		    counter(cg->dir[CG_MEMORY],
+			    jail_cg2_is(cg->dir[CG_MEMORY]) ? "memory.events"
+							    : controllers[CG_MEMORY].events,
+			    controllers[CG_MEMORY].counter);
 	if (cg->dir[CG_PIDS])
 		st->forks_refused = counter(cg->dir[CG_PIDS], controllers[CG_PIDS].events,
 					    controllers[CG_PIDS].counter);

@@ -7,8 +7,11 @@ PKGS=(build-essential cmake ninja-build pkg-config git python3 clang-format cppc
       libfuse3-dev fuse3 libgit2-dev libmbedtls-dev libsqlite3-dev sqlite3 libseccomp-dev liburing-dev check
       libjansson-dev libcurl4-openssl-dev libssl-dev nettle-dev zlib1g-dev libdeflate-dev libhttp-parser-dev bubblewrap libcap2-bin iproute2 procps psmisc
       util-linux attr tmux python3-venv python3-setuptools python3-pip
-      nodejs clang) # nodejs (with npm: nodesource's package here; on stock Debian add npm) for
-                    # the real agent clients in e2e_real_clients; clang for the libFuzzer target
+      qemu-system-x86 busybox-static kmod cpio xz-utils zstd
+      nodejs clang) # qemu-system-x86 ... zstd: the VM lane (tests/vm: Debian's kernels under
+                    # QEMU); nodejs (with npm: nodesource's package here; on stock Debian add
+                    # npm) for the real agent clients in e2e_real_clients; clang for the
+                    # libFuzzer target
 
 missing=()
 for p in "${PKGS[@]}"; do
