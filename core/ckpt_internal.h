@@ -139,4 +139,11 @@ int ckpt_pack_write(struct ckpt_pack *pk, int objects_dir, size_t max_bytes) ARB
 /* The workspace's own repository (NAME/git, its objects and the origin's). */
 int ckpt_repo_open(const struct core_ws *ws, git_repository **out) ARB_MUST_CHECK;
 
+/*
+ * `diff --name-status` and `--stat` of diff into f as git prints them, every path quoted with
+ * util_quote (core/diff_print.c). -errno with a message.
+ */
+int ckpt_name_status_print(git_diff *diff, FILE *f) ARB_MUST_CHECK;
+int ckpt_stat_print(git_diff *diff, FILE *f) ARB_MUST_CHECK;
+
 #endif
