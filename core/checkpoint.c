@@ -407,20 +407,6 @@ int core_ws_session_ckpt(struct core_project *p, const struct core_ws *ws, int64
 	return rc;
 }
 
-static int print_line(const git_diff_delta *d, const git_diff_hunk *h, const git_diff_line *l,
-		      void *payload)
-{
-	FILE *f = payload;
-
-	(void)d;
-	(void)h;
-	if (l->origin == GIT_DIFF_LINE_CONTEXT || l->origin == GIT_DIFF_LINE_ADDITION ||
-	    l->origin == GIT_DIFF_LINE_DELETION)
-		fputc(l->origin, f);
-	fwrite(l->content, 1, l->content_len, f);
-	return 0;
-}
-
 static int diff_new(git_repository *repo, const git_oid *from, const git_oid *to,
 		    const char *const *paths, size_t n_paths, git_diff **out)
 {
@@ -447,6 +433,7 @@ int core_ws_diff(struct core_project *p, const struct core_ws *ws, const git_oid
 {
 	git_repository *repo = NULL;
 	git_diff *diff = NULL;
+	struct ckpt_patch_out tty = {f, isatty(fileno(f))};
 	int rc = ckpt_repo_open(ws, &repo);
 
 	(void)p;
@@ -456,7 +443,8 @@ int core_ws_diff(struct core_project *p, const struct core_ws *ws, const git_oid
 	} else if (rc == 0 && fmt == CORE_DIFF_NAME_STATUS) {
 		/* As `git diff --name-status -M`, paths quoted as git quotes them. */
 		rc = ckpt_name_status_print(diff, f);
-	} else if (rc == 0 && git_diff_print(diff, GIT_DIFF_FORMAT_PATCH, print_line, f) < 0) {
+	} else if (rc == 0 &&
+		   git_diff_print(diff, GIT_DIFF_FORMAT_PATCH, ckpt_patch_line, &tty) < 0) {
 		rc = util_err(-EIO, "diff: %s", git_error_last()->message);
 	}
 	git_diff_free(diff);

@@ -145,5 +145,17 @@ int ckpt_repo_open(const struct core_ws *ws, git_repository **out) ARB_MUST_CHEC
  */
 int ckpt_name_status_print(git_diff *diff, FILE *f) ARB_MUST_CHECK;
 int ckpt_stat_print(git_diff *diff, FILE *f) ARB_MUST_CHECK;
+/*
+ * git_diff_print's line callback for the patch format into payload (a struct ckpt_patch_out).
+ * The content of a line goes out as it is, so the patch applies, except on a terminal, where
+ * its control characters but tabs are escaped (util_quote_text): a file's content cannot rewrite
+ * the screen. Paths in headers are quoted by libgit2.
+ */
+struct ckpt_patch_out {
+	FILE *f;
+	bool terminal;
+};
+int ckpt_patch_line(const git_diff_delta *d, const git_diff_hunk *h, const git_diff_line *l,
+		    void *payload);
 
 #endif

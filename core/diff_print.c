@@ -1,7 +1,8 @@
 /*
  * core/diff_print.c: `arborinth diff --name-status` and `--stat` as git prints them, with every
  * path quoted as git quotes it (util_quote): a name the box chose cannot break a line or move
- * the cursor. (The patch format is libgit2's, which quotes the paths of its headers itself.)
+ * the cursor. The patch format is libgit2's, which quotes the paths of its headers itself;
+ * its lines' content is escaped only on a terminal (ckpt_patch_line).
  */
 #include "core/ckpt_internal.h"
 
@@ -29,6 +30,39 @@ int ckpt_name_status_print(git_diff *diff, FILE *f)
 		free(new);
 	}
 	return rc;
+}
+
+int ckpt_patch_line(const git_diff_delta *d, const git_diff_hunk *h, const git_diff_line *l,
+		    void *payload)
+{
+	const struct ckpt_patch_out *out = payload;
+	bool content = l->origin == GIT_DIFF_LINE_CONTEXT || l->origin == GIT_DIFF_LINE_ADDITION ||
+		       l->origin == GIT_DIFF_LINE_DELETION;
+	size_t n = l->content_len;
+
+	(void)d;
+	(void)h;
+	if (content)
+		fputc(l->origin, out->f);
+	if (!out->terminal) {
+		fwrite(l->content, 1, l->content_len, out->f);
+		return 0;
+	}
+	/* Escaped but for tabs and line ends (a file header is several lines). */
+	for (size_t i = 0, end; i <= n; i = end + 1) {
+		char *raw, *safe;
+
+		for (end = i; end < n && l->content[end] != '\t' && l->content[end] != '\n'; end++)
+			;
+		raw = strndup(l->content + i, end - i);
+		safe = raw ? util_quote_text(raw) : NULL;
+		fputs(safe ? safe : "?", out->f);
+		if (end < n)
+			fputc(l->content[end], out->f);
+		free(raw);
+		free(safe);
+	}
+	return 0;
 }
 
 struct stat_line {
