@@ -10,7 +10,9 @@ human-readable output (audit: rows, --summary, --session, --kind exec, --follow,
 diff --name-status, --stat and the patch; log; checkpoint -m with ESC, BEL and CR; workspace
 info and list; an error line naming a workspace with ESC) must hold no control byte but line
 ends (and name-status's tabs), be valid UTF-8 with no C1 or bidirectional control, show each
-forged-row attempt as one row, and the quoted names must unquote to the raw bytes.
+forged-row attempt as one row, and the quoted names must unquote to the raw bytes. Proxy rows
+(method, host, URL path, backend and reason with ESC, LF, CR, BEL and bytes that are not
+UTF-8) go into the real database last and must be shown the same way.
 `--json` outputs (audit rows and summary, log) must give back the exact bytes (a string, or
 {"hex": ...} when not UTF-8). Controls: the raw names exist in the view, and the audit DB holds
 the raw bytes.
@@ -248,6 +250,34 @@ def check_diff_log(b):
     C.eq(os.path.realpath(b.view), os.path.realpath(wj["workdir"]), "workspace info --json")
 
 
+def check_net(b):
+    """Proxy rows (method, host, URL path, backend, reason come from the box's requests): put
+    into the real database as the proxy would (last: the hash chain does not cover them)."""
+    db = os.path.join(b.repo, ".arborinth", "state.db")
+    con = sqlite3.connect(db)
+    ws = con.execute("SELECT ws FROM audit_events LIMIT 1").fetchone()[0]
+    now = time.time_ns()
+    rows = [("request", b"ba\x1bckend", b"GE\nT", None, None,
+             b"/p\r\n" + ROW_FORGERY, b"refused", b"no\x1b]0;t\x07"),
+            ("tunnel", None, b"CONNECT", b"h\x1b[2K\xff", 443, None, b"allowed", b"allowed")]
+    for i, (op, backend, method, host, port, path, decision, reason) in enumerate(rows):
+        con.execute("INSERT INTO audit_events (ws, time_ns, kind, op, path, session, backend,"
+                    " method, host, port, status, decision, reason) VALUES (?, ?, 'net', ?,"
+                    " CAST(? AS TEXT), 1, CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT),"
+                    " ?, 403, CAST(? AS TEXT), CAST(? AS TEXT))",
+                    (ws, now + i, op, path, backend, method, host, port, decision, reason))
+    con.commit()
+    con.close()
+    out = b.arb("audit", "w", "--kind", "net").stdout
+    safe(out, "audit --kind net")
+    C.eq(2, len(out.splitlines()), "audit --kind net: CONTROL: both rows shown, one line each")
+    C.ok(all(ROW.match(ln) for ln in out.splitlines()), "audit --kind net: rows")
+    js = [json.loads(ln) for ln in b.arb("audit", "w", "--kind", "net", "--json").stdout
+          .splitlines()]
+    C.eq([b"/p\r\n" + ROW_FORGERY, b"h\x1b[2K\xff"],
+         [jbytes(js[0].get("path")), jbytes(js[1].get("host"))], "audit --json: net rows exact")
+
+
 def mode(path):
     return stat.S_IMODE(os.lstat(path).st_mode)
 
@@ -267,6 +297,7 @@ def scenario(top):
     check_audit(b)  # first: `audit` makes the mounted view's audit current
     check_db(b)
     check_diff_log(b)
+    check_net(b)
     check_modes(b)
     return b
 
