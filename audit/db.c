@@ -2,8 +2,12 @@
 #include "audit/audit_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /*
  * migrations[i] takes the schema from user_version i to i + 1: its SQL, then its step in C
@@ -200,12 +204,62 @@ out:
 	return rc;
 }
 
+/*
+ * path readable and writable by its owner only, whatever the umask: made 0600 when missing
+ * (create), and (a state.db of an older version, made 0644) its group and other bits taken
+ * away when this user owns it. Links are not followed. Never opens an existing file: closing
+ * a descriptor of a database file drops every POSIX lock this process's SQLite connections
+ * hold on it (fchmodat goes through an O_PATH descriptor, which does not).
+ */
+static int file_private(const char *path, bool create)
+{
+	struct stat st;
+	int fd;
+
+	if (lstat(path, &st) < 0) {
+		if (errno != ENOENT || !create)
+			return 0; /* sqlite says why, if it matters */
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0 && fchmod(fd, 0600) < 0) {
+			close(fd);
+			return util_err(-errno, "cannot make %s private: %s", path,
+					strerror(errno));
+		}
+		if (fd >= 0)
+			close(fd);
+		return 0; /* EEXIST: made meanwhile, by a process that made it private too */
+	}
+	if (S_ISREG(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 077) &&
+	    fchmodat(AT_FDCWD, path, st.st_mode & 0700, AT_SYMLINK_NOFOLLOW) < 0)
+		return util_err(-errno, "cannot make %s private: %s", path, strerror(errno));
+	return 0;
+}
+
+/* state.db and its -wal and -shm files: their owner's only (sqlite gives the latter two the
+ * database's mode when it makes them). */
+static int db_private(const char *path)
+{
+	static const char *const ext[] = {"-wal", "-shm"};
+	int rc = file_private(path, true);
+
+	for (size_t i = 0; rc == 0 && i < ARB_ARRAY_LEN(ext); i++) {
+		char *side = util_asprintf("%s%s", path, ext[i]);
+
+		rc = side ? file_private(side, false) : -ENOMEM;
+		free(side);
+	}
+	return rc;
+}
+
 int audit_db_open(sqlite3 **out, const char *path)
 {
 	sqlite3 *db = NULL;
 	int rc;
 
 	*out = NULL;
+	rc = db_private(path);
+	if (rc < 0)
+		return rc;
 	if (sqlite3_open_v2(path, &db,
 			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
 				SQLITE_OPEN_NOFOLLOW,

@@ -43,6 +43,20 @@ int cli_fail_lib(void);
 int cli_usage_error(const char *cmd, const char *fmt, ...) ARB_PRINTF(2, 3);
 void cli_print_help(const struct cli_cmd *cmd);
 
+/*
+ * Box-chosen text (a path, a ref name, a message) as people see it: util_quote(s), borrowed
+ * until 16 more calls of cli_q on this thread (so several fit in one printf). cli_fail and
+ * cli_usage_error escape their whole message (util_quote_text) themselves.
+ */
+const char *cli_q(const char *s);
+/*
+ * A session's argv as the audit keeps it (cli/argv.c): cli_argv_print prints it as one shell
+ * line (util_quote_shell words, `before` ahead of the first); cli_argv_json: a JSON array of
+ * util_json_bytes values (caller json_decref's), NULL when argv_json is not such an array.
+ */
+void cli_argv_print(const char *argv_json, const char *before);
+json_t *cli_argv_json(const char *argv_json);
+
 /* Prints obj as JSON on stdout (one document, newline-terminated) and releases it. */
 int cli_json_print(json_t *obj);
 

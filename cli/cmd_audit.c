@@ -124,27 +124,6 @@ static void format_size(char *buf, size_t size, int64_t bytes)
 		snprintf(buf, size, "%.1f %s", v, units[u]);
 }
 
-/* argv (a JSON array) as one shell-like line. */
-static void print_argv(const char *argv_json)
-{
-	json_t *arr = argv_json ? json_loads(argv_json, 0, NULL) : NULL;
-	size_t i;
-	json_t *v;
-
-	json_array_foreach(arr, i, v)
-	{
-		const char *s = json_string_value(v);
-		char *q = s ? util_shell_quote(s) : NULL;
-
-		if (!s)
-			continue;
-
-		printf("%s%s", i ? " " : "", q ? q : "''");
-		free(q);
-	}
-	json_decref(arr);
-}
-
 /* An "unattributed" row (crash reconciliation): what the upper layer showed. */
 static void print_unattributed(const struct arb_audit_row *r)
 {
@@ -196,16 +175,16 @@ static void print_net_text(const struct audit_opts *o, const struct arb_audit_ro
 	char up[32], down[32];
 
 	if (!strcmp(r->op, "tunnel")) {
-		printf("%s ", r->method ? r->method : "?");
+		printf("%s ", cli_q(r->method ? r->method : "?"));
 		if (r->host && strchr(r->host, ':'))
-			printf("[%s]", r->host);
+			printf("[%s]", cli_q(r->host));
 		else
-			fputs(r->host ? r->host : "?", stdout);
+			fputs(cli_q(r->host ? r->host : "?"), stdout);
 		if (r->port > 0)
 			printf(":%lld", (long long)r->port);
 	} else {
-		printf("%s %s %s", r->backend ? r->backend : "-", r->method ? r->method : "?",
-		       r->path ? r->path : "-");
+		printf("%s %s %s", cli_q(r->backend ? r->backend : "-"),
+		       cli_q(r->method ? r->method : "?"), cli_q(r->path ? r->path : "-"));
 	}
 	if (r->status > 0)
 		printf("  %lld", (long long)r->status);
@@ -218,10 +197,10 @@ static void print_net_text(const struct audit_opts *o, const struct arb_audit_ro
 	}
 	printf("  %.1f ms", (double)(r->duration_ns > 0 ? r->duration_ns : 0) / 1e6);
 	if (refused)
-		printf("  %srefused: %s%s\n", c ? C_RED : "", r->reason ? r->reason : "?",
+		printf("  %srefused: %s%s\n", c ? C_RED : "", cli_q(r->reason ? r->reason : "?"),
 		       c ? C_RESET : "");
 	else if (failed)
-		printf("  %sfailed: %s%s\n", c ? C_RED : "", r->reason ? r->reason : "?",
+		printf("  %sfailed: %s%s\n", c ? C_RED : "", cli_q(r->reason ? r->reason : "?"),
 		       c ? C_RESET : "");
 	else
 		printf("  %sallowed%s\n", c ? C_GREEN : "", c ? C_RESET : "");
@@ -231,15 +210,16 @@ static void print_row_text(const struct audit_opts *o, const struct arb_audit_ro
 {
 	bool c = o->color;
 	bool failed = r->result != 0;
-	char when[48], who[64];
+	char when[48], who[128];
 
 	format_time(when, sizeof(when), r->time_ns, false);
 	if (!strcmp(r->kind, "net"))
 		snprintf(who, sizeof(who), "proxy/session %lld", (long long)r->session);
 	else if (r->pid)
-		snprintf(who, sizeof(who), "%s[%lld]", r->comm ? r->comm : "?", (long long)r->pid);
+		snprintf(who, sizeof(who), "%s[%lld]", cli_q(r->comm ? r->comm : "?"),
+			 (long long)r->pid);
 	else
-		snprintf(who, sizeof(who), "%s", r->comm ? r->comm : "-");
+		snprintf(who, sizeof(who), "%s", cli_q(r->comm ? r->comm : "-"));
 	printf("%s%s%s  %s%-22s%s %s%-11s%s ", c ? C_DIM : "", when, c ? C_RESET : "",
 	       c ? C_CYAN : "", who, c ? C_RESET : "", c ? op_color(r->op) : "", r->op,
 	       c ? C_RESET : "");
@@ -251,12 +231,13 @@ static void print_row_text(const struct audit_opts *o, const struct arb_audit_ro
 	if (!strcmp(r->kind, "exec")) {
 		if (!strcmp(r->op, "exec")) {
 			printf("session %lld (jail %s): ", (long long)r->session,
-			       r->jail ? r->jail : "?");
-			print_argv(r->argv_json);
+			       cli_q(r->jail ? r->jail : "?"));
+			cli_argv_print(r->argv_json, "");
 			putchar('\n');
 		} else if (!strcmp(r->op, "limit")) {
 			printf("session %lld  %s%s: %s%s\n", (long long)r->session, c ? C_RED : "",
-			       r->path ? r->path : "?", r->path2 ? r->path2 : "", c ? C_RESET : "");
+			       cli_q(r->path ? r->path : "?"), cli_q(r->path2 ? r->path2 : ""),
+			       c ? C_RESET : "");
 		} else {
 			printf("session %lld  %sstatus %d%s\n", (long long)r->session,
 			       c && failed ? C_RED : "", r->result, c && failed ? C_RESET : "");
@@ -267,12 +248,12 @@ static void print_row_text(const struct audit_opts *o, const struct arb_audit_ro
 		print_net_text(o, r);
 		return;
 	}
-	fputs(r->path ? r->path : "-", stdout);
+	fputs(cli_q(r->path ? r->path : "-"), stdout);
 	/* path2 is a second path (rename, link, symlink target), or an attribute's name. */
 	if (r->path2 && strstr(r->op, "xattr"))
-		printf(" [%s]", r->path2);
+		printf(" [%s]", cli_q(r->path2));
 	else if (r->path2)
-		printf(" -> %s", r->path2);
+		printf(" -> %s", cli_q(r->path2));
 	print_detail(r);
 	if (failed)
 		printf("  %s%s%s\n", c ? C_RED : "", errno_name(r->result), c ? C_RESET : "");
@@ -285,9 +266,10 @@ static json_t *opt_int(int64_t v, bool present)
 	return present ? json_integer(v) : json_null();
 }
 
+/* Exact: a string, {"hex": ...} when s is not UTF-8, null for NULL. */
 static json_t *opt_str(const char *s)
 {
-	return s ? json_string(s) : json_null();
+	return util_json_bytes(s);
 }
 
 static void print_row_json(const struct audit_opts *o, const struct arb_audit_row *r)
@@ -301,11 +283,11 @@ static void print_row_json(const struct audit_opts *o, const struct arb_audit_ro
 
 	format_time(when, sizeof(when), r->time_ns, true);
 	if (exec && r->argv_json)
-		argv = json_loads(r->argv_json, 0, NULL);
+		argv = cli_argv_json(r->argv_json);
 	json_object_set_new(obj, "seq", json_integer(r->seq));
 	json_object_set_new(obj, "time", json_string(when));
 	json_object_set_new(obj, "time_ns", json_integer(r->time_ns));
-	json_object_set_new(obj, "workspace", json_string(o->name));
+	json_object_set_new(obj, "workspace", opt_str(o->name));
 	json_object_set_new(obj, "kind", json_string(r->kind));
 	json_object_set_new(obj, "op", json_string(r->op));
 	json_object_set_new(obj, "path", opt_str(r->path));
@@ -365,8 +347,8 @@ static void print_summary(const struct audit_opts *o, const arb_audit_summary *s
 		format_time(last, sizeof(last), e[i].last_ns, o->json);
 		if (o->json) {
 			json_t *obj = json_pack(
-			    "{s:s,s:s,s:o,s:I,s:I,s:s,s:s,s:I,s:I}", "path", e[i].path, "status",
-			    e[i].status, "renamed_to", opt_str(e[i].renamed_to), "ops",
+			    "{s:o,s:s,s:o,s:I,s:I,s:s,s:s,s:I,s:I}", "path", opt_str(e[i].path),
+			    "status", e[i].status, "renamed_to", opt_str(e[i].renamed_to), "ops",
 			    (json_int_t)e[i].ops, "bytes", (json_int_t)e[i].bytes, "first", first,
 			    "last", last, "first_ns", (json_int_t)e[i].first_ns, "last_ns",
 			    (json_int_t)e[i].last_ns);
@@ -382,9 +364,9 @@ static void print_summary(const struct audit_opts *o, const arb_audit_summary *s
 		format_size(sz, sizeof(sz), e[i].bytes);
 		printf("%s%-9s%s %6lld %10s  %s  %s  %s", c ? op_color(e[i].status) : "",
 		       e[i].status, c ? C_RESET : "", (long long)e[i].ops, sz, first, last,
-		       e[i].path);
+		       cli_q(e[i].path));
 		if (e[i].renamed_to)
-			printf(" -> %s", e[i].renamed_to);
+			printf(" -> %s", cli_q(e[i].renamed_to));
 		putchar('\n');
 	}
 }
@@ -445,7 +427,7 @@ static void note_deleted(const struct audit_opts *o, int64_t deleted_ns)
 		return;
 	util_time_format(when, sizeof(when), deleted_ns, false);
 	fprintf(stderr, "arborinth: workspace '%s' was deleted at %s; showing its history\n",
-		o->name, when);
+		cli_q(o->name), when);
 }
 
 static int audit_show(struct cli_global *g, struct audit_opts *o)

@@ -20,7 +20,7 @@ static int report(const char *what, const struct arb_audit_verify *res)
 				(long long)res->broken_seq, res->reason);
 	if (!res->ok)
 		return cli_fail(CLI_ERR, "%s: broken: %s", what, res->reason);
-	printf("%s: ok, %lld rows, head %s\n", what, (long long)res->rows, res->head);
+	printf("%s: ok, %lld rows, head %s\n", what, (long long)res->rows, cli_q(res->head));
 	return CLI_OK;
 }
 
@@ -42,7 +42,7 @@ static int verify_db(struct cli_global *g, const char *name)
 	arb_project_free(p);
 	if (rc < 0)
 		return fail_lib();
-	snprintf(what, sizeof(what), "audit of '%s'", name);
+	snprintf(what, sizeof(what), "audit of '%s'", cli_q(name));
 	return report(what, &res);
 }
 
@@ -53,7 +53,8 @@ static int verify_bundle(const char *file)
 
 	if (arb_audit_verify_bundle(&res, file) < 0)
 		return fail_lib();
-	snprintf(what, sizeof(what), "bundle %s (workspace '%s')", file, res.workspace);
+	snprintf(what, sizeof(what), "bundle %s (workspace '%s')", cli_q(file),
+		 cli_q(res.workspace));
 	return report(what, &res);
 }
 
@@ -96,8 +97,8 @@ static int export(struct cli_global *g, const char *name, const char *file)
 	if (rc < 0)
 		return fail_lib();
 	if (strcmp(file, "-") != 0)
-		printf("exported %lld rows of '%s' to %s, head %s\n", (long long)res.rows, name,
-		       file, res.head);
+		printf("exported %lld rows of '%s' to %s, head %s\n", (long long)res.rows,
+		       cli_q(name), cli_q(file), cli_q(res.head));
 	return CLI_OK;
 }
 

@@ -55,9 +55,9 @@ static int fail_lib(void)
 
 json_t *cli_ckpt_json(const struct arb_checkpoint *c)
 {
-	return json_pack("{s:I, s:s, s:s, s:I, s:s, s:s, s:o}", "checkpoint", (json_int_t)c->seq,
+	return json_pack("{s:I, s:s, s:s, s:I, s:s, s:o, s:o}", "checkpoint", (json_int_t)c->seq,
 			 "commit", c->commit, "tree", c->tree, "time_ns", (json_int_t)c->time_ns,
-			 "kind", c->kind, "message", c->message, "session",
+			 "kind", c->kind, "message", util_json_bytes(c->message), "session",
 			 c->session ? json_integer(c->session) : json_null());
 }
 
@@ -98,7 +98,7 @@ int cmd_checkpoint(struct cli_global *g, int argc, char **argv)
 		status = cli_json_print(cli_ckpt_json(&c));
 	else
 		printf("checkpoint %u of %s: %.12s (%s; %zu files hashed, %zu known)\n", c.seq,
-		       argv[optind], c.commit, c.message, c.hashed, c.reused);
+		       argv[optind], c.commit, cli_q(c.message), c.hashed, c.reused);
 	arb_project_free(p);
 	return status;
 }
@@ -178,7 +178,7 @@ int cmd_rewind(struct cli_global *g, int argc, char **argv)
 	else
 		printf("%s is back at %s; checkpoint %u holds what it was (undo: arborinth rewind "
 		       "%s --to %u)\n",
-		       name, what, c.seq, name, c.seq);
+		       name, cli_q(what), c.seq, name, c.seq);
 	arb_project_free(p);
 	return status;
 }
@@ -206,7 +206,7 @@ int cmd_restore(struct cli_global *g, int argc, char **argv)
 		status = fail_lib();
 	else
 		printf("restored %d path%s of %s from %s\n", n, n == 1 ? "" : "s", argv[optind],
-		       what);
+		       cli_q(what));
 	arb_project_free(p);
 	return status;
 }

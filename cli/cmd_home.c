@@ -65,10 +65,10 @@ int cmd_merge(struct cli_global *g, int argc, char **argv)
 		    cli_json_print(json_pack("{s:s, s:s, s:s?}", "result", kinds[m.kind], "branch",
 					     m.branch, "commit", *m.commit ? m.commit : NULL));
 	else if (m.kind == ARB_MERGE_UP_TO_DATE)
-		printf("%s already has everything of arborinth/%s\n", m.branch, name);
+		printf("%s already has everything of arborinth/%s\n", cli_q(m.branch), name);
 	else
-		printf("%s: %s of arborinth/%s, now at %.12s\n", m.branch, kinds[m.kind], name,
-		       m.commit);
+		printf("%s: %s of arborinth/%s, now at %.12s\n", cli_q(m.branch), kinds[m.kind],
+		       name, m.commit);
 	arb_project_free(p);
 	return status;
 }

@@ -135,13 +135,13 @@ static json_t *session_json(const struct session *s, const struct arb_checkpoint
 {
 	const struct arb_checkpoint *a = find_ckpt(c, n, s->id, "start");
 	const struct arb_checkpoint *b = find_ckpt(c, n, s->id, "end");
-	json_t *argv = s->argv ? json_loads(s->argv, 0, NULL) : NULL;
+	json_t *argv = s->argv ? cli_argv_json(s->argv) : NULL;
 
 	return json_pack(
-	    "{s:I, s:o, s:s?, s:I, s:o, s:o, s:o, s:o, s:o}", "session", (json_int_t)s->id, "argv",
-	    argv ? argv : json_array(), "jail", s->jail, "start_ns", (json_int_t)s->start_ns,
-	    "end_ns", s->ended ? json_integer(s->end_ns) : json_null(), "exit",
-	    s->ended ? json_integer(s->exit) : json_null(), "start_checkpoint",
+	    "{s:I, s:o, s:o, s:I, s:o, s:o, s:o, s:o, s:o}", "session", (json_int_t)s->id, "argv",
+	    argv ? argv : json_array(), "jail", util_json_bytes(s->jail), "start_ns",
+	    (json_int_t)s->start_ns, "end_ns", s->ended ? json_integer(s->end_ns) : json_null(),
+	    "exit", s->ended ? json_integer(s->exit) : json_null(), "start_checkpoint",
 	    a ? json_integer(a->seq) : json_null(), "end_checkpoint",
 	    b ? json_integer(b->seq) : json_null(), "changes",
 	    known ? json_pack("{s:I, s:I, s:I}", "files", (json_int_t)st->files, "insertions",
@@ -151,10 +151,7 @@ static json_t *session_json(const struct session *s, const struct arb_checkpoint
 
 static void session_print(const struct session *s, const struct arb_diffstat *st, bool known)
 {
-	json_t *argv = s->argv ? json_loads(s->argv, 0, NULL) : NULL;
 	char t0[32], t1[32] = "running";
-	size_t i;
-	json_t *a;
 
 	fmt_time(s->start_ns, t0, sizeof(t0));
 	if (s->ended)
@@ -166,15 +163,8 @@ static void session_print(const struct session *s, const struct arb_diffstat *st
 		printf("  %zu file%s changed, +%zu -%zu", st->files, st->files == 1 ? "" : "s",
 		       st->insertions, st->deletions);
 	printf("\n   ");
-	json_array_foreach(argv, i, a)
-	{
-		char *q = json_string_value(a) ? util_shell_quote(json_string_value(a)) : NULL;
-
-		printf(" %s", q ? q : "?");
-		free(q);
-	}
+	cli_argv_print(s->argv, " ");
 	printf("\n");
-	json_decref(argv);
 }
 
 static void ckpt_print(const struct arb_checkpoint *c)
@@ -182,11 +172,11 @@ static void ckpt_print(const struct arb_checkpoint *c)
 	char t[32];
 
 	fmt_time(c->time_ns, t, sizeof(t));
-	printf("checkpoint %u  %s  %.12s  %s", c->seq, t, c->commit, c->kind);
+	printf("checkpoint %u  %s  %.12s  %s", c->seq, t, c->commit, cli_q(c->kind));
 	if (c->session)
 		printf(" of session %lld", (long long)c->session);
 	if (strcmp(c->kind, "start") && strcmp(c->kind, "end"))
-		printf("  %s", c->message);
+		printf("  %s", cli_q(c->message));
 	printf("\n");
 }
 

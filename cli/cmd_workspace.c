@@ -62,18 +62,21 @@ const struct cli_cmd cmd_workspace_subs[] = {
 
 static json_t *ws_json(const arb_workspace *ws)
 {
+	json_t *(*b)(const char *) = util_json_bytes; /* paths and names: exact, any bytes */
 	char created[32];
 
 	util_time_format(created, sizeof(created), arb_workspace_created_ns(ws), true);
-	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:b,s:I,s:s?,s:s?}", "name",
-			 arb_workspace_name(ws), "root", arb_workspace_root(ws), "workdir",
-			 arb_workspace_workdir(ws), "tmp", arb_workspace_tmp(ws), "cache",
-			 arb_workspace_cache(ws), "home", arb_workspace_home(ws), "base_commit",
-			 arb_workspace_base_commit(ws), "branch", arb_workspace_branch(ws),
-			 "remote", arb_workspace_remote(ws), "created", created, "state",
-			 arb_workspace_state(ws), "mounted", arb_workspace_mounted(ws),
-			 "daemon_pid", (json_int_t)arb_workspace_daemon_pid(ws), "io",
-			 arb_workspace_io(ws), "transport", arb_workspace_transport(ws));
+
+	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:s,s:o,s:o,s:s,s:s,s:b,s:I,s:s?,s:s?}", "name",
+			 b(arb_workspace_name(ws)), "root", b(arb_workspace_root(ws)), "workdir",
+			 b(arb_workspace_workdir(ws)), "tmp", b(arb_workspace_tmp(ws)), "cache",
+			 b(arb_workspace_cache(ws)), "home", b(arb_workspace_home(ws)),
+			 "base_commit", arb_workspace_base_commit(ws), "branch",
+			 b(arb_workspace_branch(ws)), "remote", b(arb_workspace_remote(ws)),
+			 "created", created, "state", arb_workspace_state(ws), "mounted",
+			 arb_workspace_mounted(ws), "daemon_pid",
+			 (json_int_t)arb_workspace_daemon_pid(ws), "io", arb_workspace_io(ws),
+			 "transport", arb_workspace_transport(ws));
 }
 
 static void ws_print(const arb_workspace *ws)
@@ -81,23 +84,23 @@ static void ws_print(const arb_workspace *ws)
 	char created[32];
 
 	util_time_format(created, sizeof(created), arb_workspace_created_ns(ws), false);
-	printf("name:     %s\n", arb_workspace_name(ws));
-	printf("root:     %s\n", arb_workspace_root(ws));
-	printf("workdir:  %s\n", arb_workspace_workdir(ws));
-	printf("tmp:      %s\n", arb_workspace_tmp(ws));
-	printf("cache:    %s\n", arb_workspace_cache(ws));
-	printf("home:     %s\n", arb_workspace_home(ws));
-	printf("base:     %s\n", arb_workspace_base_commit(ws));
-	printf("branch:   %s\n", arb_workspace_branch(ws));
-	printf("remote:   %s\n", arb_workspace_remote(ws));
+	printf("name:     %s\n", cli_q(arb_workspace_name(ws)));
+	printf("root:     %s\n", cli_q(arb_workspace_root(ws)));
+	printf("workdir:  %s\n", cli_q(arb_workspace_workdir(ws)));
+	printf("tmp:      %s\n", cli_q(arb_workspace_tmp(ws)));
+	printf("cache:    %s\n", cli_q(arb_workspace_cache(ws)));
+	printf("home:     %s\n", cli_q(arb_workspace_home(ws)));
+	printf("base:     %s\n", cli_q(arb_workspace_base_commit(ws)));
+	printf("branch:   %s\n", cli_q(arb_workspace_branch(ws)));
+	printf("remote:   %s\n", cli_q(arb_workspace_remote(ws)));
 	printf("created:  %s\n", created);
 	if (arb_workspace_mounted(ws)) {
 		printf("mounted:  yes (daemon pid %lld)\n",
 		       (long long)arb_workspace_daemon_pid(ws));
 		if (arb_workspace_io(ws))
-			printf("io:       %s\n", arb_workspace_io(ws));
+			printf("io:       %s\n", cli_q(arb_workspace_io(ws)));
 		if (arb_workspace_transport(ws))
-			printf("requests: %s\n", arb_workspace_transport(ws));
+			printf("requests: %s\n", cli_q(arb_workspace_transport(ws)));
 	} else {
 		printf("mounted:  no\n");
 	}
@@ -208,7 +211,7 @@ static int ws_create(struct cli_global *g, int argc, char **argv)
 	else
 		status =
 		    printf("created workspace %s at %.12s\n  workdir: %s\n", arb_workspace_name(ws),
-			   arb_workspace_base_commit(ws), arb_workspace_workdir(ws)) < 0;
+			   arb_workspace_base_commit(ws), cli_q(arb_workspace_workdir(ws))) < 0;
 	arb_workspace_free(ws);
 	arb_project_free(p);
 	return status;
@@ -243,7 +246,7 @@ static int ws_list(struct cli_global *g, int argc, char **argv)
 
 		util_time_format(created, sizeof(created), arb_workspace_created_ns(list[i]),
 				 false);
-		printf("%-24s %-12.12s %-8s %s\n", arb_workspace_name(list[i]),
+		printf("%-24s %-12.12s %-8s %s\n", cli_q(arb_workspace_name(list[i])),
 		       arb_workspace_base_commit(list[i]),
 		       arb_workspace_mounted(list[i]) ? "yes" : "no", created);
 	}
@@ -322,8 +325,9 @@ static int ws_mount_common(struct cli_global *g, int argc, char **argv, bool mou
 	if (json)
 		status = cli_json_print(ws_json(ws));
 	else
-		status = printf("%s %s\n", mount ? "mounted" : "unmounted",
-				mount ? arb_workspace_workdir(ws) : arb_workspace_name(ws)) < 0;
+		status =
+		    printf("%s %s\n", mount ? "mounted" : "unmounted",
+			   cli_q(mount ? arb_workspace_workdir(ws) : arb_workspace_name(ws))) < 0;
 out:
 	arb_workspace_free(ws);
 	arb_project_free(p);

@@ -1,8 +1,41 @@
-/* cli/output.c: error lines, help text and JSON output. */
+/* cli/output.c: error lines, help text, JSON output and box-chosen text made safe to show. */
 #include "cli/cli.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#define QUOTE_RING 16
+
+/* Keeps q (or a fallback) in this thread's ring and returns it. */
+static const char *ring_keep(char *q)
+{
+	static __thread char *ring[QUOTE_RING];
+	static __thread unsigned int next;
+	unsigned int i = next++ % QUOTE_RING;
+
+	free(ring[i]);
+	ring[i] = q;
+	return q ? q : "\"?\"";
+}
+
+const char *cli_q(const char *s)
+{
+	return ring_keep(util_quote(s ? s : ""));
+}
+
+/* The message fmt makes, with control characters and bytes that are not UTF-8 escaped. */
+static void put_message(const char *fmt, va_list ap)
+{
+	char *msg = NULL, *safe = NULL;
+
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	safe = msg ? util_quote_text(msg) : NULL;
+	fputs(safe ? safe : "out of memory", stderr);
+	free(msg);
+	free(safe);
+}
 
 int cli_fail(int status, const char *fmt, ...)
 {
@@ -10,7 +43,7 @@ int cli_fail(int status, const char *fmt, ...)
 
 	fputs("arborinth: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	put_message(fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
 	return status;
@@ -27,7 +60,7 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 
 	fputs("arborinth: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	put_message(fmt, ap);
 	va_end(ap);
 	fprintf(stderr, " (see 'arborinth %s --help')\n", cmd);
 	return CLI_USAGE;

@@ -407,20 +407,6 @@ int core_ws_session_ckpt(struct core_project *p, const struct core_ws *ws, int64
 	return rc;
 }
 
-static int print_line(const git_diff_delta *d, const git_diff_hunk *h, const git_diff_line *l,
-		      void *payload)
-{
-	FILE *f = payload;
-
-	(void)d;
-	(void)h;
-	if (l->origin == GIT_DIFF_LINE_CONTEXT || l->origin == GIT_DIFF_LINE_ADDITION ||
-	    l->origin == GIT_DIFF_LINE_DELETION)
-		fputc(l->origin, f);
-	fwrite(l->content, 1, l->content_len, f);
-	return 0;
-}
-
 static int diff_new(git_repository *repo, const git_oid *from, const git_oid *to,
 		    const char *const *paths, size_t n_paths, git_diff **out)
 {
@@ -447,35 +433,20 @@ int core_ws_diff(struct core_project *p, const struct core_ws *ws, const git_oid
 {
 	git_repository *repo = NULL;
 	git_diff *diff = NULL;
-	git_diff_stats *stats = NULL;
-	git_buf buf = {0};
+	struct ckpt_patch_out tty = {f, isatty(fileno(f))};
 	int rc = ckpt_repo_open(ws, &repo);
 
 	(void)p;
 	rc = rc ?: diff_new(repo, from, to, paths, n_paths, &diff);
 	if (rc == 0 && fmt == CORE_DIFF_STAT) {
-		if (git_diff_get_stats(&stats, diff) < 0 ||
-		    git_diff_stats_to_buf(&buf, stats, GIT_DIFF_STATS_FULL, 80) < 0)
-			rc = util_err(-EIO, "diff: %s", git_error_last()->message);
-		else if (git_diff_stats_files_changed(stats)) /* as git: nothing for no change */
-			fwrite(buf.ptr, 1, buf.size, f);
+		rc = ckpt_stat_print(diff, f);
 	} else if (rc == 0 && fmt == CORE_DIFF_NAME_STATUS) {
-		/* As `git diff --name-status -M`: a rename with its similarity and both paths. */
-		for (size_t i = 0; i < git_diff_num_deltas(diff); i++) {
-			const git_diff_delta *d = git_diff_get_delta(diff, i);
-
-			if (d->status == GIT_DELTA_RENAMED || d->status == GIT_DELTA_COPIED)
-				fprintf(f, "%c%03u\t%s\t%s\n", git_diff_status_char(d->status),
-					d->similarity, d->old_file.path, d->new_file.path);
-			else
-				fprintf(f, "%c\t%s\n", git_diff_status_char(d->status),
-					d->new_file.path);
-		}
-	} else if (rc == 0 && git_diff_print(diff, GIT_DIFF_FORMAT_PATCH, print_line, f) < 0) {
+		/* As `git diff --name-status -M`, paths quoted as git quotes them. */
+		rc = ckpt_name_status_print(diff, f);
+	} else if (rc == 0 &&
+		   git_diff_print(diff, GIT_DIFF_FORMAT_PATCH, ckpt_patch_line, &tty) < 0) {
 		rc = util_err(-EIO, "diff: %s", git_error_last()->message);
 	}
-	git_buf_dispose(&buf);
-	git_diff_stats_free(stats);
 	git_diff_free(diff);
 	git_repository_free(repo);
 	return rc;

@@ -139,4 +139,23 @@ int ckpt_pack_write(struct ckpt_pack *pk, int objects_dir, size_t max_bytes) ARB
 /* The workspace's own repository (NAME/git, its objects and the origin's). */
 int ckpt_repo_open(const struct core_ws *ws, git_repository **out) ARB_MUST_CHECK;
 
+/*
+ * `diff --name-status` and `--stat` of diff into f as git prints them, every path quoted with
+ * util_quote (core/diff_print.c). -errno with a message.
+ */
+int ckpt_name_status_print(git_diff *diff, FILE *f) ARB_MUST_CHECK;
+int ckpt_stat_print(git_diff *diff, FILE *f) ARB_MUST_CHECK;
+/*
+ * git_diff_print's line callback for the patch format into payload (a struct ckpt_patch_out).
+ * The content of a line goes out as it is, so the patch applies, except on a terminal, where
+ * its control characters but tabs are escaped (util_quote_text): a file's content cannot rewrite
+ * the screen. Paths in headers are quoted by libgit2.
+ */
+struct ckpt_patch_out {
+	FILE *f;
+	bool terminal;
+};
+int ckpt_patch_line(const git_diff_delta *d, const git_diff_hunk *h, const git_diff_line *l,
+		    void *payload);
+
 #endif

@@ -3,11 +3,13 @@
 #include "core/core_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "audit/audit.h"
 #include "fs/fs.h"
@@ -182,13 +184,37 @@ int core_project_head(const struct core_project *p, struct core_head *out)
 	return 0;
 }
 
+/*
+ * The state directory is its owner's only (0700, whatever the umask): it holds state.db, with
+ * every session's argv and paths. One an older version made 0755 is closed when this user owns
+ * it. 0711 (search only) is left as it is: core/mount.c opens it so for a view shared with
+ * --allow-other, whose users pass through it to NAME/workdir and can list nothing.
+ */
+static int state_dir_private(const struct core_project *p)
+{
+	int fd = open(p->state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	int rc = 0;
+
+	if (fd < 0)
+		return errno == ENOENT ? 0
+				       : util_err(-errno, "%s: %s", p->state_dir, strerror(errno));
+	if (fstat(fd, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 066) &&
+	    fchmod(fd, 0700) < 0)
+		rc = util_err(-errno, "cannot make %s private: %s", p->state_dir, strerror(errno));
+	close(fd);
+	return rc;
+}
+
 static int state_dir_init(struct core_project *p)
 {
 	char *exclude = NULL;
 	char *info = NULL;
 	int rc;
 
-	rc = util_mkdir_p(p->state_dir, 0755);
+	if (mkdir(p->state_dir, 0700) < 0 ? errno != EEXIST : chmod(p->state_dir, 0700) < 0)
+		return util_err(-errno, "%s: %s", p->state_dir, strerror(errno));
+	rc = state_dir_private(p);
 	if (rc < 0)
 		return rc;
 	info = util_path_join(p->commondir, "info");
@@ -226,11 +252,9 @@ int core_project_db(struct core_project *p, bool create, sqlite3 **out)
 		rc = -ENOENT;
 		goto out;
 	}
-	if (create) {
-		rc = state_dir_init(p);
-		if (rc < 0)
-			goto out;
-	}
+	rc = create ? state_dir_init(p) : state_dir_private(p);
+	if (rc < 0)
+		goto out;
 	rc = audit_db_open(&p->db, path);
 	if (rc == 0)
 		*out = p->db;

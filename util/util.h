@@ -37,6 +37,29 @@ bool util_path_under(const char *path, const char *dir);
  */
 char *util_shell_quote(const char *s);
 /*
+ * Box-chosen text shown to people (util/quote.c), as git shows paths (core.quotePath=false):
+ * util_quote: s itself when nothing in it needs quoting, else s in double quotes with C
+ * escapes (\n \t \" \\ ..., other bytes as \ooo octal). Quoted are control characters (C0,
+ * DEL, C1), bidirectional overrides and line/paragraph separators (their UTF-8 bytes in
+ * octal), bytes that are not UTF-8 (octal), and '"' and '\\'. Other UTF-8 is kept as is. The
+ * result never holds a control byte and is valid UTF-8. util_quote_shell: one word of a shell
+ * line, util_shell_quote(s) or, when s needs escapes, bash's $'...' with the same escapes.
+ * util_quote_text: the escapes only, no quotes (a message that names things in it).
+ * All three: NULL on ENOMEM; caller frees.
+ * util_unquote: the inverse of util_quote: the bytes (*out, NUL-terminated, length *n, caller
+ * frees); -EINVAL when q is not one string util_quote could have written, -ENOMEM.
+ * util_json_bytes: s for JSON without losing a byte: a string, {"hex": "..."} (lower-case
+ * hex of every byte) when s is not UTF-8, null for NULL; NULL on ENOMEM.
+ */
+bool util_quote_needed(const char *s, size_t n);
+char *util_quote(const char *s);
+char *util_quoten(const char *s, size_t n);
+char *util_quote_shell(const char *s);
+char *util_quote_text(const char *s);
+int util_unquote(const char *q, char **out, size_t *n) ARB_MUST_CHECK;
+struct json_t *util_json_bytes(const char *s);
+
+/*
  * JSONC to JSON in place (util/jsonc.c): // and block comments outside strings become
  * spaces (newlines kept, so a parser's line numbers stay right), and so does a comma
  * before '}' or ']'. Anything else is left for the JSON parser to judge.

@@ -349,6 +349,88 @@ START_TEST(toml_errors)
 }
 END_TEST
 
+/* quote(in) is want, and unquote gives in back. */
+static void quote_is(const char *in, size_t n, const char *want)
+{
+	char *q = util_quoten(in, n), *back = NULL;
+	size_t len = 0;
+
+	ck_assert_ptr_nonnull(q);
+	ck_assert_str_eq(q, want);
+	ck_assert_int_eq(util_unquote(q, &back, &len), 0);
+	ck_assert_uint_eq(len, n);
+	ck_assert_mem_eq(back, in, n);
+	free(q);
+	free(back);
+}
+
+START_TEST(quote_names)
+{
+	quote_is("plain/name.c", 12, "plain/name.c");
+	quote_is("caf\xc3\xa9 \xe2\x82\xac", 9, "caf\xc3\xa9 \xe2\x82\xac"); /* UTF-8 kept */
+	quote_is("a\nb", 3, "\"a\\nb\"");
+	quote_is("\033[2K\r", 5, "\"\\033[2K\\r\"");
+	quote_is("t\tq\"b\\", 6, "\"t\\tq\\\"b\\\\\"");
+	quote_is("\xff\xfe", 2, "\"\\377\\376\""); /* not UTF-8 */
+	quote_is("\xc2\x9b"
+		 "1m",
+		 4, "\"\\302\\2331m\""); /* C1 CSI */
+	quote_is("a\xe2\x80\xae"
+		 "b",
+		 5, "\"a\\342\\200\\256b\"");		    /* RLO */
+	quote_is("\xed\xa0\x80", 3, "\"\\355\\240\\200\""); /* a surrogate */
+	quote_is("\xc0\xaf", 2, "\"\\300\\257\"");	    /* overlong '/' */
+	quote_is("\x7f", 1, "\"\\177\"");
+	quote_is("nul\0x", 5, "\"nul\\000x\"");
+	quote_is("", 0, "");
+	ck_assert(!util_quote_needed("ok \xc3\xa9", 5));
+	ck_assert(util_quote_needed("\"", 1));
+}
+END_TEST
+
+START_TEST(quote_unquote_rejects)
+{
+	static const char *const bad[] = {"\"open",    "\"a\"b",    "\"\\q\"", "\"\\38\"",
+					  "\"\\400\"", "\"end\\\"", "\""};
+	char *out = NULL;
+	size_t n = 0;
+
+	for (size_t i = 0; i < ARB_ARRAY_LEN(bad); i++) {
+		ck_assert_msg(util_unquote(bad[i], &out, &n) == -EINVAL, "%s", bad[i]);
+		ck_assert_ptr_null(out);
+	}
+}
+END_TEST
+
+START_TEST(quote_shell_and_text)
+{
+	char *s = util_quote_shell("it's\n\033");
+	char *t = util_quote_text("file 'a\nb' \"q\" \xff");
+	char *u = util_quote_shell("a b");
+
+	ck_assert_str_eq(s, "$'it\\'s\\n\\033'");
+	ck_assert_str_eq(t, "file 'a\\nb' \"q\" \\377");
+	ck_assert_str_eq(u, "'a b'");
+	free(s);
+	free(t);
+	free(u);
+}
+END_TEST
+
+START_TEST(json_bytes_exact)
+{
+	json_t *a = util_json_bytes("caf\xc3\xa9\n"), *b = util_json_bytes("a\xff"),
+	       *c = util_json_bytes(NULL);
+
+	ck_assert_str_eq(json_string_value(a), "caf\xc3\xa9\n");
+	ck_assert_str_eq(json_string_value(json_object_get(b, "hex")), "61ff");
+	ck_assert(json_is_null(c));
+	json_decref(a);
+	json_decref(b);
+	json_decref(c);
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -358,6 +440,10 @@ static Suite *util_suite(void)
 	tcase_add_test(tc, utf8_rejects_invalid);
 	tcase_add_test(tc, path_join);
 	tcase_add_test(tc, shell_quote);
+	tcase_add_test(tc, quote_names);
+	tcase_add_test(tc, quote_unquote_rejects);
+	tcase_add_test(tc, quote_shell_and_text);
+	tcase_add_test(tc, json_bytes_exact);
 	tcase_add_test(tc, jsonc_strip);
 	tcase_add_test(tc, toml_values);
 	tcase_add_test(tc, toml_tables);
