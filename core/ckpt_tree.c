@@ -150,7 +150,9 @@ static const struct ent *lower_dir(const struct ents *low, const char *name, siz
 /*
  * The entries of layer directory dir (open, read here to its end) into out, by name; their
  * names point into *buf (caller frees). Leaves out ".", ".." and what git cannot hold by its
- * name (".git", in any case, as git refuses it); at the root, that is the workspace's gitdir.
+ * name (".git", in any case, and its NTFS/HFS+ aliases, as git's checkout refuses them:
+ * core_entry_name_ok); at the root, that is the workspace's gitdir. The names are the box's:
+ * nothing else about them is trusted (files are opened with O_NOFOLLOW|O_NONBLOCK below).
  */
 static int layer_list(int dir, char **buf, struct ents *out)
 {
@@ -187,8 +189,7 @@ static int layer_list(int dir, char **buf, struct ents *out)
 		struct ent *e;
 
 		off += d->d_reclen;
-		if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, "..") ||
-		    !strcasecmp(d->d_name, ".git"))
+		if (!core_entry_name_ok(d->d_name, strlen(d->d_name)))
 			continue;
 		if (!(e = ents_add(out)))
 			return util_err(-ENOMEM, "out of memory");
