@@ -63,15 +63,6 @@ int core_origin_add(struct core_project *p, const char *name, const git_oid *bas
 int core_origin_remove(struct core_project *p, const char *name);
 
 /*
- * core/entry_name.c: whether a tree entry name (len bytes) may become a file name on the
- * host: not empty, ".", "..", no '/' or NUL, not ".git" in any case nor an NTFS or HFS+
- * alias of it (git's checkout rules). core_entry_name_check: 0, or -EINVAL with a one-line
- * message naming the entry (escaped) and `what` (the command).
- */
-bool core_entry_name_ok(const char *name, size_t len);
-int core_entry_name_check(const char *name, const char *what) ARB_MUST_CHECK;
-
-/*
  * core/beneath.c: opens name (one component that core_entry_name_ok accepts) beneath dir,
  * following no symbolic link (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, else O_NOFOLLOW);
  * flags and mode as openat(). Returns the fd or -1 with errno (EINVAL for a refused name).
