@@ -246,6 +246,10 @@ static int hash_file(struct build *b, int dir, const char *name, const struct st
 		ckpt_cache_keep(b->cache, st, oid);
 		return 0;
 	}
+	/*
+	 * Trust boundary: the layer is what the box wrote. One component, no link followed,
+	 * never blocking on a FIFO, and read only when fstat says it is a regular file.
+	 */
 	fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return util_err(-errno, "checkpoint: cannot read %s: %s", name, strerror(errno));
@@ -282,6 +286,7 @@ static int build_dir(struct build *b, int dir, const git_oid *lower, bool root, 
 /* Layer directory e of dir (whose lower entries are low) as a tree, or nothing when empty. */
 static int sub_dir(struct build *b, int dir, const struct ents *low, struct ent *e)
 {
+	/* The box's folder: O_DIRECTORY|O_NOFOLLOW open neither a link nor a FIFO. */
 	int sub = openat(dir, e->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), rc = 0;
 	const struct ent *l;
 	const git_oid *sl = NULL;

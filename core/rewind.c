@@ -353,6 +353,7 @@ static int view_parent(const struct core_ws *ws, char *path, int *out, const cha
 	return 0;
 }
 
+/* Removes dir/name in the view (the box's): never followed if a link, folders emptied by fd. */
 static int remove_at(int dir, const char *name)
 {
 	struct stat st;
