@@ -79,13 +79,19 @@ static int list(struct core_project *p, const struct core_ws *ws, git_repository
 	git_reference_iterator *it = NULL;
 	git_reference *ref;
 	struct core_ckpt *v = NULL;
+	struct ckpt_ids ids;
 	size_t cap = 0;
-	int rc = 0;
+	int rc;
 
 	*out = NULL;
 	*n = 0;
-	if (git_reference_iterator_glob_new(&it, repo, CKPT_REF_PREFIX "*") < 0)
+	rc = ckpt_ids_load(p, ws, 0, &ids);
+	if (rc < 0)
+		return rc;
+	if (git_reference_iterator_glob_new(&it, repo, CKPT_REF_PREFIX "*") < 0) {
+		ckpt_ids_free(&ids);
 		return util_err(-EIO, "cannot list checkpoints: %s", git_error_last()->message);
+	}
 	while (rc == 0 && git_reference_next(&ref, it) == 0) {
 		const char *num = git_reference_name(ref) + strlen(CKPT_REF_PREFIX);
 		char *end;
@@ -97,7 +103,7 @@ static int list(struct core_project *p, const struct core_ws *ws, git_repository
 			git_reference_free(ref);
 			continue; /* not one of ours */
 		}
-		rc = ckpt_ids_check(p, ws, (unsigned)seq, git_commit_id(cm));
+		rc = ckpt_ids_match(&ids, ws, (unsigned)seq, git_commit_id(cm));
 		if (rc == 0 && *n == cap) {
 			struct core_ckpt *nv = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof(*nv));
 
@@ -112,6 +118,7 @@ static int list(struct core_project *p, const struct core_ws *ws, git_repository
 		git_reference_free(ref);
 	}
 	git_reference_iterator_free(it);
+	ckpt_ids_free(&ids);
 	if (rc < 0) {
 		core_ckpts_free(v, *n);
 		*n = 0;

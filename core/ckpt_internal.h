@@ -163,5 +163,20 @@ int ckpt_ids_record(struct core_project *p, const struct core_ws *ws, unsigned s
 		    const git_oid *commit) ARB_MUST_CHECK;
 int ckpt_ids_check(struct core_project *p, const struct core_ws *ws, unsigned seq,
 		   const git_oid *commit) ARB_MUST_CHECK;
+/* The recorded ids of ws (only: that number alone, or 0 for all); free with ckpt_ids_free. */
+struct ckpt_id {
+	unsigned seq;
+	git_oid commit;
+};
+struct ckpt_ids {
+	struct ckpt_id *v;
+	size_t n;
+};
+int ckpt_ids_load(struct core_project *p, const struct core_ws *ws, unsigned only,
+		  struct ckpt_ids *out) ARB_MUST_CHECK;
+void ckpt_ids_free(struct ckpt_ids *ids);
+/* ckpt_ids_check against ids loaded once (for a listing). */
+int ckpt_ids_match(const struct ckpt_ids *ids, const struct core_ws *ws, unsigned seq,
+		   const git_oid *commit) ARB_MUST_CHECK;
 
 #endif

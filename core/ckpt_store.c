@@ -113,19 +113,20 @@ int ckpt_ws_repo_open(const struct core_ws *ws, git_repository **out)
 
 /* ---- the ids in state.db ----------------------------------------------------------------- */
 
-static int ids_db(struct core_project *p, sqlite3 **db)
+/* The state database; the table made when create (a checkpoint is recorded), else found. */
+static int ids_db(struct core_project *p, bool create, sqlite3 **db)
 {
 	int rc = core_project_db(p, true, db);
 
 	if (rc < 0)
 		return rc == -ENOMEM ? util_err(rc, "out of memory") : rc;
-	if (sqlite3_exec(*db,
-			 "CREATE TABLE IF NOT EXISTS ckpt_ids ("
-			 "  ws TEXT NOT NULL,"
-			 "  seq INTEGER NOT NULL,"
-			 "  commit_id TEXT NOT NULL,"
-			 "  PRIMARY KEY (ws, seq))",
-			 NULL, NULL, NULL) != SQLITE_OK)
+	if (create && sqlite3_exec(*db,
+				   "CREATE TABLE IF NOT EXISTS ckpt_ids ("
+				   "  ws TEXT NOT NULL,"
+				   "  seq INTEGER NOT NULL,"
+				   "  commit_id TEXT NOT NULL,"
+				   "  PRIMARY KEY (ws, seq))",
+				   NULL, NULL, NULL) != SQLITE_OK)
 		return util_err(-EIO, "state.db: %s", sqlite3_errmsg(*db));
 	return 0;
 }
@@ -136,7 +137,7 @@ int ckpt_ids_record(struct core_project *p, const struct core_ws *ws, unsigned s
 	char hex[GIT_OID_HEXSZ + 1];
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
-	int rc = ids_db(p, &db);
+	int rc = ids_db(p, true, &db);
 
 	if (rc < 0)
 		return rc;
@@ -153,39 +154,89 @@ int ckpt_ids_record(struct core_project *p, const struct core_ws *ws, unsigned s
 	return rc;
 }
 
+void ckpt_ids_free(struct ckpt_ids *ids)
+{
+	if (ids)
+		free(ids->v);
+}
+
+int ckpt_ids_load(struct core_project *p, const struct core_ws *ws, unsigned only,
+		  struct ckpt_ids *out)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	size_t cap = 0;
+	int rc = ids_db(p, false, &db), step;
+
+	memset(out, 0, sizeof(*out));
+	if (rc < 0)
+		return rc;
+	/* No table yet: nothing was recorded (every checkpoint found will be refused). */
+	if (sqlite3_prepare_v2(db,
+			       "SELECT seq, commit_id FROM ckpt_ids WHERE ws = ?1 AND "
+			       "(?2 = 0 OR seq = ?2)",
+			       -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	if (sqlite3_bind_text(st, 1, ws->id, -1, SQLITE_STATIC) != SQLITE_OK ||
+	    sqlite3_bind_int64(st, 2, only) != SQLITE_OK)
+		rc = util_err(-EIO, "state.db: %s", sqlite3_errmsg(db));
+	while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *hex = (const char *)sqlite3_column_text(st, 1);
+
+		if (out->n == cap) {
+			struct ckpt_id *nv =
+			    realloc(out->v, (cap = cap ? 2 * cap : 16) * sizeof(*nv));
+
+			if (!nv) {
+				rc = util_err(-ENOMEM, "out of memory");
+				break;
+			}
+			out->v = nv;
+		}
+		out->v[out->n].seq = (unsigned)sqlite3_column_int64(st, 0);
+		if (!hex || git_oid_fromstr(&out->v[out->n].commit, hex) < 0)
+			continue; /* not an id: as if not recorded */
+		out->n++;
+	}
+	if (rc == 0 && step != SQLITE_DONE)
+		rc = util_err(-EIO, "state.db: %s", sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	if (rc < 0)
+		ckpt_ids_free(out);
+	return rc;
+}
+
+int ckpt_ids_match(const struct ckpt_ids *ids, const struct core_ws *ws, unsigned seq,
+		   const git_oid *commit)
+{
+	char hex[GIT_OID_HEXSZ + 1], want[GIT_OID_HEXSZ + 1];
+
+	git_oid_tostr(hex, sizeof(hex), commit);
+	for (size_t i = 0; i < ids->n; i++) {
+		if (ids->v[i].seq != seq)
+			continue;
+		if (git_oid_equal(&ids->v[i].commit, commit))
+			return 0;
+		git_oid_tostr(want, sizeof(want), &ids->v[i].commit);
+		return util_err(-EIO,
+				"checkpoint %u of %s is commit %.12s in the store but %.12s in "
+				"state.db; refusing it",
+				seq, ws->name, hex, want);
+	}
+	return util_err(-EIO,
+			"checkpoint %u of %s (commit %.12s) is not recorded in state.db; refusing "
+			"it",
+			seq, ws->name, hex);
+}
+
 int ckpt_ids_check(struct core_project *p, const struct core_ws *ws, unsigned seq,
 		   const git_oid *commit)
 {
-	char hex[GIT_OID_HEXSZ + 1];
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
-	int rc = ids_db(p, &db), step;
+	struct ckpt_ids ids;
+	int rc = ckpt_ids_load(p, ws, seq, &ids);
 
-	if (rc < 0)
-		return rc;
-	git_oid_tostr(hex, sizeof(hex), commit);
-	if (sqlite3_prepare_v2(db, "SELECT commit_id FROM ckpt_ids WHERE ws = ? AND seq = ?", -1,
-			       &st, NULL) != SQLITE_OK ||
-	    sqlite3_bind_text(st, 1, ws->id, -1, SQLITE_STATIC) != SQLITE_OK ||
-	    sqlite3_bind_int64(st, 2, seq) != SQLITE_OK) {
-		rc = util_err(-EIO, "state.db: %s", sqlite3_errmsg(db));
-	} else if ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *want = (const char *)sqlite3_column_text(st, 0);
-
-		if (!want || strcmp(want, hex))
-			rc = util_err(-EIO,
-				      "checkpoint %u of %s is commit %.12s in the store but %.12s "
-				      "in state.db; refusing it",
-				      seq, ws->name, hex, want ? want : "(none)");
-	} else if (step == SQLITE_DONE) {
-		rc = util_err(-EIO,
-			      "checkpoint %u of %s (commit %.12s) is not recorded in state.db; "
-			      "refusing it",
-			      seq, ws->name, hex);
-	} else {
-		rc = util_err(-EIO, "state.db: %s", sqlite3_errmsg(db));
-	}
-	sqlite3_finalize(st);
+	rc = rc ?: ckpt_ids_match(&ids, ws, seq, commit);
+	ckpt_ids_free(&ids);
 	return rc;
 }
 

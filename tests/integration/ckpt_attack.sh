@@ -118,7 +118,8 @@ attacks() {
 	[ ! -e "$V/planted.txt" ] && pass || fail "rewind left the planted file"
 
 	# --- 3: checkpoint refs and logs made symlinks to the origin's refs, the user's folder --
-	inbox "rm -rf .git/refs/arborinth .git/logs && mkdir -p .git/refs/arborinth &&
+	inbox "git config core.logAllRefUpdates always && rm -rf .git/refs/arborinth .git/logs &&
+		mkdir -p .git/refs/arborinth &&
 		ln -s '$T/repo/.git/refs/heads' .git/refs/arborinth/checkpoints &&
 		ln -s '$T/victim' .git/logs && echo change > s3.txt && echo ok"
 	# Control: through the planted link the origin's branches are reachable from the gitdir.
@@ -134,7 +135,8 @@ attacks() {
 	s3=$(last_session)
 	expect_status 0 "diff --session $s3" -- timeout 20 "$ARB" diff w --session "$s3" --name-status
 	expect_eq "$(printf 'A\ts3.txt')" "$OUT" "diff --session shows the real change"
-	inbox 'rm -f .git/refs/arborinth/checkpoints .git/logs && echo ok'
+	inbox 'rm -f .git/refs/arborinth/checkpoints .git/logs &&
+		git config --unset core.logAllRefUpdates && echo ok'
 
 	# --- 4: a FIFO as packed-refs (and in the checkpoint folder's place) -----------------
 	local t0 t1
