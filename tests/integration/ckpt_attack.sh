@@ -58,6 +58,8 @@ attacks() {
 	[ -d "$WS/checkpoints.git" ] && pass || fail "the checkpoint store is beside the gitdir"
 	inbox "test -e '$WS/checkpoints.git' && echo seen || echo hidden"
 	expect_eq "hidden" "$OUT" "the box cannot reach the checkpoint store"
+	inbox "test -e .git/objects && touch .git/probe && rm .git/probe && echo seen || echo hidden"
+	expect_eq "seen" "$OUT" "control: the box reaches and writes the gitdir (the old store)"
 
 	# --- 1: a forged checkpoint whose tree climbs out with "..", into $HOME ---------------
 	local before
