@@ -162,6 +162,34 @@ attacks() {
 	[ "$rc" != 124 ] && pass || fail "diff of a workspace revision hung on the FIFO"
 	rm -f "$WS/git/packed-refs" "$WS/git/refs/arborinth/checkpoints"
 
+	# --- 5: shell ends on SIGTERM once the box is gone, even while its end is held up --------
+	# state.db locked by another process while the box's command ends: the end checkpoint
+	# waits for it (as it would for anything slow); SIGTERM must end shell all the same.
+	local sh_pid lock_pid st=0 i
+	rm -f "$WS/tmp/go" "$WS/tmp/ready" "$T/locked"
+	"$ARB" shell w -- sh -c 'touch /tmp/ready; while [ ! -e /tmp/go ]; do sleep 0.1; done' &
+	sh_pid=$!
+	for i in $(seq 100); do [ -e "$WS/tmp/ready" ] && break; sleep 0.1; done
+	python3 -c 'import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("BEGIN EXCLUSIVE")
+open(sys.argv[2], "w").close()
+time.sleep(60)' "$T/repo/.arborinth/state.db" "$T/locked" &
+	lock_pid=$!
+	for i in $(seq 100); do [ -e "$T/locked" ] && break; sleep 0.1; done
+	touch "$WS/tmp/go"
+	sleep 3
+	# Control: the command is over, and shell is still held up at the session's end.
+	alive "$sh_pid" && pass || fail "control: shell is held up by the locked state.db"
+	kill -TERM "$sh_pid"
+	t0=$(date +%s)
+	wait "$sh_pid" || st=$?
+	t1=$(date +%s)
+	expect_eq 143 "$st" "shell ended by SIGTERM after the box was gone"
+	[ $((t1 - t0)) -lt 5 ] && pass || fail "shell took $((t1 - t0)) s to end on SIGTERM"
+	kill "$lock_pid" 2>/dev/null || true
+	wait "$lock_pid" 2>/dev/null || true
+
 	# --- the store itself: a mismatch with state.db is refused in one line -----------------
 	local store=$WS/checkpoints.git
 	git --git-dir "$store" update-ref refs/arborinth/checkpoints/1 \
