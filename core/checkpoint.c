@@ -1,6 +1,7 @@
 /*
- * core/checkpoint.c: checkpoints. Each is a commit in the workspace's own object store whose
- * tree is the whole view (ckpt_tree.c), on refs/arborinth/checkpoints/N (N counts from 1),
+ * core/checkpoint.c: checkpoints. Each is a commit in the checkpoint store (ckpt_store.c,
+ * NAME/checkpoints.git, out of the box's reach) whose tree is the whole view (ckpt_tree.c),
+ * on refs/arborinth/checkpoints/N there (N counts from 1, its commit id also in state.db),
  * its parent the previous checkpoint (the base commit for the first), its message the
  * user's, with trailers Arborinth-Kind (manual, start, end, rewind) and Arborinth-Session.
  * The workspace's branch, index and HEAD are never touched. Also: naming trees of a
@@ -15,18 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define CKPT_SIG_NAME "arborinth"
 #define CKPT_SIG_MAIL "arborinth@localhost"
-
-int ckpt_repo_open(const struct core_ws *ws, git_repository **out)
-{
-	core_git_ready();
-	if (git_repository_open_bare(out, ws->gitdir) < 0)
-		return util_err(-EIO, "cannot open %s: %s", ws->gitdir, git_error_last()->message);
-	return 0;
-}
 
 void core_ckpt_clear(struct core_ckpt *c)
 {
@@ -78,18 +72,26 @@ static int cmp_seq(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static int list(git_repository *repo, struct core_ckpt **out, size_t *n)
+/* Every checkpoint of the store, oldest first, each checked against state.db. */
+static int list(struct core_project *p, const struct core_ws *ws, git_repository *repo,
+		struct core_ckpt **out, size_t *n)
 {
 	git_reference_iterator *it = NULL;
 	git_reference *ref;
 	struct core_ckpt *v = NULL;
+	struct ckpt_ids ids;
 	size_t cap = 0;
-	int rc = 0;
+	int rc;
 
 	*out = NULL;
 	*n = 0;
-	if (git_reference_iterator_glob_new(&it, repo, CKPT_REF_PREFIX "*") < 0)
+	rc = ckpt_ids_load(p, ws, 0, &ids);
+	if (rc < 0)
+		return rc;
+	if (git_reference_iterator_glob_new(&it, repo, CKPT_REF_PREFIX "*") < 0) {
+		ckpt_ids_free(&ids);
 		return util_err(-EIO, "cannot list checkpoints: %s", git_error_last()->message);
+	}
 	while (rc == 0 && git_reference_next(&ref, it) == 0) {
 		const char *num = git_reference_name(ref) + strlen(CKPT_REF_PREFIX);
 		char *end;
@@ -101,7 +103,8 @@ static int list(git_repository *repo, struct core_ckpt **out, size_t *n)
 			git_reference_free(ref);
 			continue; /* not one of ours */
 		}
-		if (*n == cap) {
+		rc = ckpt_ids_match(&ids, ws, (unsigned)seq, git_commit_id(cm));
+		if (rc == 0 && *n == cap) {
 			struct core_ckpt *nv = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof(*nv));
 
 			if (!nv)
@@ -115,6 +118,7 @@ static int list(git_repository *repo, struct core_ckpt **out, size_t *n)
 		git_reference_free(ref);
 	}
 	git_reference_iterator_free(it);
+	ckpt_ids_free(&ids);
 	if (rc < 0) {
 		core_ckpts_free(v, *n);
 		*n = 0;
@@ -140,9 +144,9 @@ static void seq_max(const char *num, unsigned *seq)
  * however many checkpoints) and packed-refs (where a `git pack-refs` in the view moves them);
  * libgit2's reference iterator read every ref file, a cost that grew by two files a session.
  */
-static void scan_ckpts(const struct core_ws *ws, unsigned *seq)
+static void scan_ckpts(const char *store, unsigned *seq)
 {
-	char *dir = util_path_join(ws->gitdir, CKPT_REF_PREFIX), *packed = NULL, *text = NULL;
+	char *dir = util_path_join(store, CKPT_REF_PREFIX), *packed = NULL, *text = NULL;
 	DIR *d = dir ? opendir(dir) : NULL;
 	struct dirent *de;
 	size_t len = 0;
@@ -152,7 +156,7 @@ static void scan_ckpts(const struct core_ws *ws, unsigned *seq)
 		seq_max(de->d_name, seq);
 	if (d)
 		closedir(d);
-	packed = util_path_join(ws->gitdir, "packed-refs");
+	packed = util_path_join(store, "packed-refs");
 	if (packed && util_read_file(packed, &text, &len) == 0) {
 		for (char *l = strstr(text, " " CKPT_REF_PREFIX); l;
 		     l = strstr(l + 1, " " CKPT_REF_PREFIX))
@@ -219,6 +223,7 @@ static void write_hint(const struct core_ws *ws, unsigned seq)
 static int last_ckpt(git_repository *repo, const struct core_ws *ws, unsigned *seq, git_oid *commit)
 {
 	unsigned hint = read_hint(ws);
+	char *store = NULL;
 	git_oid next;
 
 	*seq = 0;
@@ -230,7 +235,10 @@ static int last_ckpt(git_repository *repo, const struct core_ws *ws, unsigned *s
 		}
 		return 0;
 	}
-	scan_ckpts(ws, seq);
+	if (!(store = ckpt_store_path(ws)))
+		return util_err(-ENOMEM, "out of memory");
+	scan_ckpts(store, seq);
+	free(store);
 	if (*seq && ckpt_id(repo, *seq, commit) < 0)
 		return util_err(-EIO, "checkpoint %u: %s", *seq, git_error_last()->message);
 	return 0;
@@ -240,12 +248,11 @@ int core_ws_checkpoints(struct core_project *p, const struct core_ws *ws, struct
 			size_t *n)
 {
 	git_repository *repo = NULL;
-	int rc = ckpt_repo_open(ws, &repo);
+	int rc = ckpt_repo_open(p, ws, &repo);
 
-	(void)p;
 	*out = NULL;
 	*n = 0;
-	rc = rc ?: list(repo, out, n);
+	rc = rc ?: list(p, ws, repo, out, n);
 	git_repository_free(repo);
 	return rc;
 }
@@ -263,14 +270,15 @@ int core_ws_checkpoint(struct core_project *p, const struct core_ws *ws,
 	char *msg = NULL, ref[64];
 	int rc;
 
-	(void)p;
 	memset(out, 0, sizeof(*out));
 	if (o->message && strlen(o->message) > CORE_CKPT_MESSAGE_MAX)
 		return util_err(-EINVAL, "checkpoint message longer than %d bytes",
 				CORE_CKPT_MESSAGE_MAX);
 	/* No need to sync the view: a write() through it has reached the layer on return. */
-	rc = ckpt_repo_open(ws, &repo);
+	rc = ckpt_repo_open(p, ws, &repo);
 	rc = rc ?: last_ckpt(repo, ws, &last, &pid);
+	if (rc == 0 && last)
+		rc = ckpt_ids_check(p, ws, last, &pid); /* the parent is what was recorded */
 	rc = rc ?: ckpt_view_tree(repo, ws, &tid, &st);
 	if (rc < 0)
 		goto out;
@@ -307,6 +315,15 @@ int core_ws_checkpoint(struct core_project *p, const struct core_ws *ws,
 			rc = util_err(-EIO, "checkpoint: %s", git_error_last()->message);
 			goto out;
 		}
+		rc = ckpt_ids_record(p, ws, seq, &cid);
+		if (rc < 0) {
+			/* Unrecorded, it would be refused: not kept. */
+			r = NULL;
+			if (git_reference_lookup(&r, repo, ref) == 0)
+				(void)git_reference_delete(r);
+			git_reference_free(r);
+			goto out;
+		}
 		if (git_commit_lookup(&cm, repo, &cid) < 0) {
 			rc = util_err(-EIO, "checkpoint: %s", git_error_last()->message);
 			goto out;
@@ -327,8 +344,20 @@ out:
 	return rc;
 }
 
-/* Checkpoint N's tree. */
-static int ckpt_tree_by_seq(git_repository *repo, unsigned long seq, git_oid *tree)
+/* Whether an older arborinth left checkpoint refs in the gitdir (lstat only: the box's). */
+static bool legacy_ckpts(const struct core_ws *ws)
+{
+	char *dir = util_path_join(ws->gitdir, CKPT_REF_PREFIX);
+	struct stat st;
+	bool there = dir && lstat(dir, &st) == 0;
+
+	free(dir);
+	return there;
+}
+
+/* Checkpoint N's tree, its commit checked against state.db. */
+static int ckpt_tree_by_seq(struct core_project *p, const struct core_ws *ws, git_repository *repo,
+			    unsigned long seq, git_oid *tree)
 {
 	char ref[64];
 	git_reference *r = NULL;
@@ -338,8 +367,13 @@ static int ckpt_tree_by_seq(git_repository *repo, unsigned long seq, git_oid *tr
 	snprintf(ref, sizeof(ref), CKPT_REF_PREFIX "%lu", seq);
 	if (git_reference_lookup(&r, repo, ref) < 0 || !git_reference_target(r) ||
 	    git_commit_lookup(&cm, repo, git_reference_target(r)) < 0)
-		rc = util_err(-ENOENT, "no checkpoint %lu", seq);
-	else
+		rc = util_err(-ENOENT, "no checkpoint %lu%s", seq,
+			      legacy_ckpts(ws)
+				  ? " (checkpoints an older arborinth kept in the "
+				    "workspace's gitdir, which its box can rewrite, are "
+				    "not used)"
+				  : "");
+	else if ((rc = ckpt_ids_check(p, ws, (unsigned)seq, git_commit_id(cm))) == 0)
 		git_oid_cpy(tree, git_commit_tree_id(cm));
 	git_commit_free(cm);
 	git_reference_free(r);
@@ -348,14 +382,13 @@ static int ckpt_tree_by_seq(git_repository *repo, unsigned long seq, git_oid *tr
 
 int core_ws_tree(struct core_project *p, const struct core_ws *ws, const char *spec, git_oid *tree)
 {
-	git_repository *repo = NULL;
+	git_repository *repo = NULL, *wrepo = NULL;
 	git_object *obj = NULL, *peeled = NULL;
 	const char *num = spec[0] == '#' ? spec + 1 : spec;
 	char *end;
 	unsigned long seq = strtoul(num, &end, 10);
-	int rc = ckpt_repo_open(ws, &repo);
+	int rc = ckpt_repo_open(p, ws, &repo);
 
-	(void)p;
 	if (rc < 0)
 		return rc;
 	if (!strcmp(spec, "view")) {
@@ -368,18 +401,33 @@ int core_ws_tree(struct core_project *p, const struct core_ws *ws, const char *s
 		else
 			git_oid_cpy(tree, git_object_id(peeled));
 	} else if (*num && !*end && num[0] != '0' && strlen(num) < 8) {
-		rc = ckpt_tree_by_seq(repo, seq, tree);
-	} else if (git_revparse_single(&obj, repo, spec) < 0 ||
+		rc = ckpt_tree_by_seq(p, ws, repo, seq, tree);
+	} else if (strlen(spec) == GIT_OID_HEXSZ &&
+		   strspn(spec, "0123456789abcdef") == GIT_OID_HEXSZ &&
+		   git_revparse_single(&obj, repo, spec) == 0 &&
+		   git_object_peel(&peeled, obj, GIT_OBJECT_TREE) == 0) {
+		/* An id the store holds (a checkpoint's tree, as log names it). */
+		git_oid_cpy(tree, git_object_id(peeled));
+	} else if ((git_object_free(obj), obj = NULL, rc = ckpt_ws_repo_open(ws, &wrepo)) < 0) {
+		/* its message stands */
+	} else if (git_revparse_single(&obj, wrepo, spec) < 0 ||
 		   git_object_peel(&peeled, obj, GIT_OBJECT_TREE) < 0) {
 		rc = util_err(-ENOENT,
 			      "'%s' is neither a checkpoint, 'base', 'view' nor a revision of "
 			      "workspace %s",
 			      spec, ws->name);
 	} else {
+		/*
+		 * A revision of the workspace's repository: the box's commits, read from its
+		 * gitdir. Its tree is copied into the store, every name checked, so that what
+		 * uses it (diff, rewind, restore, fork) reads nothing more of the gitdir.
+		 */
 		git_oid_cpy(tree, git_object_id(peeled));
+		rc = ckpt_store_import(repo, wrepo, tree);
 	}
 	git_object_free(peeled);
 	git_object_free(obj);
+	git_repository_free(wrepo);
 	git_repository_free(repo);
 	return rc;
 }
@@ -434,9 +482,8 @@ int core_ws_diff(struct core_project *p, const struct core_ws *ws, const git_oid
 	git_repository *repo = NULL;
 	git_diff *diff = NULL;
 	struct ckpt_patch_out tty = {f, isatty(fileno(f))};
-	int rc = ckpt_repo_open(ws, &repo);
+	int rc = ckpt_repo_open(p, ws, &repo);
 
-	(void)p;
 	rc = rc ?: diff_new(repo, from, to, paths, n_paths, &diff);
 	if (rc == 0 && fmt == CORE_DIFF_STAT) {
 		rc = ckpt_stat_print(diff, f);
@@ -458,9 +505,8 @@ int core_ws_diffstat(struct core_project *p, const struct core_ws *ws, const git
 	git_repository *repo = NULL;
 	git_diff *diff = NULL;
 	git_diff_stats *stats = NULL;
-	int rc = ckpt_repo_open(ws, &repo);
+	int rc = ckpt_repo_open(p, ws, &repo);
 
-	(void)p;
 	memset(out, 0, sizeof(*out));
 	rc = rc ?: diff_new(repo, from, to, NULL, 0, &diff);
 	if (rc == 0 && git_diff_get_stats(&stats, diff) < 0)

@@ -46,7 +46,8 @@ void ckpt_cache_drop(const struct core_ws *ws);
 
 /*
  * The object store checkpoints write through (core/ckpt_odb.c): new objects gathered into one
- * pack in NAME/git/objects/pack, written by ckpt_odb_flush(); objects too large for it loose.
+ * pack in NAME/checkpoints.git/objects/pack, written by ckpt_odb_flush(); objects too large
+ * for it loose.
  * Caller frees with ckpt_odb_free() (which writes nothing). Not thread-safe.
  */
 struct ckpt_odb;
@@ -136,8 +137,47 @@ void ckpt_pack_remove(int pack_dir, const char *written, char **taken, size_t n)
  */
 int ckpt_pack_write(struct ckpt_pack *pk, int objects_dir, size_t max_bytes) ARB_MUST_CHECK;
 
-/* The workspace's own repository (NAME/git, its objects and the origin's). */
-int ckpt_repo_open(const struct core_ws *ws, git_repository **out) ARB_MUST_CHECK;
+/*
+ * The checkpoint store (core/ckpt_store.c): NAME/checkpoints.git, made on first use, a bare
+ * repository no box can reach whose one alternate is the origin's objects. Caller frees
+ * *out. ckpt_store_path: its path, caller frees (NULL: out of memory).
+ */
+int ckpt_repo_open(struct core_project *p, const struct core_ws *ws,
+		   git_repository **out) ARB_MUST_CHECK;
+char *ckpt_store_path(const struct core_ws *ws);
+/* The workspace's own repository (NAME/git: the box's, hostile), for its revisions only. */
+int ckpt_ws_repo_open(const struct core_ws *ws, git_repository **out) ARB_MUST_CHECK;
+/*
+ * Copies tree (of wrepo, the workspace's repository) and what it holds into store, unless
+ * there already, every entry name checked first (core_entry_name_ok): -EINVAL naming a
+ * refused entry, -EIO. Objects are hashed as they are read.
+ */
+int ckpt_store_import(git_repository *store, git_repository *wrepo,
+		      const git_oid *tree) ARB_MUST_CHECK;
+/*
+ * Checkpoint ids in state.db (table ckpt_ids, by workspace id and number): record one as it
+ * is made; check one read from the store (-EIO with one line naming it when state.db holds
+ * another commit or none); forget a workspace's (best effort).
+ */
+int ckpt_ids_record(struct core_project *p, const struct core_ws *ws, unsigned seq,
+		    const git_oid *commit) ARB_MUST_CHECK;
+int ckpt_ids_check(struct core_project *p, const struct core_ws *ws, unsigned seq,
+		   const git_oid *commit) ARB_MUST_CHECK;
+/* The recorded ids of ws (only: that number alone, or 0 for all); free with ckpt_ids_free. */
+struct ckpt_id {
+	unsigned seq;
+	git_oid commit;
+};
+struct ckpt_ids {
+	struct ckpt_id *v;
+	size_t n;
+};
+int ckpt_ids_load(struct core_project *p, const struct core_ws *ws, unsigned only,
+		  struct ckpt_ids *out) ARB_MUST_CHECK;
+void ckpt_ids_free(struct ckpt_ids *ids);
+/* ckpt_ids_check against ids loaded once (for a listing). */
+int ckpt_ids_match(const struct ckpt_ids *ids, const struct core_ws *ws, unsigned seq,
+		   const git_oid *commit) ARB_MUST_CHECK;
 
 /*
  * `diff --name-status` and `--stat` of diff into f as git prints them, every path quoted with

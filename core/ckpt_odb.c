@@ -2,12 +2,12 @@
  * core/ckpt_odb.c: the object store checkpoints write through. The caller hands it whole
  * objects; it hashes them (ckpt_sha1) and gathers the new ones into one pack
  * (core/ckpt_pack.c), written by ckpt_odb_flush() at the end; an object too large for it is
- * written loose (NAME/git/objects/xx/yyyy: zlib of "TYPE SIZE\0DATA") into an unnamed file
- * (O_TMPFILE) linked in under its name (compression: see deflate_object).
- * libgit2's own loose store took about thirty system calls per object (it resolves every
- * path component, freshens, writes a named temporary file, links, unlinks), and one file per
- * object was most of a checkpoint's kernel time; going through libgit2's object database at
- * all cost its collision-detecting SHA-1 and, for trees, a check that every entry exists.
+ * written loose (NAME/checkpoints.git/objects/xx/yyyy: zlib of "TYPE SIZE\0DATA") into an unnamed
+ * file (O_TMPFILE) linked in under its name (compression: see deflate_object). libgit2's own loose
+ * store took about thirty system calls per object (it resolves every path component, freshens,
+ * writes a named temporary file, links, unlinks), and one file per object was most of a
+ * checkpoint's kernel time; going through libgit2's object database at all cost its
+ * collision-detecting SHA-1 and, for trees, a check that every entry exists.
  */
 #include "core/ckpt_internal.h"
 
@@ -70,7 +70,7 @@ static void fast_close(struct fast_deflate *d)
 }
 
 struct ckpt_odb {
-	int objects; /* NAME/git/objects */
+	int objects; /* NAME/checkpoints.git/objects (ckpt_store.c) */
 	/*
 	 * One deflate stream for every object, reset between them: deflateInit allocated and
 	 * cleared ~270 KiB of state for each of a checkpoint's few hundred objects.
@@ -377,7 +377,8 @@ int ckpt_odb_flush(struct ckpt_odb *f)
 
 int ckpt_odb_new(const struct core_ws *ws, struct ckpt_odb **out)
 {
-	char *objects = util_path_join(ws->gitdir, "objects");
+	char *store = ckpt_store_path(ws);
+	char *objects = store ? util_path_join(store, "objects") : NULL;
 	struct ckpt_odb *f = calloc(1, sizeof(*f));
 	int rc = 0;
 
@@ -401,5 +402,6 @@ int ckpt_odb_new(const struct core_ws *ws, struct ckpt_odb **out)
 out:
 	free(f);
 	free(objects);
+	free(store);
 	return rc;
 }

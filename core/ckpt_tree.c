@@ -150,7 +150,9 @@ static const struct ent *lower_dir(const struct ents *low, const char *name, siz
 /*
  * The entries of layer directory dir (open, read here to its end) into out, by name; their
  * names point into *buf (caller frees). Leaves out ".", ".." and what git cannot hold by its
- * name (".git", in any case, as git refuses it); at the root, that is the workspace's gitdir.
+ * name (".git", in any case, and its NTFS/HFS+ aliases, as git's checkout refuses them:
+ * core_entry_name_ok); at the root, that is the workspace's gitdir. The names are the box's:
+ * nothing else about them is trusted (files are opened with O_NOFOLLOW|O_NONBLOCK below).
  */
 static int layer_list(int dir, char **buf, struct ents *out)
 {
@@ -187,8 +189,7 @@ static int layer_list(int dir, char **buf, struct ents *out)
 		struct ent *e;
 
 		off += d->d_reclen;
-		if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, "..") ||
-		    !strcasecmp(d->d_name, ".git"))
+		if (!core_entry_name_ok(d->d_name, strlen(d->d_name)))
 			continue;
 		if (!(e = ents_add(out)))
 			return util_err(-ENOMEM, "out of memory");
@@ -245,6 +246,10 @@ static int hash_file(struct build *b, int dir, const char *name, const struct st
 		ckpt_cache_keep(b->cache, st, oid);
 		return 0;
 	}
+	/*
+	 * Trust boundary: the layer is what the box wrote. One component, no link followed,
+	 * never blocking on a FIFO, and read only when fstat says it is a regular file.
+	 */
 	fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return util_err(-errno, "checkpoint: cannot read %s: %s", name, strerror(errno));
@@ -281,6 +286,7 @@ static int build_dir(struct build *b, int dir, const git_oid *lower, bool root, 
 /* Layer directory e of dir (whose lower entries are low) as a tree, or nothing when empty. */
 static int sub_dir(struct build *b, int dir, const struct ents *low, struct ent *e)
 {
+	/* The box's folder: O_DIRECTORY|O_NOFOLLOW open neither a link nor a FIFO. */
 	int sub = openat(dir, e->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), rc = 0;
 	const struct ent *l;
 	const git_oid *sl = NULL;

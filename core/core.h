@@ -238,4 +238,13 @@ int core_ws_session_running(struct core_project *p, const struct core_ws *ws,
  */
 int core_fault(const char *point) ARB_MUST_CHECK;
 
+/*
+ * core/entry_name.c: whether a tree entry name (len bytes) may become a file name on the
+ * host: not empty, ".", "..", no '/' or NUL, not ".git" in any case nor an NTFS or HFS+
+ * alias of it (git's checkout rules). core_entry_name_check: 0, or -EINVAL with a one-line
+ * message naming the entry (escaped) and `what` (the command).
+ */
+bool core_entry_name_ok(const char *name, size_t len);
+int core_entry_name_check(const char *name, const char *what) ARB_MUST_CHECK;
+
 #endif

@@ -62,4 +62,14 @@ int core_origin_add(struct core_project *p, const char *name, const git_oid *bas
 /* Removes both; missing ones are fine. */
 int core_origin_remove(struct core_project *p, const char *name);
 
+/*
+ * core/beneath.c: opens name (one component that core_entry_name_ok accepts) beneath dir,
+ * following no symbolic link (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, else O_NOFOLLOW);
+ * flags and mode as openat(). Returns the fd or -1 with errno (EINVAL for a refused name).
+ * core_open_read_beneath: for reading, never blocking: a regular file (or a directory when
+ * want_dir), anything else (FIFO, socket, device, symlink) refused at once.
+ */
+int core_open_beneath(int dir, const char *name, int flags, mode_t mode);
+int core_open_read_beneath(int dir, const char *name, bool want_dir);
+
 #endif

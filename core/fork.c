@@ -88,7 +88,7 @@ int core_ws_fork(struct core_project *p, const char *name, const char *from, con
 	} else if (rc == 0) {
 		rc = core_ws_tree(p, src, ckpt, &tid);
 	}
-	rc = rc ?: ckpt_repo_open(src, &srepo);
+	rc = rc ?: ckpt_repo_open(p, src, &srepo);
 	if (rc == 0 && (git_repository_odb(&sodb, srepo) < 0 ||
 			git_repository_odb(&oodb, core_project_repo(p)) < 0))
 		rc = util_err(-EIO, "fork: %s", git_error_last()->message);

@@ -280,7 +280,7 @@ int core_ws_apply(struct core_project *p, const struct core_ws *ws, size_t *file
 	rc = core_project_repo(p) ? 0 : -EIO;
 	rc = rc ?: core_ws_tree(p, ws, "base", &from);
 	rc = rc ?: core_ws_tree(p, ws, "view", &to);
-	rc = rc ?: ckpt_repo_open(ws, &wrepo);
+	rc = rc ?: ckpt_repo_open(p, ws, &wrepo);
 	if (rc == 0 &&
 	    (git_tree_lookup(&a, wrepo, &from) < 0 || git_tree_lookup(&b, wrepo, &to) < 0 ||
 	     git_diff_tree_to_tree(&diff, wrepo, a, b, &dopt) < 0 ||

@@ -81,7 +81,12 @@ int core_ws_session_running(struct core_project *p, const struct core_ws *ws, in
 	return rc;
 }
 
-/* Writes blob e of repo as dir/name (a file with git's mode, or a symlink). */
+/*
+ * Writes blob e of repo as dir/name (a file with git's mode, or a symlink). dir is a folder
+ * this process made (a new layer) or opened in the view without following links; name was
+ * checked (core_entry_name_check) and is created, never opened if there (O_EXCL), never
+ * through a symbolic link.
+ */
 static int write_blob(git_repository *repo, int dir, const char *name, const git_tree_entry *e)
 {
 	git_blob *blob = NULL;
@@ -104,7 +109,7 @@ static int write_blob(git_repository *repo, int dir, const char *name, const git
 		mode_t mode =
 		    git_tree_entry_filemode(e) == GIT_FILEMODE_BLOB_EXECUTABLE ? 0755 : 0644;
 
-		fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		fd = core_open_beneath(dir, name, O_WRONLY | O_CREAT | O_EXCL, mode);
 		rc = fd >= 0 && util_write_all(fd, data, len) == 0 && fchmod(fd, mode) == 0
 			 ? 0
 			 : util_err(-errno, "rewind: %s: %s", name, strerror(errno));
@@ -124,13 +129,21 @@ static int write_entry(git_repository *repo, int dir, const char *name, const gi
 	git_tree *sub = NULL;
 	int fd, rc;
 
+	/*
+	 * Trust boundary: the tree may be the box's (a revision of its repository, imported
+	 * with its names checked) and is checked again here, before any filesystem call, so
+	 * that no name climbs out of dir ("..", "a/b") or lands in a .git.
+	 */
+	rc = core_entry_name_check(name, "rewind");
+	if (rc < 0)
+		return rc;
 	if (git_tree_entry_filemode(e) == GIT_FILEMODE_COMMIT)
 		return 0; /* a submodule's commit: nothing a layer can hold */
 	if (git_tree_entry_filemode(e) != GIT_FILEMODE_TREE)
 		return write_blob(repo, dir, name, e);
 	if (mkdirat(dir, name, 0755) < 0)
 		return util_err(-errno, "rewind: %s: %s", name, strerror(errno));
-	fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = core_open_read_beneath(dir, name, true);
 	if (fd < 0)
 		return util_err(-errno, "rewind: %s: %s", name, strerror(errno));
 	rc = opaque ? fs_layer_set_opaque(fd) : 0;
@@ -260,7 +273,7 @@ int core_ws_rewind(struct core_project *p, struct core_ws *ws, const git_oid *tr
 			      "must not change under a box)",
 			      (long long)running, ws->name);
 	rc = rc ?: core_ws_checkpoint(p, ws, &o, before);
-	rc = rc ?: ckpt_repo_open(ws, &repo);
+	rc = rc ?: ckpt_repo_open(p, ws, &repo);
 	/* Built beside the layer before anything changes: a failure leaves the view as it was. */
 	rc = rc ?: layer_build(repo, ws, fresh, tree);
 	rc = rc ?: core_ws_unmount(p, ws);
@@ -327,7 +340,8 @@ static int view_parent(const struct core_ws *ws, char *path, int *out, const cha
 			*next++ = '\0';
 		if (mkdirat(fd, c, 0755) < 0 && errno != EEXIST)
 			break;
-		nfd = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		/* The view is the box's: no component followed if a link, none a FIFO. */
+		nfd = core_open_read_beneath(fd, c, true);
 		close(fd);
 		fd = nfd;
 	}
@@ -339,6 +353,7 @@ static int view_parent(const struct core_ws *ws, char *path, int *out, const cha
 	return 0;
 }
 
+/* Removes dir/name in the view (the box's): never followed if a link, folders emptied by fd. */
 static int remove_at(int dir, const char *name)
 {
 	struct stat st;
@@ -360,7 +375,7 @@ int core_ws_restore(struct core_project *p, struct core_ws *ws, const git_oid *t
 	for (size_t i = 0; rc == 0 && i < n; i++)
 		rc = path_check(paths[i]);
 	rc = rc ?: core_ws_mount(p, ws, view_sharing(ws));
-	rc = rc ?: ckpt_repo_open(ws, &repo);
+	rc = rc ?: ckpt_repo_open(p, ws, &repo);
 	if (rc == 0 && git_tree_lookup(&t, repo, tree) < 0)
 		rc = util_err(-EIO, "restore: %s", git_error_last()->message);
 	for (size_t i = 0; rc == 0 && i < n; i++) {

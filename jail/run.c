@@ -33,7 +33,7 @@
 #endif
 
 /* Signal handler state: the handler can reach nothing else. */
-static volatile sig_atomic_t bwrap_pid, init_pid, timed_out;
+static volatile sig_atomic_t bwrap_pid, init_pid, timed_out, box_over;
 
 /* How long the command gets after SIGTERM before the whole box is killed. */
 #define TIMEOUT_GRACE_MS 2000
@@ -43,6 +43,15 @@ static const int forwarded[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGINT, SIGQU
 static void forward(int sig, siginfo_t *si, void *uctx)
 {
 	(void)uctx;
+	/*
+	 * The command is over: nothing is left to forward to, and what runs now (the end
+	 * checkpoint) must not outlive the user's wish to stop it. As if no handler were here.
+	 */
+	if (box_over && (sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT)) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
 	/* The terminal sends SIGINT/SIGQUIT to the box's processes itself. */
 	if ((sig == SIGINT || sig == SIGQUIT) && si->si_code != SI_USER && si->si_code != SI_QUEUE)
 		return;
@@ -305,7 +314,7 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 	sigprocmask(SIG_BLOCK, &sa.sa_mask, &mask);
 	for (size_t i = 0; i < ARB_ARRAY_LEN(forwarded); i++)
 		sigaction(forwarded[i], &sa, &old[i]);
-	init_pid = timed_out = 0;
+	init_pid = timed_out = box_over = 0;
 	sigaction(SIGALRM, &alarm_sa, &old_alarm);
 	pid = spawn(
 	    &(struct child_args){b, &cg, &ovl, parent, {seccomp_fd, info[1], ready[1], go[1]}});
@@ -330,13 +339,14 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 	said = box_words(ready[0], &done_status);
 	if (said == 2 && done) {
 		arm(0); /* the command is over: no timeout may stop the box now */
+		box_over = 1;
 		done(ctx, done_status);
 	}
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	arm(0);
 	sigaction(SIGALRM, &old_alarm, NULL);
-	bwrap_pid = init_pid = 0;
+	bwrap_pid = init_pid = box_over = 0;
 	restore(old);
 	if (gate_rc < 0) {
 		rc = gate_rc; /* its message stands; box-init ran nothing */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "audit/audit.h"
@@ -322,6 +323,118 @@ START_TEST(audit_sync_asks_the_daemon_then_falls_back)
 }
 END_TEST
 
+/* Tree entry names host-side code may turn into file names (core/entry_name.c). */
+START_TEST(entry_names)
+{
+	static const char *const good[] = {
+	    "a",
+	    "README",
+	    ".gitignore",
+	    ".gitmodules",
+	    ".github",
+	    "git",
+	    "git~2",
+	    "..a",
+	    "a..",
+	    "...",
+	    ".git~1x",
+	    "x.git",
+	    ".gitx",
+	    "gi7",
+	    "\xe2\x80\x8c"
+	    "a",
+	    ".g\xc3\xaft",
+	    "-",
+	    " ",
+	};
+	static const char *const bad[] = {
+	    "",
+	    ".",
+	    "..",
+	    "a/b",
+	    "/",
+	    "../../../../../.bash_aliases",
+	    "..\xe2\x80\x8c/x",
+	    ".git",
+	    ".GIT",
+	    ".Git",
+	    ".git.",
+	    ".git..",
+	    ".git ",
+	    ".git . .",
+	    ".git::$INDEX_ALLOCATION",
+	    ".git:x",
+	    "git~1",
+	    "GIT~1",
+	    "git~1.",
+	    "git~1 ",
+	    ".git\\x",
+	    ".g\xe2\x80\x8cit",
+	    "\xe2\x80\x8d.git",
+	    ".git\xef\xbb\xbf",
+	    ".G\xe2\x81\xaaIT",
+	    ".gi\xe2\x80\xaet",
+	};
+
+	for (size_t i = 0; i < ARB_ARRAY_LEN(good); i++) {
+		ck_assert_msg(core_entry_name_ok(good[i], strlen(good[i])), "'%s' refused",
+			      good[i]);
+		ck_assert_int_eq(core_entry_name_check(good[i], "t"), 0);
+	}
+	for (size_t i = 0; i < ARB_ARRAY_LEN(bad); i++) {
+		ck_assert_msg(!core_entry_name_ok(bad[i], strlen(bad[i])), "'%s' taken", bad[i]);
+		ck_assert_int_eq(core_entry_name_check(bad[i], "t"), -EINVAL);
+		ck_assert(!strchr(util_err_msg(), '\n'));
+	}
+	/* A NUL inside the name, and the escaped message of a name with control bytes. */
+	ck_assert(!core_entry_name_ok("a\0b", 3));
+	ck_assert(core_entry_name_ok("a\0b", 1));
+	ck_assert_int_eq(core_entry_name_check("../\x1b[2J", "rewind"), -EINVAL);
+	ck_assert_msg(strstr(util_err_msg(), "rewind: refusing a tree entry named '../\\x1b[2J'"),
+		      "%s", util_err_msg());
+}
+END_TEST
+
+/* Opening beneath a folder: no symbolic link followed, no FIFO opened for reading. */
+START_TEST(open_beneath)
+{
+	char dir[] = "/tmp/arb-beneath.XXXXXX";
+	int d, fd;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	d = open(dir, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(d, 0);
+	ck_assert_int_eq(symlinkat("/etc", d, "link"), 0);
+	ck_assert_int_eq(mkfifoat(d, "fifo", 0600), 0);
+	ck_assert_int_eq(mkdirat(d, "sub", 0700), 0);
+	/* Controls: plain openat follows the link; a file and a folder open. */
+	fd = openat(d, "link", O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	fd = core_open_beneath(d, "new", O_WRONLY | O_CREAT | O_EXCL, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	fd = core_open_read_beneath(d, "new", false);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	fd = core_open_read_beneath(d, "sub", true);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	/* Refused: the link (as a folder, or created through), the FIFO at once, bad names. */
+	ck_assert_int_lt(core_open_read_beneath(d, "link", true), 0);
+	ck_assert_int_lt(core_open_beneath(d, "link", O_WRONLY | O_CREAT, 0600), 0);
+	ck_assert_int_lt(core_open_read_beneath(d, "fifo", false), 0);
+	ck_assert_int_lt(core_open_read_beneath(d, "sub", false), 0);
+	ck_assert_int_lt(core_open_beneath(d, "..", O_RDONLY, 0), 0);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_lt(core_open_beneath(d, "sub/../new", O_RDONLY, 0), 0);
+	ck_assert_int_lt(core_open_beneath(d, ".git", O_WRONLY | O_CREAT, 0600), 0);
+	ck_assert_int_eq(faccessat(d, ".git", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	close(d);
+	ck_assert_int_eq(util_rm_rf(dir), 0);
+}
+END_TEST
+
 static Suite *core_suite(void)
 {
 	Suite *s = suite_create("core");
@@ -329,6 +442,10 @@ static Suite *core_suite(void)
 
 	tcase_add_test(tc, name_rules);
 	tcase_add_test(tc, name_rules_vs_libgit2);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("tree entry names");
+	tcase_add_test(tc, entry_names);
+	tcase_add_test(tc, open_beneath);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("repository");
 	tcase_add_checked_fixture(tc, repo_setup, repo_teardown);
