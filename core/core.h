@@ -228,6 +228,15 @@ struct core_merge {
 int core_ws_merge(struct core_project *p, const struct core_ws *ws,
 		  struct core_merge *out) ARB_MUST_CHECK;
 int core_ws_apply(struct core_project *p, const struct core_ws *ws, size_t *files) ARB_MUST_CHECK;
+/*
+ * Fills ws's export repository (NAME/export.git, where the origin's remote arborinth/NAME
+ * points; re-pointed there first for a workspace made before exports) with the branch
+ * arborinth/NAME: its objects beyond the origin's copied from the workspace's own store after
+ * the gitdir is checked, so `git fetch arborinth/NAME` never reads the box's gitdir. *tip:
+ * the branch's commit; *copied (optional): objects copied. -errno with a one-line refusal.
+ */
+int core_ws_export(struct core_project *p, const struct core_ws *ws, git_oid *tip,
+		   size_t *copied) ARB_MUST_CHECK;
 /* The session of ws still running (its leader alive and no exit recorded), or 0. */
 int core_ws_session_running(struct core_project *p, const struct core_ws *ws,
 			    int64_t *session) ARB_MUST_CHECK;

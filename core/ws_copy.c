@@ -1,0 +1,189 @@
+/*
+ * core/ws_copy.c: copying what one object of a workspace reaches into a host-owned store
+ * (the workspace's export repository, or the origin's store for a fork), object by object.
+ * Trust boundary: the objects come from the box's store (core/ws_read.c reads them without
+ * following anything); each is parsed here, and only what it names is taken: a commit's tree
+ * and parents, a tree's entries (gitlinks skipped). What the destination has (it sees the
+ * origin's objects) is not read at all; an object that is in neither the workspace's own
+ * store nor the destination is refused, so an object only some planted alternate could give
+ * never comes over. Children are stored before their parents, so the destination never holds
+ * an object whose children it lacks, and an interrupted copy leaves no hole.
+ */
+#include "core/core_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct item {
+	git_oid id;
+	git_object_t want; /* the type its referrer says it has */
+	void *data;	   /* set once expanded: stored when popped again */
+	size_t len;
+	git_object_t type;
+};
+
+struct walk {
+	struct core_wsgit *g;
+	git_odb *dst;
+	struct item *v;
+	size_t n, cap;
+	size_t copied;
+	const char *what; /* what the walk started from, for messages */
+};
+
+static int push(struct walk *w, const unsigned char *raw, git_object_t want)
+{
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 64;
+		struct item *nv = realloc(w->v, cap * sizeof(*nv));
+
+		if (!nv)
+			return util_err(-ENOMEM, "out of memory");
+		w->v = nv;
+		w->cap = cap;
+	}
+	memset(&w->v[w->n], 0, sizeof(w->v[0]));
+	memcpy(w->v[w->n].id.id, raw, GIT_OID_RAWSZ);
+	w->v[w->n++].want = want;
+	return 0;
+}
+
+/* 40 hex digits at s (len bytes left) followed by '\n': pushed as want. */
+static int push_hex(struct walk *w, const char *s, size_t len, git_object_t want)
+{
+	git_oid id;
+
+	if (len < GIT_OID_HEXSZ + 1 || s[GIT_OID_HEXSZ] != '\n' ||
+	    git_oid_fromstrn(&id, s, GIT_OID_HEXSZ) < 0)
+		return -EINVAL;
+	return push(w, id.id, want);
+}
+
+/* A commit's tree and parents (its header, up to the first empty line). */
+static int commit_children(struct walk *w, const char *s, size_t len)
+{
+	const char *end = s + len;
+	bool tree = false;
+	int rc = 0;
+
+	while (rc == 0 && s < end && *s != '\n') {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+
+		if (!nl)
+			return -EINVAL;
+		if (!tree) {
+			rc = strncmp(s, "tree ", 5)
+				 ? -EINVAL
+				 : push_hex(w, s + 5, (size_t)(end - s - 5), GIT_OBJECT_TREE);
+			tree = true;
+		} else if (!strncmp(s, "parent ", 7)) {
+			rc = push_hex(w, s + 7, (size_t)(end - s - 7), GIT_OBJECT_COMMIT);
+		}
+		s = nl + 1;
+	}
+	return tree ? rc : -EINVAL;
+}
+
+/* A tree's entries ("<octal mode> <name>\0<20 bytes>"), gitlinks (160000) left out. */
+static int tree_children(struct walk *w, const unsigned char *s, size_t len)
+{
+	const unsigned char *end = s + len;
+	int rc = 0;
+
+	while (rc == 0 && s < end) {
+		const unsigned char *sp = memchr(s, ' ', (size_t)(end - s)), *nul;
+		unsigned mode = 0;
+
+		if (!sp || sp == s || !(nul = memchr(sp, '\0', (size_t)(end - sp))) ||
+		    nul == sp + 1 || (size_t)(end - nul - 1) < GIT_OID_RAWSZ)
+			return -EINVAL;
+		for (const unsigned char *c = s; c < sp; c++) {
+			if (*c < '0' || *c > '7' || mode > 0777777)
+				return -EINVAL;
+			mode = mode * 8 + (unsigned)(*c - '0');
+		}
+		if (mode == 040000)
+			rc = push(w, nul + 1, GIT_OBJECT_TREE);
+		else if (mode != 0160000)
+			rc = push(w, nul + 1, GIT_OBJECT_BLOB);
+		s = nul + 1 + GIT_OID_RAWSZ;
+	}
+	return rc;
+}
+
+/* Reads the object on top (not in dst): stores a blob, else keeps it and pushes what it names. */
+static int expand(struct walk *w)
+{
+	struct item it = w->v[w->n - 1];
+	char hex[GIT_OID_HEXSZ + 1];
+	int rc = core_wsgit_read(w->g, &it.id, &it.type, &it.data, &it.len);
+
+	git_oid_tostr(hex, sizeof(hex), &it.id);
+	if (rc == -ENOENT)
+		return util_err(
+		    -EPERM,
+		    "object %s (reached from %s) is in neither the workspace's own store "
+		    "nor the origin's: refused, nothing was taken",
+		    hex, w->what);
+	if (rc < 0)
+		return rc;
+	if (it.type != it.want) {
+		free(it.data);
+		return util_err(
+		    -EINVAL, "object %s (reached from %s) is a %s where a %s belongs: refused", hex,
+		    w->what, git_object_type2string(it.type), git_object_type2string(it.want));
+	}
+	w->v[w->n - 1] = it;
+	if (it.type == GIT_OBJECT_COMMIT)
+		rc = commit_children(w, it.data, it.len);
+	else if (it.type == GIT_OBJECT_TREE)
+		rc = tree_children(w, it.data, it.len);
+	if (rc == -EINVAL)
+		rc = util_err(-EINVAL, "object %s (reached from %s) is a malformed %s: refused",
+			      hex, w->what, git_object_type2string(it.type));
+	return rc;
+}
+
+/* Stores the expanded item on top into dst and pops it. */
+static int store(struct walk *w)
+{
+	struct item *it = &w->v[w->n - 1];
+	git_oid out;
+	int rc = 0;
+
+	if (git_odb_write(&out, w->dst, it->data, it->len, it->type) < 0)
+		rc = util_err(-EIO, "cannot store an object: %s", git_error_last()->message);
+	else
+		w->copied++;
+	free(it->data);
+	w->n--;
+	return rc;
+}
+
+int core_wsgit_copy(struct core_wsgit *g, git_odb *dst, const git_oid *root, git_object_t type,
+		    const char *what, size_t *copied)
+{
+	struct walk w = {.g = g, .dst = dst, .what = what};
+	int rc = push(&w, root->id, type);
+
+	while (rc == 0 && w.n) {
+		struct item *top = &w.v[w.n - 1];
+		size_t below = w.n;
+
+		if (top->data) {
+			rc = store(&w);
+		} else if (git_odb_exists(dst, &top->id)) {
+			w.n--; /* dst's objects are whole: what it has, it has below too */
+		} else if ((rc = expand(&w)) == 0 && w.v[below - 1].type == GIT_OBJECT_BLOB) {
+			/* A blob names nothing: stored at once. Children pushed above stay. */
+			rc = store(&w);
+		}
+	}
+	for (size_t i = 0; i < w.n; i++)
+		free(w.v[i].data);
+	free(w.v);
+	if (copied)
+		*copied = w.copied;
+	return rc;
+}
