@@ -229,6 +229,15 @@ int core_ws_merge(struct core_project *p, const struct core_ws *ws,
 		  struct core_merge *out) ARB_MUST_CHECK;
 int core_ws_apply(struct core_project *p, const struct core_ws *ws, size_t *files) ARB_MUST_CHECK;
 /*
+ * Ref files as git writes them, parsed as hostile bytes (core/ref_parse.c). Loose: 40 hex
+ * digits, an optional newline: -ELOOP for a symbolic ref, -EINVAL. Packed: refname's line in
+ * packed-refs: -ENOENT when absent, -EINVAL when malformed or given twice.
+ */
+int core_ref_parse_loose(const void *buf, size_t len, unsigned char id[20]) ARB_MUST_CHECK;
+int core_ref_parse_packed(const void *buf, size_t len, const char *refname,
+			  unsigned char id[20]) ARB_MUST_CHECK;
+
+/*
  * Fills ws's export repository (NAME/export.git, where the origin's remote arborinth/NAME
  * points; re-pointed there first for a workspace made before exports) with the branch
  * arborinth/NAME: its objects beyond the origin's copied from the workspace's own store after

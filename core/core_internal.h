@@ -83,15 +83,6 @@ int core_wsgit_copy(struct core_wsgit *g, git_odb *dst, const git_oid *root, git
 		    const char *what, size_t *copied) ARB_MUST_CHECK;
 
 /*
- * Ref files as git writes them, parsed as hostile bytes (core/ref_parse.c). Loose: 40 hex
- * digits, an optional newline: -ELOOP for a symbolic ref, -EINVAL. Packed: refname's line in
- * packed-refs: -ENOENT when absent, -EINVAL when malformed or given twice.
- */
-int core_ref_parse_loose(const void *buf, size_t len, unsigned char id[20]) ARB_MUST_CHECK;
-int core_ref_parse_packed(const void *buf, size_t len, const char *refname,
-			  unsigned char id[20]) ARB_MUST_CHECK;
-
-/*
  * The export repository (core/export.c): core_export_write makes one at dir for workspace
  * name, its branch at base; core_export_path: NAME/export.git (caller frees).
  */

@@ -453,8 +453,14 @@ int core_wsgit_read(struct core_wsgit *g, const git_oid *id, git_object_t *type,
 		return rc;
 	if (!g->packs_tried && (rc = packs_open(g)) < 0)
 		return rc;
-	if (!g->packs || git_odb_read(&obj, g->packs, id) < 0)
+	if (!g->packs)
+		return -ENOENT;
+	rc = git_odb_read(&obj, g->packs, id);
+	if (rc == GIT_ENOTFOUND)
 		return -ENOENT; /* not in the workspace's own store: the caller names it */
+	if (rc < 0)
+		return util_err(-EINVAL, "%s/git/objects/pack: %s: refused", g->name,
+				git_error_last()->message);
 	*type = git_odb_object_type(obj);
 	*len = git_odb_object_size(obj);
 	*data = malloc(*len ? *len : 1);
