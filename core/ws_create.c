@@ -282,6 +282,8 @@ int core_ws_delete(struct core_project *p, const char *name)
 	if (rc == 0)
 		rc = audit_db_exec(db, "COMMIT");
 	if (rc == 0) {
+		/* The box wrote git/ and layer/: removed without following a link or opening a
+		 * file (a FIFO is unlinked, never read). */
 		(void)util_rm_rf(trash);
 		core_index_cache_prune(p, ws->base_commit);
 		goto out;

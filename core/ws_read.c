@@ -30,6 +30,7 @@
 #define PACKED_MAX (64u << 20)	/* packed-refs */
 #define LOOSE_MAX  (1ull << 31) /* a loose object, deflated or not */
 #define REFS_DEPTH 32
+#define REFS_MAX   (1u << 20) /* entries under refs/ looked at: bounded, so is the time */
 
 struct core_wsgit {
 	int dir; /* the gitdir, O_PATH */
@@ -38,6 +39,7 @@ struct core_wsgit {
 	char *tmp;	 /* that copy, once made */
 	git_odb *packs;	 /* the copy's packs, once opened */
 	bool packs_tried;
+	size_t refs_seen;
 };
 
 /* Opens path beneath dir, following no symlink on any component, never blocking. -errno. */
@@ -137,7 +139,7 @@ static int check_alternates(const struct core_wsgit *g, const char *origin_objec
 }
 
 /* Every entry under refs/ (dirfd at rel) a directory or a regular file; depth bounded. */
-static int check_refs_dir(const struct core_wsgit *g, const char *rel, int depth)
+static int check_refs_dir(struct core_wsgit *g, const char *rel, int depth)
 {
 	int fd = open_beneath(g->dir, rel, O_RDONLY | O_DIRECTORY);
 	DIR *d = NULL;
@@ -160,6 +162,10 @@ static int check_refs_dir(const struct core_wsgit *g, const char *rel, int depth
 
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
+		if (++g->refs_seen > REFS_MAX) {
+			rc = refuse(g, -E2BIG, "refs", "holds more than a million entries");
+			break;
+		}
 		if (!(sub = util_asprintf("%s/%s", rel, de->d_name)))
 			rc = util_err(-ENOMEM, "out of memory");
 		else if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -305,8 +311,9 @@ static int inflate_loose(const unsigned char *z, size_t zl, git_object_t *type, 
 	*type = type_named((char *)head);
 	errno = 0;
 	size = strtoull(sp + 1, &sp, 10);
+	/* deflate shrinks by 1032:1 at most: a larger claim is a lie (and a huge malloc) */
 	if (sp != end || errno || *type == GIT_OBJECT_INVALID || size > LOOSE_MAX ||
-	    !(buf = malloc(size ? size : 1)))
+	    size / 1032 > zl || !(buf = malloc(size ? size : 1)))
 		goto out;
 	/* What came after the header, then the rest straight into buf. */
 	hl -= (size_t)(end + 1 - (char *)head);
