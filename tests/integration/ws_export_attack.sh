@@ -7,8 +7,8 @@
 # hangs). Then `arborinth merge`, `export`, `apply`, fork `--from` refuse within seconds with
 # one line naming the plant, `git fetch arborinth/NAME` (the export) brings only the
 # workspace's own commits, and the origin's store stays clean (`git fsck`, no private
-# object). With the plants gone, a commit made in the box merges and fetches. Run as root
-# and, when root, again as an ordinary user.
+# object). With the plants gone, a commit made in the box merges and fetches. Run as root,
+# again without openat2 (its fallback), and, when root, as an ordinary user.
 . "$(dirname "$0")/lib.sh"
 [ -e /dev/fuse ] || skip "no /dev/fuse"
 command -v bwrap >/dev/null || skip "no bwrap"
@@ -143,6 +143,11 @@ if [ "${ARB_EXPORT_ATTACK_BODY:-}" = 1 ]; then
 	exit 0
 fi
 scenario
+# Again where openat2 is missing (before Linux 5.6, or denied by a filter): the gitdir is
+# then walked one component at a time with O_NOFOLLOW, and every check above holds the same.
+expect_status 0 "the scenario without openat2" -- env ARBORINTH_FAULT=openat2 \
+	ARB_EXPORT_ATTACK_BODY=1 bash "$0"
+printf '%s\n' "$OUT" | tail -1
 # Again as an ordinary user, when root can make one.
 if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null; then
 	user=arbtest
