@@ -270,7 +270,7 @@ static int count_delta(const git_diff_delta *d, void *payload)
 
 int core_ws_apply(struct core_project *p, const struct core_ws *ws, size_t *files)
 {
-	git_repository *wrepo = NULL;
+	git_repository *ex = NULL;
 	git_odb *odb = NULL;
 	struct core_wsgit *g = NULL;
 	git_diff *diff = NULL;
@@ -289,14 +289,13 @@ int core_ws_apply(struct core_project *p, const struct core_ws *ws, size_t *file
 	rc = rc ?: core_ws_tree(p, ws, "base", &from);
 	rc = rc ?: core_ws_tree(p, ws, "view", &to);
 	/* ...and what the diff reads copied out of it into the export, diffed there. */
-	rc = rc ?: core_export_open(p, ws, &wrepo);
-	if (rc == 0 && git_repository_odb(&odb, wrepo) < 0)
+	rc = rc ?: core_export_open(p, ws, &ex);
+	if (rc == 0 && git_repository_odb(&odb, ex) < 0)
 		rc = util_err(-EIO, "apply: %s", git_error_last()->message);
 	rc = rc ?: core_wsgit_copy(g, odb, &to, GIT_OBJECT_TREE, "the view", NULL);
-	if (rc == 0 &&
-	    (git_tree_lookup(&a, wrepo, &from) < 0 || git_tree_lookup(&b, wrepo, &to) < 0 ||
-	     git_diff_tree_to_tree(&diff, wrepo, a, b, &dopt) < 0 ||
-	     git_diff_find_similar(diff, NULL) < 0))
+	if (rc == 0 && (git_tree_lookup(&a, ex, &from) < 0 || git_tree_lookup(&b, ex, &to) < 0 ||
+			git_diff_tree_to_tree(&diff, ex, a, b, &dopt) < 0 ||
+			git_diff_find_similar(diff, NULL) < 0))
 		rc = git_fail("apply");
 	if (rc == 0 && git_diff_num_deltas(diff) == 0)
 		goto out;
@@ -325,7 +324,7 @@ out:
 	git_diff_free(diff);
 	git_tree_free(a);
 	git_tree_free(b);
-	git_repository_free(wrepo);
+	git_repository_free(ex);
 	git_odb_free(odb);
 	core_wsgit_free(g);
 	return rc;
