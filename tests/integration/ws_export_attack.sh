@@ -125,6 +125,13 @@ scenario() {
 	expect_status 0 "git fsck in the origin" -- git -C "$R" fsck --no-progress
 	expect_eq "" "$(git -C "$R" branch --list 'f*')" "no fork was made"
 
+	# A workspace made before exports: its remote named the gitdir; the next session's end
+	# points it at the export.
+	git -C "$R" config remote.arborinth/w.url "$G"
+	expect_status 0 "a session" -- "${ARBW[@]}" shell w -- true
+	expect_eq "$W/export.git" "$(git -C "$R" config remote.arborinth/w.url)" \
+		"the session's end re-pointed the remote at the export"
+
 	# With the plants gone, the legit path: another commit in the box merges and fetches.
 	expect_status 0 "second commit in the box" -- "${ARBW[@]}" shell w -- sh -c \
 		'echo more >>legit.txt && git -c user.email=a@b -c user.name=agent commit -qam more'
