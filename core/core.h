@@ -236,6 +236,14 @@ int core_ws_apply(struct core_project *p, const struct core_ws *ws, size_t *file
 int core_ref_parse_loose(const void *buf, size_t len, unsigned char id[20]) ARB_MUST_CHECK;
 int core_ref_parse_packed(const void *buf, size_t len, const char *refname,
 			  unsigned char id[20]) ARB_MUST_CHECK;
+/*
+ * The objects a commit (its tree, then its parents) or a tree (its entries but gitlinks)
+ * names, each given to fn with the type it must have; parsed as hostile bytes (same file).
+ * -EINVAL when malformed; fn's negative return stops the walk and is returned.
+ */
+typedef int core_child_fn(void *arg, const unsigned char id[20], git_object_t want);
+int core_object_children(git_object_t type, const void *data, size_t len, core_child_fn *fn,
+			 void *arg) ARB_MUST_CHECK;
 
 /*
  * Fills ws's export repository (NAME/export.git, where the origin's remote arborinth/NAME

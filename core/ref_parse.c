@@ -1,9 +1,11 @@
 /*
- * core/ref_parse.c: the two ref file formats git writes, parsed as hostile input: a loose ref
- * (40 hex digits and a newline) and the lines of packed-refs ("<40 hex> <refname>", with
- * "# pack-refs" headers and "^<40 hex>" peeled lines). Both are written by the box (the
- * workspace's gitdir is its `.git`), so nothing here trusts a length, a terminator or a
- * character. No allocation, no libgit2: tests/fuzz/fuzz_refs.c runs these on any bytes.
+ * core/ref_parse.c: what a workspace's gitdir holds that names objects, parsed as hostile
+ * input: a loose ref (40 hex digits and a newline), the lines of packed-refs ("<40 hex>
+ * <refname>", with "# pack-refs" headers and "^<40 hex>" peeled lines), and the links of a
+ * commit (tree, parents) or a tree (entries). All are written by the box (the workspace's
+ * gitdir is its `.git`; an object's hash proves only that its bytes are the ones named), so
+ * nothing here trusts a length, a terminator or a character. No allocation, no libgit2 call:
+ * tests/fuzz/fuzz_refs.c runs these on any bytes.
  */
 #include "core/core_internal.h"
 
@@ -68,4 +70,77 @@ int core_ref_parse_packed(const void *buf, size_t len, const char *refname, unsi
 		s += n + (nl ? 1 : 0);
 	}
 	return found;
+}
+
+/* "<40 hex>\n" at s (end: past the object): given to fn as want. */
+static int child_hex(const char *s, const char *end, git_object_t want, core_child_fn *fn,
+		     void *arg)
+{
+	unsigned char id[20];
+
+	if (end - s < 41 || s[40] != '\n' || hex40((const unsigned char *)s, id) < 0)
+		return -EINVAL;
+	return fn(arg, id, want);
+}
+
+/* A commit's header, up to the first empty line: "tree" first, then any "parent" lines. */
+static int commit_children(const char *s, size_t len, core_child_fn *fn, void *arg)
+{
+	const char *end = s + len;
+	bool tree = false;
+	int rc = 0;
+
+	while (rc == 0 && s < end && *s != '\n') {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+
+		if (!nl)
+			return -EINVAL;
+		if (!tree) {
+			rc = end - s < 5 || memcmp(s, "tree ", 5)
+				 ? -EINVAL
+				 : child_hex(s + 5, end, GIT_OBJECT_TREE, fn, arg);
+			tree = true;
+		} else if (end - s >= 7 && !memcmp(s, "parent ", 7)) {
+			rc = child_hex(s + 7, end, GIT_OBJECT_COMMIT, fn, arg);
+		}
+		s = nl + 1;
+	}
+	return tree ? rc : -EINVAL;
+}
+
+/* A tree's entries ("<octal mode> <name>\0<20 bytes>"), gitlinks (160000) left out. */
+static int tree_children(const unsigned char *s, size_t len, core_child_fn *fn, void *arg)
+{
+	const unsigned char *end = s + len;
+	int rc = 0;
+
+	while (rc == 0 && s < end) {
+		const unsigned char *sp = memchr(s, ' ', (size_t)(end - s)), *nul;
+		unsigned mode = 0;
+
+		if (!sp || sp == s || !(nul = memchr(sp, '\0', (size_t)(end - sp))) ||
+		    nul == sp + 1 || (size_t)(end - nul - 1) < 20)
+			return -EINVAL;
+		for (const unsigned char *c = s; c < sp; c++) {
+			if (*c < '0' || *c > '7' || mode > 0777777)
+				return -EINVAL;
+			mode = mode * 8 + (unsigned)(*c - '0');
+		}
+		if (mode == 040000)
+			rc = fn(arg, nul + 1, GIT_OBJECT_TREE);
+		else if (mode != 0160000)
+			rc = fn(arg, nul + 1, GIT_OBJECT_BLOB);
+		s = nul + 1 + 20;
+	}
+	return rc;
+}
+
+int core_object_children(git_object_t type, const void *data, size_t len, core_child_fn *fn,
+			 void *arg)
+{
+	if (type == GIT_OBJECT_COMMIT)
+		return commit_children(data, len, fn, arg);
+	if (type == GIT_OBJECT_TREE)
+		return tree_children(data, len, fn, arg);
+	return 0; /* a blob names nothing; a tag is refused before it gets here */
 }

@@ -2,12 +2,12 @@
  * core/ws_copy.c: copying what one object of a workspace reaches into a host-owned store
  * (the workspace's export repository, or the origin's store for a fork), object by object.
  * Trust boundary: the objects come from the box's store (core/ws_read.c reads them without
- * following anything); each is parsed here, and only what it names is taken: a commit's tree
- * and parents, a tree's entries (gitlinks skipped). What the destination has (it sees the
- * origin's objects) is not read at all; an object that is in neither the workspace's own
- * store nor the destination is refused, so an object only some planted alternate could give
- * never comes over. Children are stored before their parents, so the destination never holds
- * an object whose children it lacks, and an interrupted copy leaves no hole.
+ * following anything); each is parsed (core/ref_parse.c), and only what it names is taken: a
+ * commit's tree and parents, a tree's entries (gitlinks skipped). What the destination has (it sees
+ * the origin's objects) is not read at all; an object that is in neither the workspace's own store
+ * nor the destination is refused, so an object only some planted alternate could give never comes
+ * over. Children are stored before their parents, so the destination never holds an object whose
+ * children it lacks, and an interrupted copy leaves no hole.
  */
 #include "core/core_internal.h"
 
@@ -49,67 +49,10 @@ static int push(struct walk *w, const unsigned char *raw, git_object_t want)
 	return 0;
 }
 
-/* 40 hex digits at s (len bytes left) followed by '\n': pushed as want. */
-static int push_hex(struct walk *w, const char *s, size_t len, git_object_t want)
+/* core_child_fn: what an object names, pushed. */
+static int push_child(void *arg, const unsigned char id[20], git_object_t want)
 {
-	git_oid id;
-
-	if (len < GIT_OID_HEXSZ + 1 || s[GIT_OID_HEXSZ] != '\n' ||
-	    git_oid_fromstrn(&id, s, GIT_OID_HEXSZ) < 0)
-		return -EINVAL;
-	return push(w, id.id, want);
-}
-
-/* A commit's tree and parents (its header, up to the first empty line). */
-static int commit_children(struct walk *w, const char *s, size_t len)
-{
-	const char *end = s + len;
-	bool tree = false;
-	int rc = 0;
-
-	while (rc == 0 && s < end && *s != '\n') {
-		const char *nl = memchr(s, '\n', (size_t)(end - s));
-
-		if (!nl)
-			return -EINVAL;
-		if (!tree) {
-			rc = strncmp(s, "tree ", 5)
-				 ? -EINVAL
-				 : push_hex(w, s + 5, (size_t)(end - s - 5), GIT_OBJECT_TREE);
-			tree = true;
-		} else if (!strncmp(s, "parent ", 7)) {
-			rc = push_hex(w, s + 7, (size_t)(end - s - 7), GIT_OBJECT_COMMIT);
-		}
-		s = nl + 1;
-	}
-	return tree ? rc : -EINVAL;
-}
-
-/* A tree's entries ("<octal mode> <name>\0<20 bytes>"), gitlinks (160000) left out. */
-static int tree_children(struct walk *w, const unsigned char *s, size_t len)
-{
-	const unsigned char *end = s + len;
-	int rc = 0;
-
-	while (rc == 0 && s < end) {
-		const unsigned char *sp = memchr(s, ' ', (size_t)(end - s)), *nul;
-		unsigned mode = 0;
-
-		if (!sp || sp == s || !(nul = memchr(sp, '\0', (size_t)(end - sp))) ||
-		    nul == sp + 1 || (size_t)(end - nul - 1) < GIT_OID_RAWSZ)
-			return -EINVAL;
-		for (const unsigned char *c = s; c < sp; c++) {
-			if (*c < '0' || *c > '7' || mode > 0777777)
-				return -EINVAL;
-			mode = mode * 8 + (unsigned)(*c - '0');
-		}
-		if (mode == 040000)
-			rc = push(w, nul + 1, GIT_OBJECT_TREE);
-		else if (mode != 0160000)
-			rc = push(w, nul + 1, GIT_OBJECT_BLOB);
-		s = nul + 1 + GIT_OID_RAWSZ;
-	}
-	return rc;
+	return push(arg, id, want);
 }
 
 /* Reads the object on top (not in dst): stores a blob, else keeps it and pushes what it names. */
@@ -135,10 +78,7 @@ static int expand(struct walk *w)
 		    w->what, git_object_type2string(it.type), git_object_type2string(it.want));
 	}
 	w->v[w->n - 1] = it;
-	if (it.type == GIT_OBJECT_COMMIT)
-		rc = commit_children(w, it.data, it.len);
-	else if (it.type == GIT_OBJECT_TREE)
-		rc = tree_children(w, it.data, it.len);
+	rc = core_object_children(it.type, it.data, it.len, push_child, w);
 	if (rc == -EINVAL)
 		rc = util_err(-EINVAL, "object %s (reached from %s) is a malformed %s: refused",
 			      hex, w->what, git_object_type2string(it.type));
