@@ -81,6 +81,9 @@ int core_wsgit_read(struct core_wsgit *g, const git_oid *id, git_object_t *type,
  */
 int core_wsgit_copy(struct core_wsgit *g, git_odb *dst, const git_oid *root, git_object_t type,
 		    const char *what, size_t *copied) ARB_MUST_CHECK;
+/* The same walk between two host-owned stores: src read through libgit2. */
+int core_odb_copy(git_odb *src, git_odb *dst, const git_oid *root, git_object_t type,
+		  const char *what, size_t *copied) ARB_MUST_CHECK;
 
 /*
  * The export repository (core/export.c): core_export_write makes one at dir for workspace

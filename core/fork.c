@@ -20,7 +20,8 @@ int core_ws_fork(struct core_project *p, const char *name, const char *from, con
 {
 	struct core_ws *src = NULL;
 	struct core_wsgit *g = NULL;
-	git_odb *oodb = NULL;
+	git_repository *ex = NULL;
+	git_odb *oodb = NULL, *eodb = NULL;
 	git_commit *parent = NULL;
 	git_tree *tree = NULL;
 	git_signature *sig = NULL;
@@ -55,11 +56,16 @@ int core_ws_fork(struct core_project *p, const char *name, const char *from, con
 	} else if (rc == 0) {
 		rc = core_ws_tree(p, src, ckpt, &tid);
 	}
-	if (rc == 0 && git_repository_odb(&oodb, core_project_repo(p)) < 0)
+	rc = rc ?: core_export_open(p, src, &ex);
+	if (rc == 0 && (git_repository_odb(&oodb, core_project_repo(p)) < 0 ||
+			git_repository_odb(&eodb, ex) < 0))
 		rc = util_err(-EIO, "fork: %s", git_error_last()->message);
-	/* Only FROM's own store and the origin's: never an alternate the box planted. */
-	rc =
-	    rc ?: core_wsgit_copy(g, oodb, &tid, GIT_OBJECT_TREE, "the fork's checkpoint", &copied);
+	/* Only FROM's own store and the origin's, never an alternate the box planted: checked
+	 * whole into FROM's export first, so a refusal writes nothing into the origin. */
+	rc = rc ?: core_wsgit_copy(g, eodb, &tid, GIT_OBJECT_TREE, "the fork's checkpoint", NULL);
+	rc = rc
+		 ?: core_odb_copy(eodb, oodb, &tid, GIT_OBJECT_TREE, "the fork's checkpoint",
+				  &copied);
 	msg = rc == 0 ? util_asprintf("arborinth: %s forked from %s at %s\n", name, from,
 				      ckpt ? ckpt : "its view")
 		      : NULL;
@@ -81,6 +87,8 @@ int core_ws_fork(struct core_project *p, const char *name, const char *from, con
 	git_tree_free(tree);
 	git_commit_free(parent);
 	git_odb_free(oodb);
+	git_odb_free(eodb);
+	git_repository_free(ex);
 	core_wsgit_free(g);
 	core_ckpt_clear(&c);
 	core_ws_free(src);

@@ -7,7 +7,8 @@
  * the origin's objects) is not read at all; an object that is in neither the workspace's own store
  * nor the destination is refused, so an object only some planted alternate could give never comes
  * over. Children are stored before their parents, so the destination never holds an object whose
- * children it lacks, and an interrupted copy leaves no hole.
+ * children it lacks, and an interrupted copy leaves no hole. core_odb_copy walks the same way
+ * between two host-owned stores (a fork: from the export, once checked, into the origin).
  */
 #include "core/core_internal.h"
 
@@ -23,8 +24,12 @@ struct item {
 	git_object_t type;
 };
 
+/* Reads object id from src: -ENOENT (no message) when src lacks it. */
+typedef int read_fn(void *src, const git_oid *id, git_object_t *type, void **data, size_t *len);
+
 struct walk {
-	struct core_wsgit *g;
+	read_fn *read;
+	void *src;
 	git_odb *dst;
 	struct item *v;
 	size_t n, cap;
@@ -60,7 +65,7 @@ static int expand(struct walk *w)
 {
 	struct item it = w->v[w->n - 1];
 	char hex[GIT_OID_HEXSZ + 1];
-	int rc = core_wsgit_read(w->g, &it.id, &it.type, &it.data, &it.len);
+	int rc = w->read(w->src, &it.id, &it.type, &it.data, &it.len);
 
 	git_oid_tostr(hex, sizeof(hex), &it.id);
 	if (rc == -ENOENT)
@@ -101,10 +106,10 @@ static int store(struct walk *w)
 	return rc;
 }
 
-int core_wsgit_copy(struct core_wsgit *g, git_odb *dst, const git_oid *root, git_object_t type,
-		    const char *what, size_t *copied)
+static int walk_copy(read_fn *rd, void *src, git_odb *dst, const git_oid *root, git_object_t type,
+		     const char *what, size_t *copied)
 {
-	struct walk w = {.g = g, .dst = dst, .what = what};
+	struct walk w = {.read = rd, .src = src, .dst = dst, .what = what};
 	int rc = push(&w, root->id, type);
 
 	while (rc == 0 && w.n) {
@@ -126,4 +131,40 @@ int core_wsgit_copy(struct core_wsgit *g, git_odb *dst, const git_oid *root, git
 	if (copied)
 		*copied = w.copied;
 	return rc;
+}
+
+static int wsgit_read(void *src, const git_oid *id, git_object_t *type, void **data, size_t *len)
+{
+	return core_wsgit_read(src, id, type, data, len);
+}
+
+int core_wsgit_copy(struct core_wsgit *g, git_odb *dst, const git_oid *root, git_object_t type,
+		    const char *what, size_t *copied)
+{
+	return walk_copy(wsgit_read, g, dst, root, type, what, copied);
+}
+
+/* A host-owned store (the export), read through libgit2. */
+static int odb_read(void *src, const git_oid *id, git_object_t *type, void **data, size_t *len)
+{
+	git_odb_object *obj = NULL;
+	int rc = git_odb_read(&obj, src, id);
+
+	if (rc == GIT_ENOTFOUND)
+		return -ENOENT;
+	if (rc < 0)
+		return util_err(-EIO, "%s", git_error_last()->message);
+	*type = git_odb_object_type(obj);
+	*len = git_odb_object_size(obj);
+	*data = malloc(*len ? *len : 1);
+	if (*data)
+		memcpy(*data, git_odb_object_data(obj), *len);
+	git_odb_object_free(obj);
+	return *data ? 0 : util_err(-ENOMEM, "out of memory");
+}
+
+int core_odb_copy(git_odb *src, git_odb *dst, const git_oid *root, git_object_t type,
+		  const char *what, size_t *copied)
+{
+	return walk_copy(odb_read, src, dst, root, type, what, copied);
 }
