@@ -1,4 +1,6 @@
-/* cli/cmd_home.c: `arborinth merge` and `arborinth apply`: a workspace's work brought home. */
+/*
+ * cli/cmd_home.c: `arborinth merge`, `apply` and `export`: a workspace's work brought home.
+ */
 #include "cli/cli.h"
 
 #include <getopt.h>
@@ -22,6 +24,15 @@ const char cmd_apply_usage[] =
     "now), to the origin's working tree as unstaged changes. Checked whole first: when a file\n"
     "in the origin is not as the workspace's base has it, or a path the workspace adds exists,\n"
     "nothing is written. Never touches the origin's index or branch.\n";
+
+const char cmd_export_usage[] =
+    "usage: arborinth export NAME [--json]\n"
+    "\n"
+    "Copies workspace NAME's branch (arborinth/NAME) into its export repository, the one the\n"
+    "origin's remote arborinth/NAME points at, so that `git fetch arborinth/NAME` brings it:\n"
+    "the workspace's gitdir is checked first and only the branch's own objects are taken.\n"
+    "Done by itself at the end of each session and by merge. Refused, with one line naming\n"
+    "it, when the box planted something there (alternates, symlinked refs, commondir, FIFOs).\n";
 
 static int one_name(struct cli_global *g, const char *name, int argc, char **argv, bool *json,
 		    const char *usage)
@@ -69,6 +80,30 @@ int cmd_merge(struct cli_global *g, int argc, char **argv)
 	else
 		printf("%s: %s of arborinth/%s, now at %.12s\n", cli_q(m.branch), kinds[m.kind],
 		       name, m.commit);
+	arb_project_free(p);
+	return status;
+}
+
+int cmd_export(struct cli_global *g, int argc, char **argv)
+{
+	arb_project *p = NULL;
+	char commit[41];
+	size_t n = 0;
+	bool json = false;
+	int status = one_name(g, "export", argc, argv, &json, cmd_export_usage);
+	const char *name = argv[optind];
+
+	if (status != -1)
+		return status;
+	status = CLI_OK;
+	if (arb_project_open(&p, g->workdir) < 0 || arb_export(commit, &n, p, name) < 0)
+		status = cli_fail(CLI_ERR, "%s", arb_error_last());
+	else if (json)
+		status = cli_json_print(
+		    json_pack("{s:s, s:I}", "commit", commit, "objects", (json_int_t)n));
+	else
+		printf("arborinth/%s exported at %.12s (%zu new object%s)\n", name, commit, n,
+		       n == 1 ? "" : "s");
 	arb_project_free(p);
 	return status;
 }

@@ -197,6 +197,7 @@ GIT_FWD(const void *, git_odb_object_data, (git_odb_object * object), (object))
 GIT_FREE(git_odb_object_free, (git_odb_object * object), object)
 GIT_FWD(size_t, git_odb_object_size, (git_odb_object * object), (object))
 GIT_FWD(git_object_t, git_odb_object_type, (git_odb_object * object), (object))
+GIT_FWD(int, git_odb_open, (git_odb * *out, const char *objects_dir), (out, objects_dir))
 GIT_FWD(int, git_odb_read, (git_odb_object * *out, git_odb *db, const git_oid *id), (out, db, id))
 GIT_FWD(int, git_odb_read_header,
 	(size_t * len_out, git_object_t *type_out, git_odb *db, const git_oid *id),
@@ -249,6 +250,9 @@ GIT_FWD(int, git_remote_fetch,
 GIT_FREE(git_remote_free, (git_remote * remote), remote)
 GIT_FWD(int, git_remote_lookup, (git_remote * *out, git_repository *repo, const char *name),
 	(out, repo, name))
+GIT_FWD(int, git_remote_set_url, (git_repository * repo, const char *remote, const char *url),
+	(repo, remote, url))
+GIT_FWD(const char *, git_remote_url, (const git_remote *remote), (remote))
 GIT_FWD(const char *, git_repository_commondir, (const git_repository *repo), (repo))
 GIT_FREE(git_repository_free, (git_repository * repo), repo)
 GIT_FWD(int, git_repository_head, (git_reference * *out, git_repository *repo), (out, repo))

@@ -228,6 +228,32 @@ struct core_merge {
 int core_ws_merge(struct core_project *p, const struct core_ws *ws,
 		  struct core_merge *out) ARB_MUST_CHECK;
 int core_ws_apply(struct core_project *p, const struct core_ws *ws, size_t *files) ARB_MUST_CHECK;
+/*
+ * Ref files as git writes them, parsed as hostile bytes (core/ref_parse.c). Loose: 40 hex
+ * digits, an optional newline: -ELOOP for a symbolic ref, -EINVAL. Packed: refname's line in
+ * packed-refs: -ENOENT when absent, -EINVAL when malformed or given twice.
+ */
+int core_ref_parse_loose(const void *buf, size_t len, unsigned char id[20]) ARB_MUST_CHECK;
+int core_ref_parse_packed(const void *buf, size_t len, const char *refname,
+			  unsigned char id[20]) ARB_MUST_CHECK;
+/*
+ * The objects a commit (its tree, then its parents) or a tree (its entries but gitlinks)
+ * names, each given to fn with the type it must have; parsed as hostile bytes (same file).
+ * -EINVAL when malformed; fn's negative return stops the walk and is returned.
+ */
+typedef int core_child_fn(void *arg, const unsigned char id[20], git_object_t want);
+int core_object_children(git_object_t type, const void *data, size_t len, core_child_fn *fn,
+			 void *arg) ARB_MUST_CHECK;
+
+/*
+ * Fills ws's export repository (NAME/export.git, where the origin's remote arborinth/NAME
+ * points; re-pointed there first for a workspace made before exports) with the branch
+ * arborinth/NAME: its objects beyond the origin's copied from the workspace's own store after
+ * the gitdir is checked, so `git fetch arborinth/NAME` never reads the box's gitdir. *tip:
+ * the branch's commit; *copied (optional): objects copied. -errno with a one-line refusal.
+ */
+int core_ws_export(struct core_project *p, const struct core_ws *ws, git_oid *tip,
+		   size_t *copied) ARB_MUST_CHECK;
 /* The session of ws still running (its leader alive and no exit recorded), or 0. */
 int core_ws_session_running(struct core_project *p, const struct core_ws *ws,
 			    int64_t *session) ARB_MUST_CHECK;

@@ -56,9 +56,49 @@ int core_ws_audit_sync_cmd(bool *fsynced, const struct core_ws *ws,
 /* Drops the shared index of base_hex when no workspace links it any more (best effort). */
 void core_index_cache_prune(struct core_project *p, const char *base_hex);
 
-/* Origin side: refs/arborinth/NAME and remote arborinth/NAME (url = workspace gitdir). */
+/*
+ * A workspace's gitdir read as the box left it (core/ws_read.c): nothing followed, nothing
+ * blocking, a one-line refusal for what arborinth did not write (alternates other than the
+ * origin's objects, commondir, a symlink or special file under refs/ or as packed-refs).
+ * core_wsgit_open checks the gitdir; caller frees with core_wsgit_free (NULL is fine).
+ */
+struct core_wsgit;
+int core_wsgit_open(struct core_wsgit **out, struct core_project *p,
+		    const struct core_ws *ws) ARB_MUST_CHECK;
+void core_wsgit_free(struct core_wsgit *g);
+/* The target of refname (a loose ref file, else its packed-refs line). -ENOENT, refusal. */
+int core_wsgit_ref(struct core_wsgit *g, const char *refname, git_oid *id) ARB_MUST_CHECK;
+/*
+ * Object id from the workspace's own store only (never an alternate): *data (caller frees),
+ * *len, *type, its hash checked. -ENOENT (no message) when the store lacks it, else refusal.
+ */
+int core_wsgit_read(struct core_wsgit *g, const git_oid *id, git_object_t *type, void **data,
+		    size_t *len) ARB_MUST_CHECK;
+/*
+ * Copies root (of type) and what it reaches into dst, object by object, skipping what dst
+ * has (core/ws_copy.c); what is in neither is refused naming the object and `what`.
+ * *copied (optional): objects written.
+ */
+int core_wsgit_copy(struct core_wsgit *g, git_odb *dst, const git_oid *root, git_object_t type,
+		    const char *what, size_t *copied) ARB_MUST_CHECK;
+/* The same walk between two host-owned stores: src read through libgit2. */
+int core_odb_copy(git_odb *src, git_odb *dst, const git_oid *root, git_object_t type,
+		  const char *what, size_t *copied) ARB_MUST_CHECK;
+
+/*
+ * The export repository (core/export.c): core_export_write makes one at dir for workspace
+ * name, its branch at base; core_export_path: NAME/export.git (caller frees).
+ */
+int core_export_write(struct core_project *p, const char *dir, const char *name,
+		      const git_oid *base) ARB_MUST_CHECK;
+char *core_export_path(const struct core_ws *ws);
+/* ws's export repository, made (at the base) when missing; caller frees. -errno, message. */
+int core_export_open(struct core_project *p, const struct core_ws *ws,
+		     git_repository **out) ARB_MUST_CHECK;
+
+/* Origin side: refs/arborinth/NAME and remote arborinth/NAME (url = the workspace's export). */
 int core_origin_add(struct core_project *p, const char *name, const git_oid *base,
-		    const char *ws_gitdir) ARB_MUST_CHECK;
+		    const char *url) ARB_MUST_CHECK;
 /* Removes both; missing ones are fine. */
 int core_origin_remove(struct core_project *p, const char *name);
 

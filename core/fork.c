@@ -5,6 +5,10 @@
  * changed; a subtree the origin already has is skipped whole) are copied into the origin's
  * store, where refs/arborinth/NEW keeps them reachable. From then on NEW is independent of
  * NAME (deleting NAME loses nothing of NEW), and as cheap to create as from any commit.
+ * Trust boundary: NAME's checkpoints live in its host-owned store (core/ckpt_store.c), whose
+ * only alternate is the origin's: the objects are copied from there and the origin's alone.
+ * NAME's gitdir is its box's: it is checked first (core/ws_read.c), and a fork from a
+ * workspace whose gitdir carries a planted alternate, a symlinked ref or a FIFO is refused.
  */
 #include "core/ckpt_internal.h"
 
@@ -13,49 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Copies object id (a tree or blob of from) and what it reaches into to, unless to has it. */
-static int copy_missing(git_odb *from, git_odb *to, git_repository *src, const git_oid *id,
-			size_t *copied)
-{
-	git_odb_object *obj = NULL;
-	git_tree *tree = NULL;
-	git_oid out;
-	int rc = 0;
-
-	if (git_odb_exists(to, id))
-		return 0; /* the origin's objects are whole: what it has, it has below too */
-	if (git_odb_read(&obj, from, id) < 0)
-		return util_err(-EIO, "fork: missing object: %s", git_error_last()->message);
-	if (git_odb_object_type(obj) == GIT_OBJECT_TREE) {
-		if (git_tree_lookup(&tree, src, id) < 0) {
-			rc = util_err(-EIO, "fork: %s", git_error_last()->message);
-			goto out;
-		}
-		for (size_t i = 0; rc == 0 && i < git_tree_entrycount(tree); i++) {
-			const git_tree_entry *e = git_tree_entry_byindex(tree, i);
-
-			if (git_tree_entry_filemode(e) != GIT_FILEMODE_COMMIT)
-				rc = copy_missing(from, to, src, git_tree_entry_id(e), copied);
-		}
-	}
-	/* Children first: the origin never holds a tree whose entries it lacks. */
-	if (rc == 0 && git_odb_write(&out, to, git_odb_object_data(obj), git_odb_object_size(obj),
-				     git_odb_object_type(obj)) < 0)
-		rc = util_err(-EIO, "fork: cannot store an object: %s", git_error_last()->message);
-	if (rc == 0)
-		(*copied)++;
-out:
-	git_tree_free(tree);
-	git_odb_object_free(obj);
-	return rc;
-}
-
 int core_ws_fork(struct core_project *p, const char *name, const char *from, const char *ckpt,
 		 unsigned int flags, struct core_ws **out)
 {
 	struct core_ws *src = NULL;
+	struct core_wsgit *g = NULL;
 	git_repository *srepo = NULL;
-	git_odb *sodb = NULL, *oodb = NULL;
+	git_odb *oodb = NULL, *sodb = NULL;
 	git_commit *parent = NULL;
 	git_tree *tree = NULL;
 	git_signature *sig = NULL;
@@ -75,6 +43,8 @@ int core_ws_fork(struct core_project *p, const char *name, const char *from, con
 		rc = util_err(-EEXIST, "workspace '%s' already exists", name);
 	}
 	rc = rc ?: core_ws_get(p, from, &src);
+	/* FROM's gitdir is the box's: checked before anything reads it. */
+	rc = rc ?: core_wsgit_open(&g, p, src);
 	if (rc == 0 && !ckpt) {
 		/* The view now, recorded in the source so the fork names a state it has. */
 		struct core_ckpt_opts o = {.kind = "fork"};
@@ -92,7 +62,11 @@ int core_ws_fork(struct core_project *p, const char *name, const char *from, con
 	if (rc == 0 && (git_repository_odb(&sodb, srepo) < 0 ||
 			git_repository_odb(&oodb, core_project_repo(p)) < 0))
 		rc = util_err(-EIO, "fork: %s", git_error_last()->message);
-	rc = rc ?: copy_missing(sodb, oodb, srepo, &tid, &copied);
+	/* Only the checkpoint store's objects and the origin's, never an alternate the box
+	 * planted (the store's only alternate is the origin's). */
+	rc = rc
+		 ?: core_odb_copy(sodb, oodb, &tid, GIT_OBJECT_TREE, "the fork's checkpoint",
+				  &copied);
 	msg = rc == 0 ? util_asprintf("arborinth: %s forked from %s at %s\n", name, from,
 				      ckpt ? ckpt : "its view")
 		      : NULL;
@@ -116,6 +90,7 @@ int core_ws_fork(struct core_project *p, const char *name, const char *from, con
 	git_odb_free(oodb);
 	git_odb_free(sodb);
 	git_repository_free(srepo);
+	core_wsgit_free(g);
 	core_ckpt_clear(&c);
 	core_ws_free(src);
 	return rc;

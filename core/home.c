@@ -3,8 +3,11 @@
  * origin's current branch (fast-forward, or a merge commit made in memory first, so that a
  * conflict changes nothing); apply puts the workspace's changes against its base (committed
  * and not) into the origin's working tree as unstaged changes, checked whole before anything
- * is written. Both go through libgit2, which runs no hooks; the workspace's objects come over
- * by a local fetch of its remote arborinth/NAME.
+ * is written. Both go through libgit2, which runs no hooks. Trust boundary: the workspace's
+ * gitdir is the box's, so neither reads it through libgit2: merge exports the branch first
+ * (core/export.c: the gitdir checked, objects copied one by one from the workspace's own
+ * store) and fetches from the export through the remote arborinth/NAME; apply copies the
+ * trees it diffs into the export the same way and diffs them there.
  */
 #include "core/ckpt_internal.h"
 
@@ -22,7 +25,7 @@ static int git_fail(const char *what)
 	return util_err(-EIO, "%s: %s", what, e && e->message ? e->message : "libgit2 error");
 }
 
-/* Fetches the workspace's branches into the origin; *head: its branch's commit there. */
+/* Exports the workspace's branch, fetches it from the export; *head: its commit there. */
 static int fetch_ws(struct core_project *p, const struct core_ws *ws, git_oid *head)
 {
 	git_remote *r = NULL;
@@ -35,6 +38,7 @@ static int fetch_ws(struct core_project *p, const struct core_ws *ws, git_oid *h
 	fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
 	if (rc == 0 && !core_project_repo(p))
 		rc = -EIO;
+	rc = rc ?: core_ws_export(p, ws, head, NULL);
 	if (rc == 0 && (git_remote_lookup(&r, core_project_repo(p), remote) < 0 ||
 			git_remote_fetch(r, NULL, &fo, "arborinth: merge") < 0))
 		rc = git_fail("cannot fetch the workspace's branch");
@@ -267,6 +271,7 @@ static int count_delta(const git_diff_delta *d, void *payload)
 int core_ws_apply(struct core_project *p, const struct core_ws *ws, size_t *files)
 {
 	git_repository *wrepo = NULL;
+	struct core_wsgit *g = NULL;
 	git_diff *diff = NULL;
 	git_tree *a = NULL, *b = NULL;
 	git_diff_options dopt = GIT_DIFF_OPTIONS_INIT;
@@ -278,6 +283,9 @@ int core_ws_apply(struct core_project *p, const struct core_ws *ws, size_t *file
 	*files = 0;
 	dopt.flags = GIT_DIFF_SHOW_BINARY;
 	rc = core_project_repo(p) ? 0 : -EIO;
+	/* The box's gitdir checked first (a planted alternate, symlinked ref or FIFO refuses);
+	 * the trees diffed come from the host-owned checkpoint store (core/ckpt_store.c). */
+	rc = rc ?: core_wsgit_open(&g, p, ws);
 	rc = rc ?: core_ws_tree(p, ws, "base", &from);
 	rc = rc ?: core_ws_tree(p, ws, "view", &to);
 	rc = rc ?: ckpt_repo_open(p, ws, &wrepo);
@@ -314,5 +322,6 @@ out:
 	git_tree_free(a);
 	git_tree_free(b);
 	git_repository_free(wrepo);
+	core_wsgit_free(g);
 	return rc;
 }

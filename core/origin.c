@@ -4,8 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-int core_origin_add(struct core_project *p, const char *name, const git_oid *base,
-		    const char *ws_gitdir)
+int core_origin_add(struct core_project *p, const char *name, const git_oid *base, const char *url)
 {
 	char *refname = util_asprintf("refs/arborinth/%s", name);
 	char *remote_name = util_asprintf("arborinth/%s", name);
@@ -33,7 +32,7 @@ int core_origin_add(struct core_project *p, const char *name, const git_oid *bas
 	rc = core_fault("origin-ref");
 	if (rc < 0)
 		goto undo_ref;
-	rc = git_remote_create_with_fetchspec(&remote, repo, remote_name, ws_gitdir, spec);
+	rc = git_remote_create_with_fetchspec(&remote, repo, remote_name, url, spec);
 	if (rc == GIT_EEXISTS) {
 		rc = util_err(-EEXIST, "the origin already has a remote %s", remote_name);
 		goto undo_ref;

@@ -52,6 +52,12 @@ static int make_staging(struct core_project *p, const char *name, const git_oid 
 		rc = git ? core_gitdir_write(p, git, name, base) : -ENOMEM;
 		free(git);
 	}
+	if (rc == 0) {
+		char *ex = util_path_join(dir, "export.git");
+
+		rc = ex ? core_export_write(p, ex, name, base) : -ENOMEM;
+		free(ex);
+	}
 	if (rc == 0 && (flags & CORE_WS_DIRTY)) {
 		char *layer = util_path_join(dir, "layer");
 
@@ -111,7 +117,7 @@ out:
 static int create_commit(struct core_project *p, sqlite3 *db, const char *name, const git_oid *base,
 			 const char *staging, const char *root)
 {
-	char *gitdir = util_path_join(root, "git");
+	char *gitdir = util_path_join(root, "export.git"); /* the remote's url */
 	int rc;
 
 	if (!gitdir)
@@ -276,6 +282,8 @@ int core_ws_delete(struct core_project *p, const char *name)
 	if (rc == 0)
 		rc = audit_db_exec(db, "COMMIT");
 	if (rc == 0) {
+		/* The box wrote git/ and layer/: removed without following a link or opening a
+		 * file (a FIFO is unlinked, never read). */
 		(void)util_rm_rf(trash);
 		core_index_cache_prune(p, ws->base_commit);
 		goto out;

@@ -447,6 +447,14 @@ ARB_EXTERN int arb_merge(struct arb_merge *out, arb_project *p, const char *ws_n
  * -EEXIST and nothing written when an origin file is not as the base has it.
  */
 ARB_EXTERN int arb_apply(size_t *files, arb_project *p, const char *ws_name);
+/*
+ * Exports the workspace's branch into its export repository (the one the origin's remote
+ * arborinth/NAME points at, so `git fetch arborinth/NAME` gets it): the gitdir the box wrote
+ * is checked and the branch's objects copied from the workspace's own store only. commit: the
+ * branch's head (41 bytes); *objects: objects copied. -EPERM/-EINVAL/-ELOOP with one line
+ * naming what the box planted; the export then stays as it was.
+ */
+ARB_EXTERN int arb_export(char commit[41], size_t *objects, arb_project *p, const char *ws_name);
 
 /* ---- doctor ------------------------------------------------------------------------------ */
 

@@ -51,4 +51,16 @@ void lib_session_checkpoint(struct core_project *p, const struct core_ws *ws,
 		fprintf(stderr, "arborinth: warning: no %s checkpoint for this session: %s\n", kind,
 			util_err_msg());
 	core_ckpt_clear(&c);
+	if (kind[0] == 'e')
+		lib_session_export(p, ws);
+}
+
+void lib_session_export(struct core_project *p, const struct core_ws *ws)
+{
+	git_oid tip;
+
+	/* What `git fetch arborinth/NAME` gets: the branch as this session left it, checked. */
+	if (core_ws_export(p, ws, &tip, NULL) < 0)
+		fprintf(stderr, "arborinth: warning: the branch was not exported: %s\n",
+			util_err_msg());
 }

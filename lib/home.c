@@ -48,3 +48,21 @@ int arb_apply(size_t *files, arb_project *p, const char *ws_name)
 	core_ws_free(ws);
 	return rc;
 }
+
+int arb_export(char commit[41], size_t *objects, arb_project *p, const char *ws_name)
+{
+	struct core_ws *ws = NULL;
+	git_oid tip;
+	int rc;
+
+	lib_err_reset();
+	commit[0] = '\0';
+	*objects = 0;
+	rc = ws_open(p, ws_name, &ws);
+	if (rc == 0)
+		rc = core_ws_export(p->core, ws, &tip, objects);
+	if (rc == 0)
+		git_oid_tostr(commit, 41, &tip);
+	core_ws_free(ws);
+	return rc;
+}

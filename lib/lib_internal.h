@@ -91,6 +91,8 @@ int lib_session_begin(struct audit_session **out, struct core_project *p, const 
 void lib_session_end(const struct core_ws *ws, struct audit_session *s, int exit_status);
 void lib_session_checkpoint(struct core_project *p, const struct core_ws *ws,
 			    const struct audit_session *s, const char *kind);
+/* After the "end" checkpoint: the branch into the export (core_ws_export); failure: a warning. */
+void lib_session_export(struct core_project *p, const struct core_ws *ws);
 
 /* ---- the credential proxy of a box (lib/box_proxy.c) ------------------------------------- */
 

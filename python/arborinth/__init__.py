@@ -337,6 +337,14 @@ class Workspace:
         _lib.check(lib.arb_apply(ctypes.byref(n), self.project._h, enc(self.name)))
         return n.value
 
+    def export(self):
+        """The workspace's branch, checked, into the export that `git fetch arborinth/NAME`
+        reads; returns {"commit": id, "objects": objects copied}."""
+        commit = ctypes.create_string_buffer(41)
+        n = ctypes.c_size_t()
+        _lib.check(lib.arb_export(commit, ctypes.byref(n), self.project._h, enc(self.name)))
+        return {"commit": commit.value.decode(), "objects": n.value}
+
 def _ckpt_dict(c):
     return {"seq": c.seq, "commit": c.commit.decode(), "tree": c.tree.decode(),
             "time_ns": c.time_ns,

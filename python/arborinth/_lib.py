@@ -161,6 +161,8 @@ _protos = {
                                 c_char_pp, ctypes.c_size_t, ctypes.c_int, ctypes.c_int]),
     "arb_merge": (ctypes.c_int, [ctypes.POINTER(Merge), P, ctypes.c_char_p]),
     "arb_apply": (ctypes.c_int, [ctypes.POINTER(ctypes.c_size_t), P, ctypes.c_char_p]),
+    "arb_export": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t), P,
+                                  ctypes.c_char_p]),
     "arb_workspace_name_check": (ctypes.c_int, [ctypes.c_char_p]),
     "arb_workspace_fork": (ctypes.c_int, [ctypes.POINTER(P), P, ctypes.c_char_p,
                                           ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint]),

@@ -28,7 +28,7 @@ done
 grep -qx '/.arborinth/' "$R/.git/info/exclude" && pass || fail "exclude entry"
 expect_eq "" "$(git -C "$R" status --porcelain)" "origin status stays clean"
 expect_eq "$base" "$(git -C "$R" rev-parse refs/arborinth/w1)" "origin ref at base"
-expect_eq "$R/.arborinth/workspaces/w1/git" "$(git -C "$R" config remote.arborinth/w1.url)" "remote url"
+expect_eq "$R/.arborinth/workspaces/w1/export.git" "$(git -C "$R" config remote.arborinth/w1.url)" "remote url: the export, never the gitdir"
 expect_match "first" "$(git --git-dir="$R/.arborinth/workspaces/w1/git" log --format=%s)" "git --git-dir log shows history"
 expect_eq "$base" "$(git --git-dir="$R/.arborinth/workspaces/w1/git" rev-parse HEAD)" "gitdir HEAD at base"
 git -C "$R" fetch -q arborinth/w1 && pass || fail "git fetch arborinth/w1"

@@ -80,7 +80,8 @@ expect_match "R  src/main.c -> source/main.c" "$(git -C "$V" status --porcelain)
 git -C "$V" -c user.email=a@b -c user.name=agent commit -q -m "move src"
 expect_eq "" "$(git -C "$V" status --porcelain)" "clean after git mv commit"
 
-# The origin fetches the work.
+# The origin fetches the work, once exported (sessions and merge export by themselves).
+expect_status 0 "export" -- "$ARB" --workdir "$T/repo" export w
 git -C "$T/repo" fetch -q arborinth/w
 expect_eq "move src" "$(git -C "$T/repo" log -1 --format=%s refs/remotes/arborinth/w/arborinth/w)" "origin fetched the workspace branch"
 # ... also while the workspace is not mounted.

@@ -99,6 +99,21 @@ class Api(unittest.TestCase):
         self.assertEqual(r.stdout, "hi there\n")
         ws.delete()
 
+    def test_export(self):
+        ws = self.p.create_workspace("py-export")
+        ws.shell(["sh", "-c", "echo c > c.txt && git add c.txt && "
+                  "git -c user.email=a@b -c user.name=a commit -qm c"])
+        head = subprocess.run(["git", "--git-dir", os.path.join(ws.workdir_path, ".git"),
+                               "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+        self.assertEqual(ws.export()["commit"], head.strip())  # the session's end exported it
+        # A box naming another store in its alternates: refused, one line naming it.
+        ws.shell(["sh", "-c", "echo /nonexistent/objects >> .git/objects/info/alternates"],
+                 capture_output=True)
+        with self.assertRaises(ArborinthError) as cm:
+            ws.export()
+        self.assertIn("objects/info/alternates", str(cm.exception))
+        ws.delete()
+
     def test_mounts_and_network(self):
         ws = self.p.create_workspace("py-mounts")
         src = os.path.join(self.t, "data")
