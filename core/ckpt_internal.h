@@ -51,6 +51,8 @@ void ckpt_cache_drop(const struct core_ws *ws);
  */
 struct ckpt_odb;
 int ckpt_odb_new(const struct core_ws *ws, struct ckpt_odb **out) ARB_MUST_CHECK;
+/* The same over any objects directory (core/objects_view.c's stores). */
+int ckpt_odb_open(const char *objects, struct ckpt_odb **out) ARB_MUST_CHECK;
 void ckpt_odb_free(struct ckpt_odb *f);
 /*
  * Stores an object of type, len bytes of data: its id (git's, hashed with ckpt_sha1) into

@@ -378,11 +378,21 @@ int ckpt_odb_flush(struct ckpt_odb *f)
 int ckpt_odb_new(const struct core_ws *ws, struct ckpt_odb **out)
 {
 	char *objects = util_path_join(ws->gitdir, "objects");
+	int rc;
+
+	*out = NULL;
+	rc = objects ? ckpt_odb_open(objects, out) : util_err(-ENOMEM, "out of memory");
+	free(objects);
+	return rc;
+}
+
+int ckpt_odb_open(const char *objects, struct ckpt_odb **out)
+{
 	struct ckpt_odb *f = calloc(1, sizeof(*f));
 	int rc = 0;
 
 	*out = NULL;
-	if (!objects || !f) {
+	if (!f) {
 		rc = util_err(-ENOMEM, "out of memory");
 		goto out;
 	}
@@ -400,6 +410,5 @@ int ckpt_odb_new(const struct core_ws *ws, struct ckpt_odb **out)
 	f = NULL;
 out:
 	free(f);
-	free(objects);
 	return rc;
 }

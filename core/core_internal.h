@@ -55,6 +55,8 @@ int core_ws_audit_sync_cmd(bool *fsynced, const struct core_ws *ws,
 
 /* Drops the shared index of base_hex when no workspace links it any more (best effort). */
 void core_index_cache_prune(struct core_project *p, const char *base_hex);
+/* Drops the objects views no workspace of db is based on, but the newest (best effort). */
+void core_objects_view_prune(struct core_project *p, sqlite3 *db);
 
 /* Origin side: refs/arborinth/NAME and remote arborinth/NAME (url = workspace gitdir). */
 int core_origin_add(struct core_project *p, const char *name, const git_oid *base,

@@ -52,6 +52,11 @@ static int make_staging(struct core_project *p, const char *name, const git_oid 
 		rc = git ? core_gitdir_write(p, git, name, base) : -ENOMEM;
 		free(git);
 	}
+	if (rc == 0) {
+		char hex[GIT_OID_HEXSZ + 1];
+
+		rc = core_objects_view(p, git_oid_tostr(hex, sizeof(hex), base), NULL);
+	}
 	if (rc == 0 && (flags & CORE_WS_DIRTY)) {
 		char *layer = util_path_join(dir, "layer");
 
@@ -278,6 +283,7 @@ int core_ws_delete(struct core_project *p, const char *name)
 	if (rc == 0) {
 		(void)util_rm_rf(trash);
 		core_index_cache_prune(p, ws->base_commit);
+		core_objects_view_prune(p, db);
 		goto out;
 	}
 	(void)rename(trash, ws->root);
