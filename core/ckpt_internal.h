@@ -60,6 +60,12 @@ void ckpt_odb_free(struct ckpt_odb *f);
  */
 int ckpt_odb_put(struct ckpt_odb *f, git_object_t type, const void *data, size_t len,
 		 git_oid *id) ARB_MUST_CHECK;
+/*
+ * Stores a whole (not delta) pack entry of another pack as it is: header and deflated data,
+ * len bytes, its CRC-32. -E2BIG (no message) when the pack is full: ckpt_odb_put instead.
+ */
+int ckpt_odb_put_entry(struct ckpt_odb *f, const git_oid *id, const unsigned char *entry,
+		       size_t len, uint32_t crc) ARB_MUST_CHECK;
 /* Tells the store that id is stored already (an earlier checkpoint's): not written again. */
 int ckpt_odb_know(struct ckpt_odb *f, const git_oid *id) ARB_MUST_CHECK;
 /* Writes the pack of what was written since ckpt_odb_new (nothing when nothing was). */

@@ -10,10 +10,13 @@
  * (the view's daemon, checkpoints, `git fetch` from the origin) keep the origin's whole store.
  *
  * Built once per base and shared by its workspaces: a later create of that base costs a
- * stat(). Whole objects, no deltas (libgit2's packbuilder spent 50 s searching for deltas at
- * 50,000 files); a base whose ancestor has a store starts from it: its files hard-linked, and
- * one pack of what the new commits add. Stores no workspace uses are removed on delete, all
- * but the newest (the next base is most often its descendant).
+ * stat(). Objects are copied as the origin stores them (core/objects_src.c): a loose one
+ * hard-linked, a whole one in a pack as its raw entry; only a delta, whose base may be what the
+ * box must not see, is read and deflated again, whole. (libgit2's packbuilder spent 50 s
+ * searching for deltas at 50,000 files; reading and deflating every object, 12 s.) A base
+ * whose ancestor has a store starts from it: its files hard-linked, and what the new commits
+ * add. Stores no workspace uses are removed on delete, all but the newest (the next base is
+ * most often its descendant).
  */
 #include "core/ckpt_internal.h"
 
@@ -73,27 +76,36 @@ static int set_add(struct oid_set *s, const git_oid *id)
 	return 1;
 }
 
+/* What an id on the stack was named as: a blob needs no reading, the rest is walked. */
+enum kind { KIND_BLOB, KIND_WALK };
+
+struct todo {
+	git_oid id;
+	enum kind kind;
+};
+
 struct build {
-	git_odb *origin;      /* where objects are read */
-	git_odb *prev;	      /* the ancestor's store: what it has is there already (or NULL) */
-	struct ckpt_odb *out; /* the new store */
+	git_odb *origin;	 /* where objects are read */
+	git_odb *prev;		 /* the ancestor's store: what it has is there already (or NULL) */
+	struct ckpt_odb *out;	 /* the new store */
+	struct core_objsrc *src; /* the origin's objects as stored, copied as they are */
 	struct oid_set seen;
-	git_oid *stack;
+	struct todo *stack;
 	size_t n, cap;
 };
 
-static int push(struct build *b, const git_oid *id)
+static int push(struct build *b, const git_oid *id, enum kind kind)
 {
 	if (b->n == b->cap) {
 		size_t cap = b->cap ? 2 * b->cap : 1024;
-		git_oid *v = realloc(b->stack, cap * sizeof(*v));
+		struct todo *v = realloc(b->stack, cap * sizeof(*v));
 
 		if (!v)
 			return -ENOMEM;
 		b->stack = v;
 		b->cap = cap;
 	}
-	b->stack[b->n++] = *id;
+	b->stack[b->n++] = (struct todo){*id, kind};
 	return 0;
 }
 
@@ -111,7 +123,8 @@ static int push_tree(struct build *b, const unsigned char *p, size_t len)
 			return -EIO;
 		git_oid_fromraw(&id, nul + 1);
 		if (strncmp((const char *)p, "160000 ", 7))
-			rc = push(b, &id);
+			rc = push(b, &id,
+				  strncmp((const char *)p, "40000 ", 6) ? KIND_BLOB : KIND_WALK);
 		p = nul + 21;
 	}
 	return rc;
@@ -135,7 +148,7 @@ static int push_refs(struct build *b, const char *p, size_t len)
 			if (ll == kl + GIT_OID_HEXSZ && !strncmp(p, keys[k], kl)) {
 				if (git_oid_fromstrn(&id, p + kl, GIT_OID_HEXSZ) < 0)
 					return -EIO;
-				rc = push(b, &id);
+				rc = push(b, &id, KIND_WALK);
 			}
 		}
 		p += ll + 1;
@@ -158,21 +171,45 @@ static int push_named(struct build *b, const git_oid *id, git_object_t type, con
 	return rc < 0 ? util_err(rc, "out of memory") : 0;
 }
 
-/* One object: copied into the new store unless seen or the ancestor's store has it. */
-static int copy_one(struct build *b, const git_oid *id)
+/* id into the new store as the origin stores it: 1, 0 when it cannot be (a delta), -errno. */
+static int copy_stored(struct build *b, const git_oid *id)
+{
+	const unsigned char *entry;
+	uint32_t crc;
+	size_t len;
+	int rc = core_objsrc_link(b->src, id);
+
+	if (rc < 0)
+		return util_err(rc, "objects view: cannot link %s: %s", git_oid_tostr_s(id),
+				strerror(-rc));
+	if (rc == 0 && core_objsrc_entry(b->src, id, &entry, &len, &crc) == 1) {
+		rc = ckpt_odb_put_entry(b->out, id, entry, len, crc);
+		rc = rc == -E2BIG ? 0 : rc < 0 ? rc : 1;
+	}
+	return rc;
+}
+
+/*
+ * One object: copied into the new store unless seen or the ancestor's store has it. Blobs
+ * are copied as stored; what names other objects is read (libgit2) to walk on; what cannot
+ * be copied as stored is read and written whole.
+ */
+static int copy_one(struct build *b, const struct todo *t)
 {
 	git_odb_object *obj = NULL;
 	git_object_t type;
 	git_oid got;
 	const void *data;
 	size_t len;
-	int rc = set_add(&b->seen, id);
+	int rc = set_add(&b->seen, &t->id), stored = 0;
 
 	if (rc <= 0)
 		return rc < 0 ? util_err(rc, "out of memory") : 0;
-	if (b->prev && git_odb_exists(b->prev, id))
+	if (b->prev && git_odb_exists(b->prev, &t->id))
 		return 0; /* the ancestor's store is whole: what it has, it has below too */
-	rc = git_odb_read(&obj, b->origin, id);
+	if (t->kind == KIND_BLOB && (stored = copy_stored(b, &t->id)) != 0)
+		return stored < 0 ? stored : 0;
+	rc = git_odb_read(&obj, b->origin, &t->id);
 	if (rc == GIT_ENOTFOUND)
 		return 0; /* a shallow or partial origin: the box lacks it as the origin does */
 	if (rc < 0)
@@ -180,10 +217,15 @@ static int copy_one(struct build *b, const git_oid *id)
 	type = git_odb_object_type(obj);
 	data = git_odb_object_data(obj);
 	len = git_odb_object_size(obj);
-	rc = ckpt_odb_put(b->out, type, data, len, &got);
-	if (rc == 0 && !git_oid_equal(&got, id))
-		rc = util_err(-EIO, "objects view: object %s is corrupt", git_oid_tostr_s(id));
-	rc = rc ?: push_named(b, id, type, data, len);
+	rc = t->kind == KIND_BLOB ? 0 : copy_stored(b, &t->id);
+	if (rc == 0) {
+		rc = ckpt_odb_put(b->out, type, data, len, &got);
+		if (rc == 0 && !git_oid_equal(&got, &t->id))
+			rc = util_err(-EIO, "objects view: object %s is corrupt",
+				      git_oid_tostr_s(&t->id));
+	}
+	if (rc >= 0)
+		rc = push_named(b, &t->id, type, data, len);
 	git_odb_object_free(obj);
 	return rc;
 }
@@ -337,7 +379,7 @@ static int build_into(struct core_project *p, const char *dir, const char *tmp, 
 	git_repository *repo = core_project_repo(p);
 	struct build b = {0};
 	char *prev = repo ? ancestor_store(repo, dir, base) : NULL;
-	int rc = repo ? 0 : -EIO;
+	int rc = repo ? 0 : -EIO, out = -1;
 
 	if (rc == 0 && prev)
 		rc = link_store(prev, tmp);
@@ -346,14 +388,20 @@ static int build_into(struct core_project *p, const char *dir, const char *tmp, 
 	if (rc == 0 && git_repository_odb(&b.origin, repo) < 0)
 		rc = util_err(-EIO, "objects view: %s", git_error_last()->message);
 	rc = rc ?: ckpt_odb_open(tmp, &b.out);
-	if (rc == 0 && push(&b, base) < 0)
+	if (rc == 0 && (out = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		rc = util_err(-errno, "cannot open %s: %s", tmp, strerror(errno));
+	rc = rc ?: core_objsrc_open(core_project_objects_dir(p), out, &b.src);
+	if (rc == 0 && push(&b, base, KIND_WALK) < 0)
 		rc = util_err(-ENOMEM, "out of memory");
 	while (rc == 0 && b.n) {
-		git_oid id = b.stack[--b.n];
+		struct todo t = b.stack[--b.n];
 
-		rc = copy_one(&b, &id);
+		rc = copy_one(&b, &t);
 	}
 	rc = rc ?: ckpt_odb_flush(b.out);
+	core_objsrc_free(b.src);
+	if (out >= 0)
+		close(out);
 	ckpt_odb_free(b.out);
 	git_odb_free(b.origin);
 	git_odb_free(b.prev);

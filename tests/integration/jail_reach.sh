@@ -92,8 +92,10 @@ hasnt SECRET "$out" "a workspace without a store: no secret either"
 # The base moves on: the new store starts from the old one (its pack linked) plus one pack.
 printf 'third\n' >>kept.txt && git commit -qam three-origin
 "$ARB" workspace create w3 >/dev/null || bad "create w3"
-packs=$(ls .arborinth/objects-view/"$(git rev-parse HEAD)"/pack/*.pack | wc -l)
-is 2 "$packs" "the descendant's store: the ancestor's pack and one of its own"
+links=$(stat -c %h .arborinth/objects-view/"$(git rev-parse HEAD)"/pack/*.pack)
+is 2 "$links" "the descendant's store links the ancestor's pack"
+is "$(git rev-parse HEAD:kept.txt)" "$("$ARB" shell w3 -- git rev-parse HEAD:kept.txt 2>&1)" \
+	"the descendant's new blob in its box"
 out=$("$ARB" shell w3 -- sh -c "git log --oneline | wc -l; git cat-file --batch-all-objects --batch" 2>&1 | tr -d '\0')
 has "^3$" "$out" "the descendant's history in its box"
 hasnt SECRET "$out" "the descendant's box: no secret"
