@@ -25,10 +25,10 @@ hasnt() { if grep -q -- "$1" <<<"$2"; then bad "$3: [$1] found"; else ok "$3"; f
 export GIT_CONFIG_GLOBAL=/dev/null
 git init -q -b main r && cd r
 git config user.email t@example.com && git config user.name tester
-printf 'first-%s\n' "$$" >kept.txt && mkdir sub && printf 'sub\n' >sub/f
+printf 'first-%s\n' "$$" >kept.txt && mkdir sub && printf 'sub\n' >sub/f && seq 1 5000 >big.txt
 git add -A && git commit -qm one
 old_blob=$(git rev-parse HEAD:kept.txt)
-printf 'second\n' >>kept.txt && git commit -qam two
+printf 'second\n' >>kept.txt && echo end >>big.txt && git commit -qam two
 git checkout -q -b side && printf 'SIDE-SECRET\n' >side.txt && git add side.txt &&
 	git commit -qm side && git checkout -q main
 printf 'ENV-SECRET\n' >.env && git add .env && git rm -q --cached .env && rm .env
@@ -61,6 +61,8 @@ has STASH-SECRET "$all" "control: --batch-all-objects prints the stashed file on
 files=$(reads "$obj" | tr -d '\0')
 has STASH-SECRET "$files" "control: the origin's pack holds the stash"
 has ENV-SECRET "$files" "control: the origin's loose files hold the .env"
+deltas=$(git verify-pack -v .git/objects/pack/*.idx | awk '$2 == "blob" && NF >= 7' | wc -l)
+[ "$deltas" -ge 1 ] && ok "control: the origin's pack has a delta" || bad "no delta in the origin's pack"
 
 "$ARB" workspace create w >/dev/null || bad "create w"
 inbox() { "$ARB" shell w -- sh -c "$1" 2>&1 | tr -d '\0'; }
@@ -79,7 +81,7 @@ hasnt wrote "$out" "the store is read-only in the box"
 hasnt "^alternates" "$out" "the store has no alternates"
 # CONTROL: the history the box may read is whole.
 out=$(inbox "git cat-file -p $old_blob; git log --oneline | wc -l; git blame -s kept.txt | wc -l;
-	git status --short | wc -l; echo x >>kept.txt && git -c user.email=b@x -c user.name=b commit -qam three && git log --oneline | wc -l")
+	git status --short | wc -l; git fsck --no-dangling HEAD 2>&1 | head -3; echo x >>kept.txt && git -c user.email=b@x -c user.name=b commit -qam three && git log --oneline | wc -l")
 is "$(printf 'first-%s\n2\n2\n0\n3' "$$")" "$out" "old blob, log, blame, status and commit in the box"
 
 # A workspace made before the store existed (or whose store was removed): built at box start.
