@@ -477,6 +477,22 @@ static bool in_use(sqlite3 *db, const char *hex)
 	return yes;
 }
 
+/* What a build or a prune that was killed left (.new-*, .del-*), an hour on. */
+static void drop_leftovers(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	struct stat st;
+
+	while (d && (e = readdir(d)))
+		if ((!strncmp(e->d_name, ".new-", 5) || !strncmp(e->d_name, ".del-", 5)) &&
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(st.st_mode) && st.st_mtime < time(NULL) - 3600)
+			(void)util_rm_rf_at(dirfd(d), e->d_name);
+	if (d)
+		closedir(d);
+}
+
 void core_objects_view_prune(struct core_project *p, sqlite3 *db)
 {
 	char *dir = util_path_join(p->state_dir, VIEW_DIR);
@@ -496,6 +512,7 @@ void core_objects_view_prune(struct core_project *p, sqlite3 *db)
 		free(path);
 		free(trash);
 	}
+	drop_leftovers(dir);
 out:
 	free(v);
 	free(dir);
