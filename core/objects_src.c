@@ -191,6 +191,11 @@ int core_objsrc_link(struct core_objsrc *s, const git_oid *id)
 	git_oid_tostr(hex, sizeof(hex), id);
 	snprintf(path, sizeof(path), "%.2s/%s", hex, hex + 2);
 	if (!(s->dirs[b / 8] & (1U << (b % 8)))) {
+		struct stat st;
+
+		/* The fan-out directory only for an object that is there to link. */
+		if (fstatat(s->objects, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return 0;
 		path[2] = '\0';
 		if (mkdirat(s->out, path, 0755) < 0 && errno != EEXIST)
 			return -errno;

@@ -177,15 +177,18 @@ static int copy_stored(struct build *b, const git_oid *id)
 	const unsigned char *entry;
 	uint32_t crc;
 	size_t len;
-	int rc = core_objsrc_link(b->src, id);
+	int rc = 0;
 
+	/* Packed first: a lookup in memory, where most objects of most repositories are. */
+	if (core_objsrc_entry(b->src, id, &entry, &len, &crc) == 1) {
+		rc = ckpt_odb_put_entry(b->out, id, entry, len, crc);
+		if (rc != -E2BIG)
+			return rc < 0 ? rc : 1;
+	}
+	rc = core_objsrc_link(b->src, id);
 	if (rc < 0)
 		return util_err(rc, "objects view: cannot link %s: %s", git_oid_tostr_s(id),
 				strerror(-rc));
-	if (rc == 0 && core_objsrc_entry(b->src, id, &entry, &len, &crc) == 1) {
-		rc = ckpt_odb_put_entry(b->out, id, entry, len, crc);
-		rc = rc == -E2BIG ? 0 : rc < 0 ? rc : 1;
-	}
 	return rc;
 }
 
