@@ -151,6 +151,9 @@ GIT_FWD(int, git_diff_tree_to_tree,
 	 const git_diff_options *opts),
 	(diff, repo, old_tree, new_tree, opts))
 GIT_FWD(const git_error *, git_error_last, (void), ())
+GIT_FWD(int, git_graph_descendant_of,
+	(git_repository * repo, const git_oid *commit, const git_oid *ancestor),
+	(repo, commit, ancestor))
 GIT_FREE(git_index_conflict_iterator_free, (git_index_conflict_iterator * iterator), iterator)
 GIT_FWD(int, git_index_conflict_iterator_new,
 	(git_index_conflict_iterator * *iterator_out, git_index *index), (iterator_out, index))
@@ -194,10 +197,10 @@ GIT_FWD(int, git_odb_hash, (git_oid * out, const void *data, size_t len, git_obj
 GIT_FWD(int, git_odb_hashfile, (git_oid * out, const char *path, git_object_t type),
 	(out, path, type))
 GIT_FWD(const void *, git_odb_object_data, (git_odb_object * object), (object))
+GIT_FWD(int, git_odb_open, (git_odb * *out, const char *objects_dir), (out, objects_dir))
 GIT_FREE(git_odb_object_free, (git_odb_object * object), object)
 GIT_FWD(size_t, git_odb_object_size, (git_odb_object * object), (object))
 GIT_FWD(git_object_t, git_odb_object_type, (git_odb_object * object), (object))
-GIT_FWD(int, git_odb_open, (git_odb * *out, const char *objects_dir), (out, objects_dir))
 GIT_FWD(int, git_odb_read, (git_odb_object * *out, git_odb *db, const git_oid *id), (out, db, id))
 GIT_FWD(int, git_odb_read_header,
 	(size_t * len_out, git_object_t *type_out, git_odb *db, const git_oid *id),

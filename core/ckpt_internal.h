@@ -52,6 +52,8 @@ void ckpt_cache_drop(const struct core_ws *ws);
  */
 struct ckpt_odb;
 int ckpt_odb_new(const struct core_ws *ws, struct ckpt_odb **out) ARB_MUST_CHECK;
+/* The same over any objects directory (core/objects_view.c's stores). */
+int ckpt_odb_open(const char *objects, struct ckpt_odb **out) ARB_MUST_CHECK;
 void ckpt_odb_free(struct ckpt_odb *f);
 /*
  * Stores an object of type, len bytes of data: its id (git's, hashed with ckpt_sha1) into
@@ -59,6 +61,12 @@ void ckpt_odb_free(struct ckpt_odb *f);
  */
 int ckpt_odb_put(struct ckpt_odb *f, git_object_t type, const void *data, size_t len,
 		 git_oid *id) ARB_MUST_CHECK;
+/*
+ * Stores a whole (not delta) pack entry of another pack as it is: header and deflated data,
+ * len bytes, its CRC-32. -E2BIG (no message) when the pack is full: ckpt_odb_put instead.
+ */
+int ckpt_odb_put_entry(struct ckpt_odb *f, const git_oid *id, const unsigned char *entry,
+		       size_t len, uint32_t crc) ARB_MUST_CHECK;
 /* Tells the store that id is stored already (an earlier checkpoint's): not written again. */
 int ckpt_odb_know(struct ckpt_odb *f, const git_oid *id) ARB_MUST_CHECK;
 /* Writes the pack of what was written since ckpt_odb_new (nothing when nothing was). */

@@ -355,6 +355,19 @@ int ckpt_odb_put(struct ckpt_odb *f, git_object_t type, const void *data, size_t
 	return store(f, id, data, len, type);
 }
 
+int ckpt_odb_put_entry(struct ckpt_odb *f, const git_oid *id, const unsigned char *entry,
+		       size_t len, uint32_t crc)
+{
+	int rc;
+
+	if (packed(f, id))
+		return 0;
+	if (ckpt_pack_bytes(f->pack) + len >= PACK_BYTES_MAX)
+		return -E2BIG;
+	rc = ckpt_pack_add_entry(f->pack, id, entry, len, crc);
+	return rc < 0 ? util_err(rc, "cannot add an object to the pack: %s", strerror(-rc)) : 0;
+}
+
 void ckpt_odb_free(struct ckpt_odb *f)
 {
 	if (!f)
@@ -379,11 +392,22 @@ int ckpt_odb_new(const struct core_ws *ws, struct ckpt_odb **out)
 {
 	char *store = ckpt_store_path(ws);
 	char *objects = store ? util_path_join(store, "objects") : NULL;
+	int rc;
+
+	*out = NULL;
+	rc = objects ? ckpt_odb_open(objects, out) : util_err(-ENOMEM, "out of memory");
+	free(objects);
+	free(store);
+	return rc;
+}
+
+int ckpt_odb_open(const char *objects, struct ckpt_odb **out)
+{
 	struct ckpt_odb *f = calloc(1, sizeof(*f));
 	int rc = 0;
 
 	*out = NULL;
-	if (!objects || !f) {
+	if (!f) {
 		rc = util_err(-ENOMEM, "out of memory");
 		goto out;
 	}
@@ -401,7 +425,5 @@ int ckpt_odb_new(const struct core_ws *ws, struct ckpt_odb **out)
 	f = NULL;
 out:
 	free(f);
-	free(objects);
-	free(store);
 	return rc;
 }

@@ -101,6 +101,15 @@ int core_ws_count(struct core_project *p, size_t *n) ARB_MUST_CHECK;
  * stays readable with `arborinth audit NAME` until purged.
  */
 int core_ws_delete(struct core_project *p, const char *name) ARB_MUST_CHECK;
+
+/*
+ * The object store a box of a workspace based on base_hex (a commit id) is shown in place of
+ * the origin's: every object reachable from that commit and nothing else
+ * (.arborinth/objects-view/<commit>, read-only files, no alternates; core/objects_view.c).
+ * Built when missing (seconds for a large history; from an ancestor's store when one exists),
+ * else a stat(). *out (optional): its path, caller frees. -errno with a message.
+ */
+int core_objects_view(struct core_project *p, const char *base_hex, char **out) ARB_MUST_CHECK;
 /*
  * `workspace delete --purge`: deletes the workspace if it exists, then removes the audit
  * history of every workspace ever called name (two transactions: a failed purge leaves the

@@ -55,6 +55,22 @@ int core_ws_audit_sync_cmd(bool *fsynced, const struct core_ws *ws,
 
 /* Drops the shared index of base_hex when no workspace links it any more (best effort). */
 void core_index_cache_prune(struct core_project *p, const char *base_hex);
+/* Drops the objects views no workspace of db is based on, but the newest (best effort). */
+void core_objects_view_prune(struct core_project *p, sqlite3 *db);
+
+/*
+ * core/objects_src.c: the origin's objects as stored. core_objsrc_open maps the packs of
+ * objects (an objects directory) for writing into the directory fd out (borrowed); free with
+ * core_objsrc_free. core_objsrc_link hard-links loose object id into out: 1, or 0 when it is
+ * not loose there (or cannot be linked), -errno when out cannot take it. core_objsrc_entry: 1
+ * and id's whole pack entry (borrowed, valid while s lives), 0 when no pack has it whole.
+ */
+struct core_objsrc;
+int core_objsrc_open(const char *objects, int out, struct core_objsrc **s) ARB_MUST_CHECK;
+void core_objsrc_free(struct core_objsrc *s);
+int core_objsrc_link(struct core_objsrc *s, const git_oid *id) ARB_MUST_CHECK;
+int core_objsrc_entry(const struct core_objsrc *s, const git_oid *id, const unsigned char **entry,
+		      size_t *len, uint32_t *crc) ARB_MUST_CHECK;
 
 /*
  * A workspace's gitdir read as the box left it (core/ws_read.c): nothing followed, nothing

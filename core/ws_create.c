@@ -58,6 +58,11 @@ static int make_staging(struct core_project *p, const char *name, const git_oid 
 		rc = ex ? core_export_write(p, ex, name, base) : -ENOMEM;
 		free(ex);
 	}
+	if (rc == 0) {
+		char hex[GIT_OID_HEXSZ + 1];
+
+		rc = core_objects_view(p, git_oid_tostr(hex, sizeof(hex), base), NULL);
+	}
 	if (rc == 0 && (flags & CORE_WS_DIRTY)) {
 		char *layer = util_path_join(dir, "layer");
 
@@ -286,6 +291,7 @@ int core_ws_delete(struct core_project *p, const char *name)
 		 * file (a FIFO is unlinked, never read). */
 		(void)util_rm_rf(trash);
 		core_index_cache_prune(p, ws->base_commit);
+		core_objects_view_prune(p, db);
 		goto out;
 	}
 	(void)rename(trash, ws->root);

@@ -27,6 +27,7 @@ void jail_box_free(struct jail_box *b)
 	free(b->home_src);
 	free(b->origin_root);
 	free(b->origin_objects);
+	free(b->objects_view);
 	free(b->state_dir);
 	free(b->home);
 	free(b->home_real);
@@ -189,6 +190,9 @@ static int copy_config(struct jail_box *b, const struct jail_box_config *cfg)
 		return util_err(-ENOMEM, "out of memory");
 	for (size_t i = 0; i < ARB_ARRAY_LEN(in) && rc == 0; i++)
 		rc = norm_cfg(in[i], names[i], out[i]);
+	if (rc == 0)
+		rc = norm_cfg(cfg->objects_view ? cfg->objects_view : cfg->origin_objects,
+			      "objects view", &b->objects_view);
 	for (char *const *e = cfg->host_env ? cfg->host_env : environ; rc == 0 && *e; e++)
 		jail_strv_push(&b->host, *e);
 	return rc < 0 ? rc : jail_strv_ok(&b->host);

@@ -71,9 +71,10 @@ static int add_origin(struct jail_box *b)
 			       "the origin's .arborinth/ hidden, read-only: no other workspace, no "
 			       "state.db, no blob cache");
 	if (rc == 0)
-		rc = jail_box_add(b, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, 0, b->origin_objects,
+		rc = jail_box_add(b, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, 0, b->objects_view,
 				  b->origin_objects, NULL,
-				  "the origin's object store, so git in the box sees history");
+				  "at the origin's object store, the objects of the base's history "
+				  "only, so git in the box sees history");
 	if (rc == 0)
 		rc = jail_box_add(b, JAIL_MOUNT_RW, JAIL_FROM_DEFAULT, JAIL_MOUNT_BOX_WRITABLE, 0,
 				  b->workdir, b->workdir, NULL, "the workspace view, read-write");

@@ -62,7 +62,7 @@ struct jail_box_config {
 	const char *cache;	    /* bound at $XDG_CACHE_HOME (default $HOME/.cache) */
 	const char *home;	    /* bound at $HOME in place of the real home */
 	const char *origin_root;    /* the origin checkout (hidden) */
-	const char *origin_objects; /* its object store (bound read-only) */
+	const char *origin_objects; /* its object store's path (objects_view there) */
 	const char *state_dir;	    /* the origin's .arborinth/ (hidden) */
 	bool net;		    /* share the host network namespace */
 	/* Do not mount what tool managers on PATH need (jail/toolmgr.c), only the entries. */
@@ -74,6 +74,11 @@ struct jail_box_config {
 	 * arborinth_box_init beside the running binary, else the running binary itself.
 	 */
 	const char *box_init;
+	/*
+	 * What the box reads at origin_objects, bound read-only: the objects of the base's history
+	 * only (core_objects_view). NULL: origin_objects itself.
+	 */
+	const char *objects_view;
 };
 
 struct jail_box;

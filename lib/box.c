@@ -257,11 +257,17 @@ static int make_box(const arb_box *spec, const struct core_ws *ws, struct proxy 
 	struct jail_box *b = NULL;
 	const char *helpers = lib_helper_dir();
 	char *init = helpers ? util_path_join(helpers, "arborinth_box_init") : NULL;
+	char *objects = NULL;
 	int rc;
 
 	cfg.box_init = init;
-	rc = jail_box_new(&b, &cfg);
+	/* Not the origin's whole store: the base's history only (built for older workspaces). */
+	rc = core_objects_view(p, ws->base_commit, &objects);
+	cfg.objects_view = objects;
+	if (rc == 0)
+		rc = jail_box_new(&b, &cfg);
 	free(init);
+	free(objects);
 
 	if (rc < 0)
 		return rc;

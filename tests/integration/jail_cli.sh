@@ -151,7 +151,7 @@ box_init=$(dirname "$(readlink -f "$ARB")")/arborinth_box_init
 [ -x "$box_init" ] || box_init=$(readlink -f "$ARB")
 normalise() {
 	sed -e "s|$box_init|@BOXINIT@|g" -e "s|$T|@T@|g" -e "s|$bwrap_path|@BWRAP@|g" \
-		-e "s|/run/user/$(id -u)|/run/user/@UID@|g" |
+		-e "s|/run/user/$(id -u)|/run/user/@UID@|g" -e "s|objects-view/[0-9a-f]\{40\}|objects-view/@BASE@|g" |
 		grep -v 'target of /etc/resolv.conf' | grep -Ev '^    --ro-bind /run/[^ ]+ /run/[^ ]+ \\$' |
 		placement_free || true
 }

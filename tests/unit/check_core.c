@@ -435,6 +435,81 @@ START_TEST(open_beneath)
 }
 END_TEST
 
+/* Counts the objects of an odb (git_odb_foreach). */
+static int count_one(const git_oid *id, void *n)
+{
+	(void)id;
+	(*(size_t *)n)++;
+	return 0;
+}
+
+/* git hash-object of text (-w: also written into repo's store). */
+static void hash_text(const char *text, bool write, git_oid *id)
+{
+	char cmd[512], hex[64] = "";
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "cd %s && printf '%s' | git hash-object %s--stdin", repo, text,
+		 write ? "-w " : "");
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(hex, sizeof(hex), f));
+	pclose(f);
+	ck_assert_int_eq(git_oid_fromstrn(id, hex, GIT_OID_HEXSZ), 0);
+}
+
+START_TEST(objects_view_holds_only_the_history)
+{
+	struct core_project *p = NULL;
+	git_odb *odb = NULL;
+	git_oid dangling, stashed, old_blob, loose;
+	char *store = NULL, *alt = NULL, cmd[512], head[GIT_OID_HEXSZ + 1];
+	struct stat st;
+	size_t n = 0;
+
+	hash_text("DANGLING", true, &dangling);
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && printf STASHED > u && git stash -q -u && git gc -q && "
+		 "printf 'three' >> a && git commit -qam three",
+		 repo);
+	ck_assert_int_eq(system(cmd), 0);
+	hash_text("STASHED", false, &stashed);
+	hash_text("abc", false, &old_blob);	  /* a in commit one: packed by gc */
+	hash_text("abcmorethree", false, &loose); /* a in commit three: loose */
+	ck_assert_int_eq(core_project_open(&p, repo), 0);
+	{
+		struct core_head h = {0};
+
+		ck_assert_int_eq(core_project_head(p, &h), 0);
+		snprintf(head, sizeof(head), "%s", h.commit);
+		free(h.branch);
+	}
+	ck_assert_msg(core_objects_view(p, head, &store) == 0, "%s", util_err_msg());
+	ck_assert_int_eq(git_odb_open(&odb, store), 0);
+	ck_assert(git_odb_exists(odb, &old_blob));
+	ck_assert(git_odb_exists(odb, &loose));
+	ck_assert(!git_odb_exists(odb, &dangling));
+	ck_assert(!git_odb_exists(odb, &stashed));
+	/*
+	 * Three commits; trees: a root for each, d/ and d/e/ the same in all; blobs: three of a,
+	 * d/x, d/e/f and the link's target: nothing else.
+	 */
+	ck_assert_int_eq(git_odb_foreach(odb, count_one, &n), 0);
+	ck_assert_uint_eq(n, 3 + 5 + 6);
+	alt = util_path_join(store, "info/alternates");
+	ck_assert_int_eq(lstat(alt, &st), -1);
+	/* Again: the same store, nothing built. */
+	free(store);
+	ck_assert_int_eq(core_objects_view(p, head, &store), 0);
+	/* Not an id: refused before any path is made of it. */
+	ck_assert_int_eq(core_objects_view(p, "../../etc", NULL), -EINVAL);
+	git_odb_free(odb);
+	free(alt);
+	free(store);
+	core_project_free(p);
+}
+END_TEST
+
 static Suite *core_suite(void)
 {
 	Suite *s = suite_create("core");
@@ -452,6 +527,7 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, rev_resolution);
 	tcase_add_test(tc, state_db_migrates_and_refuses_newer);
 	tcase_add_test(tc, create_writes_gitdir_and_index);
+	tcase_add_test(tc, objects_view_holds_only_the_history);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("audit sync");
 	tcase_add_unchecked_fixture(tc, repo_setup, view_teardown);
