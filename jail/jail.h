@@ -51,6 +51,7 @@ enum jail_mount_type {
 	 * (NAME/overlay/DEST/upper); the host's source never changes (jail/overlay.c).
 	 */
 	JAIL_MOUNT_OVERLAY,
+	JAIL_MOUNT_SYMLINK, /* a symlink (src: its target as written) in the box's own root */
 };
 
 /* What the box is built from. Strings are copied; paths absolute. */
@@ -135,6 +136,13 @@ int jail_box_set_command(struct jail_box *b, char *const argv[]) ARB_MUST_CHECK;
  */
 int jail_box_add_extra_mount(struct jail_box *b, enum jail_mount_type type, const char *path,
 			     const char *why) ARB_MUST_CHECK;
+/*
+ * A credential on the host (a key or login file, a config folder) the box must never see,
+ * wherever it lives (jail/walls.c): once finished, every place the box would show it through a
+ * bind (one that names it or any folder above it) has an empty mount over it. A path that does
+ * not exist is ignored. -EINVAL with a message for a relative path.
+ */
+int jail_box_hide(struct jail_box *b, const char *path, const char *why) ARB_MUST_CHECK;
 /* Puts dir (absolute, no ':') in front of the box's PATH. */
 int jail_box_path_prepend(struct jail_box *b, const char *dir) ARB_MUST_CHECK;
 /* $HOME and $XDG_CACHE_HOME as the box sees them. Borrowed. */
