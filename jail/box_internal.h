@@ -26,8 +26,8 @@ struct jail_box {
 	struct jail_strv hooks;	   /* box-init options: "--NAME", "ARG", ... */
 	struct jail_strv command;
 	struct jail_strv hidden; /* walls.c: credential paths (real) and why, in pairs */
-	int64_t timeout_ms; /* 0: none */
-	int stdio[3];	    /* the command's stdin, stdout, stderr; -1: inherited */
+	int64_t timeout_ms;	 /* 0: none */
+	int stdio[3];		 /* the command's stdin, stdout, stderr; -1: inherited */
 	struct jail_limits limits;
 	char *cg_base[3]; /* per controller of cgroup.c: the cgroup the box's goes below */
 	/* Finished. */
