@@ -28,9 +28,9 @@ static const char *const system_dirs[] = {"/usr",   "/etc",   "/opt",	 "/bin", "
 static int root_note(struct jail_box *b, const char *shown)
 {
 	jail_strv_pushf(&b->notes,
-			"root: an empty tmpfs, read-only once built, with of the host only%s and "
-			"the mounts listed below; nothing else (no /var, /srv, /mnt, /media, /home "
-			"or other users' homes)",
+			"root: an empty tmpfs (read-only once built) holding of the host only%s, "
+			"and the mounts below; nothing else of the host (no /var, /srv, /mnt, "
+			"/media, /home or other users' homes)",
 			shown);
 	return jail_strv_ok(&b->notes);
 }
