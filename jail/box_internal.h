@@ -50,6 +50,10 @@ int jail_box_root(struct jail_box *b) ARB_MUST_CHECK;
  * say what the root is made of.
  */
 int jail_box_walls(struct jail_box *b) ARB_MUST_CHECK;
+/* walls.c: masks host path `real` wherever one of the first n mounts (binds) shows it. */
+int jail_box_mask(struct jail_box *b, size_t n, const char *real, const char *why) ARB_MUST_CHECK;
+/* walls_root.c: for a caller that is root, masks what only root may read in /etc and /opt. */
+int jail_box_root_only(struct jail_box *b, size_t n) ARB_MUST_CHECK;
 /* walls.c: whether the box shows host path `real` at that path, as the host has it. */
 bool jail_box_shows(const struct jail_box *b, const char *real);
 /* box_defaults.c: the default mounts and guards. */

@@ -196,6 +196,11 @@ static int mask(struct jail_box *b, size_t n, const char *real, bool named_ok, c
 	return rc;
 }
 
+int jail_box_mask(struct jail_box *b, size_t n, const char *real, const char *why)
+{
+	return mask(b, n, real, false, why);
+}
+
 /* Whether a bind among the first n mounts shows something at or below host path `real`. */
 static bool reachable(const struct jail_box *b, size_t n, const char *real)
 {
@@ -278,5 +283,7 @@ int jail_box_walls(struct jail_box *b)
 		rc = mask(b, n, b->hidden.v[i], false, b->hidden.v[i + 1]);
 	if (rc == 0)
 		rc = mask_sockets(b, n);
+	if (rc == 0)
+		rc = jail_box_root_only(b, n);
 	return rc;
 }
