@@ -125,7 +125,7 @@ expect_eq HELLO "$OUT" "control: a bind that names the socket reaches it"
 # --- root's box -------------------------------------------------------------------------
 if [ "$(id -u)" = 0 ]; then
 	opt=/opt/arb-walls-$$
-	trap 'rc=$?; rm -rf "$opt"; kill "${SERVERS[@]}" 2>/dev/null; (exit $rc); arb_cleanup' EXIT
+	trap 'rc=$?; set +e; rm -rf "$opt"; kill "${SERVERS[@]}" 2>/dev/null || true; (exit $rc); arb_cleanup' EXIT
 	mkdir -p "$opt"
 	printf 'ROOT-ONLY-%s\n' "$$" >"$opt/secret"
 	chmod 0600 "$opt/secret"
