@@ -8,8 +8,9 @@
  * finished object, so what is printed is what runs.
  *
  * The default box: every namespace unshared (network too unless `net`), all capabilities
- * dropped, no new privileges, a seccomp filter (libseccomp, exported as BPF to bwrap), the
- * host read-only, the workdir read-write at its own path, tmp/cache/home from the workspace,
+ * dropped, no new privileges, a seccomp filter (libseccomp, exported as BPF to bwrap), an
+ * allow-list root (the host's system folders read-only, credentials and host sockets masked:
+ * walls.c), the workdir read-write at its own path, tmp/cache/home from the workspace,
  * guards over $HOME, /run, the origin checkout and its .arborinth/, and an environment
  * rebuilt from an allowlist. Inside, `arborinth __box-init` is pid 1: it starts the relay
  * hooks, runs the command, forwards signals, reaps zombies and passes the exit status out.
