@@ -171,7 +171,8 @@ opt-public
 		chown -R "$user" "$U"
 		expect_status 0 "the walls as $user" -- runuser -u "$user" -- env -i PATH=/usr/bin:/bin \
 			ARB="$U/bin/arborinth" ARB_SRC="$U/src" ARB_WALLS_USER=1 ARB_WALLS_SRV="$srv" \
-			ARB_JAIL_TMPDIR="$U" ASAN_OPTIONS="${ASAN_OPTIONS:-}" \
+			ARB_JAIL_TMPDIR="$U" ASAN_OPTIONS="${ASAN_OPTIONS:-}" LSAN_OPTIONS="${LSAN_OPTIONS:-}" \
+			UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
 			bash "$U/src/tests/integration/jail_walls.sh"
 		expect_match "^all [0-9]+ checks passed" "$OUT" "every probe ran and held as $user"
 		printf '%s: %s\n' "$user" "$OUT" >&2
