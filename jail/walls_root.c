@@ -116,17 +116,39 @@ static int scan(struct root_scan *s)
 		   : 0;
 }
 
-/* The cached list when every folder it read is unchanged and it is recent; false otherwise. */
-static bool cache_load(const char *path, struct root_scan *s)
+/* The whole of a regular file of ours (root's, mode 0600) at dirfd/name, or NULL. */
+static char *cache_read(int dirfd, const char *name)
 {
-	char *buf = NULL, *save = NULL;
-	size_t len;
-	struct stat cst;
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	char *buf = NULL;
+	ssize_t got = 0;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	    !(st.st_mode & 077) && st.st_size < (1 << 24) &&
+	    time(NULL) - st.st_mtim.tv_sec <= ROOT_CACHE_MAX_AGE &&
+	    (buf = malloc((size_t)st.st_size + 1))) {
+		got = read(fd, buf, (size_t)st.st_size);
+		if (got != st.st_size) {
+			free(buf);
+			buf = NULL;
+		} else {
+			buf[got] = '\0';
+		}
+	}
+	close(fd);
+	return buf;
+}
+
+/* The cached list when every folder it read is unchanged and it is recent; false otherwise. */
+static bool cache_load(int dirfd, struct root_scan *s)
+{
+	char *buf = cache_read(dirfd, ROOT_CACHE_NAME), *save = NULL;
 	bool ok = true;
 
-	if (stat(path, &cst) < 0 || cst.st_uid != geteuid() || (cst.st_mode & 077) ||
-	    time(NULL) - cst.st_mtim.tv_sec > ROOT_CACHE_MAX_AGE ||
-	    util_read_file(path, &buf, &len) < 0)
+	if (!buf)
 		return false;
 	for (char *line = strtok_r(buf, "\n", &save); line && ok;
 	     line = strtok_r(NULL, "\n", &save)) {
@@ -153,8 +175,11 @@ static bool cache_load(const char *path, struct root_scan *s)
 	return ok && jail_strv_ok(&s->hidden) == 0;
 }
 
-/* Best effort: a cache that cannot be written only costs the next start a scan. */
-static void cache_store(const char *path, const struct root_scan *s)
+/*
+ * Best effort: a cache that cannot be written only costs the next start a scan. A new file
+ * (O_EXCL, random name) renamed into place: the folder may be another user's project.
+ */
+static void cache_store(int dirfd, const struct root_scan *s)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -166,7 +191,8 @@ static void cache_store(const char *path, const struct root_scan *s)
 		fprintf(f, "D %s\n", s->dirs.v[i]);
 	for (size_t i = 0; i < s->hidden.n; i++)
 		fprintf(f, "H %s\n", s->hidden.v[i]);
-	if (fclose(f) == 0 && util_write_file(path, buf, len, 0600) < 0)
+	if (fclose(f) == 0 &&
+	    util_write_file_at(dirfd, ROOT_CACHE_NAME, buf, len, 0600, (uid_t)-1, (gid_t)-1) < 0)
 		util_err_clear();
 	free(buf);
 }
@@ -176,20 +202,23 @@ int jail_box_root_only(struct jail_box *b, size_t n)
 	struct root_scan s = {0};
 	char *cache;
 	bool cached;
-	int rc = 0;
+	int rc = 0, dirfd;
 
 	if (geteuid() != 0)
 		return 0;
 	cache = util_path_join(b->state_dir, ROOT_CACHE_NAME);
 	if (!cache)
 		return util_err(-ENOMEM, "out of memory");
-	cached = cache_load(cache, &s);
+	dirfd = open(b->state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	cached = dirfd >= 0 && cache_load(dirfd, &s);
 	if (!cached) {
 		jail_strv_clear(&s.hidden);
 		rc = scan(&s);
-		if (rc == 0)
-			cache_store(cache, &s);
+		if (rc == 0 && dirfd >= 0)
+			cache_store(dirfd, &s);
 	}
+	if (dirfd >= 0)
+		close(dirfd);
 	for (size_t i = 0; i < s.hidden.n && rc == 0; i++)
 		rc = jail_box_mask(b, n, s.hidden.v[i], "only root may read it on the host");
 	if (rc == 0)
