@@ -54,8 +54,9 @@ int jail_box_root(struct jail_box *b)
 			if (len <= 0)
 				continue;
 			target[len] = '\0';
-			rc = jail_box_add(b, JAIL_MOUNT_SYMLINK, JAIL_FROM_DEFAULT, 0, 0, NULL, d,
-					  NULL, "system folder link, as on the host");
+			rc = jail_box_add(b, JAIL_MOUNT_SYMLINK, JAIL_FROM_DEFAULT,
+					  JAIL_MOUNT_REPLACEABLE, 0, NULL, d, NULL,
+					  "system folder link, as on the host");
 			if (rc == 0) {
 				struct jail_mount *x =
 				    (struct jail_mount *)jail_mounts_find(&b->mounts, d);
@@ -66,7 +67,8 @@ int jail_box_root(struct jail_box *b)
 			}
 			more = util_asprintf("%s %s -> %s", shown, d, target);
 		} else if (S_ISDIR(st.st_mode)) {
-			rc = jail_box_add(b, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, 0, d, d, NULL,
+			rc = jail_box_add(b, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT,
+					  JAIL_MOUNT_REPLACEABLE, 0, d, d, NULL,
 					  "system folder, read-only");
 			more = util_asprintf("%s %s", shown, d);
 		} else {
