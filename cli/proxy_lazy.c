@@ -115,6 +115,8 @@ LAZY(int, proxy_backend_set, (struct proxy_backend * b, const char *key, const c
 LAZY(const char *, proxy_backend_name, (const struct proxy_backend *b), (b))
 LAZY(uint16_t, proxy_backend_port, (const struct proxy_backend *b), (b))
 LAZY(const char *, proxy_backend_key_env, (const struct proxy_backend *b), (b))
+LAZY(const char *, proxy_backend_key_source, (const struct proxy_backend *b), (b))
+LAZY(const char *, proxy_login_path, (const struct proxy_login *l), (l))
 LAZY(uint16_t, proxy_backend_tls_port, (const struct proxy_backend *b), (b))
 LAZY(struct proxy_login *, proxy_backend_login, (const struct proxy_backend *b), (b))
 LAZY(const struct proxy_backend *, proxy_backend_at, (const struct proxy *p, size_t i), (p, i))

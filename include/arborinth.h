@@ -4,7 +4,7 @@
  * A project is a git checkout (the origin). Its workspaces are copy-on-write views of a
  * commit, mounted by a FUSE daemon at WORKSPACE/workdir; every write through a view is
  * recorded in the project's audit log. A box runs a command inside a workspace's view under
- * bubblewrap: host read-only, real home hidden, seccomp, no network unless asked, API keys
+ * bubblewrap: system folders read-only, home hidden, seccomp, no network unless asked, API keys
  * only through the credential proxy. The command-line tool `arborinth` is built on this API.
  *
  * Conventions (as libgit2's):

@@ -44,6 +44,7 @@ void jail_box_free(struct jail_box *b)
 	jail_strv_clear(&b->notes);
 	jail_strv_clear(&b->hooks);
 	jail_strv_clear(&b->command);
+	jail_strv_clear(&b->hidden);
 	jail_strv_clear(&b->argv);
 	free(b);
 }
@@ -332,23 +333,17 @@ static void build_argv(struct jail_box *b)
 
 /*
  * box-init runs from its host path when the box shows that path as the host has it (read-only,
- * through the bind of / with nothing mounted over it or above it): one bind fewer, one read
- * of the mount table less for bwrap. Else it is bound at JAIL_BOX_INIT_PATH.
+ * through a bind of a system folder at its own path with nothing mounted over it): one bind
+ * fewer, one read of the mount table less for bwrap. Else it is bound at JAIL_BOX_INIT_PATH.
  */
 static void place_box_init(struct jail_box *b)
 {
 	const struct jail_mounts *m = &b->mounts;
-	const struct jail_mount *bound = jail_mounts_find(m, JAIL_BOX_INIT_PATH), *over = NULL;
+	const struct jail_mount *bound = jail_mounts_find(m, JAIL_BOX_INIT_PATH);
 
 	b->init_path = JAIL_BOX_INIT_PATH;
 	if (!bound || bound->origin != JAIL_FROM_DEFAULT || !bound->src ||
-	    strcmp(bound->src, b->box_init))
-		return;
-	for (size_t i = 0; i < m->n; i++)
-		if (util_path_under(b->box_init, m->v[i].dest))
-			over = &m->v[i]; /* sorted: the deepest comes last */
-	if (!over || strcmp(over->dest, "/") || over->type != JAIL_MOUNT_RO || !over->src ||
-	    strcmp(over->src, "/"))
+	    strcmp(bound->src, b->box_init) || !jail_box_shows(b, b->box_init))
 		return;
 	jail_mounts_drop(&b->mounts, JAIL_BOX_INIT_PATH);
 	b->init_path = b->box_init;
@@ -367,6 +362,8 @@ int jail_box_finish(struct jail_box *b)
 	if (!b->command.n)
 		return util_err(-EINVAL, "jail: no command to run");
 	rc = jail_box_overlays_prepare(b);
+	if (rc == 0)
+		rc = jail_box_walls(b);
 	if (rc < 0)
 		return rc;
 	jail_mounts_sort(&b->mounts);

@@ -1,5 +1,5 @@
 /*
- * jail/box_defaults.c: the default box's mounts. The host read-only; private /dev and /proc;
+ * jail/box_defaults.c: the default box's mounts. The root (walls.c); private /dev and /proc;
  * the workspace's tmp, cache and home in place of the host's; guards over $HOME, /run, the
  * origin checkout and its .arborinth/; the workdir and the origin's objects re-exposed below
  * them; PATH entries under $HOME read-only.
@@ -91,7 +91,7 @@ static int add_resolv_conf(struct jail_box *b)
 	if (!real)
 		return util_err(-ENOMEM, "out of memory");
 	if (strcmp(real, "/etc/resolv.conf") && stat(real, &st) == 0 && S_ISREG(st.st_mode) &&
-	    jail_mounts_guard_for(&b->mounts, real))
+	    !jail_box_shows(b, real))
 		rc = jail_box_add(b, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, 0, real, real, NULL,
 				  "target of /etc/resolv.conf, so name resolution works");
 	free(real);
@@ -193,8 +193,7 @@ int jail_box_defaults(struct jail_box *b)
 
 	if (!tmp_why)
 		return util_err(-ENOMEM, "out of memory");
-	rc = jail_box_add(b, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, 0, "/", "/", NULL,
-			  "host filesystem, read-only");
+	rc = jail_box_root(b);
 	if (rc == 0)
 		rc = jail_box_add(b, JAIL_MOUNT_DEV, JAIL_FROM_DEFAULT, 0, 0, NULL, "/dev", NULL,
 				  "private /dev");

@@ -25,8 +25,9 @@ struct jail_box {
 	struct jail_strv notes;	   /* decisions --explain reports (skipped PATH entries ...) */
 	struct jail_strv hooks;	   /* box-init options: "--NAME", "ARG", ... */
 	struct jail_strv command;
-	int64_t timeout_ms; /* 0: none */
-	int stdio[3];	    /* the command's stdin, stdout, stderr; -1: inherited */
+	struct jail_strv hidden; /* walls.c: credential paths (real) and why, in pairs */
+	int64_t timeout_ms;	 /* 0: none */
+	int stdio[3];		 /* the command's stdin, stdout, stderr; -1: inherited */
 	struct jail_limits limits;
 	char *cg_base[3]; /* per controller of cgroup.c: the cgroup the box's goes below */
 	/* Finished. */
@@ -38,6 +39,23 @@ struct jail_box {
 int jail_box_add(struct jail_box *b, enum jail_mount_type type, enum jail_mount_origin origin,
 		 unsigned flags, unsigned perms, const char *src, const char *dest,
 		 const char *protects, const char *why) ARB_MUST_CHECK;
+/*
+ * walls.c: the box's root, an allow-list: an empty tmpfs (read-only once built) with the
+ * host's system folders read-only (symlinks as symlinks). Part of the defaults.
+ */
+int jail_box_root(struct jail_box *b) ARB_MUST_CHECK;
+/*
+ * walls.c, at finish (before sorting): empty mounts over every place the box would show a
+ * hidden credential (jail_box_hide) or a host path socket through a bind; the notes that
+ * say what the root is made of.
+ */
+int jail_box_walls(struct jail_box *b) ARB_MUST_CHECK;
+/* walls.c: masks host path `real` wherever one of the first n mounts (binds) shows it. */
+int jail_box_mask(struct jail_box *b, size_t n, const char *real, const char *why) ARB_MUST_CHECK;
+/* walls_root.c: for a caller that is root, masks what only root may read in /etc and /opt. */
+int jail_box_root_only(struct jail_box *b, size_t n) ARB_MUST_CHECK;
+/* walls.c: whether the box shows host path `real` at that path, as the host has it. */
+bool jail_box_shows(const struct jail_box *b, const char *real);
 /* box_defaults.c: the default mounts and guards. */
 int jail_box_defaults(struct jail_box *b) ARB_MUST_CHECK;
 /* box_env.c: the environment from the host allowlist, then sorted when finishing. */

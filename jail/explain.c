@@ -165,7 +165,7 @@ static size_t arity(const char *opt)
 					  "--proc",	"--dir",      "--remount-ro", "--chdir",
 					  "--seccomp",	"--info-fd",  "--perms"};
 
-	if (!strcmp(opt, "--bind") || !strcmp(opt, "--ro-bind"))
+	if (!strcmp(opt, "--bind") || !strcmp(opt, "--ro-bind") || !strcmp(opt, "--symlink"))
 		return 2;
 	for (size_t i = 0; i < ARB_ARRAY_LEN(one); i++)
 		if (!strcmp(opt, one[i]))

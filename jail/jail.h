@@ -8,8 +8,9 @@
  * finished object, so what is printed is what runs.
  *
  * The default box: every namespace unshared (network too unless `net`), all capabilities
- * dropped, no new privileges, a seccomp filter (libseccomp, exported as BPF to bwrap), the
- * host read-only, the workdir read-write at its own path, tmp/cache/home from the workspace,
+ * dropped, no new privileges, a seccomp filter (libseccomp, exported as BPF to bwrap), an
+ * allow-list root (the host's system folders read-only, credentials and host sockets masked:
+ * walls.c), the workdir read-write at its own path, tmp/cache/home from the workspace,
  * guards over $HOME, /run, the origin checkout and its .arborinth/, and an environment
  * rebuilt from an allowlist. Inside, `arborinth __box-init` is pid 1: it starts the relay
  * hooks, runs the command, forwards signals, reaps zombies and passes the exit status out.
@@ -51,6 +52,7 @@ enum jail_mount_type {
 	 * (NAME/overlay/DEST/upper); the host's source never changes (jail/overlay.c).
 	 */
 	JAIL_MOUNT_OVERLAY,
+	JAIL_MOUNT_SYMLINK, /* a symlink (src: its target as written) in the box's own root */
 };
 
 /* What the box is built from. Strings are copied; paths absolute. */
@@ -145,6 +147,13 @@ int jail_box_set_command(struct jail_box *b, char *const argv[]) ARB_MUST_CHECK;
  */
 int jail_box_add_extra_mount(struct jail_box *b, enum jail_mount_type type, const char *path,
 			     const char *why) ARB_MUST_CHECK;
+/*
+ * A credential on the host (a key or login file, a config folder) the box must never see,
+ * wherever it lives (jail/walls.c): once finished, every place the box would show it through a
+ * bind (one that names it or any folder above it) has an empty mount over it. A path that does
+ * not exist is ignored. -EINVAL with a message for a relative path.
+ */
+int jail_box_hide(struct jail_box *b, const char *path, const char *why) ARB_MUST_CHECK;
 /* Puts dir (absolute, no ':') in front of the box's PATH. */
 int jail_box_path_prepend(struct jail_box *b, const char *dir) ARB_MUST_CHECK;
 /* $HOME and $XDG_CACHE_HOME as the box sees them. Borrowed. */

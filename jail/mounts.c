@@ -388,6 +388,9 @@ int jail_mounts_check_dests(const struct jail_mounts *m)
 
 static void mount_args(const struct jail_mount *x, struct jail_strv *a)
 {
+	/* bwrap's root is a fresh tmpfs already: the box's root only needs sealing (walls.c). */
+	if (x->type == JAIL_MOUNT_TMPFS && !strcmp(x->dest, "/"))
+		return;
 	if (x->perms && (x->type == JAIL_MOUNT_TMPFS || x->type == JAIL_MOUNT_DIR)) {
 		jail_strv_push(a, "--perms");
 		jail_strv_pushf(a, "%04o", x->perms);
@@ -410,6 +413,10 @@ static void mount_args(const struct jail_mount *x, struct jail_strv *a)
 		break;
 	case JAIL_MOUNT_DIR:
 		jail_strv_push(a, "--dir");
+		break;
+	case JAIL_MOUNT_SYMLINK:
+		jail_strv_push(a, "--symlink");
+		jail_strv_push(a, x->src);
 		break;
 	}
 	jail_strv_push(a, x->dest);

@@ -7,9 +7,10 @@
 #include <sys/stat.h>
 
 static const char *const type_names[] = {
-    [JAIL_MOUNT_RO] = "ro",	      [JAIL_MOUNT_RW] = "rw",	  [JAIL_MOUNT_TMPFS] = "tmpfs",
-    [JAIL_MOUNT_DEV] = "dev",	      [JAIL_MOUNT_PROC] = "proc", [JAIL_MOUNT_DIR] = "dir",
-    [JAIL_MOUNT_OVERLAY] = "overlay",
+    [JAIL_MOUNT_RO] = "ro",	      [JAIL_MOUNT_RW] = "rw",
+    [JAIL_MOUNT_TMPFS] = "tmpfs",     [JAIL_MOUNT_DEV] = "dev",
+    [JAIL_MOUNT_PROC] = "proc",	      [JAIL_MOUNT_DIR] = "dir",
+    [JAIL_MOUNT_OVERLAY] = "overlay", [JAIL_MOUNT_SYMLINK] = "symlink",
 };
 
 /* What a user may write ("dir" is internal), in the order messages list them. */

@@ -116,8 +116,8 @@ static int find_client(struct launch *l)
 }
 
 /*
- * What to bind read-only so the client runs in the box: nothing under /usr (the host's
- * read-only root already shows it); inside an npm tree the node_modules folder holding it
+ * What to bind read-only so the client runs in the box: nothing under /usr (the box's
+ * root shows it read-only); inside an npm tree the node_modules folder holding it
  * (its package and its platform package next to it); else the file itself.
  */
 static int client_mount_root(struct launch *l)

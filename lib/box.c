@@ -288,6 +288,8 @@ static int make_box(const arb_box *spec, const struct core_ws *ws, struct proxy 
 		rc = lib_proxy_box_setup(
 		    px, b, ws, (spec->net ? LIB_PROXY_TCP : 0) | (explain ? LIB_PROXY_DRY : 0));
 	if (rc == 0)
+		rc = lib_box_hide_credentials(b, px, spec->key_file);
+	if (rc == 0)
 		rc = jail_box_set_timeout(b, spec->timeout_ms);
 	if (rc == 0)
 		rc = jail_box_set_limits(b, &spec->limits);

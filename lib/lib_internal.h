@@ -144,6 +144,12 @@ char *lib_proxy_ca_file(const char *home);
 /* ---- grants and bind files (lib/box_binds.c) --------------------------------------------- */
 
 /* Grants, then bind files, on a box. -EINVAL (input) with "--grant ..."/"--binds ..." messages. */
+/*
+ * lib/box_walls.c: hides from the box every credential file the box's proxy reads (key files,
+ * key-json files, logins) and the --api-key-file given (jail_box_hide). px may be NULL.
+ */
+int lib_box_hide_credentials(struct jail_box *b, struct proxy *px,
+			     const char *key_file) ARB_MUST_CHECK;
 int lib_binds_apply(struct jail_box *b, const char *const *grants, size_t n_grants,
 		    const char *const *files, size_t n_files) ARB_MUST_CHECK;
 

@@ -82,6 +82,11 @@ const char *proxy_backend_key_env(const struct proxy_backend *b)
 	return b->key_env;
 }
 
+const char *proxy_backend_key_source(const struct proxy_backend *b)
+{
+	return b->key_file ? b->key_file : b->key_json;
+}
+
 static int set_str(char **dst, const char *v)
 {
 	char *s = strdup(v);

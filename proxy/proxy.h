@@ -56,6 +56,8 @@ const char *proxy_backend_name(const struct proxy_backend *b);
 uint16_t proxy_backend_port(const struct proxy_backend *b);
 /* The host variable the key is read from (unless key-file= is set); borrowed. */
 const char *proxy_backend_key_env(const struct proxy_backend *b);
+/* The host file the key is read from: key-file=, or key-json= (FILE#/pointer); NULL. Borrowed. */
+const char *proxy_backend_key_source(const struct proxy_backend *b);
 
 /* ---- logins (OAuth tokens kept on the host) -------------------------------------------- */
 

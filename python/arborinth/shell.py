@@ -8,7 +8,7 @@ MOUNT_TYPES = ("ro", "rw", "overlay", "tmpfs", "dev", "proc")
 
 
 class JailBackend(enum.Enum):
-    """BUBBLEWRAP: a box (host read-only, real home hidden, seccomp, no network).
+    """BUBBLEWRAP: a box (system folders read-only, real home hidden, seccomp, no network).
     NONE: on the host as it is, with no isolation (for comparison)."""
     BUBBLEWRAP = "bubblewrap"
     NONE = "none"

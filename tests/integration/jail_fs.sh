@@ -127,13 +127,17 @@ expect_eq "0" "$OUT" "tmpfs:/tmp starts empty"
 expect_status 0 "later user mount at one destination wins" -- \
 	box --mount "ro:$T/data:/mnt" --mount tmpfs:/mnt -- sh -c 'ls -A /mnt | wc -l'
 expect_eq "0" "$OUT" "the later mount replaced the earlier"
-# A destination the host's read-only root lacks: one clear line before bwrap starts, and
-# nothing created on the host; a tmpfs at a new destination is refused too (control: /mnt).
-expect_status 1 "--mount to a destination / lacks" -- box --mount "ro:$T/data:/arb-no-such-dir" -- true
-expect_match "^arborinth: cannot mount at /arb-no-such-dir: it does not exist in the box, where / is read-only" "$ERR" "the missing destination is named"
-expect_one_line_error "--mount to a destination / lacks"
-[ ! -e /arb-no-such-dir ] && pass || fail "a missing destination was created on the host"
-expect_status 1 "--mount tmpfs at a destination / lacks" -- box --mount tmpfs:/arb-no-such-dir/x -- true
+# A destination a read-only system folder lacks: one clear line before bwrap starts, and
+# nothing created on the host; a tmpfs there is refused too. A new destination in the box's
+# own root is made there (the root is the box's tmpfs), never on the host.
+expect_status 1 "--mount to a destination /usr lacks" -- box --mount "ro:$T/data:/usr/arb-no-such-dir" -- true
+expect_match "^arborinth: cannot mount at /usr/arb-no-such-dir: it does not exist in the box, where /usr is read-only" "$ERR" "the missing destination is named"
+expect_one_line_error "--mount to a destination /usr lacks"
+[ ! -e /usr/arb-no-such-dir ] && pass || fail "a missing destination was created on the host"
+expect_status 1 "--mount tmpfs at a destination /usr lacks" -- box --mount tmpfs:/usr/arb-no-such-dir/x -- true
+expect_status 0 "a new destination in the box's root" -- box --mount "ro:$T/data:/arb-no-such-dir" -- cat /arb-no-such-dir/file
+expect_eq "data" "$OUT" "the new destination shows its source"
+[ ! -e /arb-no-such-dir ] && pass || fail "a destination in the box's root was created on the host"
 expect_status 0 "control: a destination that exists" -- box --mount "ro:$T/data:/mnt" -- true
 
 # --- no descriptor of the host beyond stdio ------------------------------------------------

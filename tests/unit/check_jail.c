@@ -643,6 +643,74 @@ static void put(const char *rel, const char *text)
 	ck_assert_int_eq(util_write_file(tpath(rel), text, strlen(text), 0755), 0);
 }
 
+/* A mask (walls.c) at dest: an empty sealed tmpfs (folder) or /dev/null (file). */
+static bool masked(const struct jail_box *b, const char *dest, bool dir)
+{
+	const struct jail_mount *x = jail_mounts_find(jail_box_mounts(b), dest);
+
+	return x && x->origin == JAIL_FROM_GUARD &&
+	       (dir ? x->type == JAIL_MOUNT_TMPFS && (x->flags & JAIL_MOUNT_SEAL)
+		    : x->type == JAIL_MOUNT_RO && x->src && !strcmp(x->src, "/dev/null"));
+}
+
+/*
+ * The allow-list root and the masks: the host's / is not bound, the system folders are; a
+ * hidden key file and a $CLAUDE_CONFIG_DIR under bound folders (at their path and elsewhere)
+ * and a bind that names a credential get masks; a file beside them does not.
+ */
+START_TEST(box_walls)
+{
+	char homevar[300], cfgvar[300], spec[3][600], *cmd[] = {"true", NULL};
+	char *env[] = {homevar, "PATH=/usr/bin:/bin", cfgvar, NULL};
+	const struct jail_mount *root;
+	struct stat st;
+	struct jail_box *b;
+	char dest[300];
+
+	mkdirs("home");
+	mkdirs("sec/keys");
+	mkdirs("sec/cfg/claude");
+	ck_assert_int_eq(util_write_file(tpath("sec/keys/k"), "K", 1, 0600), 0);
+	ck_assert_int_eq(util_write_file(tpath("sec/keys/k2"), "K", 1, 0600), 0);
+	ck_assert_int_eq(util_write_file(tpath("sec/keys/public"), "P", 1, 0644), 0);
+	snprintf(homevar, sizeof(homevar), "HOME=%s", tpath("home"));
+	snprintf(cfgvar, sizeof(cfgvar), "CLAUDE_CONFIG_DIR=%s", tpath("sec/cfg/claude"));
+	snprintf(spec[0], sizeof(spec[0]), "ro:%s", tpath("sec"));
+	snprintf(spec[1], sizeof(spec[1]), "rw:%s:/mnt/k", tpath("sec/keys"));
+	snprintf(spec[2], sizeof(spec[2]), "ro:%s:/k2", tpath("sec/keys/k2"));
+	b = make_box(env, false);
+	for (int i = 0; i < 3; i++)
+		ck_assert_msg(jail_box_add_mount(b, spec[i]) == 0, "%s", util_err_msg());
+	ck_assert_int_eq(jail_box_hide(b, "rel/key", "why"), -EINVAL);
+	ck_assert_int_eq(jail_box_hide(b, tpath("sec/keys/k"), "a key"), 0);
+	ck_assert_int_eq(jail_box_hide(b, tpath("sec/keys/k2"), "a key"), 0);
+	ck_assert_int_eq(jail_box_hide(b, tpath("no/such/file"), "gone"), 0);
+	ck_assert_int_eq(jail_box_set_command(b, cmd), 0);
+	ck_assert_msg(jail_box_finish(b) == 0, "%s", util_err_msg());
+
+	root = jail_mounts_find(jail_box_mounts(b), "/");
+	ck_assert(root && root->type == JAIL_MOUNT_TMPFS && (root->flags & JAIL_MOUNT_SEAL));
+	ck_assert(!argv_has(b, "--ro-bind", "/") && !argv_has(b, "--tmpfs", "/"));
+	ck_assert(argv_has(b, "--remount-ro", "/"));
+	ck_assert(argv_has(b, "--ro-bind", "/usr") && argv_has(b, "/usr", "/usr"));
+	ck_assert(!jail_mounts_find(jail_box_mounts(b), "/var"));
+	/* At its own path under the ro bind, under the rw bind elsewhere, and where it is named. */
+	ck_assert(masked(b, tpath("sec/keys/k"), false));
+	ck_assert(masked(b, "/mnt/k/k", false));
+	ck_assert(masked(b, "/k2", false));
+	ck_assert(masked(b, "/mnt/k/k2", false));
+	ck_assert(masked(b, tpath("sec/cfg/claude"), true));
+	ck_assert(!jail_mounts_find(jail_box_mounts(b), tpath("sec/keys/public")));
+	ck_assert(!jail_mounts_find(jail_box_mounts(b), "/mnt/k/public"));
+	snprintf(dest, sizeof(dest), "%s", tpath("no/such/file"));
+	ck_assert(!jail_mounts_find(jail_box_mounts(b), dest));
+	/* Root's box: what only root may read is masked (where this host has /etc/shadow so). */
+	if (geteuid() == 0 && stat("/etc/shadow", &st) == 0 && !(st.st_mode & S_IROTH))
+		ck_assert(masked(b, "/etc/shadow", false));
+	jail_box_free(b);
+}
+END_TEST
+
 /* A bind of path at itself in the argv. */
 static bool bound(const struct jail_box *b, const char *rel)
 {
@@ -1010,6 +1078,7 @@ static Suite *jail_suite(void)
 	tcase_add_test(tc, box_net_and_guards);
 	tcase_add_test(tc, box_tool_managers);
 	tcase_add_test(tc, box_overlay_and_timeout);
+	tcase_add_test(tc, box_walls);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("init");
 	tcase_add_test(tc, init_runs_hooks_and_command);

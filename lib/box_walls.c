@@ -1,0 +1,43 @@
+/*
+ * lib/box_walls.c: the credentials a box's proxy holds stay off the box's walls. Every host
+ * file a backend reads its key from (key-file=, the file of key-json=), every login file and
+ * the --api-key-file given are hidden wherever the box would show them (jail_box_hide: under
+ * a system folder, a --mount, a grant or bind file that names a folder above them).
+ */
+#include "lib/lib_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jail/jail.h"
+#include "proxy/proxy.h"
+
+/* Hides `path` (for key-json: up to its '#'); relative paths are the proxy's to refuse. */
+static int hide(struct jail_box *b, const char *path, const char *why)
+{
+	char *file;
+	int rc;
+
+	if (!path || path[0] != '/')
+		return 0;
+	file = strndup(path, strcspn(path, "#"));
+	rc = file ? jail_box_hide(b, file, why) : util_err(-ENOMEM, "out of memory");
+	free(file);
+	return rc;
+}
+
+int lib_box_hide_credentials(struct jail_box *b, struct proxy *px, const char *key_file)
+{
+	const struct proxy_backend *be;
+	int rc = hide(b, key_file, "the key file given to --api-key-file");
+
+	for (size_t i = 0; px && rc == 0 && (be = proxy_backend_at(px, i)); i++) {
+		const struct proxy_login *l = proxy_backend_login(be);
+
+		rc = hide(b, proxy_backend_key_source(be), "a backend's key file (the proxy's)");
+		if (rc == 0 && l)
+			rc = hide(b, proxy_login_path(l), "a login the proxy holds");
+	}
+	return rc;
+}
