@@ -15,23 +15,28 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fs *fs = fs_of(req);
 	struct fuse_entry_param e;
 	struct fs_node *p, *n = NULL;
-	int rc;
-
+	int rc, hidden;
 	bool synth;
 
 	pthread_mutex_lock(&fs->lock);
 	p = fs_node_get(fs, parent);
 	synth = p && p == fs->gitnode && util_str_has_prefix(name, FS_FSMON_NAME);
+	/* hostgit.c: hidden from (or made up for) callers outside the boxes; not cached */
+	hidden = p && !synth ? fs_hostgit_lookup(fs, req, p, name, &n) : 0;
 	if (synth)
 		rc = fs_fsmon_lookup(fs, name, &n);
+	else if (hidden)
+		rc = hidden < 0 ? hidden : 0;
 	else
 		rc = p ? fs_lookup_child(fs, p, name, &n) : -ESTALE;
 	if (rc == 0)
 		rc = fs_entry_fill(fs, n, &e);
 	if (rc == 0 && synth && strcmp(name, FS_FSMON_NAME) != 0)
 		e.entry_timeout = e.attr_timeout = 0; /* an answer: asked once */
+	if (rc == 0 && !synth)
+		fs_hostgit_entry(fs, p, name, &e);
 	fs_unlock(fs);
-	if (rc == -ENOENT) {
+	if (rc == -ENOENT && !hidden) {
 		/* A negative entry the kernel may cache: only we change the namespace. */
 		memset(&e, 0, sizeof(e));
 		e.entry_timeout = FS_TIMEOUT;

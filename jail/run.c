@@ -267,6 +267,11 @@ static void restore(struct sigaction *old)
 		sigaction(forwarded[i], &old[i], NULL);
 }
 
+pid_t jail_box_init_pid(void)
+{
+	return init_pid;
+}
+
 int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 		 void (*done)(void *ctx, int status), void *ctx, int *exit_status,
 		 struct jail_run_stats *stats)
@@ -324,9 +329,10 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 	close(ready[1]);
 	close(go[1]);
 	info[1] = ready[1] = go[1] = -1;
+	/* Before the gate: it lists the box with the view (jail_box_init_pid). */
+	init_pid = read_child_pid(info[0]);
 	gate_rc = open_gate(go[0], gate, ctx);
 	go[0] = -1;
-	init_pid = read_child_pid(info[0]);
 	said = box_words(ready[0], &done_status);
 	if (said == 2 && done) {
 		arm(0); /* the command is over: no timeout may stop the box now */

@@ -403,8 +403,16 @@ struct session_start {
 static int session_start(void *ctx)
 {
 	struct session_start *s = ctx;
-	int rc = lib_session_begin(&s->session, s->b->p->core, s->ws, "bubblewrap", s->argv);
+	int rc;
 
+	/*
+	 * git in the box sees the gitdir as the box wrote it, git on the host does not
+	 * (fs/hostgit.c). Not fatal: a daemon older than the request, or one that refuses it,
+	 * shows the box what it shows the host, which costs the box only its own git settings.
+	 */
+	if (core_ws_box_list(s->ws, jail_box_init_pid(), true) < 0) {
+	}
+	rc = lib_session_begin(&s->session, s->b->p->core, s->ws, "bubblewrap", s->argv);
 	if (rc < 0)
 		return rc;
 	s->id = audit_session_id(s->session);
@@ -424,6 +432,8 @@ static void session_done(void *ctx, int status)
 	struct session_start *s = ctx;
 	const struct jail_limits *l = &s->b->limits;
 
+	if (core_ws_box_list(s->ws, jail_box_init_pid(), false) < 0) {
+	} /* else the daemon forgets it once the box's pid 1 is gone */
 	if (!s->session)
 		return;
 	lib_session_checkpoint(s->b->p->core, s->ws, s->session, "end");
