@@ -98,6 +98,7 @@ expect_eq "$(git rev-parse --show-toplevel)" "$(cd sub && git rev-parse --show-t
 expect_eq "$(git rev-parse --show-toplevel)" "$(cd bare.git && git rev-parse --show-toplevel 2>&1)" \
 	"in bare.git/, host git finds the workspace, not the box's bare repository"
 (cd gfdir && git status >/dev/null 2>&1) || true
+(cd bare.git && git st >/dev/null 2>&1) || true
 expect_eq "" "$(marks)" "host git in the view ran nothing the box planted"
 cd "$T/repo"
 
@@ -137,7 +138,7 @@ else
 	fail "control: no process in another pid namespace"
 fi
 expect_eq EINVAL "$(ioctl_py "$V" "$IOC_ADD" $$)" "the host's own pid namespace is no box"
-kill "$us" 2>/dev/null || true
+kill -9 ${child:-} "$us" 2>/dev/null || true # pid 1 of its namespace: only SIGKILL
 wait "$us" 2>/dev/null || true
 
 # --- as an ordinary user --------------------------------------------------------------------
