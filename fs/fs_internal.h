@@ -292,9 +292,8 @@ void fs_hostgit_entry(struct fs *fs, const struct fs_node *dir, const char *name
 		      struct fuse_entry_param *e);
 int fs_hostgit_lookup(struct fs *fs, fuse_req_t req, struct fs_node *dir, const char *name,
 		      struct fs_node **out) ARB_MUST_CHECK;
-int fs_hostgit_rename_check(struct fs *fs, struct fs_node *p, const char *name,
-			    struct fs_node *np, const char *newname,
-			    unsigned int flags) ARB_MUST_CHECK;
+int fs_hostgit_rename_check(struct fs *fs, struct fs_node *p, const char *name, struct fs_node *np,
+			    const char *newname, unsigned int flags) ARB_MUST_CHECK;
 
 /* lower.c: the base tree. Require fs->lock. */
 int fs_lower_init(struct fs *fs) ARB_MUST_CHECK;

@@ -9,7 +9,7 @@
  * repository: a directory with HEAD, objects and refs). So callers outside the workspace's
  * boxes (boxes.c) get other answers for those names:
  * - .git/config: a config the daemon writes: the settings core/gitdir.c gives a new
- *   workspace, nothing else. Its one program is the daemon's own fsmonitor hook, which the
+ *   workspace (keep the two the same: fs_hostgit.sh compares them), nothing else. Its one program is the daemon's own fsmonitor hook, which the
  *   daemon answers under .git whatever the box wrote there (fsmon.c): a fixed script that
  *   prints a file named by git's token (passed as an argument, never parsed as shell);
  * - .git/hooks, .git/commondir, .git/config.worktree: absent;
@@ -29,6 +29,7 @@
 #include <linux/fs.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char host_config[] =
     "# arborinth: the config git outside the workspace's boxes reads (fs/hostgit.c).\n"
@@ -41,7 +42,9 @@ static const char host_config[] =
     "\tcheckStat = minimal\n"
     "\ttrustctime = false\n"
     "\tfsmonitor = .git/" FS_FSMON_NAME "\n"
-    "\tuntrackedCache = true\n";
+    "\tuntrackedCache = true\n"
+    "[checkout]\n"
+    "\tworkers = %ld\n";
 
 /* In the gitdir: answered to hosts by the daemon (config) or hidden. */
 static const char *const gitdir_names[] = {"config", "hooks", "commondir", "config.worktree"};
@@ -111,6 +114,16 @@ void fs_hostgit_entry(struct fs *fs, const struct fs_node *dir, const char *name
 		e->entry_timeout = 0;
 }
 
+/* The workers core/gitdir.c's ws_config_text() gives: twice the CPUs, 4 to 16. */
+static char *host_config_text(void)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	long workers = cpus > 0 ? 2 * cpus : 4;
+
+	workers = workers < 4 ? 4 : workers > 16 ? 16 : workers;
+	return util_asprintf(host_config, workers);
+}
+
 /* The host's config: one node for the daemon's life (fs_node_maybe_free keeps it). */
 static int host_config_node(struct fs *fs, struct fs_node **out)
 {
@@ -120,12 +133,12 @@ static int host_config_node(struct fs *fs, struct fs_node **out)
 		n = fs_node_new(fs, NULL, "config", S_IFREG); /* in no directory's name table */
 		if (!n)
 			return -ENOMEM;
-		n->synth = strdup(host_config);
+		n->synth = host_config_text();
 		if (!n->synth) {
 			fs_node_maybe_free(fs, n);
 			return -ENOMEM;
 		}
-		n->synth_len = strlen(host_config);
+		n->synth_len = strlen(n->synth);
 		n->synth_mode = 0444;
 		fs->hostcfg = n;
 	}
@@ -145,8 +158,8 @@ int fs_hostgit_lookup(struct fs *fs, fuse_req_t req, struct fs_node *dir, const 
 	return host_config_node(fs, out) < 0 ? -ENOMEM : 1;
 }
 
-int fs_hostgit_rename_check(struct fs *fs, struct fs_node *p, const char *name,
-			    struct fs_node *np, const char *newname, unsigned int flags)
+int fs_hostgit_rename_check(struct fs *fs, struct fs_node *p, const char *name, struct fs_node *np,
+			    const char *newname, unsigned int flags)
 {
 	bool from = fs_hostgit_volatile(fs, p, name), to = fs_hostgit_volatile(fs, np, newname);
 

@@ -15,8 +15,8 @@
 #include <errno.h>
 
 /* The errno to answer, 0 when the audit is current. */
-static int ioctl_do(struct fs *fs, fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
-		    const void *in, size_t in_size, size_t out_size)
+static int ioctl_do(struct fs *fs, fuse_req_t req, fuse_ino_t ino, unsigned int cmd, const void *in,
+		    size_t in_size, size_t out_size)
 {
 	if (ino == FUSE_ROOT_ID && !out_size &&
 	    (cmd == (unsigned int)ARB_FS_IOC_BOX_ADD || cmd == (unsigned int)ARB_FS_IOC_BOX_DEL))

@@ -58,6 +58,10 @@ mkrepo "$T/repo"
 cd "$T/repo"
 expect_status 0 "create" -- "$ARB" workspace create w
 V=$T/repo/.arborinth/workspaces/w/workdir
+# The config hosts read is the one a new workspace has (fs/hostgit.c, core/gitdir.c).
+expect_eq "$(git config -f "$V/.git/config" --list 2>&1)" \
+	"$("$ARB" shell w -- git config -f .git/config --list 2>&1)" \
+	"hosts read the settings a new workspace has"
 expect_status 0 "the box plants programs" -- "$ARB" shell w -- bash -c "
 	set -e
 	$(declare -f plant); MK='$MK'
