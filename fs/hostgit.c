@@ -9,9 +9,10 @@
  * repository: a directory with HEAD, objects and refs). So callers outside the workspace's
  * boxes (boxes.c) get other answers for those names:
  * - .git/config: a config the daemon writes: the settings core/gitdir.c gives a new
- *   workspace (keep the two the same: fs_hostgit.sh compares them), nothing else. Its one program is the daemon's own fsmonitor hook, which the
- *   daemon answers under .git whatever the box wrote there (fsmon.c): a fixed script that
- *   prints a file named by git's token (passed as an argument, never parsed as shell);
+ *   workspace (keep the two the same: fs_hostgit.sh compares them), nothing else. Its one
+ *   program is the daemon's own fsmonitor hook, which the daemon answers under .git
+ *   whatever the box wrote there (fsmon.c): a fixed script that prints a file named by
+ *   git's token (passed as an argument, never parsed as shell);
  * - .git/hooks, .git/commondir, .git/config.worktree: absent;
  * - `.git` in any directory but the root: absent (no nested repository, no gitfile);
  * - `HEAD` outside the gitdir in a directory the box changed: absent (a planted bare
