@@ -283,8 +283,9 @@ int fs_boxes_ioctl(struct fs *fs, fuse_req_t req, unsigned int cmd, const void *
 /*
  * hostgit.c, all with fs->lock held. fs_hostgit_volatile: dir/name may be answered
  * differently to boxes and hosts (the kernel must not cache it). fs_hostgit_entry: e's name
- * timeout 0 for such a name. fs_hostgit_lookup: 0 when dir/name is looked up as usual for
- * req's caller, -ENOENT when it is hidden from it, 1 with *out (the host's config).
+ * timeout 0 for such a name. fs_hostgit_lookup, once dir/name was found as *out: 0 when
+ * req's caller sees it so, -ENOENT when it is hidden from it, 1 with *out the host's config
+ * in its place.
  * fs_hostgit_rename_check: 0, or -EXDEV for a rename that would let the kernel cache one.
  */
 bool fs_hostgit_volatile(struct fs *fs, const struct fs_node *dir, const char *name);

@@ -151,12 +151,16 @@ int fs_hostgit_lookup(struct fs *fs, fuse_req_t req, struct fs_node *dir, const 
 		      struct fs_node **out)
 {
 	enum hide h = what_to_hide(fs, dir, name);
+	struct fs_node *real = *out;
 
 	if (h == HIDE_NONE || fs_boxes_has_caller(fs, req))
 		return 0;
 	if (h == HIDE_ABSENT)
 		return -ENOENT;
-	return host_config_node(fs, out) < 0 ? -ENOMEM : 1;
+	if (host_config_node(fs, out) < 0)
+		return -ENOMEM;
+	fs_node_maybe_free(fs, real);
+	return 1;
 }
 
 int fs_hostgit_rename_check(struct fs *fs, struct fs_node *p, const char *name, struct fs_node *np,

@@ -21,14 +21,16 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	pthread_mutex_lock(&fs->lock);
 	p = fs_node_get(fs, parent);
 	synth = p && p == fs->gitnode && util_str_has_prefix(name, FS_FSMON_NAME);
-	/* hostgit.c: hidden from (or made up for) callers outside the boxes; not cached */
-	hidden = p && !synth ? fs_hostgit_lookup(fs, req, p, name, &n) : 0;
 	if (synth)
 		rc = fs_fsmon_lookup(fs, name, &n);
-	else if (hidden)
-		rc = hidden < 0 ? hidden : 0;
 	else
 		rc = p ? fs_lookup_child(fs, p, name, &n) : -ESTALE;
+	/* hostgit.c: what exists may be hidden from (or made up for) callers outside boxes */
+	hidden = rc == 0 && !synth ? fs_hostgit_lookup(fs, req, p, name, &n) : 0;
+	if (hidden < 0) {
+		fs_node_maybe_free(fs, n);
+		rc = hidden;
+	}
 	if (rc == 0)
 		rc = fs_entry_fill(fs, n, &e);
 	if (rc == 0 && synth && strcmp(name, FS_FSMON_NAME) != 0)
