@@ -15,8 +15,9 @@
  *   git's token (passed as an argument, never parsed as shell);
  * - .git/hooks, .git/commondir, .git/config.worktree: absent;
  * - `.git` in any directory but the root: absent (no nested repository, no gitfile);
- * - `HEAD` outside the gitdir in a directory the box changed: absent (a planted bare
- *   repository is no repository without it; one in the base commit, untouched, is the
+ * - `HEAD` in a directory the box changed that has objects and refs, or commondir, but is
+ *   not the gitdir itself: absent (a planted bare repository, or one under .git reached by
+ *   a symlink, is no repository without it; one in the base commit, untouched, is the
  *   user's own).
  * Boxes see everything as it is. The kernel caches names the daemon answered (FS_TIMEOUT):
  * these names, and the lock files git renames onto them, are answered with no caching at all
@@ -74,7 +75,23 @@ static bool unlocked(const char *name, char *buf, size_t size)
 	return true;
 }
 
-static enum hide what_to_hide(struct fs *fs, const struct fs_node *dir, const char *name)
+/* dir has what git's is_git_directory() wants besides HEAD: objects and refs, or commondir. */
+static bool looks_like_gitdir(struct fs *fs, struct fs_node *dir)
+{
+	static const char *const names[] = {"commondir", "objects", "refs"};
+	bool has[ARB_ARRAY_LEN(names)];
+
+	for (size_t i = 0; i < ARB_ARRAY_LEN(names); i++) {
+		struct fs_node *n = NULL;
+
+		has[i] = fs_lookup_child(fs, dir, names[i], &n) == 0;
+		if (has[i])
+			fs_node_maybe_free(fs, n);
+	}
+	return has[0] || (has[1] && has[2]);
+}
+
+static enum hide what_to_hide(struct fs *fs, struct fs_node *dir, const char *name)
 {
 	if (dir == fs->gitnode) {
 		if (!strcmp(name, "config"))
@@ -86,7 +103,7 @@ static enum hide what_to_hide(struct fs *fs, const struct fs_node *dir, const ch
 	}
 	if (!strcmp(name, ".git"))
 		return dir == fs->root ? HIDE_NONE : HIDE_ABSENT;
-	if (!strcmp(name, "HEAD") && dir->fd >= 0 && !in_gitdir(fs, dir))
+	if (!strcmp(name, "HEAD") && dir->fd >= 0 && looks_like_gitdir(fs, dir))
 		return HIDE_ABSENT;
 	return HIDE_NONE;
 }
@@ -105,7 +122,7 @@ bool fs_hostgit_volatile(struct fs *fs, const struct fs_node *dir, const char *n
 	}
 	if (!strcmp(base, ".git"))
 		return dir != fs->root || strcmp(name, ".git") != 0;
-	return !strcmp(base, "HEAD") && !in_gitdir(fs, dir);
+	return !strcmp(base, "HEAD") && dir != fs->gitnode;
 }
 
 void fs_hostgit_entry(struct fs *fs, const struct fs_node *dir, const char *name,

@@ -56,6 +56,7 @@ rm -f "$MK"/*
 # --- the box plants the same --------------------------------------------------------------
 mkrepo "$T/repo"
 cd "$T/repo"
+mkdir notes && echo head >notes/HEAD && git add notes && git commit -q -m notes
 expect_status 0 "create" -- "$ARB" workspace create w
 V=$T/repo/.arborinth/workspaces/w/workdir
 # The config hosts read is the one a new workspace has (fs/hostgit.c, core/gitdir.c).
@@ -75,6 +76,9 @@ expect_status 0 "the box plants programs" -- "$ARB" shell w -- bash -c "
 	git config -f cfg.keep core.fsmonitor 'touch $MK/renamed-fsmonitor; exit 1'
 	mv cfg.keep .git/config
 	git config core.fsmonitor
+	# a bare repository under .git, reached from the work tree by a symlink
+	git init -q --bare .git/modules/evil && plant .git/modules/evil evil && ln -s .git/modules/evil src2
+	echo other >notes/other
 	echo edited >>README
 "
 expect_match "renamed-fsmonitor" "$OUT" "in the box, git sees the config the box wrote"
@@ -85,7 +89,7 @@ cd "$V"
 expect_status 0 "host git status" -- git status --porcelain
 expect_match "^ M README" "$OUT" "host status sees the box's edit"
 expect_status 0 "host git log" -- git log -1 --format=%s
-expect_eq "second" "$OUT" "host log"
+expect_eq "notes" "$OUT" "host log"
 expect_status 0 "host git diff" -- git diff
 expect_match "\+edited" "$OUT" "host diff shows the edit"
 expect_status 0 "host git config" -- git config --get core.fsmonitor
@@ -102,6 +106,12 @@ expect_eq "$(git rev-parse --show-toplevel)" "$(cd sub && git rev-parse --show-t
 expect_eq "$(git rev-parse --show-toplevel)" "$(cd bare.git && git rev-parse --show-toplevel 2>&1)" \
 	"in bare.git/, host git finds the workspace, not the box's bare repository"
 (cd gfdir && git status >/dev/null 2>&1) || true
+(cd src2 && git st >/dev/null 2>&1 && git log -1 >/dev/null 2>&1) || true
+expect_eq "$V/.git" "$(cd src2 && git rev-parse --absolute-git-dir 2>&1)" \
+	"through a symlink into .git, host git finds the workspace's gitdir, not the box's"
+[ "$(cat notes/HEAD 2>&1)" = head ] && pass || fail "host: a HEAD file of the base commit is gone"
+expect_match "^\?\? notes/other" "$(git status --porcelain)" "host status: the box's new file"
+expect_eq "" "$(git status --porcelain | grep HEAD)" "host status: the base's HEAD file is unchanged"
 (cd bare.git && git st >/dev/null 2>&1) || true
 expect_eq "" "$(marks)" "host git in the view ran nothing the box planted"
 cd "$T/repo"
