@@ -403,22 +403,22 @@ struct session_start {
 static int session_start(void *ctx)
 {
 	struct session_start *s = ctx;
-	int rc;
+	int rc = lib_session_begin(&s->session, s->b->p->core, s->ws, "bubblewrap", s->argv);
 
-	/*
-	 * git in the box sees the gitdir as the box wrote it, git on the host does not
-	 * (fs/hostgit.c). Not fatal: a daemon older than the request, or one that refuses it,
-	 * shows the box what it shows the host, which costs the box only its own git settings.
-	 */
-	if (core_ws_box_list(s->ws, jail_box_init_pid(), true) < 0) {
-	}
-	rc = lib_session_begin(&s->session, s->b->p->core, s->ws, "bubblewrap", s->argv);
 	if (rc < 0)
 		return rc;
 	s->id = audit_session_id(s->session);
 	/* The proxy's records belong to this session from the box's first request. */
 	lib_proxy_set_session(s->net, s->session);
 	lib_session_checkpoint(s->b->p->core, s->ws, s->session, "start");
+	/*
+	 * git in the box sees the gitdir as the box wrote it, git on the host does not
+	 * (fs/hostgit.c). Last, while bwrap builds the box. Not fatal: a daemon older than the
+	 * request, or one that refuses it, shows the box what it shows the host, which costs the
+	 * box only its own git settings.
+	 */
+	if (core_ws_box_list(s->ws, jail_box_init_pid(), true) < 0) {
+	}
 	return 0;
 }
 
