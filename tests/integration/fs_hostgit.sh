@@ -76,12 +76,16 @@ expect_status 0 "the box plants programs" -- "$ARB" shell w -- bash -c "
 	git config -f cfg.keep core.fsmonitor 'touch $MK/renamed-fsmonitor; exit 1'
 	mv cfg.keep .git/config
 	git config core.fsmonitor
+	# the daemon's fsmonitor hook (which the hosts' config runs) replaced by rename: refused
+	printf '#!/bin/sh\ntouch $MK/hook-replaced\n' >fake-hook && chmod +x fake-hook
+	mv -T fake-hook .git/arborinth-fsmonitor 2>/dev/null && echo hook-replaced || true
 	# a bare repository under .git, reached from the work tree by a symlink
 	git init -q --bare .git/modules/evil && plant .git/modules/evil evil && ln -s .git/modules/evil src2
 	echo other >notes/other
 	echo edited >>README
 "
 expect_match "renamed-fsmonitor" "$OUT" "in the box, git sees the config the box wrote"
+expect_eq "" "$(grep hook-replaced <<<"$OUT")" "the daemon's fsmonitor hook cannot be replaced"
 expect_eq "" "$(marks)" "nothing ran while the box planted"
 
 # --- host git in the view runs none of it, and still works --------------------------------
