@@ -122,7 +122,9 @@ cd "$T/repo"
 
 # --- the box still sees its own, even while a host looks -----------------------------------
 "$ARB" shell w -- bash -c "git config core.fsmonitor >/tmp/saw; test -x .git/hooks/pre-commit &&
-	test -d sub/.git && test -f bare.git/HEAD && echo ok >>/tmp/saw; sleep 3" &
+	test -d sub/.git && test -f bare.git/HEAD &&
+	git -C sub -c core.fsmonitor=false -c user.name=a -c user.email=a@b commit --no-verify -q --allow-empty -m one &&
+	git -C sub config x.y z && test \"\$(git -C sub config x.y)\" = z && echo ok >>/tmp/saw; sleep 3" &
 bg=$!
 WT=$T/repo/.arborinth/workspaces/w/tmp
 for _ in $(seq 100); do [ -s "$WT/saw" ] && break; sleep 0.1; done
@@ -130,7 +132,7 @@ for _ in $(seq 100); do [ -s "$WT/saw" ] && break; sleep 0.1; done
 expect_eq "" "$(marks)" "host git during a box session ran nothing"
 wait "$bg" || fail "the box session failed"
 expect_eq "$(printf 'touch %s/renamed-fsmonitor; exit 1\nok' "$MK")" "$(cat "$WT/saw" 2>&1)" \
-	"git in the box sees its config, hooks, nested and bare repositories"
+	"git in the box sees its config, hooks, nested and bare repositories, and works in them"
 
 # --- only the host may list boxes ----------------------------------------------------------
 expect_status 0 "a box lists itself" -- "$ARB" shell w -- python3 -c 'import fcntl, os, struct, errno
