@@ -196,5 +196,7 @@ int fs_hostgit_rename_check(struct fs *fs, struct fs_node *p, const char *name, 
 	/* Moved out of the gitdir, what was cached there (its HEAD files) would show as is. */
 	if (p != np && in_gitdir(fs, p) && !in_gitdir(fs, np))
 		return -EXDEV;
+	if ((flags & RENAME_EXCHANGE) && p != np && in_gitdir(fs, np) && !in_gitdir(fs, p))
+		return -EXDEV;
 	return 0;
 }
