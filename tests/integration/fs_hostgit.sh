@@ -88,6 +88,21 @@ expect_match "renamed-fsmonitor" "$OUT" "in the box, git sees the config the box
 expect_eq "" "$(grep hook-replaced <<<"$OUT")" "the daemon's fsmonitor hook cannot be replaced"
 expect_eq "" "$(marks)" "nothing ran while the box planted"
 
+# Renames that would leave a name hosts must not see cached with what the box sees: EXDEV
+# (mv copies then); git's own lock-file renames go through.
+expect_status 0 "renames in the box" -- "$ARB" shell w -- python3 -c 'import errno, os
+def mv(a, b):
+    try:
+        os.rename(a, b); return "ok"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+os.mkdir("r1"); open("r2", "w").close(); os.mkdir("r3"); os.mkdir(".git/d")
+open("r3/HEAD.lock", "w").close(); open(".git/config.lock", "w").close()
+print(mv("r1", "r3/.git"), mv("r2", "r3/HEAD"), mv("r2", ".git/commondir"), mv(".git/d", "r4"),
+      mv("r3/HEAD.lock", "r3/HEAD"), mv(".git/config", ".git/config.lock"),
+      mv(".git/config.lock", ".git/config"))'
+expect_eq "EXDEV EXDEV EXDEV EXDEV ok ok ok" "$OUT" "renames onto hidden names: only from their own"
+
 # --- host git in the view runs none of it, and still works --------------------------------
 cd "$V"
 expect_status 0 "host git status" -- git status --porcelain
