@@ -87,6 +87,10 @@ static void ws_print(const arb_workspace *ws)
 	printf("name:     %s\n", cli_q(arb_workspace_name(ws)));
 	printf("root:     %s\n", cli_q(arb_workspace_root(ws)));
 	printf("workdir:  %s\n", cli_q(arb_workspace_workdir(ws)));
+	/* fs/hostgit.c: what git on the host sees there */
+	printf("host git: reads arborinth's .git/config there, not the box's; no hooks or nested "
+	       "repos of the box's (review: arborinth diff %s)\n",
+	       cli_q(arb_workspace_name(ws)));
 	printf("tmp:      %s\n", cli_q(arb_workspace_tmp(ws)));
 	printf("cache:    %s\n", cli_q(arb_workspace_cache(ws)));
 	printf("home:     %s\n", cli_q(arb_workspace_home(ws)));

@@ -145,6 +145,12 @@ pid_t core_ws_daemon_pid(const struct core_ws *ws);
  * fsync of the root when its daemon is older than that request). A no-op when not mounted.
  */
 int core_ws_audit_sync(const struct core_ws *ws) ARB_MUST_CHECK;
+/*
+ * Lists (add) or unlists the box whose pid 1 is pid (on the host) with the mounted view:
+ * its processes then see the gitdir as the box wrote it, and every other process the view's
+ * own config without hooks or nested repositories (fs/hostgit.c). A no-op when not mounted.
+ */
+int core_ws_box_list(const struct core_ws *ws, pid_t pid, bool add) ARB_MUST_CHECK;
 
 /*
  * Checkpoints (core/checkpoint.c, core/ckpt_tree.c, core/rewind.c): the whole view as a git

@@ -139,6 +139,7 @@ static int fs_setup(struct fs *fs, const struct fs_config *cfg)
 		return -errno;
 	fs_node_set_upper(fs, fs->gitnode, fd, &st);
 	fs_fsmon_init(fs);
+	fs_boxes_init(fs);
 	if (cfg->db_path) {
 		rc = audit_log_open(&fs->audit, cfg->db_path, cfg->ws_id, cfg->ws_name);
 		if (rc < 0)
@@ -154,6 +155,7 @@ static void fs_teardown(struct fs *fs)
 		return; /* the process is exiting; that thread may still touch the rest */
 	fs_node_free_all(fs);
 	fs_fsmon_free(fs);
+	fs_boxes_free(fs);
 	git_repository_free(fs->repo);
 	free(fs->repo_path);
 	if (fs->layer_fd >= 0)

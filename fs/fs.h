@@ -73,6 +73,16 @@ int fs_is_mounted(const char *path);
 #define ARB_FS_IOC_AUDIT_SYNC _IO(0xA7, 0x01)
 
 /*
+ * ioctl(fd, ARB_FS_IOC_BOX_ADD, &pid) on the view's root (pid: int32_t, the box's pid 1 on
+ * the host): callers in that process's pid namespace are the box's, and see the gitdir's
+ * config, hooks and nested repositories as the box wrote them; every other caller gets the
+ * daemon's own config and none of those (fs/hostgit.c). ARB_FS_IOC_BOX_DEL takes it back.
+ * Only the daemon's user (or root) in the daemon's pid namespace may: else EPERM.
+ */
+#define ARB_FS_IOC_BOX_ADD _IOW(0xA7, 0x02, int32_t)
+#define ARB_FS_IOC_BOX_DEL _IOW(0xA7, 0x03, int32_t)
+
+/*
  * The upper layer's format (fs/layer.c), for whoever reads or writes a layer besides the
  * daemon (core: --dirty, checkpoints, rewind). fs_layer_is_whiteout: st is a whiteout (the
  * lower entry of its name is gone). fs_layer_whiteout_at: makes one (-errno).

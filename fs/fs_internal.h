@@ -134,6 +134,16 @@ struct fs_fsmon {
 	size_t n, cap;
 };
 
+/* boxes.c: a box's pid namespace, as the launcher gave it (ARB_FS_IOC_BOX_ADD). */
+#define FS_BOXES_MAX 64
+struct fs_box {
+	pid_t pid; /* its pid 1, as given */
+	dev_t dev; /* the namespace's identity */
+	ino_t ino;
+	int nsfd;  /* kept open: the inode number stays its own */
+	int pidfd; /* readable once pid 1 is gone; -1 when unknown */
+};
+
 struct fs {
 	struct fuse_session *se;
 	pthread_mutex_t lock;
@@ -143,6 +153,13 @@ struct fs {
 	struct fs_node *root;
 	struct fs_node *gitnode; /* /.git */
 	struct fs_fsmon fsmon;
+	/* boxes.c, hostgit.c: the boxes' pid namespaces; the config hosts read as .git/config */
+	struct fs_box boxes[FS_BOXES_MAX];
+	size_t nboxes;
+	bool self_ns_ok;
+	dev_t self_ns_dev;
+	ino_t self_ns_ino;
+	struct fs_node *hostcfg;
 
 	int layer_fd;
 	int gitdir_fd;
@@ -252,6 +269,32 @@ int fs_node_move(struct fs *fs, struct fs_node *n, struct fs_node *parent, const
 void fs_node_maybe_free(struct fs *fs, struct fs_node *n);
 /* "a/b/c" relative to the view root, for messages and the audit. Caller frees. */
 char *fs_node_path(struct fs *fs, struct fs_node *n, const char *child);
+
+/*
+ * boxes.c. fs_boxes_has_caller: req comes from a process in one of the workspace's boxes
+ * (fs->lock held). fs_boxes_ioctl: ARB_FS_IOC_BOX_ADD/DEL with its argument; the errno to
+ * answer, 0 when done (takes fs->lock).
+ */
+void fs_boxes_init(struct fs *fs);
+void fs_boxes_free(struct fs *fs);
+bool fs_boxes_has_caller(struct fs *fs, fuse_req_t req);
+int fs_boxes_ioctl(struct fs *fs, fuse_req_t req, unsigned int cmd, const void *in, size_t len);
+
+/*
+ * hostgit.c, all with fs->lock held. fs_hostgit_volatile: dir/name may be answered
+ * differently to boxes and hosts (the kernel must not cache it). fs_hostgit_entry: e's name
+ * timeout 0 for such a name. fs_hostgit_lookup, once dir/name was found as *out: 0 when
+ * req's caller sees it so, -ENOENT when it is hidden from it, 1 with *out the host's config
+ * in its place.
+ * fs_hostgit_rename_check: 0, or -EXDEV for a rename that would let the kernel cache one.
+ */
+bool fs_hostgit_volatile(struct fs *fs, const struct fs_node *dir, const char *name);
+void fs_hostgit_entry(struct fs *fs, const struct fs_node *dir, const char *name,
+		      struct fuse_entry_param *e);
+int fs_hostgit_lookup(struct fs *fs, fuse_req_t req, struct fs_node *dir, const char *name,
+		      struct fs_node **out) ARB_MUST_CHECK;
+int fs_hostgit_rename_check(struct fs *fs, struct fs_node *p, const char *name, struct fs_node *np,
+			    const char *newname, unsigned int flags) ARB_MUST_CHECK;
 
 /* lower.c: the base tree. Require fs->lock. */
 int fs_lower_init(struct fs *fs) ARB_MUST_CHECK;

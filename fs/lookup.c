@@ -193,6 +193,7 @@ int fs_entry_fill(struct fs *fs, struct fs_node *n, struct fuse_entry_param *e)
 	e->ino = n->ino;
 	e->attr_timeout = FS_TIMEOUT;
 	e->entry_timeout = FS_TIMEOUT;
+	fs_hostgit_entry(fs, n->parent, n->name, e); /* callers with another name add theirs */
 	n->nlookup++;
 	return 0;
 }

@@ -276,7 +276,7 @@ static void node_destroy(struct fs *fs, struct fs_node *n)
 
 void fs_node_maybe_free(struct fs *fs, struct fs_node *n)
 {
-	if (!n || n == fs->root || n == fs->gitnode)
+	if (!n || n == fs->root || n == fs->gitnode || n == fs->hostcfg)
 		return;
 	if (n->nlookup == 0 && n->refs == 0)
 		node_destroy(fs, n);

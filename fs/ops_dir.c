@@ -185,7 +185,9 @@ static int do_link(struct fs *fs, struct fs_node *n, struct fs_node *np, const c
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", n->fd);
 	if (linkat(AT_FDCWD, p, np->fd, newname, AT_SYMLINK_FOLLOW) < 0)
 		return -errno;
-	return fs_entry_fill(fs, n, e);
+	rc = fs_entry_fill(fs, n, e);
+	fs_hostgit_entry(fs, np, newname, e); /* n may be known by another name */
+	return rc;
 }
 
 void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)

@@ -15,8 +15,7 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fs *fs = fs_of(req);
 	struct fuse_entry_param e;
 	struct fs_node *p, *n = NULL;
-	int rc;
-
+	int rc, hidden;
 	bool synth;
 
 	pthread_mutex_lock(&fs->lock);
@@ -26,12 +25,20 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		rc = fs_fsmon_lookup(fs, name, &n);
 	else
 		rc = p ? fs_lookup_child(fs, p, name, &n) : -ESTALE;
+	/* hostgit.c: what exists may be hidden from (or made up for) callers outside boxes */
+	hidden = rc == 0 && !synth ? fs_hostgit_lookup(fs, req, p, name, &n) : 0;
+	if (hidden < 0) {
+		fs_node_maybe_free(fs, n);
+		rc = hidden;
+	}
 	if (rc == 0)
 		rc = fs_entry_fill(fs, n, &e);
 	if (rc == 0 && synth && strcmp(name, FS_FSMON_NAME) != 0)
 		e.entry_timeout = e.attr_timeout = 0; /* an answer: asked once */
+	if (rc == 0 && !synth)
+		fs_hostgit_entry(fs, p, name, &e);
 	fs_unlock(fs);
-	if (rc == -ENOENT) {
+	if (rc == -ENOENT && !hidden) {
 		/* A negative entry the kernel may cache: only we change the namespace. */
 		memset(&e, 0, sizeof(e));
 		e.entry_timeout = FS_TIMEOUT;

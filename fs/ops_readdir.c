@@ -177,6 +177,7 @@ static size_t fill(struct fs *fs, fuse_req_t req, struct fs_node *dir, char *buf
 				fs_node_maybe_free(fs, n);
 				continue;
 			}
+			fs_hostgit_entry(fs, dir, l->e[i].name, &e);
 		} else if (fs_lookup_child(fs, dir, l->e[i].name, &n) == 0) {
 			e.attr.st_ino = n->ino;
 			fs_node_maybe_free(fs, n);

@@ -156,6 +156,8 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_
 	np = fs_node_get(fs, newparent);
 	rc = p && np ? fs_name_check(newname) : -ESTALE;
 	if (rc == 0)
+		rc = fs_hostgit_rename_check(fs, p, name, np, newname, flags);
+	if (rc == 0)
 		rc = do_rename(fs, p, name, np, newname, flags);
 	if (rc == 0) {
 		struct fs_node *a = fs_node_by_name(fs, np, newname),

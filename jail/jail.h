@@ -202,6 +202,12 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 		 void (*done)(void *ctx, int status), void *ctx, int *exit_status,
 		 struct jail_run_stats *stats) ARB_MUST_CHECK;
 
+/*
+ * The running box's pid 1 on the host, for jail_box_run()'s gate (the first call waits for
+ * bwrap to say it) and done; 0 when none.
+ */
+pid_t jail_box_init_pid(void);
+
 /* ---- box-init: pid 1 inside the box ------------------------------------------------------ */
 
 /*

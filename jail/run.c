@@ -276,6 +276,18 @@ static void restore(struct sigaction *old)
 		sigaction(forwarded[i], &old[i], NULL);
 }
 
+/* bwrap's --info-fd while jail_box_run() has not read it yet, else -1. */
+static int info_fd = -1;
+
+pid_t jail_box_init_pid(void)
+{
+	if (info_fd >= 0) {
+		init_pid = read_child_pid(info_fd);
+		info_fd = -1;
+	}
+	return init_pid;
+}
+
 int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 		 void (*done)(void *ctx, int status), void *ctx, int *exit_status,
 		 struct jail_run_stats *stats)
@@ -333,9 +345,11 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 	close(ready[1]);
 	close(go[1]);
 	info[1] = ready[1] = go[1] = -1;
+	info_fd = info[0]; /* the gate may ask for init_pid (jail_box_init_pid) */
 	gate_rc = open_gate(go[0], gate, ctx);
 	go[0] = -1;
-	init_pid = read_child_pid(info[0]);
+	(void)jail_box_init_pid();
+	info_fd = -1;
 	said = box_words(ready[0], &done_status);
 	if (said == 2 && done) {
 		arm(0); /* the command is over: no timeout may stop the box now */

@@ -419,6 +419,14 @@ static int session_start(void *ctx)
 	/* The proxy's records belong to this session from the box's first request. */
 	lib_proxy_set_session(s->net, s->session);
 	lib_session_checkpoint(s->b->p->core, s->ws, s->session, "start");
+	/*
+	 * git in the box sees the gitdir as the box wrote it, git on the host does not
+	 * (fs/hostgit.c). Last, while bwrap builds the box. Not fatal: a daemon older than the
+	 * request, or one that refuses it, shows the box what it shows the host, which costs the
+	 * box only its own git settings.
+	 */
+	if (core_ws_box_list(s->ws, jail_box_init_pid(), true) < 0) {
+	}
 	return 0;
 }
 
@@ -432,6 +440,8 @@ static void session_done(void *ctx, int status)
 	struct session_start *s = ctx;
 	const struct jail_limits *l = &s->b->limits;
 
+	if (core_ws_box_list(s->ws, jail_box_init_pid(), false) < 0) {
+	} /* else the daemon forgets it once the box's pid 1 is gone */
 	if (!s->session)
 		return;
 	lib_session_checkpoint(s->b->p->core, s->ws, s->session, "end");
