@@ -78,7 +78,9 @@ struct audit_event {
 	int64_t time_ns;  /* CLOCK_REALTIME when the operation happened */
 	const char *op;	  /* "create", "write", "truncate", "unlink", "mkdir", "rmdir", "rename",
 			   * "link", "symlink", "chmod", "chown", "utimens", "setxattr",
-			   * "removexattr", "mknod" */
+			   * "removexattr", "mknod", "fallocate" (mode: FALLOC_FL_* flags; size,
+			   * off_lo, off_hi: the range), "exchange" (RENAME_EXCHANGE of path and
+			   * path2), "disk-full" (refused for want of space: fs/disk.c) */
 	const char *path; /* workspace-relative, no leading '/' */
 	const char
 	    *path2;	  /* rename: the destination (path is the source); link: the existing

@@ -63,8 +63,22 @@ struct fs_node {
 	uint32_t backing_opens; /* handles using backing_id */
 	uint32_t cached_opens;	/* handles whose I/O goes through the page cache and us */
 	uint32_t pt_writers;	/* passthrough handles open for writing (fsmon.c) */
-	uint64_t fsmon_seq;	/* fsmon.c: journaled at this sequence number */
-	bool fsmon_linked;	/* fsmon.c: hard-linked through the view once */
+	/*
+	 * Passthrough writes never reach the daemon: the upper file's ctime and size when the
+	 * first writer opened it or the daemon last changed it (pt_settle), and whether it changed
+	 * between (pt_dirty). The workload can set mtime back, never ctime.
+	 */
+	struct timespec pt_ctime;
+	int64_t pt_size;
+	bool pt_dirty;
+	/*
+	 * The last process that wrote n, truncated it, or opened it for writing where the daemon
+	 * sees opens: writes the kernel sends on nobody's behalf (pid 0: shared-mmap writeback)
+	 * are its.
+	 */
+	pid_t last_writer;
+	uint64_t fsmon_seq; /* fsmon.c: journaled at this sequence number */
+	bool fsmon_linked;  /* fsmon.c: hard-linked through the view once */
 	/* fsmon.c: a file the daemon makes up (synth_mode != 0): its content */
 	char *synth;
 	size_t synth_len;
@@ -198,12 +212,12 @@ struct fs_handle {
 	bool writable;
 	/*
 	 * Passthrough (a CREATE reply with the node's backing id): the kernel writes the upper
-	 * file itself; at release the open is recorded as one write by its creator (w.pid) when
-	 * the file's mtime moved since mtime0.
+	 * file itself; at release the open is recorded as one write by its opener when the
+	 * file's ctime or size moved (node->pt_ctime, pt_size, pt_dirty).
 	 */
 	bool passthrough;
-	bool cached; /* counted in node->cached_opens */
-	struct timespec mtime0;
+	bool cached;  /* counted in node->cached_opens */
+	pid_t opener; /* the process that opened it */
 	/* audit: writes coalesced until release, under wlock */
 	pthread_mutex_t wlock;
 	struct fs_wstats w;
@@ -353,6 +367,24 @@ void fs_record_writes(struct fs *fs, struct fs_handle *h);
  * new coalesced event: then call fs_record_first_write(pid) after unlocking.
  */
 bool fs_record_node_write(struct fs *fs, struct fs_node *n, pid_t pid, off_t off, size_t len);
+/*
+ * An operation on a range of n (fallocate: its FALLOC_FL_* mode; a refusal for want of
+ * space): off and len as the row's off_lo, off_hi = off + len and size = len.
+ */
+void fs_record_range(struct fs *fs, fuse_req_t req, const char *op, struct fs_node *n,
+		     uint32_t mode, off_t off, off_t len, int rc);
+/*
+ * Who a write to n by pid is recorded as (fs->lock held): pid, which becomes n's last
+ * writer, or for a write the kernel sends on nobody's behalf (pid 0: shared-mmap
+ * writeback) n's last writer, else fallback.
+ */
+pid_t fs_record_writer(struct fs_node *n, pid_t pid, pid_t fallback);
+/*
+ * ops_file.c: before (before true) and after the daemon changes n itself (setattr, rename,
+ * link: they move its ctime too) while passthrough writers have it open, so that a change
+ * made before is taken as theirs and its own is not. fs->lock held.
+ */
+void fs_pt_settle(struct fs_node *n, bool before);
 /* Records n's pending handle-less writes now (fs->lock held; no-op when none). */
 void fs_record_flush_node(struct fs *fs, struct fs_node *n);
 /* Records every pending write and waits until the audit committed them (fs->lock not held). */

@@ -183,9 +183,10 @@ static int do_link(struct fs *fs, struct fs_node *n, struct fs_node *np, const c
 	if (rc < 0)
 		return rc;
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", n->fd);
-	if (linkat(AT_FDCWD, p, np->fd, newname, AT_SYMLINK_FOLLOW) < 0)
-		return -errno;
-	return fs_entry_fill(fs, n, e);
+	fs_pt_settle(n, true);
+	rc = linkat(AT_FDCWD, p, np->fd, newname, AT_SYMLINK_FOLLOW) < 0 ? -errno : 0;
+	fs_pt_settle(n, false);
+	return rc < 0 ? rc : fs_entry_fill(fs, n, e);
 }
 
 void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
@@ -221,8 +222,10 @@ int fs_remove_entry(struct fs *fs, struct fs_node *p, const char *name, struct f
 	if (n->fd >= 0) {
 		/* The upper directory can only hold whiteouts when the view shows it empty. */
 		rc = S_ISDIR(n->type) ? util_rm_rf_at(p->fd, name) : 0;
+		fs_pt_settle(n, true);
 		if (rc == 0 && !S_ISDIR(n->type) && unlinkat(p->fd, name, 0) < 0)
 			rc = -errno;
+		fs_pt_settle(n, false);
 		if (rc < 0)
 			return rc;
 	}

@@ -77,15 +77,21 @@ static int32_t choose_io(struct fs *fs, fuse_req_t req, struct fs_handle *h)
 	struct stat st;
 	int32_t id = 0;
 
+	h->opener = fuse_req_ctx(req)->pid;
+	if (h->writable)
+		(void)fs_record_writer(h->node, h->opener, 0);
 	if (fs->passthrough && !h->lower && h->node->cached_opens == 0 && fstat(h->fd, &st) == 0)
 		id = fs_passthrough_get(fs, h->node);
 	if (id > 0) {
 		h->passthrough = true;
-		h->mtime0 = st.st_mtim;
-		h->w.pid = fuse_req_ctx(req)->pid;
+		h->w.pid = h->opener;
 		/* fsmon.c: its writes never reach us; it is "changed" until closed */
-		if (h->writable && h->node->pt_writers++ == 0)
+		if (h->writable && h->node->pt_writers++ == 0) {
 			fs->fsmon.nlive++;
+			h->node->pt_ctime = st.st_ctim;
+			h->node->pt_size = st.st_size;
+			h->node->pt_dirty = false;
+		}
 	} else {
 		h->cached = true;
 		h->node->cached_opens++;
@@ -201,8 +207,8 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	if (backing > 0 && h->writable)
-		fs_record_first_write(fs, h->w.pid); /* recorded at release */
+	if (h->writable)
+		fs_record_first_write(fs, h->opener); /* its writes may come after it exits */
 	fi->fh = (uintptr_t)h;
 	/* The base never changes and every write comes through the kernel: keep its cache. */
 	fi->keep_cache = 1;
@@ -315,8 +321,8 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	if (backing > 0 && h->writable)
-		fs_record_first_write(fs, h->w.pid); /* recorded at release */
+	if (h && h->writable)
+		fs_record_first_write(fs, h->opener); /* as in fs_op_open */
 	fi->fh = (uintptr_t)h;
 	fi->keep_cache = 1;
 	fi->noflush = 1; /* as in fs_op_open */
@@ -447,6 +453,7 @@ static void write_node(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 	n = fuse_buf_copy(&dst, bufv, FUSE_BUF_SPLICE_NONBLOCK);
 	pthread_mutex_lock(&fs->lock);
 	if (n > 0) {
+		pid = fs_record_writer(io.node, pid, 0);
 		first = fs_record_node_write(fs, io.node, pid, off, (size_t)n);
 		fs_fsmon_note_node(fs, io.node);
 	}
@@ -506,6 +513,7 @@ void fs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, o
 {
 	struct fs_handle *h = handle_of(fi);
 	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(fuse_buf_size(bufv));
+	pid_t pid;
 	ssize_t n;
 
 	if (!h) {
@@ -526,10 +534,16 @@ void fs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, o
 	}
 	pthread_mutex_lock(&fs_of(req)->lock);
 	fs_fsmon_note_node(fs_of(req), h->node);
+	pid = fs_record_writer(h->node, fuse_req_ctx(req)->pid, h->opener);
 	pthread_mutex_unlock(&fs_of(req)->lock);
 	pthread_mutex_lock(&h->wlock);
+	/* A writer other than the one coalesced so far (another's mmap writeback): its own row. */
+	if (h->w.count && h->w.pid != pid) {
+		fs_record_writes(fs_of(req), h);
+		h->w = (struct fs_wstats){0};
+	}
 	if (fs_wstats_add(&h->w, off, (size_t)n)) {
-		h->w.pid = fuse_req_ctx(req)->pid;
+		h->w.pid = pid;
 		fs_record_first_write(fs_of(req), h->w.pid);
 	}
 	pthread_mutex_unlock(&h->wlock);
@@ -556,24 +570,50 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 /*
  * A passthrough open's writes never reached the daemon: when the file changed while it was
- * open, they are recorded as one write of its creator over the file's whole size.
+ * open (its ctime or size moved, which restoring the mtime does not undo), they are recorded
+ * as one write of its opener over the file's whole size. fs->lock not held.
  */
-static void passthrough_writes(struct fs_handle *h)
+static void passthrough_writes(struct fs *fs, struct fs_handle *h)
 {
+	struct fs_node *n = h->node;
 	struct stat st;
+	bool changed;
 
-	if (fstat(h->fd, &st) < 0 ||
-	    (st.st_mtim.tv_sec == h->mtime0.tv_sec && st.st_mtim.tv_nsec == h->mtime0.tv_nsec))
+	if (fstat(h->fd, &st) < 0)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	changed = n->pt_dirty || st.st_size != n->pt_size ||
+		  st.st_ctim.tv_sec != n->pt_ctime.tv_sec ||
+		  st.st_ctim.tv_nsec != n->pt_ctime.tv_nsec;
+	n->pt_ctime = st.st_ctim;
+	n->pt_size = st.st_size;
+	n->pt_dirty = false;
+	pthread_mutex_unlock(&fs->lock);
+	if (!changed)
 		return;
 	h->w.bytes = h->w.hi = st.st_size;
 	h->w.lo = 0;
 	h->w.count = 0; /* unknown: the kernel wrote */
+	h->w.pid = h->opener;
+}
+
+void fs_pt_settle(struct fs_node *n, bool before)
+{
+	struct stat st;
+
+	if (n->pt_writers == 0 || n->fd < 0 || fstat(n->fd, &st) < 0)
+		return;
+	if (before && (st.st_size != n->pt_size || st.st_ctim.tv_sec != n->pt_ctime.tv_sec ||
+		       st.st_ctim.tv_nsec != n->pt_ctime.tv_nsec))
+		n->pt_dirty = true;
+	n->pt_ctime = st.st_ctim;
+	n->pt_size = st.st_size;
 }
 
 static void handle_release(struct fs *fs, struct fs_handle *h)
 {
 	if (h->passthrough && h->writable)
-		passthrough_writes(h);
+		passthrough_writes(fs, h);
 	if (h->w.count || h->w.hi > 0)
 		fs_record_writes(fs, h);
 	close(h->fd);
@@ -641,19 +681,41 @@ void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 	fuse_reply_err(req, -rc);
 }
 
+/*
+ * fallocate in every mode changes the file's content (PUNCH_HOLE, ZERO_RANGE, COLLAPSE_RANGE,
+ * INSERT_RANGE), its size or its allocation: one row each, with the mode and the range.
+ */
 void fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
 		     struct fuse_file_info *fi)
 {
+	struct fs *fs = fs_of(req);
+	struct fs_handle *h = handle_of(fi);
+	struct fs_node *n;
 	struct node_io io;
 	int rc = io_fd(req, ino, fi, true, &io);
+	struct fs_node *held = rc == 0 ? io.node : NULL; /* pinned by io_fd */
 
-	if (rc < 0) {
-		fuse_reply_err(req, -rc);
-		return;
+	if (h) {
+		/* The handle's coalesced writes came first: their row too. */
+		pthread_mutex_lock(&h->wlock);
+		if (h->w.count) {
+			fs_record_writes(fs, h);
+			h->w = (struct fs_wstats){0};
+		}
+		pthread_mutex_unlock(&h->wlock);
 	}
-	if (fallocate(io.fd, mode, offset, length) < 0)
+	if (rc == 0 && fallocate(io.fd, mode, offset, length) < 0)
 		rc = -errno;
-	io_done(req, &io);
+	pthread_mutex_lock(&fs->lock);
+	n = held ? held : h ? h->node : fs_node_get(fs, ino);
+	if (n) {
+		(void)fs_record_writer(n, fuse_req_ctx(req)->pid, 0);
+		fs_record_range(fs, req, "fallocate", n, (uint32_t)mode, offset, length, rc);
+	}
+	if (held)
+		node_io_end(fs, &io);
+	else
+		fs_unlock(fs);
 	fuse_reply_err(req, -rc);
 }
 

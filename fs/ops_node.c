@@ -174,7 +174,14 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 
 	pthread_mutex_lock(&fs->lock);
 	n = fs_node_get(fs, ino);
+	if (n) {
+		fs_pt_settle(n, true);
+		if (to_set & FUSE_SET_ATTR_SIZE)
+			(void)fs_record_writer(n, fuse_req_ctx(req)->pid, 0);
+	}
 	rc = n ? do_setattr(fs, n, attr, to_set, fi) : -ESTALE;
+	if (n)
+		fs_pt_settle(n, false);
 	if (n)
 		fs_record_node(fs, req, setattr_op(to_set), n, NULL,
 			       (to_set & FUSE_SET_ATTR_SIZE) ? attr->st_size : -1,

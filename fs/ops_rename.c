@@ -143,6 +143,18 @@ static int do_rename(struct fs *fs, struct fs_node *p, const char *name, struct 
 	return fs_node_move(fs, n, np, newname);
 }
 
+/* fs_pt_settle for the files a rename moves (their ctime moves with them). */
+static void settle(struct fs *fs, struct fs_node *p, const char *name, struct fs_node *np,
+		   const char *newname, bool before)
+{
+	struct fs_node *a = fs_node_by_name(fs, p, name), *b = fs_node_by_name(fs, np, newname);
+
+	if (a)
+		fs_pt_settle(a, before);
+	if (b)
+		fs_pt_settle(b, before);
+}
+
 void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 		  const char *newname, unsigned int flags)
 {
@@ -156,7 +168,11 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_
 	np = fs_node_get(fs, newparent);
 	rc = p && np ? fs_name_check(newname) : -ESTALE;
 	if (rc == 0)
+		settle(fs, p, name, np, newname, true);
+	if (rc == 0)
 		rc = do_rename(fs, p, name, np, newname, flags);
+	if (p && np)
+		settle(fs, np, newname, p, name, false);
 	if (rc == 0) {
 		struct fs_node *a = fs_node_by_name(fs, np, newname),
 			       *b = fs_node_by_name(fs, p, name);
@@ -168,7 +184,9 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_
 	}
 	if (p && np) {
 		to = fs_node_path(fs, np, newname);
-		fs_record(fs, req, "rename", p, name, to, rc);
+		/* An exchange leaves both names in place, with each other's file. */
+		fs_record(fs, req, (flags & RENAME_EXCHANGE) ? "exchange" : "rename", p, name, to,
+			  rc);
 	}
 	fs_unlock(fs);
 	free(to);

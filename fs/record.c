@@ -110,6 +110,28 @@ void fs_record_node(struct fs *fs, fuse_req_t req, const char *op, struct fs_nod
 		queue(fs, req, &ev, fs_node_path(fs, n, NULL), path2);
 }
 
+void fs_record_range(struct fs *fs, fuse_req_t req, const char *op, struct fs_node *n,
+		     uint32_t mode, off_t off, off_t len, int rc)
+{
+	struct audit_event ev = {
+	    .op = op, .result = -rc, .size = len, .mode = mode, .off_lo = off, .off_hi = off + len};
+
+	fs_record_flush_node(fs, n); /* earlier writes first */
+	if (rc == 0)
+		fs_fsmon_note_node(fs, n);
+	if (fs->audit)
+		queue(fs, req, &ev, fs_node_path(fs, n, NULL), NULL);
+}
+
+pid_t fs_record_writer(struct fs_node *n, pid_t pid, pid_t fallback)
+{
+	if (pid > 0) {
+		n->last_writer = pid;
+		return pid;
+	}
+	return n->last_writer > 0 ? n->last_writer : fallback;
+}
+
 void fs_record_first_write(struct fs *fs, pid_t pid)
 {
 	/* The writer may be gone by release, when the coalesced event is recorded. */
