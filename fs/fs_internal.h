@@ -77,6 +77,9 @@ struct fs_node {
 	 * are its.
 	 */
 	pid_t last_writer;
+	/* disk.c: the bytes n's upper file is counted for (regular files; set at attach) */
+	int64_t charge;
+	bool charged;
 	uint64_t fsmon_seq; /* fsmon.c: journaled at this sequence number */
 	bool fsmon_linked;  /* fsmon.c: hard-linked through the view once */
 	/* fsmon.c: a file the daemon makes up (synth_mode != 0): its content */
@@ -148,6 +151,14 @@ struct fs_fsmon {
 	size_t n, cap;
 };
 
+/* disk.c: refusals for want of space not yet recorded (one row a second at most). */
+struct fs_refusal {
+	int64_t t_first, count, off, len;
+	pid_t pid;
+	int reason;
+	char *path;
+};
+
 struct fs {
 	struct fuse_session *se;
 	pthread_mutex_t lock;
@@ -195,6 +206,14 @@ struct fs {
 	size_t data_fds_max;		       /* house.c: that budget */
 	size_t nupper_fds;		       /* nodes' O_PATH descriptors (n->fd) */
 	size_t fd_high;			       /* house.c trims descriptors above this */
+
+	/* disk.c: the budget (bytes), the layer's use, the filesystem's reserve; under lock */
+	bool disk_track; /* a budget is set: disk_used is kept */
+	int64_t disk_budget, disk_used, disk_reserve;
+	int64_t disk_free, disk_free_ns; /* free space at the last statvfs, and when */
+	int64_t disk_walk_ns;		 /* what measuring the layer at mount took */
+	struct fs_refusal refusal;
+	int64_t refusal_last_ns;
 
 	/* house.c: the housekeeping thread */
 	pthread_t house;
@@ -391,6 +410,34 @@ void fs_record_flush_node(struct fs *fs, struct fs_node *n);
 int fs_record_sync(struct fs *fs) ARB_MUST_CHECK;
 /* Records the pending writes at least min_age ns old, oldest first (fs->lock held). */
 void fs_record_sweep(struct fs *fs, int64_t min_age);
+
+struct audit_event;
+/* An event built by the caller (pid, time set), path owned; fs->lock held. */
+void fs_record_event(struct fs *fs, const struct audit_event *ev, char *path);
+
+/*
+ * disk.c (fs->lock held unless said). fs_disk_init: before serving, measures the upper layer
+ * and gitdir when budget != 0 (budget < 0: the default, what is used plus half the free
+ * space) and sets the reserve. fs_disk_check: 0, or -ENOSPC (and an audit row, rate
+ * limited) when the operation a asks for would grow n over the budget or the filesystem's
+ * free space below the reserve. fs_disk_update: n's file changed: its charge read again.
+ * fs_disk_added: n's file is new in the layer (copy-up). fs_disk_unlinked: a name of n went
+ * (its charge goes when it was the last). fs_disk_forget: n is being freed.
+ * fs_disk_sweep: records the counted refusals once a second passed (min_age 0: now).
+ */
+struct fs_disk_ask {
+	pid_t pid;
+	int64_t off, len;
+	int mode; /* fallocate's FALLOC_FL_* flags, else 0 */
+};
+int64_t fs_disk_charge_of(const struct stat *st);
+int fs_disk_init(struct fs *fs, int64_t budget) ARB_MUST_CHECK;
+int fs_disk_check(struct fs *fs, struct fs_node *n, const struct fs_disk_ask *a) ARB_MUST_CHECK;
+void fs_disk_update(struct fs *fs, struct fs_node *n);
+void fs_disk_added(struct fs *fs, struct fs_node *n);
+void fs_disk_unlinked(struct fs *fs, struct fs_node *n);
+void fs_disk_forget(struct fs *fs, struct fs_node *n);
+void fs_disk_sweep(struct fs *fs, int64_t min_age);
 
 /*
  * house.c: the housekeeping thread, started once the view is mounted: records pending writes

@@ -226,6 +226,8 @@ int fs_remove_entry(struct fs *fs, struct fs_node *p, const char *name, struct f
 		if (rc == 0 && !S_ISDIR(n->type) && unlinkat(p->fd, name, 0) < 0)
 			rc = -errno;
 		fs_pt_settle(n, false);
+		if (rc == 0)
+			fs_disk_unlinked(fs, n);
 		if (rc < 0)
 			return rc;
 	}

@@ -198,8 +198,10 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	rc = n ? open_node(fs, n, fi->flags, &h) : -ESTALE;
-	if (n && (fi->flags & O_TRUNC))
+	if (n && (fi->flags & O_TRUNC)) {
 		fs_record_node(fs, req, "truncate", n, NULL, 0, 0, rc);
+		fs_disk_update(fs, n);
+	}
 	if (rc == 0)
 		backing = choose_io(fs, req, h);
 	fs_unlock(fs);
@@ -235,7 +237,10 @@ static int open_nohandle(struct fs *fs, struct fs_node *n, int flags)
 	if (!(flags & O_TRUNC))
 		return 0;
 	rc = fs_upper_copy_up(fs, n);
-	return rc < 0 ? rc : fs_upper_truncate(fs, n, 0);
+	if (rc == 0)
+		rc = fs_upper_truncate(fs, n, 0);
+	fs_disk_update(fs, n);
+	return rc;
 }
 
 static int do_create(struct fs *fs, fuse_req_t req, struct fs_node *p, const char *name,
@@ -342,8 +347,12 @@ struct node_io {
 	bool lower; /* fd is the read-only blob cache file */
 };
 
-/* Gets n's data for reading (write false) or, after a copy-up, writing. Lock held on entry. */
-static int node_io_begin(struct fs *fs, fuse_ino_t ino, bool write, struct node_io *io)
+/*
+ * Gets n's data for reading (write false) or, after a copy-up, writing; ask (may be NULL): the
+ * space the write may take, checked first (disk.c). Lock held on entry.
+ */
+static int node_io_begin(struct fs *fs, fuse_ino_t ino, bool write, const struct fs_disk_ask *ask,
+			 struct node_io *io)
 {
 	struct fs_node *n = fs_node_get(fs, ino);
 	int64_t size = -1;
@@ -358,7 +367,9 @@ static int node_io_begin(struct fs *fs, fuse_ino_t ino, bool write, struct node_
 		return -ESTALE;
 	if (S_ISDIR(n->type))
 		return -EISDIR;
-	if (write)
+	if (ask)
+		rc = fs_disk_check(fs, n, ask);
+	if (write && rc == 0)
 		rc = fs_upper_copy_up(fs, n);
 	if (rc < 0)
 		return rc;
@@ -392,12 +403,13 @@ static void node_io_end(struct fs *fs, struct node_io *io)
  * node_io_begin under the lock, which is released on return; on failure everything is
  * released, on success finish with node_io_done.
  */
-static int node_io_get(struct fs *fs, fuse_ino_t ino, bool write, struct node_io *io)
+static int node_io_get(struct fs *fs, fuse_ino_t ino, bool write, const struct fs_disk_ask *ask,
+		       struct node_io *io)
 {
 	int rc;
 
 	pthread_mutex_lock(&fs->lock);
-	rc = node_io_begin(fs, ino, write, io);
+	rc = node_io_begin(fs, ino, write, ask, io);
 	if (rc < 0)
 		node_io_end(fs, io);
 	else
@@ -420,7 +432,7 @@ static void read_node(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off)
 
 	if (read_synth(req, ino, size, off))
 		return;
-	rc = node_io_get(fs, ino, false, &io);
+	rc = node_io_get(fs, ino, false, NULL, &io);
 
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
@@ -438,10 +450,11 @@ static void write_node(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 	struct fs *fs = fs_of(req);
 	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(fuse_buf_size(bufv));
 	pid_t pid = fuse_req_ctx(req)->pid;
+	struct fs_disk_ask ask = {.pid = pid, .off = off, .len = (int64_t)fuse_buf_size(bufv)};
 	struct node_io io;
 	bool first = false;
 	ssize_t n;
-	int rc = node_io_get(fs, ino, true, &io);
+	int rc = node_io_get(fs, ino, true, &ask, &io);
 
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
@@ -456,6 +469,7 @@ static void write_node(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 		pid = fs_record_writer(io.node, pid, 0);
 		first = fs_record_node_write(fs, io.node, pid, off, (size_t)n);
 		fs_fsmon_note_node(fs, io.node);
+		fs_disk_update(fs, io.node);
 	}
 	node_io_end(fs, &io);
 	if (first)
@@ -508,6 +522,19 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
 	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
 }
 
+/* The space check of a write of len bytes at off through handle h (disk.c). */
+static int handle_space(fuse_req_t req, struct fs_handle *h, off_t off, size_t len)
+{
+	struct fs *fs = fs_of(req);
+	struct fs_disk_ask ask = {.pid = fuse_req_ctx(req)->pid, .off = off, .len = (int64_t)len};
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	rc = fs_disk_check(fs, h->node, &ask);
+	fs_unlock(fs);
+	return rc;
+}
+
 void fs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,
 		     struct fuse_file_info *fi)
 {
@@ -524,6 +551,10 @@ void fs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, o
 		fuse_reply_err(req, EBADF);
 		return;
 	}
+	if (handle_space(req, h, off, fuse_buf_size(bufv)) < 0) {
+		fuse_reply_err(req, ENOSPC);
+		return;
+	}
 	dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 	dst.buf[0].fd = h->fd;
 	dst.buf[0].pos = off;
@@ -534,6 +565,7 @@ void fs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, o
 	}
 	pthread_mutex_lock(&fs_of(req)->lock);
 	fs_fsmon_note_node(fs_of(req), h->node);
+	fs_disk_update(fs_of(req), h->node);
 	pid = fs_record_writer(h->node, fuse_req_ctx(req)->pid, h->opener);
 	pthread_mutex_unlock(&fs_of(req)->lock);
 	pthread_mutex_lock(&h->wlock);
@@ -628,6 +660,8 @@ static void handle_release(struct fs *fs, struct fs_handle *h)
 	}
 	if (h->cached)
 		h->node->cached_opens--;
+	if (h->writable)
+		fs_disk_update(fs, h->node); /* passthrough: the kernel wrote it */
 	h->node->refs--;
 	fs_node_maybe_free(fs, h->node);
 	fs_unlock(fs);
@@ -647,16 +681,25 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
  * a copy-up first when it writes). Returns with fs->lock released; finish with io_done.
  */
 static int io_fd(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, bool write,
-		 struct node_io *io)
+		 const struct fs_disk_ask *ask, struct node_io *io)
 {
 	struct fs_handle *h = handle_of(fi);
+	struct fs *fs = fs_of(req);
+	int rc = 0;
 
 	if (h) {
 		*io =
 		    (struct node_io){.node = NULL, .fd = h->fd, .owned = false, .lower = h->lower};
-		return write && !h->writable ? -EBADF : 0;
+		if (write && !h->writable)
+			return -EBADF;
+		if (ask) {
+			pthread_mutex_lock(&fs->lock);
+			rc = fs_disk_check(fs, h->node, ask);
+			fs_unlock(fs);
+		}
+		return rc;
 	}
-	return node_io_get(fs_of(req), ino, write, io);
+	return node_io_get(fs, ino, write, ask, io);
 }
 
 static void io_done(fuse_req_t req, struct node_io *io)
@@ -668,7 +711,7 @@ static void io_done(fuse_req_t req, struct node_io *io)
 void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	struct node_io io;
-	int rc = io_fd(req, ino, fi, false, &io);
+	int rc = io_fd(req, ino, fi, false, NULL, &io);
 
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
@@ -691,8 +734,10 @@ void fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off
 	struct fs *fs = fs_of(req);
 	struct fs_handle *h = handle_of(fi);
 	struct fs_node *n;
+	struct fs_disk_ask ask = {
+	    .pid = fuse_req_ctx(req)->pid, .off = offset, .len = length, .mode = mode};
 	struct node_io io;
-	int rc = io_fd(req, ino, fi, true, &io);
+	int rc = io_fd(req, ino, fi, true, &ask, &io);
 	struct fs_node *held = rc == 0 ? io.node : NULL; /* pinned by io_fd */
 
 	if (h) {
@@ -711,6 +756,7 @@ void fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off
 	if (n) {
 		(void)fs_record_writer(n, fuse_req_ctx(req)->pid, 0);
 		fs_record_range(fs, req, "fallocate", n, (uint32_t)mode, offset, length, rc);
+		fs_disk_update(fs, n);
 	}
 	if (held)
 		node_io_end(fs, &io);
@@ -722,7 +768,7 @@ void fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off
 void fs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
 {
 	struct node_io io;
-	int rc = io_fd(req, ino, fi, false, &io);
+	int rc = io_fd(req, ino, fi, false, NULL, &io);
 	off_t r;
 
 	if (rc < 0) {

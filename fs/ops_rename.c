@@ -138,8 +138,10 @@ static int do_rename(struct fs *fs, struct fs_node *p, const char *name, struct 
 		if (rc < 0)
 			return rc;
 	}
-	if (t)
+	if (t) {
+		fs_disk_unlinked(fs, t); /* replaced: its space goes with its last name */
 		(void)fs_node_move(fs, t, NULL, NULL);
+	}
 	return fs_node_move(fs, n, np, newname);
 }
 

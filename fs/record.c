@@ -76,6 +76,14 @@ void fs_unlock(struct fs *fs)
 	}
 }
 
+void fs_record_event(struct fs *fs, const struct audit_event *ev, char *path)
+{
+	if (fs->audit)
+		queue(fs, NULL, ev, path, NULL);
+	else
+		free(path);
+}
+
 void fs_record(struct fs *fs, fuse_req_t req, const char *op, struct fs_node *parent,
 	       const char *name, const char *path2, int rc)
 {
@@ -232,6 +240,7 @@ void fs_record_sweep(struct fs *fs, int64_t min_age)
 
 	while (fs->wdirty && now - fs->wdirty->t_first >= min_age)
 		fs_record_flush_node(fs, fs->wdirty->node);
+	fs_disk_sweep(fs, min_age);
 }
 
 int fs_record_sync(struct fs *fs)
