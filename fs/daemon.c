@@ -277,6 +277,7 @@ static int serve(struct fs *fs, const struct fs_config *cfg, int *ready_fd)
 	if (rc == 0) {
 		pthread_mutex_lock(&fs->lock);
 		fs_fsmon_save(fs); /* the next mount of this layer goes on with the same tokens */
+		fs_disk_save(fs);  /* and the same usage, unless the layer changed meanwhile */
 		pthread_mutex_unlock(&fs->lock);
 	}
 	fuse_loop_cfg_destroy(loop);
@@ -305,11 +306,11 @@ static int disk_setup(struct fs *fs, const struct fs_config *cfg)
 		return rc;
 	if (fs->disk_track)
 		fprintf(stderr,
-			"arborinth-fs: disk budget %lld bytes%s, %lld used (measured in %.1f ms), "
+			"arborinth-fs: disk budget %lld bytes%s, %lld used (%s %.1f ms), "
 			"reserve %lld bytes free\n",
 			(long long)fs->disk_budget, cfg->disk ? "" : " (default)",
-			(long long)fs->disk_used, (double)fs->disk_walk_ns / 1e6,
-			(long long)fs->disk_reserve);
+			(long long)fs->disk_used, fs->disk_saved ? "saved; read in" : "measured in",
+			(double)fs->disk_walk_ns / 1e6, (long long)fs->disk_reserve);
 	else
 		fprintf(stderr, "arborinth-fs: no disk budget, reserve %lld bytes free\n",
 			(long long)fs->disk_reserve);

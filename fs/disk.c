@@ -24,6 +24,7 @@
 #include <linux/falloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -82,6 +83,71 @@ static int walk(int dirfd, int depth, int64_t *sum)
 	}
 	closedir(d);
 	return rc;
+}
+
+/*
+ * run/disk-used, beside the pidfile: "USED LAYER_DEV LAYER_INO GITDIR_INO", written at a clean
+ * unmount and taken (removed) by the next mount, which then need not walk the trees. A rewind
+ * swaps in a new layer directory (another inode): the file then does not count.
+ */
+static char *saved_path(const struct fs *fs)
+{
+	const char *pidfile = fs->cfg ? fs->cfg->pidfile : NULL, *slash;
+
+	slash = pidfile ? strrchr(pidfile, '/') : NULL;
+	return slash ? util_asprintf("%.*s/disk-used", (int)(slash - pidfile), pidfile) : NULL;
+}
+
+static void ids(const struct fs *fs, unsigned long long v[3])
+{
+	struct stat a, b;
+
+	v[0] = v[1] = v[2] = 0;
+	if (fstat(fs->layer_fd, &a) == 0 && fstat(fs->gitdir_fd, &b) == 0) {
+		v[0] = (unsigned long long)a.st_dev;
+		v[1] = (unsigned long long)a.st_ino;
+		v[2] = (unsigned long long)b.st_ino;
+	}
+}
+
+/* The usage the last clean unmount saved, if it is this layer's; the file is removed. */
+static bool load_saved(struct fs *fs, int64_t *used)
+{
+	char *path = saved_path(fs), *buf = NULL;
+	unsigned long long want[3], got[3];
+	long long u;
+	size_t len;
+	bool ok = false;
+
+	if (path && util_read_file(path, &buf, &len) == 0) {
+		ids(fs, want);
+		ok = sscanf(buf, "%lld %llu %llu %llu", &u, &got[0], &got[1], &got[2]) == 4 &&
+		     u >= 0 && want[1] && !memcmp(want, got, sizeof(want));
+		if (ok)
+			*used = u;
+		/* Taken: a crash of this run must not leave it to the next. */
+		(void)unlink(path);
+	}
+	util_err_clear();
+	free(buf);
+	free(path);
+	return ok;
+}
+
+void fs_disk_save(struct fs *fs)
+{
+	unsigned long long v[3];
+	char *path, *line;
+
+	if (!fs->disk_track)
+		return;
+	path = saved_path(fs);
+	ids(fs, v);
+	line = util_asprintf("%lld %llu %llu %llu\n", (long long)fs->disk_used, v[0], v[1], v[2]);
+	if (path && line && v[1] && util_write_file(path, line, strlen(line), 0600) < 0)
+		util_err_clear();
+	free(line);
+	free(path);
 }
 
 /* The bytes the regular files under dir_path_fd (an O_PATH directory) hold. */
@@ -143,8 +209,9 @@ int fs_disk_init(struct fs *fs, int64_t budget)
 	fs->disk_track = budget != 0;
 	if (!fs->disk_track)
 		return 0;
-	rc = usage_of(fs->layer_fd, &used);
-	if (rc == 0)
+	fs->disk_saved = load_saved(fs, &used);
+	rc = fs->disk_saved ? 0 : usage_of(fs->layer_fd, &used);
+	if (rc == 0 && !fs->disk_saved)
 		rc = usage_of(fs->gitdir_fd, &used);
 	if (rc < 0)
 		return util_err(rc, "cannot measure the upper layer: %s", strerror(-rc));

@@ -212,6 +212,7 @@ struct fs {
 	int64_t disk_budget, disk_used, disk_reserve;
 	int64_t disk_free, disk_free_ns; /* free space at the last statvfs, and when */
 	int64_t disk_walk_ns;		 /* what measuring the layer at mount took */
+	bool disk_saved;		 /* disk_used came from the last clean unmount */
 	struct fs_refusal refusal;
 	int64_t refusal_last_ns;
 
@@ -418,12 +419,12 @@ void fs_record_event(struct fs *fs, const struct audit_event *ev, char *path);
 /*
  * disk.c (fs->lock held unless said). fs_disk_init: before serving, measures the upper layer
  * and gitdir when budget != 0 (budget < 0: the default, what is used plus half the free
- * space) and sets the reserve. fs_disk_check: 0, or -ENOSPC (and an audit row, rate
- * limited) when the operation a asks for would grow n over the budget or the filesystem's
- * free space below the reserve. fs_disk_update: n's file changed: its charge read again.
- * fs_disk_added: n's file is new in the layer (copy-up). fs_disk_unlinked: a name of n went
- * (its charge goes when it was the last). fs_disk_forget: n is being freed.
- * fs_disk_sweep: records the counted refusals once a second passed (min_age 0: now).
+ * space; the usage a clean unmount saved is taken instead of walking) and sets the reserve.
+ * fs_disk_check: 0, or -ENOSPC (and an audit row, rate limited) when the operation a asks for would
+ * grow n over the budget or the filesystem's free space below the reserve. fs_disk_update: n's file
+ * changed: its charge read again. fs_disk_added: n's file is new in the layer (copy-up).
+ * fs_disk_unlinked: a name of n went (its charge goes when it was the last). fs_disk_forget: n is
+ * being freed. fs_disk_sweep: records the counted refusals once a second passed (min_age 0: now).
  */
 struct fs_disk_ask {
 	pid_t pid;
@@ -438,6 +439,8 @@ void fs_disk_added(struct fs *fs, struct fs_node *n);
 void fs_disk_unlinked(struct fs *fs, struct fs_node *n);
 void fs_disk_forget(struct fs *fs, struct fs_node *n);
 void fs_disk_sweep(struct fs *fs, int64_t min_age);
+/* At a clean unmount: the usage, for the next mount of this layer (run/disk-used). */
+void fs_disk_save(struct fs *fs);
 
 /*
  * house.c: the housekeeping thread, started once the view is mounted: records pending writes

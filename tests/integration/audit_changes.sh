@@ -4,7 +4,8 @@
 # fallocate (zero-range, punch-hole, keep-size; the content really changes), renameat2
 # RENAME_EXCHANGE (an "exchange" row, and --summary keeps both files), shared-mmap writes
 # (the kernel's writeback carries no pid: they are the node's last writer's), and with
-# --io passthrough a write whose mtime is set back afterwards (found by ctime and size).
+# --io passthrough a write whose mtime is set back afterwards (found by ctime and size). As
+# root the whole test runs again as an ordinary user (ARB_AUDIT_USER=1).
 source "$(dirname "$0")/lib.sh"
 
 [ -e /dev/fuse ] && command -v fusermount3 >/dev/null || skip "no FUSE"
@@ -171,4 +172,22 @@ fi
 
 expect_status 0 "verify" -- "$ARB" audit w --verify
 expect_match ": ok, [0-9]+ rows" "$OUT" "the chain still verifies"
+
+# As root: all of the above again as an ordinary user (passthrough then falls back).
+if [ "$(id -u)" = 0 ] && [ -z "${ARB_AUDIT_USER:-}" ] && command -v runuser >/dev/null; then
+	user=arbtest
+	id "$user" >/dev/null 2>&1 || useradd -m "$user" 2>/dev/null || fail "cannot create $user"
+	chmod 0666 /dev/fuse
+	chmod 0755 "$T"
+	U=$T/user
+	mkdir -p "$U/src/tests/integration"
+	cp "$ARB_SRC/tests/integration/lib.sh" "$0" "$U/src/tests/integration/"
+	cp "$(dirname "$ARB")"/arborinth* "$U/"
+	chown -R "$user" "$U"
+	expect_status 0 "as $user" -- runuser -u "$user" -- env HOME="/home/$user" TMPDIR="$U" \
+		ARB="$U/arborinth" ARB_SRC="$U/src" ARB_AUDIT_USER=1 \
+		bash "$U/src/tests/integration/$(basename "$0")"
+	printf '%s\n' "$OUT" | tail -1
+	[ -n "$ERR" ] && printf '%s\n' "$ERR" >&2
+fi
 finish

@@ -120,10 +120,20 @@ expect_status 0 "unmount" -- "$ARB" workspace unmount w
 expect_status 0 "mount" -- "$ARB" workspace mount w
 expect_match "disk budget 2097152 bytes, [0-9]+ used" "$(tail -1 "$R/.arborinth/workspaces/w/run/fs.log")" \
 	"budget kept"
+expect_match "used \(saved; read in" "$(tail -1 "$R/.arborinth/workspaces/w/run/fs.log")" \
+	"a clean unmount saved the usage"
 fill w "past the budget after a remount" c.bin 1048576
+expect_match "errno 28" "$OUT" "usage kept across a clean remount"
+# After a crash (nothing saved) the layer is measured again.
+kill -9 "$(cat "$R/.arborinth/workspaces/w/run/daemon.pid")"
+sleep 0.2
+expect_status 0 "mount after kill -9" -- "$ARB" workspace mount w
+expect_match "used \(measured in" "$(tail -1 "$R/.arborinth/workspaces/w/run/fs.log")" \
+	"measured after a crash"
+fill w "past the budget after a crash" c2.bin 1048576
 expect_match "errno 28" "$OUT" "usage measured again at mount"
-# ...and is given back when a file goes (CONTROL for the refusal just seen).
-rm "$W/b.bin" "$W/c.bin"
+# ...and is given back when a file goes (CONTROL for the refusals just seen).
+rm "$W/b.bin" "$W/c.bin" "$W/c2.bin"
 fill w "after deleting" d.bin 1048576
 expect_eq "wrote 1048576 errno 0 refused 0" "$OUT" "space given back by unlink"
 # --disk none: no budget.
