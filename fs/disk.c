@@ -3,16 +3,17 @@
  *
  * What a workspace uses is what its upper layer and gitdir hold: for each regular file the
  * larger of its size and its allocation (st_blocks), so a sparse file counts at its size and
- * a file allocated past its end (fallocate KEEP_SIZE) at its allocation; a file with several
- * names counts once. Directories, symlinks and whiteouts are not counted. The sum is taken
- * by walking both trees when the view is mounted, then kept as the daemon changes files: the
- * node's charge is re-read (fstat) after every write, fallocate, truncate and copy-up, and
- * given back when the file's last name goes.
+ * a file allocated past its end (fallocate KEEP_SIZE) at its allocation; for directories and
+ * symlinks their allocation; a file with several names counts once. The sum is taken by
+ * walking both trees when the view is mounted, then kept as the daemon changes files: the
+ * node's charge is re-read (fstat) after every write, fallocate, truncate, copy-up and new
+ * name in a directory, and given back when the last name goes.
  *
  * An operation that would make a file grow is refused with ENOSPC when the workspace would
  * go over its budget, or when the filesystem holding the layer has less free space than the
  * reserve (so that the audit database, the end checkpoint and other workspaces can always be
- * written). Writes inside a file's size never grow it and are always let through. Refusals
+ * written); so is a new name (create, mkdir, mknod, symlink, link), counted as one block.
+ * Writes inside a file's size never grow it and are always let through. Refusals
  * are audited as "disk-full" rows, one a second at most: the first refusal of a second is
  * recorded at once, the rest are counted into the next row.
  */
@@ -37,13 +38,14 @@
 #define RESERVE_MAX    (512LL << 20) /* within these bounds */
 #define REASON_BUDGET  1	     /* a disk-full row's mode: over the budget */
 #define REASON_RESERVE 2	     /* the filesystem's free space is below the reserve */
+#define ENTRY_BYTES    4096	     /* what a new name is taken to cost */
 
 int64_t fs_disk_charge_of(const struct stat *st)
 {
 	int64_t alloc = (int64_t)st->st_blocks * 512;
 
 	if (!S_ISREG(st->st_mode))
-		return 0;
+		return alloc;
 	return st->st_size > alloc ? st->st_size : alloc;
 }
 
@@ -71,14 +73,15 @@ static int walk(int dirfd, int depth, int64_t *sum)
 			continue;
 		if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue; /* gone meanwhile */
-		if (S_ISREG(st.st_mode)) {
-			/* Each name takes its share: a file with several counts once in all. */
-			*sum += fs_disk_charge_of(&st) / (st.st_nlink ? (int64_t)st.st_nlink : 1);
-		} else if (S_ISDIR(st.st_mode)) {
+		if (S_ISDIR(st.st_mode)) {
+			*sum += fs_disk_charge_of(&st);
 			fd = openat(dirfd, e->d_name,
 				    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (fd >= 0)
 				rc = walk(fd, depth + 1, sum);
+		} else {
+			/* Each name takes its share: a file with several counts once in all. */
+			*sum += fs_disk_charge_of(&st) / (st.st_nlink ? (int64_t)st.st_nlink : 1);
 		}
 	}
 	closedir(d);
@@ -256,7 +259,9 @@ static void refusal_row(struct fs *fs)
 	*r = (struct fs_refusal){0};
 }
 
-static void refused(struct fs *fs, struct fs_node *n, const struct fs_disk_ask *a, int reason)
+/* A refusal of a's operation on n (or n/name, a new name there). */
+static void refused(struct fs *fs, struct fs_node *n, const char *name, const struct fs_disk_ask *a,
+		    int reason)
 {
 	struct fs_refusal *r = &fs->refusal;
 
@@ -266,7 +271,7 @@ static void refused(struct fs *fs, struct fs_node *n, const struct fs_disk_ask *
 		r->off = a->off;
 		r->len = a->len;
 		r->reason = reason;
-		r->path = fs_node_path(fs, n, NULL);
+		r->path = fs_node_path(fs, n, name);
 	}
 	if (util_now_ns() - fs->refusal_last_ns >= REFUSAL_NS)
 		refusal_row(fs);
@@ -293,6 +298,24 @@ static int64_t growth(struct fs *fs, struct fs_node *n, const struct fs_disk_ask
 	return end > have ? end - have : 0;
 }
 
+/* 0, or -ENOSPC (refusal counted) when grow more bytes do not fit. */
+static int fits(struct fs *fs, struct fs_node *n, const char *name, const struct fs_disk_ask *a,
+		int64_t grow)
+{
+	if (grow <= 0)
+		return 0;
+	if (fs->disk_track && fs->disk_used + grow > fs->disk_budget) {
+		refused(fs, n, name, a, REASON_BUDGET);
+		return -ENOSPC;
+	}
+	if (free_space(fs) - grow < fs->disk_reserve) {
+		refused(fs, n, name, a, REASON_RESERVE);
+		return -ENOSPC;
+	}
+	fs->disk_free -= grow; /* until the next statvfs */
+	return 0;
+}
+
 int fs_disk_check(struct fs *fs, struct fs_node *n, const struct fs_disk_ask *a)
 {
 	int64_t grow;
@@ -303,18 +326,14 @@ int fs_disk_check(struct fs *fs, struct fs_node *n, const struct fs_disk_ask *a)
 	/* Without a budget n->charge is not kept: the request's own length bounds it. */
 	if (!fs->disk_track && grow > a->len)
 		grow = a->len;
-	if (grow <= 0)
-		return 0;
-	if (fs->disk_track && fs->disk_used + grow > fs->disk_budget) {
-		refused(fs, n, a, REASON_BUDGET);
-		return -ENOSPC;
-	}
-	if (free_space(fs) - grow < fs->disk_reserve) {
-		refused(fs, n, a, REASON_RESERVE);
-		return -ENOSPC;
-	}
-	fs->disk_free -= grow; /* until the next statvfs */
-	return 0;
+	return fits(fs, n, NULL, a, grow);
+}
+
+int fs_disk_check_new(struct fs *fs, pid_t pid, struct fs_node *p, const char *name)
+{
+	struct fs_disk_ask a = {.pid = pid, .len = ENTRY_BYTES};
+
+	return p ? fits(fs, p, name, &a, ENTRY_BYTES) : 0;
 }
 
 void fs_disk_update(struct fs *fs, struct fs_node *n)
@@ -322,7 +341,7 @@ void fs_disk_update(struct fs *fs, struct fs_node *n)
 	struct stat st;
 	int64_t c;
 
-	if (!fs->disk_track || !n || n->fd < 0 || !S_ISREG(n->type) || fstat(n->fd, &st) < 0)
+	if (!fs->disk_track || !n || n->fd < 0 || fstat(n->fd, &st) < 0)
 		return;
 	c = fs_disk_charge_of(&st);
 	fs->disk_used += c - n->charge;
@@ -331,7 +350,7 @@ void fs_disk_update(struct fs *fs, struct fs_node *n)
 
 void fs_disk_added(struct fs *fs, struct fs_node *n)
 {
-	if (fs->disk_track && n && S_ISREG(n->type))
+	if (fs->disk_track && n)
 		fs->disk_used += n->charge;
 }
 
@@ -339,7 +358,7 @@ void fs_disk_unlinked(struct fs *fs, struct fs_node *n)
 {
 	struct stat st;
 
-	if (!fs->disk_track || !n || n->fd < 0 || !S_ISREG(n->type))
+	if (!fs->disk_track || !n || n->fd < 0)
 		return;
 	if (fstat(n->fd, &st) == 0 && st.st_nlink == 0) {
 		fs->disk_used -= n->charge;

@@ -422,7 +422,8 @@ void fs_record_event(struct fs *fs, const struct audit_event *ev, char *path);
  * space; the usage a clean unmount saved is taken instead of walking) and sets the reserve.
  * fs_disk_check: 0, or -ENOSPC (and an audit row, rate limited) when the operation a asks for would
  * grow n over the budget or the filesystem's free space below the reserve. fs_disk_update: n's file
- * changed: its charge read again. fs_disk_added: n's file is new in the layer (copy-up).
+ * changed: its charge read again. fs_disk_added: n's file is new in the layer (copy-up, a
+ * new name).
  * fs_disk_unlinked: a name of n went (its charge goes when it was the last). fs_disk_forget: n is
  * being freed. fs_disk_sweep: records the counted refusals once a second passed (min_age 0: now).
  */
@@ -434,6 +435,8 @@ struct fs_disk_ask {
 int64_t fs_disk_charge_of(const struct stat *st);
 int fs_disk_init(struct fs *fs, int64_t budget) ARB_MUST_CHECK;
 int fs_disk_check(struct fs *fs, struct fs_node *n, const struct fs_disk_ask *a) ARB_MUST_CHECK;
+/* The same for a new name in directory p (a block's worth), by process pid. */
+int fs_disk_check_new(struct fs *fs, pid_t pid, struct fs_node *p, const char *name) ARB_MUST_CHECK;
 void fs_disk_update(struct fs *fs, struct fs_node *n);
 void fs_disk_added(struct fs *fs, struct fs_node *n);
 void fs_disk_unlinked(struct fs *fs, struct fs_node *n);

@@ -198,7 +198,9 @@ void fs_node_set_upper(struct fs *fs, struct fs_node *n, int fd, const struct st
 	n->type = st->st_mode & S_IFMT;
 	if (!n->charged) {
 		/* disk.c: as its walk counts it (a file with several names takes its share) */
-		n->charge = fs_disk_charge_of(st) / (st->st_nlink ? (int64_t)st->st_nlink : 1);
+		n->charge = fs_disk_charge_of(st);
+		if (!S_ISDIR(n->type) && st->st_nlink > 1)
+			n->charge /= (int64_t)st->st_nlink;
 		n->charged = true;
 	}
 	/* Directories are never hard-linked: only files need identity by upper inode. */

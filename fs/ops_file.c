@@ -308,13 +308,19 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	struct fs *fs = fs_of(req);
 	struct fuse_entry_param e;
 	struct fs_handle *h = NULL;
-	struct fs_node *p;
+	struct fs_node *p, *old = NULL;
 	int32_t backing = 0;
 	int rc;
 
 	pthread_mutex_lock(&fs->lock);
 	p = fs_node_get(fs, parent);
-	rc = p ? do_create(fs, req, p, name, mode, fi, &e, &h) : -ESTALE;
+	rc = p ? 0 : -ESTALE;
+	if (p && fs_lookup_child(fs, p, name, &old) == -ENOENT)
+		rc = fs_disk_check_new(fs, fuse_req_ctx(req)->pid, p, name); /* a new name */
+	if (rc == 0)
+		rc = do_create(fs, req, p, name, mode, fi, &e, &h);
+	if (rc == 0)
+		fs_disk_update(fs, p); /* its new entry */
 	if (p)
 		fs_record_mode(fs, req, "create", p, name, mode & 07777, rc);
 	if (rc == 0 && h)

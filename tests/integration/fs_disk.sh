@@ -105,6 +105,21 @@ print("ok")'
 expect_eq ok "$OUT" "fallocate/truncate refused, in-place write and shrink allowed"
 expect_eq 524288 "$(stat -c %s "$W/a.bin")" "the shrink happened"
 
+# New names cost a block each: a mkdir storm stops at the budget too (CONTROL: the first work).
+expect_status 0 "mkdir storm" -- "$ARB" shell w -- python3 -c '
+import errno, os
+n = 0
+try:
+    for i in range(5000):
+        os.mkdir("dir%d" % i); n += 1
+except OSError as e:
+    assert e.errno == errno.ENOSPC, e
+    print(n, "ENOSPC")'
+read -r made what <<<"$OUT"
+expect_eq ENOSPC "$what" "mkdir refused past the budget"
+[ "$made" -gt 10 ] && [ "$made" -lt 5000 ] && pass || fail "made $made directories"
+for i in $(seq 0 $((made - 1))); do rmdir "$W/dir$i"; done
+
 # The session's end checkpoint completed, and another workspace still creates.
 expect_status 0 "log" -- "$ARB" log w --json
 python3 - "$OUT" "$FSID" <<'PY' && pass || fail "end checkpoint of the session that hit the budget"
@@ -122,7 +137,7 @@ expect_match "disk budget 2097152 bytes, [0-9]+ used" "$(tail -1 "$R/.arborinth/
 	"budget kept"
 expect_match "used \(saved; read in" "$(tail -1 "$R/.arborinth/workspaces/w/run/fs.log")" \
 	"a clean unmount saved the usage"
-fill w "past the budget after a remount" c.bin 1048576
+fill w "past the budget after a remount" a.bin 1048576
 expect_match "errno 28" "$OUT" "usage kept across a clean remount"
 # After a crash (nothing saved) the layer is measured again.
 kill -9 "$(cat "$R/.arborinth/workspaces/w/run/daemon.pid")"
@@ -130,10 +145,11 @@ sleep 0.2
 expect_status 0 "mount after kill -9" -- "$ARB" workspace mount w
 expect_match "used \(measured in" "$(tail -1 "$R/.arborinth/workspaces/w/run/fs.log")" \
 	"measured after a crash"
-fill w "past the budget after a crash" c2.bin 1048576
+fill w "past the budget after a crash" a.bin 1048576
 expect_match "errno 28" "$OUT" "usage measured again at mount"
 # ...and is given back when a file goes (CONTROL for the refusals just seen).
-rm "$W/b.bin" "$W/c.bin" "$W/c2.bin"
+rm "$W/b.bin"
+: >"$W/a.bin"
 fill w "after deleting" d.bin 1048576
 expect_eq "wrote 1048576 errno 0 refused 0" "$OUT" "space given back by unlink"
 # --disk none: no budget.
