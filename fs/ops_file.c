@@ -197,7 +197,15 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		open_synth(req, fi);
 		return;
 	}
-	rc = n ? open_node(fs, n, fi->flags, &h) : -ESTALE;
+	rc = n ? 0 : -ESTALE;
+	if (n && wants_write(fi->flags) && !(fi->flags & O_TRUNC)) {
+		/* A copy-up comes first: the base file's bytes are the workspace's from now on. */
+		struct fs_disk_ask ask = {.pid = fuse_req_ctx(req)->pid};
+
+		rc = fs_disk_check(fs, n, &ask);
+	}
+	if (rc == 0)
+		rc = open_node(fs, n, fi->flags, &h);
 	if (n && (fi->flags & O_TRUNC)) {
 		fs_record_node(fs, req, "truncate", n, NULL, 0, 0, rc);
 		fs_disk_update(fs, n);
