@@ -172,9 +172,11 @@ int fs_disk_parse(const char *s, int64_t *bytes)
 		*bytes = 0;
 		return 0;
 	}
+	if (*s < '0' || *s > '9')
+		goto bad; /* strtoll would take spaces and signs */
 	errno = 0;
 	v = strtoll(s, &end, 10);
-	if (errno || end == s || v < 0 || *s == '-' || *s == '+')
+	if (errno || end == s || v < 0)
 		goto bad;
 	if (*end) {
 		u = strchr(units, *end == 'k' ? 'K' : *end);

@@ -52,6 +52,9 @@ expect_status 1 "bad --disk" -- "$ARB" workspace create bad --disk 2Q
 expect_one_line_error "bad --disk"
 expect_match "disk" "$ERR" "the error names --disk"
 [ ! -e "$R/.arborinth/workspaces/bad" ] && pass || fail "no workspace made by a bad --disk"
+for bad in -1 "" 1.5G 10GB5 9999999999999T " 5M"; do
+	expect_status 1 "bad --disk '$bad'" -- "$ARB" workspace create bad --disk "$bad"
+done
 
 expect_status 0 "create --disk 2M" -- "$ARB" workspace create w --disk 2M
 W=$R/.arborinth/workspaces/w/workdir
