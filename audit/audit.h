@@ -88,9 +88,10 @@ struct audit_event {
 	int result;	  /* 0 or a positive errno */
 	pid_t pid;	  /* the caller (fuse_req_ctx()->pid); 0 when unknown */
 	int64_t size;	  /* bytes written / new size (truncate) / -1 when not applicable */
-	int64_t count;	  /* writes coalesced (write; 0: a passthrough open), else 0 */
-	int64_t off_lo;	  /* lowest offset written (write) */
-	int64_t off_hi;	  /* highest end offset written (write) */
+	int64_t count;	  /* writes coalesced (write; 0: a passthrough open), refusals
+			   * (disk-full), else 0 */
+	int64_t off_lo;	  /* lowest offset written (write); the range (fallocate, disk-full) */
+	int64_t off_hi;	  /* highest end offset written (write); the range's end */
 	uint32_t mode;	  /* chmod/create/mkdir/mknod mode, else 0; "unattributed": st_mode */
 	int64_t mtime_ns; /* "unattributed": the entry's mtime; else 0 (not stored) */
 	const char *kind; /* NULL: "fs"; "net" for the proxy's requests (fields below) */
