@@ -78,7 +78,9 @@ struct audit_event {
 	int64_t time_ns;  /* CLOCK_REALTIME when the operation happened */
 	const char *op;	  /* "create", "write", "truncate", "unlink", "mkdir", "rmdir", "rename",
 			   * "link", "symlink", "chmod", "chown", "utimens", "setxattr",
-			   * "removexattr", "mknod" */
+			   * "removexattr", "mknod", "fallocate" (mode: FALLOC_FL_* flags; size,
+			   * off_lo, off_hi: the range), "exchange" (RENAME_EXCHANGE of path and
+			   * path2), "disk-full" (refused for want of space: fs/disk.c) */
 	const char *path; /* workspace-relative, no leading '/' */
 	const char
 	    *path2;	  /* rename: the destination (path is the source); link: the existing
@@ -86,9 +88,10 @@ struct audit_event {
 	int result;	  /* 0 or a positive errno */
 	pid_t pid;	  /* the caller (fuse_req_ctx()->pid); 0 when unknown */
 	int64_t size;	  /* bytes written / new size (truncate) / -1 when not applicable */
-	int64_t count;	  /* writes coalesced (write; 0: a passthrough open), else 0 */
-	int64_t off_lo;	  /* lowest offset written (write) */
-	int64_t off_hi;	  /* highest end offset written (write) */
+	int64_t count;	  /* writes coalesced (write; 0: a passthrough open), refusals
+			   * (disk-full), else 0 */
+	int64_t off_lo;	  /* lowest offset written (write); the range (fallocate, disk-full) */
+	int64_t off_hi;	  /* highest end offset written (write); the range's end */
 	uint32_t mode;	  /* chmod/create/mkdir/mknod mode, else 0; "unattributed": st_mode */
 	int64_t mtime_ns; /* "unattributed": the entry's mtime; else 0 (not stored) */
 	const char *kind; /* NULL: "fs"; "net" for the proxy's requests (fields below) */

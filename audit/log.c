@@ -421,6 +421,9 @@ static int64_t sess_resolve(struct audit_log *log, struct audit_proc *p, int64_t
 static int insert_rec(struct audit_log *log, const struct rec *r)
 {
 	bool write = !strcmp(r->op, "write"), net = !strcmp(r->kind, "net");
+	/* Rows with a range: writes, fallocate (its mode stored even when 0) and refusals. */
+	bool falloc = !strcmp(r->op, "fallocate");
+	bool ranged = write || falloc || !strcmp(r->op, "disk-full");
 	int64_t session = r->session > 0 ? r->session : sess_resolve(log, r->proc, r->time_ns);
 	struct audit_val v[AUDIT_CHAIN_COLS] = {0};
 
@@ -436,9 +439,9 @@ static int insert_rec(struct audit_log *log, const struct rec *r)
 	v[AUDIT_COL_SESSION] = audit_val_int(session, session > 0);
 	v[AUDIT_COL_SIZE] = audit_val_int(r->size, r->size >= 0);
 	v[AUDIT_COL_COUNT] = audit_val_int(r->count, write || r->count > 0);
-	v[AUDIT_COL_OFF_LO] = audit_val_int(r->off_lo, write);
-	v[AUDIT_COL_OFF_HI] = audit_val_int(r->off_hi, write);
-	v[AUDIT_COL_MODE] = audit_val_int(r->mode, r->mode != 0);
+	v[AUDIT_COL_OFF_LO] = audit_val_int(r->off_lo, ranged);
+	v[AUDIT_COL_OFF_HI] = audit_val_int(r->off_hi, ranged);
+	v[AUDIT_COL_MODE] = audit_val_int(r->mode, r->mode != 0 || falloc);
 	v[AUDIT_COL_MTIME_NS] = audit_val_int(r->mtime_ns, r->mtime_ns != 0);
 	if (net) {
 		v[AUDIT_COL_BACKEND] = audit_val_str(r->backend);

@@ -18,7 +18,8 @@ static const char *const known_ops[] = {
     "request",	    "tunnel",
     "unattributed", "unattributed-delete",
     "rewind",	    "limit",
-    NULL,
+    "fallocate",    "exchange",
+    "disk-full",    NULL,
 };
 
 bool audit_op_known(const char *op)

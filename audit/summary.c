@@ -136,8 +136,12 @@ int audit_summary_add(struct audit_summary *s, const struct audit_row *r)
 	p = lookup(s, r->path);
 	if (!p)
 		return -ENOMEM;
-	/* rename: path2 is the new name; link: path2 is the existing file, path the new name. */
-	if ((!strcmp(r->op, "rename") || !strcmp(r->op, "link")) && r->path2) {
+	/*
+	 * rename: path2 is the new name; link: path2 is the existing file, path the new name;
+	 * exchange: both names stay, each with the other's file (both modified).
+	 */
+	if ((!strcmp(r->op, "rename") || !strcmp(r->op, "link") || !strcmp(r->op, "exchange")) &&
+	    r->path2) {
 		p2 = lookup(s, r->path2);
 		if (!p2)
 			return -ENOMEM;

@@ -146,11 +146,36 @@ static void print_unattributed(const struct arb_audit_row *r)
 	}
 }
 
+/* A "fallocate" row: its FALLOC_FL_* mode by name, and the range. */
+static void print_falloc(const struct arb_audit_row *r)
+{
+	static const char *const names[] = {"keep-size",      "punch-hole", "no-hide-stale",
+					    "collapse-range", "zero-range", "insert-range",
+					    "unshare-range"};
+	const char *sep = "  ";
+	char sz[32];
+
+	for (size_t i = 0; i < ARB_ARRAY_LEN(names); i++)
+		if (r->mode >= 0 && (r->mode & (1 << i))) {
+			printf("%s%s", sep, names[i]);
+			sep = "+";
+		}
+	format_size(sz, sizeof(sz), r->size > 0 ? r->size : 0);
+	printf("%s%s at %lld", !strcmp(sep, "  ") ? "  allocate " : " ", sz, (long long)r->off_lo);
+}
+
 static void print_detail(const struct arb_audit_row *r)
 {
 	char sz[32];
 
-	if (!strcmp(r->op, "unattributed")) {
+	if (!strcmp(r->op, "fallocate")) {
+		print_falloc(r);
+	} else if (!strcmp(r->op, "disk-full")) {
+		format_size(sz, sizeof(sz), r->size > 0 ? r->size : 0);
+		printf("  %s refused (%s), %lld refusal%s", sz,
+		       r->mode == 2 ? "free space below the reserve" : "over the disk budget",
+		       (long long)r->count, r->count == 1 ? "" : "s");
+	} else if (!strcmp(r->op, "unattributed")) {
 		print_unattributed(r);
 	} else if (!strcmp(r->op, "unattributed-delete")) {
 		fputs("  (deleted: a whiteout)", stdout);
@@ -306,7 +331,8 @@ static void print_row_json(const struct audit_opts *o, const struct arb_audit_ro
 	json_object_set_new(obj, "size", opt_int(r->size, r->size >= 0));
 	json_object_set_new(obj, "count",
 			    opt_int(r->count, !strcmp(r->op, "write") || !strcmp(r->op, "gap") ||
-						  !strcmp(r->op, "limit")));
+						  !strcmp(r->op, "limit") ||
+						  !strcmp(r->op, "disk-full")));
 	json_object_set_new(obj, "off_lo", opt_int(r->off_lo, r->off_lo >= 0));
 	json_object_set_new(obj, "off_hi", opt_int(r->off_hi, r->off_hi >= 0));
 	json_object_set_new(obj, "mode", opt_int(r->mode, r->mode >= 0));

@@ -10,7 +10,7 @@
 const char cmd_fs_daemon_usage[] =
     "usage: arborinth __fs-daemon --mountpoint DIR --layer DIR --gitdir DIR --repo DIR\n"
     "         --blobs DIR --base COMMIT [--pidfile FILE] [--db FILE --ws-id ID --ws-name N]\n"
-    "         [--share private|other]\n"
+    "         [--share private|other] [--disk SIZE|none]\n"
     "         [--ready-fd FD] [--debug] [--io daemon|passthrough]\n"
     "\n"
     "Internal: serves one workspace view (started by 'workspace create' and 'mount').\n";

@@ -11,12 +11,12 @@
 
 const char cmd_workspace_usage[] =
     "usage: arborinth workspace create NAME [--rev REV] [--dirty] [--allow-other] [--io MODE]\n"
-    "         [--json]\n"
+    "         [--disk SIZE] [--json]\n"
     "       arborinth workspace create NAME --from OTHER[@CKPT] [--allow-other] [--json]\n"
     "       arborinth workspace list [--json]\n"
     "       arborinth workspace info NAME [--json]\n"
     "       arborinth workspace delete NAME [--purge]\n"
-    "       arborinth workspace mount NAME [--allow-other] [--io MODE] [--json]\n"
+    "       arborinth workspace mount NAME [--allow-other] [--io MODE] [--disk SIZE] [--json]\n"
     "       arborinth workspace unmount NAME [--json]\n"
     "\n"
     "A workspace is a writable copy-on-write view of one commit of the repository, at\n"
@@ -38,6 +38,10 @@ const char cmd_workspace_usage[] =
     "              later mounts: through the daemon (default), or by the kernel straight\n"
     "              into the upper layer (FUSE passthrough; needs root, see README: while such\n"
     "              a file is open for writing, other opens of it fail with EIO)\n"
+    "  --disk SIZE (create, mount) the most the workspace's files may take (500M, 10G; none:\n"
+    "              no limit), for this and later mounts; beyond it, and whenever the disk's\n"
+    "              free space is below a reserve, writes fail with ENOSPC (audited). Default:\n"
+    "              what the workspace uses plus half the free space, at each mount\n"
     "  --json      machine-readable output\n"
     "  --purge     (delete) also remove the workspace's audit history, and that of every\n"
     "              earlier workspace of that name; works on an already deleted one too\n"
@@ -119,17 +123,21 @@ static int fail_lib(void)
 /* `create --dirty`, `--from`, `create|mount --allow-other` and `--io`, set by parse(). */
 static bool create_dirty, allow_other;
 static unsigned int io_flags;
-static const char *create_from;
+static const char *create_from, *disk_size;
 
 /* Parses [--json] (and --rev, --purge where rev, purge are given) plus `npos` positionals. */
 static int parse(struct cli_global *g, const char *sub, int argc, char **argv, bool *json,
 		 const char **rev, bool *purge, const char **pos, int npos, int *status)
 {
-	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},	     {"rev", required_argument, NULL, 'r'},
-	    {"purge", no_argument, NULL, 'P'},	     {"dirty", no_argument, NULL, 'D'},
-	    {"allow-other", no_argument, NULL, 'O'}, {"from", required_argument, NULL, 'F'},
-	    {"io", required_argument, NULL, 'I'},    {0}};
+	static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+					     {"rev", required_argument, NULL, 'r'},
+					     {"purge", no_argument, NULL, 'P'},
+					     {"dirty", no_argument, NULL, 'D'},
+					     {"allow-other", no_argument, NULL, 'O'},
+					     {"from", required_argument, NULL, 'F'},
+					     {"io", required_argument, NULL, 'I'},
+					     {"disk", required_argument, NULL, 'S'},
+					     {0}};
 	const struct cli_cmd *cmd = cli_cmd_find(cmd_workspace_subs, sub);
 	int c;
 
@@ -149,6 +157,8 @@ static int parse(struct cli_global *g, const char *sub, int argc, char **argv, b
 			create_from = optarg;
 		} else if (c == 'O' && (!strcmp(sub, "create") || !strcmp(sub, "mount"))) {
 			allow_other = true;
+		} else if (c == 'S' && (!strcmp(sub, "create") || !strcmp(sub, "mount"))) {
+			disk_size = optarg;
 		} else if (c == 'I' && (!strcmp(sub, "create") || !strcmp(sub, "mount"))) {
 			if (strcmp(optarg, "daemon") != 0 && strcmp(optarg, "passthrough") != 0) {
 				*status = cli_usage_error(cmd->path, "--io daemon|passthrough");
@@ -192,8 +202,11 @@ static int ws_create(struct cli_global *g, int argc, char **argv)
 		return cli_usage_error("workspace create", "--from goes without --rev and --dirty");
 	if (create_from && (!*create_from || *create_from == '@'))
 		return cli_usage_error("workspace create", "--from needs a workspace NAME[@CKPT]");
-	if (arb_project_open(&p, g->workdir) < 0)
+	if (arb_project_open(&p, g->workdir) < 0 ||
+	    (disk_size && arb_project_set_disk(p, disk_size) < 0)) {
+		arb_project_free(p);
 		return fail_lib();
+	}
 	if (create_from) {
 		char *from = strdup(create_from), *at = from ? strchr(from, '@') : NULL;
 
@@ -320,7 +333,9 @@ static int ws_mount_common(struct cli_global *g, int argc, char **argv, bool mou
 	if (parse(g, mount ? "mount" : "unmount", argc, argv, &json, NULL, NULL, &name, 1,
 		  &status) < 0)
 		return status;
-	if (arb_project_open(&p, g->workdir) < 0 || arb_workspace_get(&ws, p, name) < 0 ||
+	if (arb_project_open(&p, g->workdir) < 0 ||
+	    (disk_size && arb_project_set_disk(p, disk_size) < 0) ||
+	    arb_workspace_get(&ws, p, name) < 0 ||
 	    (mount ? arb_workspace_mount(p, name, (allow_other ? ARB_WS_ALLOW_OTHER : 0) | io_flags)
 		   : arb_workspace_unmount(p, name)) < 0) {
 		status = fail_lib();

@@ -25,6 +25,12 @@ struct core_project;
  */
 int core_project_open(struct core_project **out, const char *workdir) ARB_MUST_CHECK;
 void core_project_free(struct core_project *p);
+/*
+ * The disk budget (fs_disk_parse: "2G", "none") that workspaces created, forked or mounted
+ * through p from now on get; each keeps it (NAME/disk) for its later mounts. Without it a
+ * workspace keeps the budget it has (none set: the daemon's default). -EINVAL with a message.
+ */
+int core_project_set_disk(struct core_project *p, const char *size) ARB_MUST_CHECK;
 
 /* Borrowed, valid while p lives. Paths are absolute, without a trailing slash. */
 const char *core_project_root(const struct core_project *p);

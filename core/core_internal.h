@@ -12,6 +12,7 @@ struct core_project {
 	char *objects;
 	char *state_dir;
 	sqlite3 *db;
+	char *disk; /* core_project_set_disk: the budget mounts through p give (NULL: theirs) */
 };
 
 /*

@@ -211,9 +211,36 @@ static int io_choice(const struct core_ws *ws, unsigned int flags, bool *passthr
 	return rc;
 }
 
+/* The budget this mount gives its daemon (*out NULL: the default), kept as NAME/disk. */
+static int disk_choice(const struct core_project *p, const struct core_ws *ws, char **out)
+{
+	char *path = util_path_join(ws->root, "disk"), *buf = NULL;
+	int64_t bytes;
+	size_t len = 0;
+	int rc = 0;
+
+	*out = NULL;
+	if (!path)
+		return -ENOMEM;
+	if (p->disk)
+		rc = util_write_file(path, p->disk, strlen(p->disk), 0644);
+	if (rc == 0 && util_read_file(path, &buf, &len) == 0) {
+		buf[strcspn(buf, "\n")] = '\0';
+		if (fs_disk_parse(buf, &bytes) < 0) {
+			free(buf); /* not one: the default, rather than no view */
+			buf = NULL;
+		}
+		*out = buf;
+	}
+	util_err_clear();
+	free(path);
+	return rc;
+}
+
 int core_ws_mount(struct core_project *p, struct core_ws *ws, unsigned int flags)
 {
 	char *blobs = NULL, *pidfile = NULL, *log = NULL, *db = NULL, *commondir = NULL;
+	char *disk = NULL;
 	char **argv = NULL;
 	bool allow_other = flags & CORE_WS_ALLOW_OTHER, passthrough = false;
 	struct fs_config cfg;
@@ -231,6 +258,8 @@ int core_ws_mount(struct core_project *p, struct core_ws *ws, unsigned int flags
 		rc = util_err(-errno, "%s: %s", p->state_dir, strerror(errno));
 	if (rc == 0)
 		rc = io_choice(ws, flags, &passthrough);
+	if (rc == 0)
+		rc = disk_choice(p, ws, &disk);
 	if (rc < 0)
 		return rc;
 	rc = -ENOMEM;
@@ -251,6 +280,7 @@ int core_ws_mount(struct core_project *p, struct core_ws *ws, unsigned int flags
 				 .db_path = db,
 				 .ws_id = ws->id,
 				 .ws_name = ws->name,
+				 .disk = disk,
 				 .allow_other = allow_other,
 				 .passthrough = passthrough};
 	/* The descriptor's number goes in the last slot (spawn). */
@@ -269,6 +299,7 @@ out:
 	free(log);
 	free(db);
 	free(commondir);
+	free(disk);
 	return rc;
 }
 

@@ -112,7 +112,24 @@ void core_project_free(struct core_project *p)
 	free(p->commondir);
 	free(p->objects);
 	free(p->state_dir);
+	free(p->disk);
 	free(p);
+}
+
+int core_project_set_disk(struct core_project *p, const char *size)
+{
+	int64_t bytes;
+	char *copy;
+	int rc = fs_disk_parse(size, &bytes);
+
+	if (rc < 0)
+		return rc;
+	copy = strdup(size);
+	if (!copy)
+		return util_err(-ENOMEM, "out of memory");
+	free(p->disk);
+	p->disk = copy;
+	return 0;
 }
 
 const char *core_project_root(const struct core_project *p)

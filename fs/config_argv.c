@@ -4,7 +4,7 @@
  * __fs-daemon` and arborinth_fs):
  *
  *   PROGRAM __fs-daemon --mountpoint DIR --layer DIR --gitdir DIR --repo DIR --blobs DIR
- *     --base COMMIT [--pidfile FILE] [--db FILE --ws-id ID --ws-name NAME]
+ *     --base COMMIT [--pidfile FILE] [--db FILE --ws-id ID --ws-name NAME] [--disk SIZE]
  *     [--share private|other] [--io daemon|passthrough] [--debug] [--ready-fd FD]
  */
 #include "fs/fs.h"
@@ -31,6 +31,7 @@ static const struct {
     {"--db", offsetof(struct fs_config, db_path), false},
     {"--ws-id", offsetof(struct fs_config, ws_id), false},
     {"--ws-name", offsetof(struct fs_config, ws_name), false},
+    {"--disk", offsetof(struct fs_config, disk), false},
 };
 
 static const char **member(struct fs_config *cfg, size_t i)

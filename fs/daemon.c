@@ -279,6 +279,7 @@ static int serve(struct fs *fs, const struct fs_config *cfg, int *ready_fd)
 	if (rc == 0) {
 		pthread_mutex_lock(&fs->lock);
 		fs_fsmon_save(fs); /* the next mount of this layer goes on with the same tokens */
+		fs_disk_save(fs);  /* and the same usage, unless the layer changed meanwhile */
 		pthread_mutex_unlock(&fs->lock);
 	}
 	fuse_loop_cfg_destroy(loop);
@@ -295,6 +296,29 @@ out:
 	return rc;
 }
 
+/* The disk budget and reserve (fs/disk.c), said in the daemon's log. */
+static int disk_setup(struct fs *fs, const struct fs_config *cfg)
+{
+	int64_t budget = -1;
+	int rc = cfg->disk ? fs_disk_parse(cfg->disk, &budget) : 0;
+
+	if (rc == 0)
+		rc = fs_disk_init(fs, budget);
+	if (rc < 0)
+		return rc;
+	if (fs->disk_track)
+		fprintf(stderr,
+			"arborinth-fs: disk budget %lld bytes%s, %lld used (%s %.1f ms), "
+			"reserve %lld bytes free\n",
+			(long long)fs->disk_budget, cfg->disk ? "" : " (default)",
+			(long long)fs->disk_used, fs->disk_saved ? "saved; read in" : "measured in",
+			(double)fs->disk_walk_ns / 1e6, (long long)fs->disk_reserve);
+	else
+		fprintf(stderr, "arborinth-fs: no disk budget, reserve %lld bytes free\n",
+			(long long)fs->disk_reserve);
+	return 0;
+}
+
 int fs_daemon_run(const struct fs_config *cfg, int ready_fd)
 {
 	struct fs fs = {0};
@@ -306,6 +330,8 @@ int fs_daemon_run(const struct fs_config *cfg, int ready_fd)
 	rc = fs_setup(&fs, cfg);
 	if (rc == 0)
 		rc = fs_reconcile(&fs);
+	if (rc == 0)
+		rc = disk_setup(&fs, cfg);
 	if (rc == 0)
 		rc = serve(&fs, cfg, &ready_fd);
 	signal_ready(&ready_fd, 1);

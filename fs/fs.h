@@ -25,6 +25,8 @@ struct fs_config {
 	const char *db_path;	/* state.db, for the audit; NULL: no audit */
 	const char *ws_id;	/* workspace id and name, for the audit */
 	const char *ws_name;
+	/* the disk budget (fs_disk_parse); NULL: the default, what is used + half the free space */
+	const char *disk;
 	bool allow_other; /* other users may use the view (FUSE allow_other) */
 	bool passthrough; /* created files are written through FUSE passthrough where possible */
 	int debug;	  /* libfuse debug output to stderr */
@@ -56,6 +58,12 @@ int fs_config_parse(struct fs_config *cfg, int *ready_fd, int argc, char **argv)
  * while busy: for the dead mount a killed daemon leaves behind.
  */
 int fs_unmount(const char *mountpoint, bool lazy) ARB_MUST_CHECK;
+
+/*
+ * A disk budget as given to --disk: bytes, with an optional K, M, G or T (powers of 1024),
+ * or "0" / "none" for no budget (*bytes 0). -EINVAL with a message otherwise.
+ */
+int fs_disk_parse(const char *s, int64_t *bytes) ARB_MUST_CHECK;
 
 /* True when path is the root of a FUSE mount. */
 int fs_is_mounted(const char *path);

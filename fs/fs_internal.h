@@ -63,8 +63,25 @@ struct fs_node {
 	uint32_t backing_opens; /* handles using backing_id */
 	uint32_t cached_opens;	/* handles whose I/O goes through the page cache and us */
 	uint32_t pt_writers;	/* passthrough handles open for writing (fsmon.c) */
-	uint64_t fsmon_seq;	/* fsmon.c: journaled at this sequence number */
-	bool fsmon_linked;	/* fsmon.c: hard-linked through the view once */
+	/*
+	 * Passthrough writes never reach the daemon: the upper file's ctime and size when the
+	 * first writer opened it or the daemon last changed it (pt_settle), and whether it changed
+	 * between (pt_dirty). The workload can set mtime back, never ctime.
+	 */
+	struct timespec pt_ctime;
+	int64_t pt_size;
+	bool pt_dirty;
+	/*
+	 * The last process that wrote n, truncated it, or opened it for writing where the daemon
+	 * sees opens: writes the kernel sends on nobody's behalf (pid 0: shared-mmap writeback)
+	 * are its.
+	 */
+	pid_t last_writer;
+	/* disk.c: the bytes n's upper file is counted for (regular files; set at attach) */
+	int64_t charge;
+	bool charged;
+	uint64_t fsmon_seq; /* fsmon.c: journaled at this sequence number */
+	bool fsmon_linked;  /* fsmon.c: hard-linked through the view once */
 	/* fsmon.c: a file the daemon makes up (synth_mode != 0): its content */
 	char *synth;
 	size_t synth_len;
@@ -144,6 +161,14 @@ struct fs_box {
 	int pidfd; /* readable once pid 1 is gone; -1 when unknown */
 };
 
+/* disk.c: refusals for want of space not yet recorded (one row a second at most). */
+struct fs_refusal {
+	int64_t t_first, count, off, len;
+	pid_t pid;
+	int reason;
+	char *path;
+};
+
 struct fs {
 	struct fuse_session *se;
 	pthread_mutex_t lock;
@@ -199,6 +224,15 @@ struct fs {
 	size_t nupper_fds;		       /* nodes' O_PATH descriptors (n->fd) */
 	size_t fd_high;			       /* house.c trims descriptors above this */
 
+	/* disk.c: the budget (bytes), the layer's use, the filesystem's reserve; under lock */
+	bool disk_track; /* a budget is set: disk_used is kept */
+	int64_t disk_budget, disk_used, disk_reserve;
+	int64_t disk_free, disk_free_ns; /* free space at the last statvfs, and when */
+	int64_t disk_walk_ns;		 /* what measuring the layer at mount took */
+	bool disk_saved;		 /* disk_used came from the last clean unmount */
+	struct fs_refusal refusal;
+	int64_t refusal_last_ns;
+
 	/* house.c: the housekeeping thread */
 	pthread_t house;
 	bool house_running, stopping, house_stuck;
@@ -215,12 +249,12 @@ struct fs_handle {
 	bool writable;
 	/*
 	 * Passthrough (a CREATE reply with the node's backing id): the kernel writes the upper
-	 * file itself; at release the open is recorded as one write by its creator (w.pid) when
-	 * the file's mtime moved since mtime0.
+	 * file itself; at release the open is recorded as one write by its opener when the
+	 * file's ctime or size moved (node->pt_ctime, pt_size, pt_dirty).
 	 */
 	bool passthrough;
-	bool cached; /* counted in node->cached_opens */
-	struct timespec mtime0;
+	bool cached;  /* counted in node->cached_opens */
+	pid_t opener; /* the process that opened it */
 	/* audit: writes coalesced until release, under wlock */
 	pthread_mutex_t wlock;
 	struct fs_wstats w;
@@ -396,12 +430,63 @@ void fs_record_writes(struct fs *fs, struct fs_handle *h);
  * new coalesced event: then call fs_record_first_write(pid) after unlocking.
  */
 bool fs_record_node_write(struct fs *fs, struct fs_node *n, pid_t pid, off_t off, size_t len);
+/*
+ * An operation on a range of n (fallocate: its FALLOC_FL_* mode; a refusal for want of
+ * space): off and len as the row's off_lo, off_hi = off + len and size = len.
+ */
+void fs_record_range(struct fs *fs, fuse_req_t req, const char *op, struct fs_node *n,
+		     uint32_t mode, off_t off, off_t len, int rc);
+/*
+ * Who a write to n by pid is recorded as (fs->lock held): pid, which becomes n's last
+ * writer, or for a write the kernel sends on nobody's behalf (pid 0: shared-mmap
+ * writeback) n's last writer, else fallback.
+ */
+pid_t fs_record_writer(struct fs_node *n, pid_t pid, pid_t fallback);
+/*
+ * ops_file.c: before (before true) and after the daemon changes n itself (setattr, rename,
+ * link: they move its ctime too) while passthrough writers have it open, so that a change
+ * made before is taken as theirs and its own is not. fs->lock held.
+ */
+void fs_pt_settle(struct fs_node *n, bool before);
 /* Records n's pending handle-less writes now (fs->lock held; no-op when none). */
 void fs_record_flush_node(struct fs *fs, struct fs_node *n);
 /* Records every pending write and waits until the audit committed them (fs->lock not held). */
 int fs_record_sync(struct fs *fs) ARB_MUST_CHECK;
 /* Records the pending writes at least min_age ns old, oldest first (fs->lock held). */
 void fs_record_sweep(struct fs *fs, int64_t min_age);
+
+struct audit_event;
+/* An event built by the caller (pid, time set), path owned; fs->lock held. */
+void fs_record_event(struct fs *fs, const struct audit_event *ev, char *path);
+
+/*
+ * disk.c (fs->lock held unless said). fs_disk_init: before serving, measures the upper layer
+ * and gitdir when budget != 0 (budget < 0: the default, what is used plus half the free
+ * space; the usage a clean unmount saved is taken instead of walking) and sets the reserve.
+ * fs_disk_check: 0, or -ENOSPC (and an audit row, rate limited) when the operation a asks for would
+ * grow n over the budget or the filesystem's free space below the reserve. fs_disk_update: n's file
+ * changed: its charge read again. fs_disk_added: n's file is new in the layer (copy-up, a
+ * new name).
+ * fs_disk_unlinked: a name of n went (its charge goes when it was the last). fs_disk_forget: n is
+ * being freed. fs_disk_sweep: records the counted refusals once a second passed (min_age 0: now).
+ */
+struct fs_disk_ask {
+	pid_t pid;
+	int64_t off, len;
+	int mode; /* fallocate's FALLOC_FL_* flags, else 0 */
+};
+int64_t fs_disk_charge_of(const struct stat *st);
+int fs_disk_init(struct fs *fs, int64_t budget) ARB_MUST_CHECK;
+int fs_disk_check(struct fs *fs, struct fs_node *n, const struct fs_disk_ask *a) ARB_MUST_CHECK;
+/* The same for a new name in directory p (a block's worth), by process pid. */
+int fs_disk_check_new(struct fs *fs, pid_t pid, struct fs_node *p, const char *name) ARB_MUST_CHECK;
+void fs_disk_update(struct fs *fs, struct fs_node *n);
+void fs_disk_added(struct fs *fs, struct fs_node *n);
+void fs_disk_unlinked(struct fs *fs, struct fs_node *n);
+void fs_disk_forget(struct fs *fs, struct fs_node *n);
+void fs_disk_sweep(struct fs *fs, int64_t min_age);
+/* At a clean unmount: the usage, for the next mount of this layer (run/disk-used). */
+void fs_disk_save(struct fs *fs);
 
 /*
  * house.c: the housekeeping thread, started once the view is mounted: records pending writes

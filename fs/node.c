@@ -196,6 +196,13 @@ void fs_node_set_upper(struct fs *fs, struct fs_node *n, int fd, const struct st
 	n->upper_dev = st->st_dev;
 	n->upper_ino = st->st_ino;
 	n->type = st->st_mode & S_IFMT;
+	if (!n->charged) {
+		/* disk.c: as its walk counts it (a file with several names takes its share) */
+		n->charge = fs_disk_charge_of(st);
+		if (!S_ISDIR(n->type) && st->st_nlink > 1)
+			n->charge /= (int64_t)st->st_nlink;
+		n->charged = true;
+	}
 	/* Directories are never hard-linked: only files need identity by upper inode. */
 	if (!S_ISDIR(n->type)) {
 		struct fs_node **s = upper_slot(fs, st->st_dev, st->st_ino);
@@ -241,6 +248,7 @@ int fs_node_move(struct fs *fs, struct fs_node *n, struct fs_node *parent, const
 /* Closes n's descriptors and frees it (already out of the tables). */
 static void node_free(struct fs *fs, struct fs_node *n)
 {
+	fs_disk_forget(fs, n);
 	if (n->fd >= 0) {
 		close(n->fd);
 		fs->nupper_fds--;

@@ -50,8 +50,11 @@ static int new_entry(struct fs *fs, struct fs_node *parent, const char *name,
 
 	if (rc > 0)
 		rc = -ENOENT;
-	if (rc == 0)
+	if (rc == 0) {
+		fs_disk_added(fs, n); /* a directory's block, a long symlink's */
+		fs_disk_update(fs, parent);
 		rc = fs_entry_fill(fs, n, e);
+	}
 	return rc;
 }
 
@@ -112,7 +115,9 @@ void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 
 	pthread_mutex_lock(&fs->lock);
 	p = fs_node_get(fs, parent);
-	rc = p ? do_mkdir(fs, req, p, name, mode) : -ESTALE;
+	rc = p ? fs_disk_check_new(fs, fuse_req_ctx(req)->pid, p, name) : -ESTALE;
+	if (rc == 0)
+		rc = do_mkdir(fs, req, p, name, mode);
 	if (rc == 0)
 		rc = new_entry(fs, p, name, &e);
 	if (p)
@@ -136,7 +141,9 @@ void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 	}
 	pthread_mutex_lock(&fs->lock);
 	p = fs_node_get(fs, parent);
-	rc = p ? fs_prepare_new(fs, p, name, &covered) : -ESTALE;
+	rc = p ? fs_disk_check_new(fs, fuse_req_ctx(req)->pid, p, name) : -ESTALE;
+	if (rc == 0)
+		rc = fs_prepare_new(fs, p, name, &covered);
 	if (rc == 0 && mknodat(p->fd, name, mode, rdev) < 0)
 		rc = -errno;
 	if (rc == 0)
@@ -157,7 +164,9 @@ void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const ch
 
 	pthread_mutex_lock(&fs->lock);
 	p = fs_node_get(fs, parent);
-	rc = p ? fs_prepare_new(fs, p, name, &covered) : -ESTALE;
+	rc = p ? fs_disk_check_new(fs, fuse_req_ctx(req)->pid, p, name) : -ESTALE;
+	if (rc == 0)
+		rc = fs_prepare_new(fs, p, name, &covered);
 	if (rc == 0 && symlinkat(link, p->fd, name) < 0)
 		rc = -errno;
 	if (rc == 0)
@@ -183,8 +192,11 @@ static int do_link(struct fs *fs, struct fs_node *n, struct fs_node *np, const c
 	if (rc < 0)
 		return rc;
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", n->fd);
-	if (linkat(AT_FDCWD, p, np->fd, newname, AT_SYMLINK_FOLLOW) < 0)
-		return -errno;
+	fs_pt_settle(n, true);
+	rc = linkat(AT_FDCWD, p, np->fd, newname, AT_SYMLINK_FOLLOW) < 0 ? -errno : 0;
+	fs_pt_settle(n, false);
+	if (rc < 0)
+		return rc;
 	rc = fs_entry_fill(fs, n, e);
 	fs_hostgit_entry(fs, np, newname, e); /* n may be known by another name */
 	return rc;
@@ -201,7 +213,11 @@ void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
 	pthread_mutex_lock(&fs->lock);
 	n = fs_node_get(fs, ino);
 	np = fs_node_get(fs, newparent);
-	rc = n && np ? do_link(fs, n, np, newname, &e) : -ESTALE;
+	rc = n && np ? fs_disk_check_new(fs, fuse_req_ctx(req)->pid, np, newname) : -ESTALE;
+	if (rc == 0)
+		rc = do_link(fs, n, np, newname, &e);
+	if (rc == 0)
+		fs_disk_update(fs, np);
 	if (rc == 0)
 		n->fsmon_linked = true; /* fsmon.c: its node no longer knows all its names */
 	if (n && np) {
@@ -223,8 +239,12 @@ int fs_remove_entry(struct fs *fs, struct fs_node *p, const char *name, struct f
 	if (n->fd >= 0) {
 		/* The upper directory can only hold whiteouts when the view shows it empty. */
 		rc = S_ISDIR(n->type) ? util_rm_rf_at(p->fd, name) : 0;
+		fs_pt_settle(n, true);
 		if (rc == 0 && !S_ISDIR(n->type) && unlinkat(p->fd, name, 0) < 0)
 			rc = -errno;
+		fs_pt_settle(n, false);
+		if (rc == 0)
+			fs_disk_unlinked(fs, n);
 		if (rc < 0)
 			return rc;
 	}

@@ -77,15 +77,21 @@ static int32_t choose_io(struct fs *fs, fuse_req_t req, struct fs_handle *h)
 	struct stat st;
 	int32_t id = 0;
 
+	h->opener = fuse_req_ctx(req)->pid;
+	if (h->writable)
+		(void)fs_record_writer(h->node, h->opener, 0);
 	if (fs->passthrough && !h->lower && h->node->cached_opens == 0 && fstat(h->fd, &st) == 0)
 		id = fs_passthrough_get(fs, h->node);
 	if (id > 0) {
 		h->passthrough = true;
-		h->mtime0 = st.st_mtim;
-		h->w.pid = fuse_req_ctx(req)->pid;
+		h->w.pid = h->opener;
 		/* fsmon.c: its writes never reach us; it is "changed" until closed */
-		if (h->writable && h->node->pt_writers++ == 0)
+		if (h->writable && h->node->pt_writers++ == 0) {
 			fs->fsmon.nlive++;
+			h->node->pt_ctime = st.st_ctim;
+			h->node->pt_size = st.st_size;
+			h->node->pt_dirty = false;
+		}
 	} else {
 		h->cached = true;
 		h->node->cached_opens++;
@@ -191,9 +197,19 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		open_synth(req, fi);
 		return;
 	}
-	rc = n ? open_node(fs, n, fi->flags, &h) : -ESTALE;
-	if (n && (fi->flags & O_TRUNC))
+	rc = n ? 0 : -ESTALE;
+	if (n && wants_write(fi->flags) && !(fi->flags & O_TRUNC)) {
+		/* A copy-up comes first: the base file's bytes are the workspace's from now on. */
+		struct fs_disk_ask ask = {.pid = fuse_req_ctx(req)->pid};
+
+		rc = fs_disk_check(fs, n, &ask);
+	}
+	if (rc == 0)
+		rc = open_node(fs, n, fi->flags, &h);
+	if (n && (fi->flags & O_TRUNC)) {
 		fs_record_node(fs, req, "truncate", n, NULL, 0, 0, rc);
+		fs_disk_update(fs, n);
+	}
 	if (rc == 0)
 		backing = choose_io(fs, req, h);
 	fs_unlock(fs);
@@ -201,8 +217,8 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	if (backing > 0 && h->writable)
-		fs_record_first_write(fs, h->w.pid); /* recorded at release */
+	if (h->writable)
+		fs_record_first_write(fs, h->opener); /* its writes may come after it exits */
 	fi->fh = (uintptr_t)h;
 	/* The base never changes and every write comes through the kernel: keep its cache. */
 	fi->keep_cache = 1;
@@ -229,7 +245,10 @@ static int open_nohandle(struct fs *fs, struct fs_node *n, int flags)
 	if (!(flags & O_TRUNC))
 		return 0;
 	rc = fs_upper_copy_up(fs, n);
-	return rc < 0 ? rc : fs_upper_truncate(fs, n, 0);
+	if (rc == 0)
+		rc = fs_upper_truncate(fs, n, 0);
+	fs_disk_update(fs, n);
+	return rc;
 }
 
 static int do_create(struct fs *fs, fuse_req_t req, struct fs_node *p, const char *name,
@@ -297,13 +316,19 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	struct fs *fs = fs_of(req);
 	struct fuse_entry_param e;
 	struct fs_handle *h = NULL;
-	struct fs_node *p;
+	struct fs_node *p, *old = NULL;
 	int32_t backing = 0;
 	int rc;
 
 	pthread_mutex_lock(&fs->lock);
 	p = fs_node_get(fs, parent);
-	rc = p ? do_create(fs, req, p, name, mode, fi, &e, &h) : -ESTALE;
+	rc = p ? 0 : -ESTALE;
+	if (p && fs_lookup_child(fs, p, name, &old) == -ENOENT)
+		rc = fs_disk_check_new(fs, fuse_req_ctx(req)->pid, p, name); /* a new name */
+	if (rc == 0)
+		rc = do_create(fs, req, p, name, mode, fi, &e, &h);
+	if (rc == 0)
+		fs_disk_update(fs, p); /* its new entry */
 	if (p)
 		fs_record_mode(fs, req, "create", p, name, mode & 07777, rc);
 	if (rc == 0 && h)
@@ -315,8 +340,8 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	if (backing > 0 && h->writable)
-		fs_record_first_write(fs, h->w.pid); /* recorded at release */
+	if (h && h->writable)
+		fs_record_first_write(fs, h->opener); /* as in fs_op_open */
 	fi->fh = (uintptr_t)h;
 	fi->keep_cache = 1;
 	fi->noflush = 1; /* as in fs_op_open */
@@ -336,8 +361,12 @@ struct node_io {
 	bool lower; /* fd is the read-only blob cache file */
 };
 
-/* Gets n's data for reading (write false) or, after a copy-up, writing. Lock held on entry. */
-static int node_io_begin(struct fs *fs, fuse_ino_t ino, bool write, struct node_io *io)
+/*
+ * Gets n's data for reading (write false) or, after a copy-up, writing; ask (may be NULL): the
+ * space the write may take, checked first (disk.c). Lock held on entry.
+ */
+static int node_io_begin(struct fs *fs, fuse_ino_t ino, bool write, const struct fs_disk_ask *ask,
+			 struct node_io *io)
 {
 	struct fs_node *n = fs_node_get(fs, ino);
 	int64_t size = -1;
@@ -352,7 +381,9 @@ static int node_io_begin(struct fs *fs, fuse_ino_t ino, bool write, struct node_
 		return -ESTALE;
 	if (S_ISDIR(n->type))
 		return -EISDIR;
-	if (write)
+	if (ask)
+		rc = fs_disk_check(fs, n, ask);
+	if (write && rc == 0)
 		rc = fs_upper_copy_up(fs, n);
 	if (rc < 0)
 		return rc;
@@ -386,12 +417,13 @@ static void node_io_end(struct fs *fs, struct node_io *io)
  * node_io_begin under the lock, which is released on return; on failure everything is
  * released, on success finish with node_io_done.
  */
-static int node_io_get(struct fs *fs, fuse_ino_t ino, bool write, struct node_io *io)
+static int node_io_get(struct fs *fs, fuse_ino_t ino, bool write, const struct fs_disk_ask *ask,
+		       struct node_io *io)
 {
 	int rc;
 
 	pthread_mutex_lock(&fs->lock);
-	rc = node_io_begin(fs, ino, write, io);
+	rc = node_io_begin(fs, ino, write, ask, io);
 	if (rc < 0)
 		node_io_end(fs, io);
 	else
@@ -414,7 +446,7 @@ static void read_node(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off)
 
 	if (read_synth(req, ino, size, off))
 		return;
-	rc = node_io_get(fs, ino, false, &io);
+	rc = node_io_get(fs, ino, false, NULL, &io);
 
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
@@ -432,10 +464,11 @@ static void write_node(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 	struct fs *fs = fs_of(req);
 	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(fuse_buf_size(bufv));
 	pid_t pid = fuse_req_ctx(req)->pid;
+	struct fs_disk_ask ask = {.pid = pid, .off = off, .len = (int64_t)fuse_buf_size(bufv)};
 	struct node_io io;
 	bool first = false;
 	ssize_t n;
-	int rc = node_io_get(fs, ino, true, &io);
+	int rc = node_io_get(fs, ino, true, &ask, &io);
 
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
@@ -447,8 +480,10 @@ static void write_node(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
 	n = fuse_buf_copy(&dst, bufv, FUSE_BUF_SPLICE_NONBLOCK);
 	pthread_mutex_lock(&fs->lock);
 	if (n > 0) {
+		pid = fs_record_writer(io.node, pid, 0);
 		first = fs_record_node_write(fs, io.node, pid, off, (size_t)n);
 		fs_fsmon_note_node(fs, io.node);
+		fs_disk_update(fs, io.node);
 	}
 	node_io_end(fs, &io);
 	if (first)
@@ -501,11 +536,25 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
 	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
 }
 
+/* The space check of a write of len bytes at off through handle h (disk.c). */
+static int handle_space(fuse_req_t req, struct fs_handle *h, off_t off, size_t len)
+{
+	struct fs *fs = fs_of(req);
+	struct fs_disk_ask ask = {.pid = fuse_req_ctx(req)->pid, .off = off, .len = (int64_t)len};
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	rc = fs_disk_check(fs, h->node, &ask);
+	fs_unlock(fs);
+	return rc;
+}
+
 void fs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,
 		     struct fuse_file_info *fi)
 {
 	struct fs_handle *h = handle_of(fi);
 	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(fuse_buf_size(bufv));
+	pid_t pid;
 	ssize_t n;
 
 	if (!h) {
@@ -514,6 +563,10 @@ void fs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, o
 	}
 	if (!h->writable) {
 		fuse_reply_err(req, EBADF);
+		return;
+	}
+	if (handle_space(req, h, off, fuse_buf_size(bufv)) < 0) {
+		fuse_reply_err(req, ENOSPC);
 		return;
 	}
 	dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
@@ -526,10 +579,17 @@ void fs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, o
 	}
 	pthread_mutex_lock(&fs_of(req)->lock);
 	fs_fsmon_note_node(fs_of(req), h->node);
+	fs_disk_update(fs_of(req), h->node);
+	pid = fs_record_writer(h->node, fuse_req_ctx(req)->pid, h->opener);
 	pthread_mutex_unlock(&fs_of(req)->lock);
 	pthread_mutex_lock(&h->wlock);
+	/* A writer other than the one coalesced so far (another's mmap writeback): its own row. */
+	if (h->w.count && h->w.pid != pid) {
+		fs_record_writes(fs_of(req), h);
+		h->w = (struct fs_wstats){0};
+	}
 	if (fs_wstats_add(&h->w, off, (size_t)n)) {
-		h->w.pid = fuse_req_ctx(req)->pid;
+		h->w.pid = pid;
 		fs_record_first_write(fs_of(req), h->w.pid);
 	}
 	pthread_mutex_unlock(&h->wlock);
@@ -556,24 +616,50 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 /*
  * A passthrough open's writes never reached the daemon: when the file changed while it was
- * open, they are recorded as one write of its creator over the file's whole size.
+ * open (its ctime or size moved, which restoring the mtime does not undo), they are recorded
+ * as one write of its opener over the file's whole size. fs->lock not held.
  */
-static void passthrough_writes(struct fs_handle *h)
+static void passthrough_writes(struct fs *fs, struct fs_handle *h)
 {
+	struct fs_node *n = h->node;
 	struct stat st;
+	bool changed;
 
-	if (fstat(h->fd, &st) < 0 ||
-	    (st.st_mtim.tv_sec == h->mtime0.tv_sec && st.st_mtim.tv_nsec == h->mtime0.tv_nsec))
+	if (fstat(h->fd, &st) < 0)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	changed = n->pt_dirty || st.st_size != n->pt_size ||
+		  st.st_ctim.tv_sec != n->pt_ctime.tv_sec ||
+		  st.st_ctim.tv_nsec != n->pt_ctime.tv_nsec;
+	n->pt_ctime = st.st_ctim;
+	n->pt_size = st.st_size;
+	n->pt_dirty = false;
+	pthread_mutex_unlock(&fs->lock);
+	if (!changed)
 		return;
 	h->w.bytes = h->w.hi = st.st_size;
 	h->w.lo = 0;
 	h->w.count = 0; /* unknown: the kernel wrote */
+	h->w.pid = h->opener;
+}
+
+void fs_pt_settle(struct fs_node *n, bool before)
+{
+	struct stat st;
+
+	if (n->pt_writers == 0 || n->fd < 0 || fstat(n->fd, &st) < 0)
+		return;
+	if (before && (st.st_size != n->pt_size || st.st_ctim.tv_sec != n->pt_ctime.tv_sec ||
+		       st.st_ctim.tv_nsec != n->pt_ctime.tv_nsec))
+		n->pt_dirty = true;
+	n->pt_ctime = st.st_ctim;
+	n->pt_size = st.st_size;
 }
 
 static void handle_release(struct fs *fs, struct fs_handle *h)
 {
 	if (h->passthrough && h->writable)
-		passthrough_writes(h);
+		passthrough_writes(fs, h);
 	if (h->w.count || h->w.hi > 0)
 		fs_record_writes(fs, h);
 	close(h->fd);
@@ -588,6 +674,8 @@ static void handle_release(struct fs *fs, struct fs_handle *h)
 	}
 	if (h->cached)
 		h->node->cached_opens--;
+	if (h->writable)
+		fs_disk_update(fs, h->node); /* passthrough: the kernel wrote it */
 	h->node->refs--;
 	fs_node_maybe_free(fs, h->node);
 	fs_unlock(fs);
@@ -607,16 +695,25 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
  * a copy-up first when it writes). Returns with fs->lock released; finish with io_done.
  */
 static int io_fd(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, bool write,
-		 struct node_io *io)
+		 const struct fs_disk_ask *ask, struct node_io *io)
 {
 	struct fs_handle *h = handle_of(fi);
+	struct fs *fs = fs_of(req);
+	int rc = 0;
 
 	if (h) {
 		*io =
 		    (struct node_io){.node = NULL, .fd = h->fd, .owned = false, .lower = h->lower};
-		return write && !h->writable ? -EBADF : 0;
+		if (write && !h->writable)
+			return -EBADF;
+		if (ask) {
+			pthread_mutex_lock(&fs->lock);
+			rc = fs_disk_check(fs, h->node, ask);
+			fs_unlock(fs);
+		}
+		return rc;
 	}
-	return node_io_get(fs_of(req), ino, write, io);
+	return node_io_get(fs, ino, write, ask, io);
 }
 
 static void io_done(fuse_req_t req, struct node_io *io)
@@ -628,7 +725,7 @@ static void io_done(fuse_req_t req, struct node_io *io)
 void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	struct node_io io;
-	int rc = io_fd(req, ino, fi, false, &io);
+	int rc = io_fd(req, ino, fi, false, NULL, &io);
 
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
@@ -641,26 +738,51 @@ void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 	fuse_reply_err(req, -rc);
 }
 
+/*
+ * fallocate in every mode changes the file's content (PUNCH_HOLE, ZERO_RANGE, COLLAPSE_RANGE,
+ * INSERT_RANGE), its size or its allocation: one row each, with the mode and the range.
+ */
 void fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
 		     struct fuse_file_info *fi)
 {
+	struct fs *fs = fs_of(req);
+	struct fs_handle *h = handle_of(fi);
+	struct fs_node *n;
+	struct fs_disk_ask ask = {
+	    .pid = fuse_req_ctx(req)->pid, .off = offset, .len = length, .mode = mode};
 	struct node_io io;
-	int rc = io_fd(req, ino, fi, true, &io);
+	int rc = io_fd(req, ino, fi, true, &ask, &io);
+	struct fs_node *held = rc == 0 ? io.node : NULL; /* pinned by io_fd */
 
-	if (rc < 0) {
-		fuse_reply_err(req, -rc);
-		return;
+	if (h) {
+		/* The handle's coalesced writes came first: their row too. */
+		pthread_mutex_lock(&h->wlock);
+		if (h->w.count) {
+			fs_record_writes(fs, h);
+			h->w = (struct fs_wstats){0};
+		}
+		pthread_mutex_unlock(&h->wlock);
 	}
-	if (fallocate(io.fd, mode, offset, length) < 0)
+	if (rc == 0 && fallocate(io.fd, mode, offset, length) < 0)
 		rc = -errno;
-	io_done(req, &io);
+	pthread_mutex_lock(&fs->lock);
+	n = held ? held : h ? h->node : fs_node_get(fs, ino);
+	if (n) {
+		(void)fs_record_writer(n, fuse_req_ctx(req)->pid, 0);
+		fs_record_range(fs, req, "fallocate", n, (uint32_t)mode, offset, length, rc);
+		fs_disk_update(fs, n);
+	}
+	if (held)
+		node_io_end(fs, &io);
+	else
+		fs_unlock(fs);
 	fuse_reply_err(req, -rc);
 }
 
 void fs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
 {
 	struct node_io io;
-	int rc = io_fd(req, ino, fi, false, &io);
+	int rc = io_fd(req, ino, fi, false, NULL, &io);
 	off_t r;
 
 	if (rc < 0) {

@@ -181,7 +181,23 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 
 	pthread_mutex_lock(&fs->lock);
 	n = fs_node_get(fs, ino);
-	rc = n ? do_setattr(fs, n, attr, to_set, fi) : -ESTALE;
+	if (n) {
+		fs_pt_settle(n, true);
+		if (to_set & FUSE_SET_ATTR_SIZE)
+			(void)fs_record_writer(n, fuse_req_ctx(req)->pid, 0);
+	}
+	rc = n ? 0 : -ESTALE;
+	if (n && (to_set & FUSE_SET_ATTR_SIZE)) {
+		struct fs_disk_ask ask = {.pid = fuse_req_ctx(req)->pid, .len = attr->st_size};
+
+		rc = fs_disk_check(fs, n, &ask); /* a truncate that extends */
+	}
+	if (rc == 0)
+		rc = do_setattr(fs, n, attr, to_set, fi);
+	if (n) {
+		fs_pt_settle(n, false);
+		fs_disk_update(fs, n);
+	}
 	if (n)
 		fs_record_node(fs, req, setattr_op(to_set), n, NULL,
 			       (to_set & FUSE_SET_ATTR_SIZE) ? attr->st_size : -1,

@@ -138,9 +138,23 @@ static int do_rename(struct fs *fs, struct fs_node *p, const char *name, struct 
 		if (rc < 0)
 			return rc;
 	}
-	if (t)
+	if (t) {
+		fs_disk_unlinked(fs, t); /* replaced: its space goes with its last name */
 		(void)fs_node_move(fs, t, NULL, NULL);
+	}
 	return fs_node_move(fs, n, np, newname);
+}
+
+/* fs_pt_settle for the files a rename moves (their ctime moves with them). */
+static void settle(struct fs *fs, struct fs_node *p, const char *name, struct fs_node *np,
+		   const char *newname, bool before)
+{
+	struct fs_node *a = fs_node_by_name(fs, p, name), *b = fs_node_by_name(fs, np, newname);
+
+	if (a)
+		fs_pt_settle(a, before);
+	if (b)
+		fs_pt_settle(b, before);
 }
 
 void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
@@ -158,7 +172,11 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_
 	if (rc == 0)
 		rc = fs_hostgit_rename_check(fs, p, name, np, newname, flags);
 	if (rc == 0)
+		settle(fs, p, name, np, newname, true);
+	if (rc == 0)
 		rc = do_rename(fs, p, name, np, newname, flags);
+	if (p && np)
+		settle(fs, np, newname, p, name, false);
 	if (rc == 0) {
 		struct fs_node *a = fs_node_by_name(fs, np, newname),
 			       *b = fs_node_by_name(fs, p, name);
@@ -170,7 +188,9 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_
 	}
 	if (p && np) {
 		to = fs_node_path(fs, np, newname);
-		fs_record(fs, req, "rename", p, name, to, rc);
+		/* An exchange leaves both names in place, with each other's file. */
+		fs_record(fs, req, (flags & RENAME_EXCHANGE) ? "exchange" : "rename", p, name, to,
+			  rc);
 	}
 	fs_unlock(fs);
 	free(to);

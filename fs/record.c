@@ -76,6 +76,14 @@ void fs_unlock(struct fs *fs)
 	}
 }
 
+void fs_record_event(struct fs *fs, const struct audit_event *ev, char *path)
+{
+	if (fs->audit)
+		queue(fs, NULL, ev, path, NULL);
+	else
+		free(path);
+}
+
 void fs_record(struct fs *fs, fuse_req_t req, const char *op, struct fs_node *parent,
 	       const char *name, const char *path2, int rc)
 {
@@ -108,6 +116,28 @@ void fs_record_node(struct fs *fs, fuse_req_t req, const char *op, struct fs_nod
 		fs_fsmon_note_node(fs, n);
 	if (fs->audit)
 		queue(fs, req, &ev, fs_node_path(fs, n, NULL), path2);
+}
+
+void fs_record_range(struct fs *fs, fuse_req_t req, const char *op, struct fs_node *n,
+		     uint32_t mode, off_t off, off_t len, int rc)
+{
+	struct audit_event ev = {
+	    .op = op, .result = -rc, .size = len, .mode = mode, .off_lo = off, .off_hi = off + len};
+
+	fs_record_flush_node(fs, n); /* earlier writes first */
+	if (rc == 0)
+		fs_fsmon_note_node(fs, n);
+	if (fs->audit)
+		queue(fs, req, &ev, fs_node_path(fs, n, NULL), NULL);
+}
+
+pid_t fs_record_writer(struct fs_node *n, pid_t pid, pid_t fallback)
+{
+	if (pid > 0) {
+		n->last_writer = pid;
+		return pid;
+	}
+	return n->last_writer > 0 ? n->last_writer : fallback;
 }
 
 void fs_record_first_write(struct fs *fs, pid_t pid)
@@ -210,6 +240,7 @@ void fs_record_sweep(struct fs *fs, int64_t min_age)
 
 	while (fs->wdirty && now - fs->wdirty->t_first >= min_age)
 		fs_record_flush_node(fs, fs->wdirty->node);
+	fs_disk_sweep(fs, min_age);
 }
 
 int fs_record_sync(struct fs *fs)

@@ -310,8 +310,10 @@ int fs_upper_copy_up(struct fs *fs, struct fs_node *n)
 		return fs_upper_dir(fs, n);
 	if ((n->unlinked || !n->parent) && S_ISREG(n->type) && n->has_lower) {
 		rc = copy_up_unlinked(fs, n);
-		if (rc == 0)
+		if (rc == 0) {
 			n->has_lower = false;
+			fs_disk_added(fs, n);
+		}
 		return rc;
 	}
 	if (n->unlinked || !n->parent)
@@ -320,8 +322,10 @@ int fs_upper_copy_up(struct fs *fs, struct fs_node *n)
 	if (rc < 0)
 		return rc;
 	rc = S_ISLNK(n->type) ? copy_up_symlink(fs, n) : copy_up_file(fs, n);
-	if (rc == 0)
+	if (rc == 0) {
 		n->has_lower = false;
+		fs_disk_added(fs, n);
+	}
 	return rc;
 }
 

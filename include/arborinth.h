@@ -77,6 +77,13 @@ struct arb_head {
 ARB_EXTERN int arb_project_head(struct arb_head *out, const arb_project *p);
 /* The number of workspaces. */
 ARB_EXTERN int arb_project_workspace_count(size_t *out, arb_project *p);
+/*
+ * The disk budget of workspaces created, forked or mounted through p from now on, kept by
+ * each for its later mounts: "500M", "10G" (K, M, G, T: powers of 1024), or "0"/"none" for
+ * none. A workspace that never had one gets the default: what its layer uses plus half the
+ * free space of the filesystem holding it, at each mount. -EINVAL for another string.
+ */
+ARB_EXTERN int arb_project_set_disk(arb_project *p, const char *size);
 
 /* ---- workspaces -------------------------------------------------------------------------- */
 

@@ -67,6 +67,13 @@ int arb_project_head(struct arb_head *out, const arb_project *p)
 	return rc;
 }
 
+int arb_project_set_disk(arb_project *p, const char *size)
+{
+	lib_err_reset();
+	return size ? lib_input_err(core_project_set_disk(p->core, size))
+		    : lib_input_err(util_err(-EINVAL, "--disk: no size"));
+}
+
 int arb_project_workspace_count(size_t *out, arb_project *p)
 {
 	lib_err_reset();

@@ -982,6 +982,50 @@ START_TEST(summary_statuses)
 }
 END_TEST
 
+/* RENAME_EXCHANGE: both names stay, each with the other's file. */
+START_TEST(summary_exchange)
+{
+	static const struct {
+		const char *op, *path, *path2;
+	} rows[] = {
+	    {"exchange", "x1", "x2"},
+	    {"create", "new", NULL},
+	    {"exchange", "new", "old"},
+	    {"fallocate", "x1", NULL},
+	};
+	struct audit_summary *s = NULL;
+	const struct audit_summary_entry *e;
+	size_t n;
+
+	ck_assert_int_eq(audit_summary_new(&s), 0);
+	for (size_t i = 0; i < ARB_ARRAY_LEN(rows); i++) {
+		struct audit_row r = {.kind = "fs",
+				      .op = rows[i].op,
+				      .path = rows[i].path,
+				      .path2 = rows[i].path2,
+				      .time_ns = T0 + (int64_t)i * S,
+				      .size = -1};
+
+		ck_assert_int_eq(audit_summary_add(s, &r), 0);
+	}
+	n = audit_summary_entries(s, &e);
+	ck_assert_uint_eq(n, 4);
+	ck_assert_str_eq(e[0].path, "new");
+	ck_assert_str_eq(e[0].status, "added");
+	ck_assert_str_eq(e[1].path, "old");
+	ck_assert_str_eq(e[1].status, "modified");
+	ck_assert_str_eq(e[2].path, "x1");
+	ck_assert_str_eq(e[2].status, "modified");
+	ck_assert_int_eq(e[2].ops, 2);
+	ck_assert_str_eq(e[3].path, "x2");
+	ck_assert_str_eq(e[3].status, "modified");
+	ck_assert_ptr_null(e[3].renamed_to);
+	ck_assert(audit_op_known("exchange") && audit_op_known("fallocate") &&
+		  audit_op_known("disk-full"));
+	audit_summary_free(s);
+}
+END_TEST
+
 START_TEST(purge_removes_all_history_of_a_name)
 {
 	sqlite3 *db = NULL;
@@ -1071,7 +1115,8 @@ static Suite *audit_suite(void)
 	    {"proc", {proc_names_other_processes, proc_exec_is_noticed}, 30},
 	    {"session", {session_links_descendants, NULL}, 30},
 	    {"query",
-	     {query_filters, summary_statuses, purge_removes_all_history_of_a_name, time_parsing},
+	     {query_filters, summary_statuses, summary_exchange,
+	      purge_removes_all_history_of_a_name, time_parsing},
 	     30},
 	};
 
