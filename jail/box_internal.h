@@ -28,7 +28,8 @@ struct jail_box {
 	int64_t timeout_ms; /* 0: none */
 	int stdio[3];	    /* the command's stdin, stdout, stderr; -1: inherited */
 	struct jail_limits limits;
-	char *cg_base[3]; /* per controller of cgroup.c: the cgroup the box's goes below */
+	bool pids_default; /* limits.pids is the default budget, not --pids (cgroup.c) */
+	char *cg_base[3];  /* per controller of cgroup.c: the cgroup the box's goes below */
 	/* Finished. */
 	struct jail_strv argv;
 	bool finished;
@@ -71,6 +72,7 @@ char *jail_box_tilde(const struct jail_box *b, const char *path);
 /* The box's cgroups for one run, per controller (NULL: no limit). */
 struct jail_cgroups {
 	char *dir[3], *procs[3];
+	int64_t pids_max; /* written to the pids cgroup; 0: none */
 };
 
 /* Before the fork: creates the cgroups and writes the limits. */
@@ -80,6 +82,37 @@ void jail_cgroups_enter(const struct jail_cgroups *cg);
 /* After the box: the counters, then removal. */
 void jail_cgroups_stats(const struct jail_cgroups *cg, struct jail_run_stats *st);
 void jail_cgroups_clear(struct jail_cgroups *cg);
+
+/* True when the box gets a pids cgroup (--pids, or the default budget where usable). */
+bool jail_cgroups_pids(const struct jail_box *b);
+
+/* ---- the budget of per-user counts (budget.c) ------------------------------------------ */
+
+/* What the box may hold of its user's processes and inotify instances; made before the fork. */
+struct jail_budget {
+	int64_t nproc, inotify;		  /* the box's RLIMIT_NPROC and max_inotify_instances */
+	int64_t user_nproc, user_inotify; /* the user's limits they are below; -1: none */
+	int64_t box_nproc;		  /* --pids: the box's own (box-init); 0: none */
+	bool inotify_given;		  /* set by --inotify */
+	bool root;
+	char uid_map[40], gid_map[40], inotify_text[24];
+	pid_t helper;	  /* root: the process holding the box's user namespace; 0: none */
+	int helper_fd;	  /* it lives until this closes */
+	char ns_path[40]; /* /proc/HELPER/ns/user */
+};
+
+/* The box's budget from its limits and the host's: the defaults leave the user a quarter. */
+int jail_budget_resolve(const struct jail_box *b, struct jail_budget *out) ARB_MUST_CHECK;
+/* Before the fork (root): the user namespace the child joins. Release it after the box. */
+int jail_budget_prepare(struct jail_budget *bud) ARB_MUST_CHECK;
+void jail_budget_release(struct jail_budget *bud);
+/*
+ * In the forked child, called before the overlays' namespaces (RLIMIT_NPROC; a user's box
+ * namespace) and after them (root's box joins its namespace). On failure one line, exit 125.
+ */
+void jail_budget_enter(const struct jail_budget *bud, bool after_overlays);
+/* --explain's line. */
+void jail_budget_explain(FILE *f, const struct jail_box *b);
 
 /* ---- overlays (overlay.c) ------------------------------------------------------------ */
 

@@ -188,9 +188,9 @@ int arb_box_set_limit(arb_box *b, const char *limit, const char *value)
 
 	lib_err_reset();
 	if (strcmp(limit, "timeout") && strcmp(limit, "memory") && strcmp(limit, "cpus") &&
-	    strcmp(limit, "pids"))
-		return lib_input_err(
-		    util_err(-EINVAL, "unknown limit '%s' (timeout, memory, cpus or pids)", limit));
+	    strcmp(limit, "pids") && strcmp(limit, "inotify"))
+		return lib_input_err(util_err(
+		    -EINVAL, "unknown limit '%s' (timeout, memory, cpus, pids or inotify)", limit));
 	rc = lib_limit_parse(limit, value, &b->limits, &b->timeout_ms);
 	return rc == -EINVAL ? lib_input_err(rc) : rc;
 }
@@ -216,7 +216,7 @@ static int spec_check(const arb_box *b)
 
 	if (none && (b->mounts.n || b->envs.n || b->net || b->backends.n || b->grants.n ||
 		     b->binds.n || b->no_tool_managers || b->timeout_ms || b->limits.memory ||
-		     b->limits.cpu_milli || b->limits.pids))
+		     b->limits.cpu_milli || b->limits.pids || b->limits.inotify))
 		return lib_input_err(util_err(
 		    -EINVAL, "--mount, --env, --net, --backend, --grant, --binds, "
 			     "--no-tool-managers and the limits need --jail bubblewrap (--jail "
@@ -463,7 +463,7 @@ static int run_box(const arb_box *b, const struct core_ws *ws, char *const argv[
 	res->session = start.id;
 	res->oom_kills = stats.oom_kills;
 	res->memory_limit = b->limits.memory;
-	res->pids_limit = b->limits.pids;
+	res->pids_limit = b->limits.pids ? b->limits.pids : stats.pids_limit;
 	res->forks_refused = stats.forks_refused;
 	res->timed_out = rc == -ETIME;
 	/* What the run said outlives the bookkeeping after it. */

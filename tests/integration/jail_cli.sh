@@ -153,6 +153,7 @@ normalise() {
 	sed -e "s|$box_init|@BOXINIT@|g" -e "s|$T|@T@|g" -e "s|$bwrap_path|@BWRAP@|g" \
 		-e "s|/run/user/$(id -u)|/run/user/@UID@|g" |
 		grep -v 'target of /etc/resolv.conf' | grep -Ev '^    --ro-bind /run/[^ ]+ /run/[^ ]+ \\$' |
+		grep -v '^  budget ' |
 		placement_free || true
 }
 # Where box-init runs from depends on where the build is (a path the box hides, like /tmp,

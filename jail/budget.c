@@ -1,0 +1,285 @@
+/*
+ * jail/budget.c: what a box may hold of the counts the kernel keeps per user, so that a box
+ * cannot exhaust its user: processes (RLIMIT_NPROC) and inotify instances
+ * (fs.inotify.max_user_instances). Every box gets a budget below the user's own limit,
+ * leaving a quarter of it to the user (--pids N and --inotify N set it instead).
+ *
+ * Processes. Since Linux 5.14 the kernel counts a user's processes per user namespace and
+ * uid, each level of nested namespaces adding to its parent's count, and checks a fork at
+ * every level: against the forker's RLIMIT_NPROC in its own namespace and, above, against
+ * the RLIMIT_NPROC each namespace's creator had when making it. The child that execs bwrap
+ * sets RLIMIT_NPROC (soft and hard) to the budget before any namespace is made, so every
+ * namespace of the box records it: a fork in the box fails once the user's count on the
+ * host (all its processes, in boxes or not) reaches the budget, and the user's own shell,
+ * checked against the user's limit, keeps the rest. The box cannot raise it (no
+ * CAP_SYS_RESOURCE on the host), nor escape it by nesting namespaces (bwrap's
+ * --disable-userns, and each level is checked). It does not bind root (the kernel exempts
+ * uid 0): root's box gets a cgroup pids.max instead, where the pids controller is usable
+ * (cgroup.c).
+ *
+ * Inotify. Instances are counted the same way, per user namespace and uid, each level
+ * checked against its namespace's max_inotify_instances (/proc/sys/user/), which only a
+ * process with CAP_SYS_RESOURCE in that namespace may set. The box gets a user namespace of
+ * its own above bwrap's, with max_inotify_instances at the budget: the whole box then holds
+ * at most the budget, and nothing in it has the capability to raise it. A user's child makes
+ * it itself (its own ids mapped to themselves) before the overlays' namespace, which nests
+ * below. Root's box keeps every id (a map only a process outside the namespace may write):
+ * a helper process makes the namespace before the launch (jail_budget_prepare), root
+ * writes its maps, the helper its limit, and the child joins it after the overlays (which
+ * need the host's namespace for their trusted xattrs).
+ */
+#include "jail/box_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* RLIMIT_NPROC's budget when the user has no limit. */
+#define NPROC_UNLIMITED_BUDGET 1024
+
+/* The number in a /proc file, or -1. */
+static int64_t proc_number(const char *path)
+{
+	char *text = NULL, *end = NULL;
+	size_t len;
+	long long v = -1;
+
+	if (util_read_file(path, &text, &len) == 0)
+		v = strtoll(text, &end, 10);
+	if (end == text || v < 0)
+		v = -1;
+	free(text);
+	return v;
+}
+
+/* A limit less the quarter the user keeps (at least one for the box). */
+static int64_t below(int64_t limit)
+{
+	int64_t keep = limit / 4 > 0 ? limit / 4 : 1;
+
+	return limit - keep > 0 ? limit - keep : 1;
+}
+
+static int64_t min_known(int64_t a, int64_t b)
+{
+	return a < 0 ? b : b < 0 ? a : a < b ? a : b;
+}
+
+int jail_budget_resolve(const struct jail_box *b, struct jail_budget *out)
+{
+	struct rlimit rl;
+	int64_t kmax;
+
+	*out = (struct jail_budget){.root = geteuid() == 0, .helper_fd = -1};
+	if (getrlimit(RLIMIT_NPROC, &rl) < 0)
+		return util_err(-errno, "cannot read RLIMIT_NPROC: %s", strerror(errno));
+	/* What the kernel itself allows bounds what an unlimited user may take. */
+	kmax = min_known(proc_number("/proc/sys/kernel/pid_max"),
+			 proc_number("/proc/sys/kernel/threads-max"));
+	out->user_nproc = rl.rlim_cur == RLIM_INFINITY ? -1 : min_known((int64_t)rl.rlim_cur, kmax);
+	out->nproc = out->user_nproc < 0 ? NPROC_UNLIMITED_BUDGET : below(out->user_nproc);
+	/* --pids N: the box's own processes (box-init's hook); more for all when above. */
+	if (b->limits.pids && !b->pids_default) {
+		out->box_nproc = b->limits.pids;
+		if (out->box_nproc > out->nproc)
+			out->nproc = out->box_nproc;
+	}
+	/* Above the hard limit setrlimit() fails without privilege: the hard limit it is. */
+	if (!out->root && rl.rlim_max != RLIM_INFINITY && out->nproc > (int64_t)rl.rlim_max)
+		out->nproc = (int64_t)rl.rlim_max;
+	/* Both the host's per-user limit and our own namespace's (when we run in one). */
+	out->user_inotify = min_known(proc_number("/proc/sys/fs/inotify/max_user_instances"),
+				      proc_number("/proc/sys/user/max_inotify_instances"));
+	out->inotify = out->user_inotify > 0 ? below(out->user_inotify) : 0;
+	if (b->limits.inotify) {
+		out->inotify = b->limits.inotify;
+		out->inotify_given = true;
+	}
+	if (out->root) {
+		snprintf(out->uid_map, sizeof(out->uid_map), "0 0 4294967295");
+		snprintf(out->gid_map, sizeof(out->gid_map), "0 0 4294967295");
+	} else {
+		snprintf(out->uid_map, sizeof(out->uid_map), "%u %u 1", (unsigned)geteuid(),
+			 (unsigned)geteuid());
+		snprintf(out->gid_map, sizeof(out->gid_map), "%u %u 1", (unsigned)getegid(),
+			 (unsigned)getegid());
+	}
+	snprintf(out->inotify_text, sizeof(out->inotify_text), "%lld", (long long)out->inotify);
+	return 0;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "arborinth: the box's budget: %s: %s\n", what, strerror(errno));
+	_exit(JAIL_EXIT_SETUP);
+}
+
+static void write_proc(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		die(path);
+	close(fd);
+}
+
+/* The namespace's limit, from inside it (CAP_SYS_RESOURCE there). */
+static void set_inotify(const struct jail_budget *bud)
+{
+	write_proc("/proc/sys/user/max_inotify_instances", bud->inotify_text);
+}
+
+/* The helper: its own user namespace, then the limit once root wrote the maps. */
+static void helper_main(const struct jail_budget *bud, int up, int down)
+{
+	static const int quiet[] = {SIGINT, SIGQUIT, SIGHUP, SIGTERM, SIGUSR1, SIGUSR2};
+	char byte = 'u';
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	for (size_t i = 0; i < ARB_ARRAY_LEN(quiet); i++)
+		signal(quiet[i], SIG_IGN);
+	if (unshare(CLONE_NEWUSER) < 0)
+		die("cannot make a user namespace");
+	if (write(up, &byte, 1) != 1 || read(down, &byte, 1) != 1)
+		_exit(JAIL_EXIT_SETUP);
+	set_inotify(bud);
+	byte = 'i';
+	if (write(up, &byte, 1) != 1)
+		_exit(JAIL_EXIT_SETUP);
+	while (read(down, &byte, 1) > 0) /* held until the box runs in the namespace */
+		;
+	_exit(0);
+}
+
+static int write_map(pid_t pid, const char *file, const char *text)
+{
+	char path[64];
+	int fd, rc = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		rc = util_err(-errno, "the box's budget: cannot write %s: %s", path,
+			      strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+int jail_budget_prepare(struct jail_budget *bud)
+{
+	int up[2] = {-1, -1}, down[2] = {-1, -1}, rc = 0;
+	char byte = 0;
+
+	bud->helper = 0;
+	bud->helper_fd = -1;
+	if (!bud->root || bud->inotify <= 0)
+		return 0;
+	if (pipe2(up, O_CLOEXEC) < 0 || pipe2(down, O_CLOEXEC) < 0) {
+		rc = util_err(-errno, "cannot create a pipe: %s", strerror(errno));
+		goto out;
+	}
+	bud->helper = fork();
+	if (bud->helper == 0) {
+		close(up[0]);
+		close(down[1]);
+		helper_main(bud, up[1], down[0]);
+	}
+	if (bud->helper < 0) {
+		bud->helper = 0;
+		rc = util_err(-errno, "cannot fork: %s", strerror(errno));
+		goto out;
+	}
+	close(up[1]), up[1] = -1;
+	close(down[0]), down[0] = -1;
+	if (read(up[0], &byte, 1) != 1 || byte != 'u')
+		rc = util_err(-ECHILD, "the box's budget: its user namespace failed");
+	rc = rc ?: write_map(bud->helper, "uid_map", bud->uid_map);
+	rc = rc ?: write_map(bud->helper, "gid_map", bud->gid_map);
+	if (rc == 0 && (write(down[1], "m", 1) != 1 || read(up[0], &byte, 1) != 1 || byte != 'i'))
+		rc = util_err(-ECHILD, "the box's budget: cannot set its inotify limit");
+	snprintf(bud->ns_path, sizeof(bud->ns_path), "/proc/%d/ns/user", (int)bud->helper);
+out:
+	if (up[0] >= 0)
+		close(up[0]);
+	if (up[1] >= 0)
+		close(up[1]);
+	if (down[0] >= 0)
+		close(down[0]);
+	bud->helper_fd = down[1];
+	if (rc < 0)
+		jail_budget_release(bud);
+	return rc;
+}
+
+void jail_budget_release(struct jail_budget *bud)
+{
+	if (bud->helper_fd >= 0)
+		close(bud->helper_fd);
+	bud->helper_fd = -1;
+	while (bud->helper > 0 && waitpid(bud->helper, NULL, 0) < 0 && errno == EINTR)
+		;
+	bud->helper = 0;
+}
+
+void jail_budget_enter(const struct jail_budget *bud, bool after_overlays)
+{
+	struct rlimit rl = {.rlim_cur = (rlim_t)bud->nproc, .rlim_max = (rlim_t)bud->nproc};
+	int fd;
+
+	if (!after_overlays && bud->nproc > 0 && setrlimit(RLIMIT_NPROC, &rl) < 0)
+		die("cannot set RLIMIT_NPROC");
+	if (bud->inotify <= 0 || after_overlays != bud->root)
+		return;
+	if (bud->root) {
+		fd = open(bud->ns_path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || setns(fd, CLONE_NEWUSER) < 0)
+			die("cannot join the box's user namespace");
+		close(fd);
+		return;
+	}
+	/* After RLIMIT_NPROC: the namespace records it as its creator's. */
+	if (unshare(CLONE_NEWUSER) < 0)
+		die("cannot make a user namespace");
+	write_proc("/proc/self/setgroups", "deny");
+	write_proc("/proc/self/uid_map", bud->uid_map);
+	write_proc("/proc/self/gid_map", bud->gid_map);
+	set_inotify(bud);
+}
+
+void jail_budget_explain(FILE *f, const struct jail_box *b)
+{
+	struct jail_budget bud;
+
+	if (jail_budget_resolve(b, &bud) < 0)
+		return;
+	fprintf(f, "  budget     processes %lld of all the user's (RLIMIT_NPROC: ",
+		(long long)bud.nproc);
+	if (bud.box_nproc && bud.box_nproc == bud.nproc)
+		fprintf(f, "--pids, above the default");
+	else if (bud.user_nproc < 0)
+		fprintf(f, "the user has no limit: %d", NPROC_UNLIMITED_BUDGET);
+	else
+		fprintf(f,
+			"%lld, the user's limit or the kernel's pid_max if lower, less a quarter",
+			(long long)bud.user_nproc);
+	fprintf(f, "%s%s)", bud.root ? "; root is not bound by it" : "",
+		jail_cgroups_pids(b) ? "; and pids.max of the box's cgroup" : "");
+	if (bud.box_nproc)
+		fprintf(f, ", %lld of the box's own (--pids: RLIMIT_NPROC from box-init)",
+			(long long)bud.box_nproc);
+	if (bud.inotify > 0 && bud.inotify_given)
+		fprintf(f, ", inotify instances %lld (--inotify)", (long long)bud.inotify);
+	else if (bud.inotify > 0)
+		fprintf(f, ", inotify instances %lld (the user's limit %lld less a quarter)",
+			(long long)bud.inotify, (long long)bud.user_inotify);
+	fputc('\n', f);
+}
