@@ -96,10 +96,11 @@ struct jail_budget {
 	bool inotify_given;		  /* set by --inotify */
 	bool root;
 	char uid_map[40], gid_map[40], inotify_text[24];
-	pid_t helper;	  /* root: the process holding the box's user namespace; 0: none */
-	int helper_fd;	  /* it lives until this closes */
-	char ns_path[40]; /* /proc/HELPER/ns/user */
+	int ns_fd; /* root: the box's user namespace (made by a helper); -1: none */
 };
+
+/* Where the child keeps ns_fd until it joins the namespace (then closed): after the fixed ones. */
+#define JAIL_FD_USERNS (JAIL_FD_GO + 1)
 
 /* The box's budget from its limits and the host's: the defaults leave the user a quarter. */
 int jail_budget_resolve(const struct jail_box *b, struct jail_budget *out) ARB_MUST_CHECK;
@@ -108,9 +109,12 @@ int jail_budget_prepare(struct jail_budget *bud) ARB_MUST_CHECK;
 void jail_budget_release(struct jail_budget *bud);
 /*
  * In the forked child, called before the overlays' namespaces (RLIMIT_NPROC; a user's box
- * namespace) and after them (root's box joins its namespace). On failure one line, exit 125.
+ * namespace) and after them (root's box joins its namespace, ns_fd moved to JAIL_FD_USERNS
+ * by jail_budget_keep_fd). On failure one line, exit 125.
  */
 void jail_budget_enter(const struct jail_budget *bud, bool after_overlays);
+/* In the forked child: puts ns_fd at JAIL_FD_USERNS; returns the first descriptor to close. */
+int jail_budget_keep_fd(const struct jail_budget *bud);
 /* --explain's line. */
 void jail_budget_explain(FILE *f, const struct jail_box *b);
 

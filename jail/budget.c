@@ -25,8 +25,9 @@
  * it itself (its own ids mapped to themselves) before the overlays' namespace, which nests
  * below. Root's box keeps every id (a map only a process outside the namespace may write):
  * a helper process makes the namespace before the launch (jail_budget_prepare), root
- * writes its maps, the helper its limit, and the child joins it after the overlays (which
- * need the host's namespace for their trusted xattrs).
+ * writes its maps, the helper its limit, root keeps it by a descriptor and the helper exits;
+ * the child joins it after the overlays (which need the host's namespace for their trusted
+ * xattrs).
  */
 #include "jail/box_internal.h"
 
@@ -78,7 +79,7 @@ int jail_budget_resolve(const struct jail_box *b, struct jail_budget *out)
 	struct rlimit rl;
 	int64_t kmax;
 
-	*out = (struct jail_budget){.root = geteuid() == 0, .helper_fd = -1};
+	*out = (struct jail_budget){.root = geteuid() == 0, .ns_fd = -1};
 	if (getrlimit(RLIMIT_NPROC, &rl) < 0)
 		return util_err(-errno, "cannot read RLIMIT_NPROC: %s", strerror(errno));
 	/* What the kernel itself allows bounds what an unlimited user may take. */
@@ -137,7 +138,11 @@ static void set_inotify(const struct jail_budget *bud)
 	write_proc("/proc/sys/user/max_inotify_instances", bud->inotify_text);
 }
 
-/* The helper: its own user namespace, then the limit once root wrote the maps. */
+/*
+ * The helper: its own user namespace, then the limit once root wrote the maps; it exits as
+ * soon as root holds the namespace by a descriptor (a copy of our memory, the environment
+ * with its keys included, should not outlive that).
+ */
 static void helper_main(const struct jail_budget *bud, int up, int down)
 {
 	static const int quiet[] = {SIGINT, SIGQUIT, SIGHUP, SIGTERM, SIGUSR1, SIGUSR2};
@@ -154,7 +159,7 @@ static void helper_main(const struct jail_budget *bud, int up, int down)
 	byte = 'i';
 	if (write(up, &byte, 1) != 1)
 		_exit(JAIL_EXIT_SETUP);
-	while (read(down, &byte, 1) > 0) /* held until the box runs in the namespace */
+	while (read(down, &byte, 1) > 0) /* until root opened the namespace */
 		;
 	_exit(0);
 }
@@ -174,47 +179,65 @@ static int write_map(pid_t pid, const char *file, const char *text)
 	return rc;
 }
 
+/* Root's side of the helper: the maps, the word to go on, the namespace. */
+static int helper_talk(struct jail_budget *bud, pid_t pid, int up, int down)
+{
+	char byte = 0, path[64];
+	int rc = 0, fd;
+
+	if (read(up, &byte, 1) != 1 || byte != 'u')
+		rc = util_err(-ECHILD, "the box's budget: its user namespace failed");
+	rc = rc ?: write_map(pid, "uid_map", bud->uid_map);
+	rc = rc ?: write_map(pid, "gid_map", bud->gid_map);
+	if (rc == 0 && (write(down, "m", 1) != 1 || read(up, &byte, 1) != 1 || byte != 'i'))
+		rc = util_err(-ECHILD, "the box's budget: cannot set its inotify limit");
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	fd = rc == 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	if (rc == 0 && fd < 0)
+		rc =
+		    util_err(-errno, "the box's budget: cannot open %s: %s", path, strerror(errno));
+	/* Above the child's fixed descriptors, which its dup2()s would overwrite. */
+	if (fd >= 0 && (bud->ns_fd = fcntl(fd, F_DUPFD_CLOEXEC, 10)) < 0)
+		rc = util_err(-errno, "the box's budget: %s", strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
 int jail_budget_prepare(struct jail_budget *bud)
 {
 	int up[2] = {-1, -1}, down[2] = {-1, -1}, rc = 0;
-	char byte = 0;
+	pid_t pid = -1;
 
-	bud->helper = 0;
-	bud->helper_fd = -1;
+	bud->ns_fd = -1;
 	if (!bud->root || bud->inotify <= 0)
 		return 0;
 	if (pipe2(up, O_CLOEXEC) < 0 || pipe2(down, O_CLOEXEC) < 0) {
 		rc = util_err(-errno, "cannot create a pipe: %s", strerror(errno));
 		goto out;
 	}
-	bud->helper = fork();
-	if (bud->helper == 0) {
+	pid = fork();
+	if (pid == 0) {
 		close(up[0]);
 		close(down[1]);
 		helper_main(bud, up[1], down[0]);
 	}
-	if (bud->helper < 0) {
-		bud->helper = 0;
+	if (pid < 0) {
 		rc = util_err(-errno, "cannot fork: %s", strerror(errno));
 		goto out;
 	}
 	close(up[1]), up[1] = -1;
 	close(down[0]), down[0] = -1;
-	if (read(up[0], &byte, 1) != 1 || byte != 'u')
-		rc = util_err(-ECHILD, "the box's budget: its user namespace failed");
-	rc = rc ?: write_map(bud->helper, "uid_map", bud->uid_map);
-	rc = rc ?: write_map(bud->helper, "gid_map", bud->gid_map);
-	if (rc == 0 && (write(down[1], "m", 1) != 1 || read(up[0], &byte, 1) != 1 || byte != 'i'))
-		rc = util_err(-ECHILD, "the box's budget: cannot set its inotify limit");
-	snprintf(bud->ns_path, sizeof(bud->ns_path), "/proc/%d/ns/user", (int)bud->helper);
+	rc = helper_talk(bud, pid, up[0], down[1]);
 out:
-	if (up[0] >= 0)
-		close(up[0]);
-	if (up[1] >= 0)
-		close(up[1]);
-	if (down[0] >= 0)
-		close(down[0]);
-	bud->helper_fd = down[1];
+	for (int i = 0; i < 2; i++) {
+		if (up[i] >= 0)
+			close(up[i]);
+		if (down[i] >= 0)
+			close(down[i]);
+	}
+	while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
 	if (rc < 0)
 		jail_budget_release(bud);
 	return rc;
@@ -222,28 +245,32 @@ out:
 
 void jail_budget_release(struct jail_budget *bud)
 {
-	if (bud->helper_fd >= 0)
-		close(bud->helper_fd);
-	bud->helper_fd = -1;
-	while (bud->helper > 0 && waitpid(bud->helper, NULL, 0) < 0 && errno == EINTR)
-		;
-	bud->helper = 0;
+	if (bud->ns_fd >= 0)
+		close(bud->ns_fd);
+	bud->ns_fd = -1;
+}
+
+int jail_budget_keep_fd(const struct jail_budget *bud)
+{
+	if (bud->ns_fd < 0)
+		return JAIL_FD_USERNS;
+	if (dup2(bud->ns_fd, JAIL_FD_USERNS) < 0)
+		die("cannot keep the box's user namespace");
+	return JAIL_FD_USERNS + 1;
 }
 
 void jail_budget_enter(const struct jail_budget *bud, bool after_overlays)
 {
 	struct rlimit rl = {.rlim_cur = (rlim_t)bud->nproc, .rlim_max = (rlim_t)bud->nproc};
-	int fd;
 
 	if (!after_overlays && bud->nproc > 0 && setrlimit(RLIMIT_NPROC, &rl) < 0)
 		die("cannot set RLIMIT_NPROC");
 	if (bud->inotify <= 0 || after_overlays != bud->root)
 		return;
 	if (bud->root) {
-		fd = open(bud->ns_path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0 || setns(fd, CLONE_NEWUSER) < 0)
+		if (setns(JAIL_FD_USERNS, CLONE_NEWUSER) < 0)
 			die("cannot join the box's user namespace");
-		close(fd);
+		close(JAIL_FD_USERNS);
 		return;
 	}
 	/* After RLIMIT_NPROC: the namespace records it as its creator's. */

@@ -101,6 +101,7 @@ static void child_exec(const struct jail_box *b, const struct jail_cgroups *cg,
 	int have[] = {seccomp_fd, info_fd, ready_fd, go_fd};
 	struct sigaction dfl = {.sa_handler = SIG_DFL}, ign = {.sa_handler = SIG_IGN};
 	sigset_t none;
+	int keep;
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		_exit(JAIL_EXIT_SETUP);
@@ -115,8 +116,9 @@ static void child_exec(const struct jail_box *b, const struct jail_cgroups *cg,
 	for (size_t i = 0; i < ARB_ARRAY_LEN(have); i++)
 		if (dup2(have[i], want[i]) < 0)
 			_exit(JAIL_EXIT_SETUP);
-	if (syscall(SYS_close_range, JAIL_FD_GO + 1, ~0U, 0) < 0)
-		for (int fd = JAIL_FD_GO + 1; fd < 1024; fd++)
+	keep = jail_budget_keep_fd(bud);
+	if (syscall(SYS_close_range, keep, ~0U, 0) < 0)
+		for (int fd = keep; fd < 1024; fd++)
 			close(fd);
 	/*
 	 * bwrap itself ignores what we forward to box-init: SIGINT from the terminal or SIGHUP
@@ -284,7 +286,7 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 	int seccomp_fd = -1, info[2] = {-1, -1}, ready[2] = {-1, -1}, go[2] = {-1, -1};
 	struct jail_overlays ovl = {0};
 	struct jail_cgroups cg = {0};
-	struct jail_budget bud = {.helper_fd = -1};
+	struct jail_budget bud = {.ns_fd = -1};
 	pid_t parent = getpid(), pid;
 	int rc, gate_rc, status = 0, said, done_status = 0;
 
