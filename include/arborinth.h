@@ -245,7 +245,7 @@ ARB_EXTERN void arb_agent_free(arb_agent *a);
 /*
  * An option, as the launchers' command line names them without the dashes: rev, client,
  * model, upstream, api-key-file, auth (login, api-key or none), token-url, provider
- * (opencode), timeout, memory, cpus, pids, and, repeatable, grant, binds, mount, env; with
+ * (opencode), timeout, memory, cpus, pids, inotify, and, repeatable, grant, binds, mount, env; with
  * value NULL: net, no-tool-managers, no-upstream-auth. -EINVAL (input) for a bad one.
  */
 ARB_EXTERN int arb_agent_set(arb_agent *a, const char *option, const char *value);

@@ -174,6 +174,9 @@ if [ -w /sys/fs/cgroup/pids ] && grep -q ' - cgroup .*pids' /proc/self/mountinfo
 	expect_match "arborinth: --pids: the box reached its limit of 60 processes; [1-9][0-9]* forks were refused" \
 		"$(cat "$U/box.err")" "root's box: the default pids.max refused forks, and says so"
 fi
+# The launchers take --inotify as shell does.
+expect_status 0 "codex --inotify 7 --explain" -- env OPENAI_API_KEY=sk-test "$ARB" codex w --client /bin/true --inotify 7 --explain
+expect_match "^  budget .*, inotify instances 7 \(--inotify\)$" "$OUT" "the launcher's --inotify reaches the box"
 for bad in "--inotify 0" "--inotify -1" "--inotify 5x" "--inotify ''"; do
 	eval "set -- $bad"
 	expect_status 2 "$bad" -- box "$1" "$2" -- true
