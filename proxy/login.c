@@ -240,9 +240,9 @@ static int refused_again(const struct proxy_login *l, int fd)
 	if (age_ms <= -LOGIN_REFUSED_MIN_MS || age_ms >= LOGIN_REFUSED_MIN_MS)
 		return 0;
 	return util_err(-EKEYREJECTED,
-			"the upstream refused the %s login of %s, refreshed %lld s ago; "
-			"arborinth refreshes a refused login at most every %d min, so it is not "
-			"refreshed again; %s",
+			"the upstream refused the %s login in %s, refreshed or written %lld s "
+			"ago; it is not refreshed again before it is %d min old (a box may not "
+			"spend the host's refresh token at will); %s",
 			l->kind->title, l->path, (long long)(age_ms > 0 ? age_ms / 1000 : 0),
 			LOGIN_REFUSED_MIN_MS / 60000, l->kind->fix);
 }
