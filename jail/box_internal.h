@@ -95,7 +95,7 @@ struct jail_budget {
 	int64_t box_nproc;		  /* --pids: the box's own (box-init); 0: none */
 	bool inotify_given;		  /* set by --inotify */
 	bool root;
-	char uid_map[40], gid_map[40], inotify_text[24];
+	char uid_map[256], gid_map[256], inotify_text[24];
 	int ns_fd; /* root: the box's user namespace (made by a helper); -1: none */
 };
 

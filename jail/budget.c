@@ -75,6 +75,35 @@ static int64_t min_known(int64_t a, int64_t b)
 	return a < 0 ? b : b < 0 ? a : a < b ? a : b;
 }
 
+/*
+ * Root's map: every id our own namespace maps, to itself ("0 0 4294967295" on a host; the
+ * ranges a container gives us in one). Falls back to root alone when the list is too long.
+ */
+static void identity_map(const char *self, char *out, size_t size)
+{
+	char *text = NULL, *save = NULL;
+	size_t len = 0, used = 0;
+
+	out[0] = '\0';
+	if (util_read_file(self, &text, &len) == 0)
+		for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+			unsigned long long in, n;
+			int w;
+
+			if (sscanf(l, "%llu %*u %llu", &in, &n) != 2)
+				continue;
+			w = snprintf(out + used, size - used, "%llu %llu %llu\n", in, in, n);
+			if (w < 0 || (size_t)w >= size - used) {
+				used = 0;
+				break;
+			}
+			used += (size_t)w;
+		}
+	free(text);
+	if (used == 0)
+		snprintf(out, size, "0 0 1");
+}
+
 int jail_budget_resolve(const struct jail_box *b, struct jail_budget *out)
 {
 	struct rlimit rl;
@@ -106,8 +135,8 @@ int jail_budget_resolve(const struct jail_box *b, struct jail_budget *out)
 		out->inotify_given = true;
 	}
 	if (out->root) {
-		snprintf(out->uid_map, sizeof(out->uid_map), "0 0 4294967295");
-		snprintf(out->gid_map, sizeof(out->gid_map), "0 0 4294967295");
+		identity_map("/proc/self/uid_map", out->uid_map, sizeof(out->uid_map));
+		identity_map("/proc/self/gid_map", out->gid_map, sizeof(out->gid_map));
 	} else {
 		snprintf(out->uid_map, sizeof(out->uid_map), "%u %u 1", (unsigned)geteuid(),
 			 (unsigned)geteuid());
