@@ -123,8 +123,8 @@ int jail_budget_resolve(const struct jail_box *b, struct jail_budget *out)
 		if (out->box_nproc > out->nproc)
 			out->nproc = out->box_nproc;
 	}
-	/* Above the hard limit setrlimit() fails without privilege: the hard limit it is. */
-	if (!out->root && rl.rlim_max != RLIM_INFINITY && out->nproc > (int64_t)rl.rlim_max)
+	/* Above the hard limit setrlimit() fails without CAP_SYS_RESOURCE: the hard limit it is. */
+	if (rl.rlim_max != RLIM_INFINITY && out->nproc > (int64_t)rl.rlim_max)
 		out->nproc = (int64_t)rl.rlim_max;
 	/* Both the host's per-user limit and our own namespace's (when we run in one). */
 	out->user_inotify = min_known(proc_number("/proc/sys/fs/inotify/max_user_instances"),

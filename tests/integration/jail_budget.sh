@@ -174,6 +174,11 @@ if [ -w /sys/fs/cgroup/pids ] && grep -q ' - cgroup .*pids' /proc/self/mountinfo
 	expect_match "arborinth: --pids: the box reached its limit of 60 processes; [1-9][0-9]* forks were refused" \
 		"$(cat "$U/box.err")" "root's box: the default pids.max refused forks, and says so"
 fi
+# --pids above the hard limit: held at the hard limit (raising it needs CAP_SYS_RESOURCE).
+expect_status 0 "--pids above the hard limit" -- box --pids 4000000 -- grep processes /proc/self/limits
+hard=$(ulimit -Hu)
+[ "$hard" != unlimited ] && [ "$hard" -lt 4000000 ] || hard=4000000
+expect_match "^Max processes +$hard +$hard " "$OUT" "--pids 4000000: the hard limit"
 # The launchers take --inotify as shell does.
 expect_status 0 "codex --inotify 7 --explain" -- env OPENAI_API_KEY=sk-test "$ARB" codex w --client /bin/true --inotify 7 --explain
 expect_match "^  budget .*, inotify instances 7 \(--inotify\)$" "$OUT" "the launcher's --inotify reaches the box"
