@@ -175,10 +175,10 @@ int jail_box_explain(const struct jail_box *b, char **out) ARB_MUST_CHECK;
  * box could not be started returns -ECHILD with a message (bwrap's own is on stderr). *stats
  * (may be NULL): what the limits did, also after a timeout. done(ctx, status) (when not
  * NULL) is called once box-init says the command exited with `status` (as *exit_status) and
- * nothing of the box runs any more, while bwrap and the kernel take the box down (about a
- * millisecond: the session's end checkpoint goes there); it is not called when box-init ends
- * without saying so (killed by the timeout, a box-init of an older build): the caller does
- * that work itself after the return then.
+ * nothing of the box runs any more (*stats is filled by then), while bwrap and the kernel take the
+ * box down (about a millisecond: the session's end checkpoint goes there); it is not called when
+ * box-init ends without saying so (killed by the timeout, a box-init of an older build): the caller
+ * does that work itself after the return then.
  */
 /* What the limits did during a run. */
 struct jail_run_stats {

@@ -342,7 +342,9 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 	init_pid = read_child_pid(info[0]);
 	said = box_words(ready[0], &done_status);
 	if (said == 2 && done) {
-		arm(0); /* the command is over: no timeout may stop the box now */
+		arm(0);	   /* the command is over: no timeout may stop the box now */
+		if (stats) /* nothing of the box runs: the counters are final */
+			jail_cgroups_stats(&cg, stats);
 		done(ctx, done_status);
 	}
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)

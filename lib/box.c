@@ -393,10 +393,11 @@ struct session_start {
 	const struct core_ws *ws;
 	char *const *argv;
 	struct lib_net_audit *net;
-	struct audit_session *session; /* out; NULL again once ended (and freed) */
-	int64_t id;		       /* out: the session's id, 0 when none began */
-	bool ended;		       /* out: the end checkpoint is taken */
-	bool closed;		       /* out: ... and the session recorded as ended */
+	struct audit_session *session;	    /* out; NULL again once ended (and freed) */
+	int64_t id;			    /* out: the session's id, 0 when none began */
+	bool ended;			    /* out: the end checkpoint is taken */
+	bool closed;			    /* out: ... and the session recorded as ended */
+	const struct jail_run_stats *stats; /* what the limits did, final when done() runs */
 };
 
 /* The session in the audit log and its start checkpoint, while bwrap builds the box. */
@@ -429,6 +430,8 @@ static void session_done(void *ctx, int status)
 	lib_session_checkpoint(s->b->p->core, s->ws, s->session, "end");
 	s->ended = true;
 	if (!s->b->timeout_ms && !l->memory && !l->pids) {
+		/* The default budget's pids.max (root's box) may have refused forks. */
+		lib_limit_audit(s->session, l, 0, false, s->stats);
 		lib_session_end(s->ws, s->session, status); /* frees it */
 		s->session = NULL;
 		s->closed = true;
@@ -454,6 +457,7 @@ static int run_box(const arb_box *b, const struct core_ws *ws, char *const argv[
 	if (rc < 0)
 		goto out;
 	start.net = net;
+	start.stats = &stats;
 	rc = jail_box_run(jb, session_start, session_done, &start, &res->exit_status, &stats);
 	session = start.session; /* NULL when ended already (start.closed) */
 	if (!start.id) {

@@ -173,6 +173,9 @@ if [ -w /sys/fs/cgroup/pids ] && grep -q ' - cgroup .*pids' /proc/self/mountinfo
 	[ "$box_n" -ge 20 ] && [ "$box_n" -lt 60 ] && pass || fail "root's box forked $box_n (pids.max 60)"
 	expect_match "arborinth: --pids: the box reached its limit of 60 processes; [1-9][0-9]* forks were refused" \
 		"$(cat "$U/box.err")" "root's box: the default pids.max refused forks, and says so"
+	expect_status 0 "audit after root's fork bomb" -- "$ARB" audit w --kind exec --json
+	expect_match '"op": ?"limit", ?"path": ?"--pids", ?"path2": ?"the box reached 60 processes; [1-9][0-9]* forks were refused"' \
+		"$OUT" "the audit records the forks the default pids.max refused"
 fi
 # --pids above the hard limit: held at the hard limit (raising it needs CAP_SYS_RESOURCE).
 expect_status 0 "--pids above the hard limit" -- box --pids 4000000 -- grep processes /proc/self/limits
