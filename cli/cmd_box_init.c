@@ -27,6 +27,7 @@ const char cmd_box_init_usage[] =
  */
 static const struct jail_init_hook box_init_hooks[] = {
     {PROXY_RELAY_HOOK, proxy_relay_hook_start, proxy_relay_hook_stop},
+    {JAIL_NPROC_HOOK, jail_budget_nproc_hook, NULL},
     {0},
 };
 

@@ -28,7 +28,7 @@
 	"  --binds FILE         a bind file (repeatable; applied after grants)\n"                  \
 	"  --mount SPEC, --env NAME[=VALUE]\n"                                                     \
 	"                       as for 'arborinth shell'\n"                                        \
-	"  --timeout D, --memory SIZE, --cpus N, --pids N, --no-tool-managers\n"                   \
+	"  --timeout D, --memory SIZE, --cpus N, --pids N, --inotify N, --no-tool-managers\n"      \
 	"                       as for 'arborinth shell'\n"                                        \
 	"  --net                share the host's network; the proxy then listens on the host's\n"  \
 	"                       127.0.0.1 and the client reads the session's token from a file\n"  \
@@ -94,6 +94,7 @@ static const struct option launch_opts[] = {
     OPT("net", no_argument, 16),
     OPT("no-upstream-auth", no_argument, 17),
     OPT("no-tool-managers", no_argument, 18),
+    OPT("inotify", required_argument, 19),
     {"explain", no_argument, NULL, 'x'},
     {0},
 };

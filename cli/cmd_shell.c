@@ -66,7 +66,11 @@ const char cmd_shell_usage[] =
     "                          beyond it the kernel's OOM killer ends a process of the box\n"
     "  --cpus N                at most N CPUs' worth of time (0.5, 2)\n"
     "  --pids N                at most N processes and threads at once; further forks fail\n"
-    "                          (limits: a cgroup of the box's own, cgroup v1 as root)\n"
+    "                          (limits: a cgroup of the box's own, cgroup v1 as root; and\n"
+    "                          RLIMIT_NPROC). Default: the user's process limit less a\n"
+    "                          quarter, which the user keeps (1024 when it has none)\n"
+    "  --inotify N             at most N inotify instances for the whole box. Default: the\n"
+    "                          user's fs.inotify.max_user_instances less a quarter\n"
     "  --no-tool-managers      mount only the PATH entries under $HOME, not what their tool\n"
     "                          managers need (pyenv's versions, rustup's toolchains, an nvm\n"
     "                          node's lib, a script's interpreter, ...; see --explain)\n"
@@ -91,6 +95,7 @@ static const struct option shell_opts[] = {
     {"memory", required_argument, NULL, 'M'},
     {"cpus", required_argument, NULL, 'C'},
     {"pids", required_argument, NULL, 'P'},
+    {"inotify", required_argument, NULL, 'I'},
     {0},
 };
 
@@ -180,7 +185,7 @@ static int parse_options(struct cli_global *g, int argc, char **argv, struct she
 static int apply_options(arb_box *b, const struct shell_opts *o)
 {
 	static const char *const limits[] = {
-	    ['t'] = "timeout", ['M'] = "memory", ['C'] = "cpus", ['P'] = "pids"};
+	    ['t'] = "timeout", ['M'] = "memory", ['C'] = "cpus", ['P'] = "pids", ['I'] = "inotify"};
 	int rc = arb_box_set_jail(b, o->jail);
 
 	for (size_t i = 0; rc == 0 && i < o->n; i++) {

@@ -193,7 +193,11 @@ ARB_EXTERN int arb_box_add_grant(arb_box *b, const char *name);
 ARB_EXTERN int arb_box_add_binds_file(arb_box *b, const char *path);
 /* Nonzero: only the PATH entries under $HOME, not what their tool managers need. */
 ARB_EXTERN int arb_box_set_no_tool_managers(arb_box *b, int off);
-/* A limit: "timeout" (30s, 10m, 2h, 1d), "memory" (512M, 2G), "cpus" (0.5, 2), "pids" (N). */
+/*
+ * A limit: "timeout" (30s, 10m, 2h, 1d), "memory" (512M, 2G), "cpus" (0.5, 2), "pids" (N),
+ * "inotify" (N). Without pids and inotify the box gets a default budget that leaves its user
+ * a quarter of the user's own limits.
+ */
 ARB_EXTERN int arb_box_set_limit(arb_box *b, const char *limit, const char *value);
 /*
  * The command's standard input, output and error: a descriptor of the caller's (a pipe, a
@@ -248,7 +252,7 @@ ARB_EXTERN void arb_agent_free(arb_agent *a);
 /*
  * An option, as the launchers' command line names them without the dashes: rev, client,
  * model, upstream, api-key-file, auth (login, api-key or none), token-url, provider
- * (opencode), timeout, memory, cpus, pids, and, repeatable, grant, binds, mount, env; with
+ * (opencode), timeout, memory, cpus, pids, inotify, and, repeatable, grant, binds, mount, env; with
  * value NULL: net, no-tool-managers, no-upstream-auth. -EINVAL (input) for a bad one.
  */
 ARB_EXTERN int arb_agent_set(arb_agent *a, const char *option, const char *value);

@@ -29,7 +29,8 @@ struct jail_box {
 	int64_t timeout_ms;	 /* 0: none */
 	int stdio[3];		 /* the command's stdin, stdout, stderr; -1: inherited */
 	struct jail_limits limits;
-	char *cg_base[3]; /* per controller of cgroup.c: the cgroup the box's goes below */
+	bool pids_default; /* limits.pids is the default budget, not --pids (cgroup.c) */
+	char *cg_base[3];  /* per controller of cgroup.c: the cgroup the box's goes below */
 	/* Finished. */
 	struct jail_strv argv;
 	bool finished;
@@ -89,6 +90,7 @@ char *jail_box_tilde(const struct jail_box *b, const char *path);
 /* The box's cgroups for one run, per controller (NULL: no limit). */
 struct jail_cgroups {
 	char *dir[3], *procs[3];
+	int64_t pids_max; /* written to the pids cgroup; 0: none */
 };
 
 /* Before the fork: creates the cgroups and writes the limits. */
@@ -113,6 +115,41 @@ int jail_cg2_base(const char *controller, const char *option, char **out) ARB_MU
 int jail_cg2_prepare(const char *base, const char *controller, const char *option) ARB_MUST_CHECK;
 /* Writes the v2 limit file(s) of controller in dir (memory: bytes, pids: count, cpu: milli). */
 int jail_cg2_write_limit(const char *dir, const char *controller, int64_t value) ARB_MUST_CHECK;
+
+/* True when the box gets a pids cgroup (--pids, or the default budget where usable). */
+bool jail_cgroups_pids(const struct jail_box *b);
+
+/* ---- the budget of per-user counts (budget.c) ------------------------------------------ */
+
+/* What the box may hold of its user's processes and inotify instances; made before the fork. */
+struct jail_budget {
+	int64_t nproc, inotify;		  /* the box's RLIMIT_NPROC and max_inotify_instances */
+	int64_t user_nproc, user_inotify; /* the user's limits they are below; -1: none */
+	int64_t box_nproc;		  /* --pids: the box's own (box-init); 0: none */
+	bool inotify_given;		  /* set by --inotify */
+	bool root;
+	char uid_map[256], gid_map[256], inotify_text[24];
+	int ns_fd; /* root: the box's user namespace (made by a helper); -1: none */
+};
+
+/* Where the child keeps ns_fd until it joins the namespace (then closed): after the fixed ones. */
+#define JAIL_FD_USERNS (JAIL_FD_GO + 1)
+
+/* The box's budget from its limits and the host's: the defaults leave the user a quarter. */
+int jail_budget_resolve(const struct jail_box *b, struct jail_budget *out) ARB_MUST_CHECK;
+/* Before the fork (root): the user namespace the child joins. Release it after the box. */
+int jail_budget_prepare(struct jail_budget *bud) ARB_MUST_CHECK;
+void jail_budget_release(struct jail_budget *bud);
+/*
+ * In the forked child, called before the overlays' namespaces (RLIMIT_NPROC; a user's box
+ * namespace) and after them (root's box joins its namespace, ns_fd moved to JAIL_FD_USERNS
+ * by jail_budget_keep_fd). On failure one line, exit 125.
+ */
+void jail_budget_enter(const struct jail_budget *bud, bool after_overlays);
+/* In the forked child: puts ns_fd at JAIL_FD_USERNS; returns the first descriptor to close. */
+int jail_budget_keep_fd(const struct jail_budget *bud);
+/* --explain's line. */
+void jail_budget_explain(FILE *f, const struct jail_box *b);
 
 /* ---- overlays (overlay.c) ------------------------------------------------------------ */
 

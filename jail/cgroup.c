@@ -7,6 +7,10 @@
  * limits did (processes the OOM killer ended, forks refused) and the cgroups are removed; those
  * of a shell that was killed first are removed by the next one.
  *
+ * Without --pids, every box gets the default budget of budget.c as its pids.max where this
+ * host gives a pids cgroup (root, or a delegated cgroup v2 subtree); --pids without one is
+ * RLIMIT_NPROC alone for a user, and refused for root (whom RLIMIT_NPROC does not bind).
+ *
  * The hierarchies come from a table: the cgroup v1 controllers (memory, pids, cpu), as a
  * hybrid host such as this project's CI mounts them, writable by root; a controller only on
  * the unified hierarchy (cgroup v2, most hosts today) is placed by cgroup2.c, below our
@@ -99,31 +103,73 @@ static char *find_base(const char *name)
 	return base;
 }
 
+/* Where a cgroup for controller c can be made: 0 and *base, or -errno with a message. */
+static int usable_base(size_t c, char **base)
+{
+	char *b = find_base(controllers[c].name), *probe = NULL;
+	int rc = b ? 0 : jail_cg2_base(controllers[c].name, controllers[c].option, &b);
+
+	probe = b ? util_path_join(b, "cgroup.procs") : NULL;
+	if (rc == 0 && (access(b, W_OK) < 0 || !probe || access(probe, F_OK) < 0))
+		rc = util_err(-EACCES,
+			      "%s: cannot make a cgroup in %s (%s; run as root, or delegate "
+			      "that cgroup to this user)",
+			      controllers[c].option, b, strerror(errno));
+	free(probe);
+	if (rc < 0)
+		free(b), b = NULL;
+	*base = b;
+	return rc;
+}
+
 int jail_box_set_limits(struct jail_box *b, const struct jail_limits *l)
 {
 	int rc = b->finished ? util_err(-EBUSY, "jail: the box is already finished") : 0;
+	struct jail_limits want = *l;
+	struct jail_budget bud;
 
 	for (size_t c = 0; c < ARB_ARRAY_LEN(controllers) && rc == 0; c++) {
-		char *base = limit_of(l, c) ? find_base(controllers[c].name) : NULL, *probe;
+		char *base = NULL;
 
+		free(b->cg_base[c]);
+		b->cg_base[c] = NULL;
 		if (!limit_of(l, c))
 			continue;
-		if (!base)
-			rc = jail_cg2_base(controllers[c].name, controllers[c].option, &base);
-		probe = base ? util_path_join(base, "cgroup.procs") : NULL;
-		if (rc == 0 && (access(base, W_OK) < 0 || !probe || access(probe, F_OK) < 0))
-			rc =
-			    util_err(-EACCES,
-				     "%s: cannot make a cgroup in %s (%s; run as root, or delegate "
-				     "that cgroup to this user)",
-				     controllers[c].option, base, strerror(errno));
-		free(probe);
-		free(b->cg_base[c]);
+		rc = usable_base(c, &base);
+		/* Without a cgroup, --pids is RLIMIT_NPROC alone (budget.c); not for root. */
+		if (rc < 0 && c == CG_PIDS && geteuid() != 0) {
+			util_err_clear();
+			rc = 0;
+		}
 		b->cg_base[c] = base;
 	}
+	b->pids_default = false;
+	if (rc == 0 && l->pids) {
+		char n[24];
+
+		snprintf(n, sizeof(n), "%lld", (long long)l->pids);
+		rc = jail_box_add_init_hook(b, JAIL_NPROC_HOOK, n);
+	}
+	if (rc < 0 || l->pids)
+		goto out;
+	/* No --pids: the default budget, also as pids.max where this host gives a cgroup. */
+	if (usable_base(CG_PIDS, &b->cg_base[CG_PIDS]) < 0) {
+		util_err_clear();
+		goto out;
+	}
+	b->limits.pids = 0;
+	rc = jail_budget_resolve(b, &bud);
+	want.pids = bud.nproc;
+	b->pids_default = true;
+out:
 	if (rc == 0)
-		b->limits = *l;
+		b->limits = want;
 	return rc;
+}
+
+bool jail_cgroups_pids(const struct jail_box *b)
+{
+	return b->cg_base[CG_PIDS] != NULL;
 }
 
 void jail_cgroups_clear(struct jail_cgroups *cg)
@@ -187,7 +233,7 @@ int jail_cgroups_create(const struct jail_box *b, struct jail_cgroups *cg)
 
 	*cg = (struct jail_cgroups){0};
 	for (size_t c = 0; c < ARB_ARRAY_LEN(controllers) && rc == 0; c++) {
-		if (!limit_of(&b->limits, c))
+		if (!limit_of(&b->limits, c) || !b->cg_base[c])
 			continue;
 		bool v2 = jail_cg2_is(b->cg_base[c]);
 
@@ -207,6 +253,8 @@ int jail_cgroups_create(const struct jail_box *b, struct jail_cgroups *cg)
 			free(cg->dir[c]), cg->dir[c] = NULL;
 			break;
 		}
+		if (c == CG_PIDS)
+			cg->pids_max = b->limits.pids;
 		if (v2)
 			rc = jail_cg2_write_limit(cg->dir[c], controllers[c].name,
 						  limit_of(&b->limits, c));
@@ -260,6 +308,7 @@ void jail_cgroups_stats(const struct jail_cgroups *cg, struct jail_run_stats *st
 			    jail_cg2_is(cg->dir[CG_MEMORY]) ? "memory.events"
 							    : controllers[CG_MEMORY].events,
 			    controllers[CG_MEMORY].counter);
+	st->pids_limit = cg->pids_max;
 	if (cg->dir[CG_PIDS])
 		st->forks_refused = counter(cg->dir[CG_PIDS], controllers[CG_PIDS].events,
 					    controllers[CG_PIDS].counter);

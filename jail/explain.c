@@ -32,8 +32,9 @@ static void put_words(FILE *f, char *const *v)
 static void explain_limits(FILE *f, const struct jail_box *b)
 {
 	const struct jail_limits *l = &b->limits;
+	int64_t pids = b->pids_default ? 0 : l->pids; /* the default: on the budget line */
 
-	if (!l->memory && !l->cpu_milli && !l->pids)
+	if (!l->memory && !l->cpu_milli && !pids)
 		return;
 	fprintf(f, "  limits    ");
 	if (l->memory)
@@ -41,8 +42,8 @@ static void explain_limits(FILE *f, const struct jail_box *b)
 	if (l->cpu_milli)
 		fprintf(f, " cpus %lld.%03lld", (long long)(l->cpu_milli / 1000),
 			(long long)(l->cpu_milli % 1000));
-	if (l->pids)
-		fprintf(f, " pids %lld", (long long)l->pids);
+	if (pids)
+		fprintf(f, " pids %lld", (long long)pids);
 	fprintf(f, ": cgroups arborinth-PID of the box's own below");
 	for (size_t i = 0; i < ARB_ARRAY_LEN(b->cg_base); i++)
 		if (b->cg_base[i])
@@ -71,6 +72,7 @@ static void explain_inputs(FILE *f, const struct jail_box *b)
 			"later (exit %d)\n",
 			(long long)b->timeout_ms, JAIL_EXIT_TIMEOUT);
 	explain_limits(f, b);
+	jail_budget_explain(f, b);
 	for (size_t i = 0; i < b->notes.n; i++)
 		fprintf(f, "  note       %s\n", b->notes.v[i]);
 }

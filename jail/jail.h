@@ -117,15 +117,21 @@ int jail_box_add_init_hook(struct jail_box *b, const char *name, const char *arg
 int jail_box_set_timeout(struct jail_box *b, int64_t ms) ARB_MUST_CHECK;
 /* The command's stdin, stdout and stderr: the caller's descriptors (-1: inherited). */
 int jail_box_set_stdio(struct jail_box *b, const int stdio[3]) ARB_MUST_CHECK;
-/* Resource limits on a cgroup of the box's own (jail/cgroup.c); a 0 field: no limit. */
+/*
+ * Resource limits on a cgroup of the box's own (jail/cgroup.c); a 0 field: no limit. pids and
+ * inotify also set the box's share of its user's per-user counts (jail/budget.c); 0 there:
+ * the default, which leaves the user a quarter of its limit.
+ */
 struct jail_limits {
 	int64_t memory;	   /* bytes of memory (and swap) for all of the box */
 	int64_t cpu_milli; /* CPU time per wall time, in thousandths of a CPU */
-	int64_t pids;	   /* processes and threads at once */
+	int64_t pids;	   /* processes and threads at once (cgroup, RLIMIT_NPROC) */
+	int64_t inotify;   /* inotify instances at once (the box's user namespace) */
 };
 /*
  * Sets the limits; -ENOTSUP/-EACCES with a message when this host gives no cgroup for one
- * (the controller is not on cgroup v1, or its cgroup is not writable).
+ * (the controller is not on cgroup v1, or its cgroup is not writable; --pids needs one only
+ * for root).
  */
 int jail_box_set_limits(struct jail_box *b, const struct jail_limits *l) ARB_MUST_CHECK;
 /*
@@ -188,15 +194,16 @@ int jail_box_explain(const struct jail_box *b, char **out) ARB_MUST_CHECK;
  * box could not be started returns -ECHILD with a message (bwrap's own is on stderr). *stats
  * (may be NULL): what the limits did, also after a timeout. done(ctx, status) (when not
  * NULL) is called once box-init says the command exited with `status` (as *exit_status) and
- * nothing of the box runs any more, while bwrap and the kernel take the box down (about a
- * millisecond: the session's end checkpoint goes there); it is not called when box-init ends
- * without saying so (killed by the timeout, a box-init of an older build): the caller does
- * that work itself after the return then.
+ * nothing of the box runs any more (*stats is filled by then), while bwrap and the kernel take the
+ * box down (about a millisecond: the session's end checkpoint goes there); it is not called when
+ * box-init ends without saying so (killed by the timeout, a box-init of an older build): the caller
+ * does that work itself after the return then.
  */
 /* What the limits did during a run. */
 struct jail_run_stats {
 	int64_t oom_kills;     /* processes the kernel's OOM killer ended for --memory */
 	int64_t forks_refused; /* forks and clones --pids refused */
+	int64_t pids_limit;    /* the pids.max that applied (--pids or the default); 0: none */
 };
 int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 		 void (*done)(void *ctx, int status), void *ctx, int *exit_status,
@@ -259,5 +266,12 @@ int jail_init_run(const struct jail_init_opts *o, int *exit_status) ARB_MUST_CHE
 int jail_init_opts_parse(struct jail_init_opts *o, int argc, char **argv,
 			 const struct jail_init_hook *hooks) ARB_MUST_CHECK;
 void jail_init_opts_clear(struct jail_init_opts *o);
+
+/*
+ * box-init's hook for --pids N (jail/budget.c): RLIMIT_NPROC N for box-init and the command,
+ * counted in the box's own user namespace, so it bounds the box's processes alone.
+ */
+#define JAIL_NPROC_HOOK "nproc"
+int jail_budget_nproc_hook(const char *arg, void **state);
 
 #endif

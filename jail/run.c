@@ -3,7 +3,9 @@
  * host pid, for signal forwarding), a ready pipe (box-init's word that the command started,
  * and later that it ended and nothing of the box runs any more) and a go socket (the host's
  * word that it may start) on fixed descriptors, and nothing else of ours; it dies with us. Overlays
- * are mounted in the child's own mount namespace just before it execs bwrap (overlay.c).
+ * are mounted in the child's own mount namespace just before it execs bwrap (overlay.c), around
+ * them the child takes the box's budget of its user's processes and inotify instances
+ * (budget.c).
  *
  * The caller's gate (the session's audit record and start checkpoint) runs while bwrap
  * builds the box, on the other core when there is one: box-init starts the command only once
@@ -101,13 +103,14 @@ static int ensure_dirs(const struct jail_box *b)
 
 /* In the child: fds to their fixed numbers, everything else closed, then exec bwrap. */
 static void child_exec(const struct jail_box *b, const struct jail_cgroups *cg,
-		       const struct jail_overlays *ovl, pid_t parent, int seccomp_fd, int info_fd,
-		       int ready_fd, int go_fd)
+		       const struct jail_overlays *ovl, const struct jail_budget *bud, pid_t parent,
+		       int seccomp_fd, int info_fd, int ready_fd, int go_fd)
 {
 	int want[] = {JAIL_FD_SECCOMP, JAIL_FD_INFO, JAIL_FD_READY, JAIL_FD_GO};
 	int have[] = {seccomp_fd, info_fd, ready_fd, go_fd};
 	struct sigaction dfl = {.sa_handler = SIG_DFL}, ign = {.sa_handler = SIG_IGN};
 	sigset_t none;
+	int keep;
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		_exit(JAIL_EXIT_SETUP);
@@ -122,8 +125,9 @@ static void child_exec(const struct jail_box *b, const struct jail_cgroups *cg,
 	for (size_t i = 0; i < ARB_ARRAY_LEN(have); i++)
 		if (dup2(have[i], want[i]) < 0)
 			_exit(JAIL_EXIT_SETUP);
-	if (syscall(SYS_close_range, JAIL_FD_GO + 1, ~0U, 0) < 0)
-		for (int fd = JAIL_FD_GO + 1; fd < 1024; fd++)
+	keep = jail_budget_keep_fd(bud);
+	if (syscall(SYS_close_range, keep, ~0U, 0) < 0)
+		for (int fd = keep; fd < 1024; fd++)
 			close(fd);
 	/*
 	 * bwrap itself ignores what we forward to box-init: SIGINT from the terminal or SIGHUP
@@ -135,7 +139,9 @@ static void child_exec(const struct jail_box *b, const struct jail_cgroups *cg,
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	jail_cgroups_enter(cg);
+	jail_budget_enter(bud, false);
 	jail_overlays_enter(ovl);
+	jail_budget_enter(bud, true);
 	execve(b->argv.v[0], b->argv.v, b->env.v);
 	fprintf(stderr, "arborinth: cannot run %s: %s\n", b->argv.v[0], strerror(errno));
 	_exit(JAIL_EXIT_SETUP);
@@ -145,6 +151,7 @@ struct child_args {
 	const struct jail_box *b;
 	const struct jail_cgroups *cg;
 	const struct jail_overlays *ovl;
+	const struct jail_budget *bud;
 	pid_t parent;
 	int fds[4]; /* seccomp, info, ready, go */
 };
@@ -153,7 +160,8 @@ static int child_main(void *arg)
 {
 	const struct child_args *a = arg;
 
-	child_exec(a->b, a->cg, a->ovl, a->parent, a->fds[0], a->fds[1], a->fds[2], a->fds[3]);
+	child_exec(a->b, a->cg, a->ovl, a->bud, a->parent, a->fds[0], a->fds[1], a->fds[2],
+		   a->fds[3]);
 	return JAIL_EXIT_SETUP; /* not reached */
 }
 
@@ -299,6 +307,7 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 	int seccomp_fd = -1, info[2] = {-1, -1}, ready[2] = {-1, -1}, go[2] = {-1, -1};
 	struct jail_overlays ovl = {0};
 	struct jail_cgroups cg = {0};
+	struct jail_budget bud = {.ns_fd = -1};
 	pid_t parent = getpid(), pid;
 	int rc, gate_rc, status = 0, said, done_status = 0;
 
@@ -307,6 +316,10 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 	rc = ensure_dirs(b);
 	if (rc == 0)
 		rc = jail_overlays_plan(b, &ovl);
+	if (rc == 0)
+		rc = jail_budget_resolve(b, &bud);
+	if (rc == 0)
+		rc = jail_budget_prepare(&bud);
 	if (rc == 0)
 		rc = jail_cgroups_create(b, &cg);
 	if (rc == 0)
@@ -328,8 +341,8 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 		sigaction(forwarded[i], &sa, &old[i]);
 	init_pid = timed_out = box_over = 0;
 	sigaction(SIGALRM, &alarm_sa, &old_alarm);
-	pid = spawn(
-	    &(struct child_args){b, &cg, &ovl, parent, {seccomp_fd, info[1], ready[1], go[1]}});
+	pid = spawn(&(struct child_args){
+	    b, &cg, &ovl, &bud, parent, {seccomp_fd, info[1], ready[1], go[1]}});
 	if (pid < 0) {
 		rc = util_err(-errno, "cannot start bwrap: %s", strerror(errno));
 		sigaction(SIGALRM, &old_alarm, NULL);
@@ -354,6 +367,8 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 	if (said == 2 && done) {
 		arm(0); /* the command is over: no timeout may stop the box now */
 		box_over = 1;
+		if (stats) /* nothing of the box runs: the counters are final */
+			jail_cgroups_stats(&cg, stats);
 		done(ctx, done_status);
 	}
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -382,6 +397,7 @@ out:
 		jail_cgroups_stats(&cg, stats);
 	jail_cgroups_clear(&cg);
 	jail_overlays_clear(&ovl);
+	jail_budget_release(&bud);
 	if (seccomp_fd >= 0)
 		close(seccomp_fd);
 	for (int i = 0; i < 2; i++) {

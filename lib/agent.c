@@ -25,7 +25,7 @@
 #include "jail/jail.h"
 #include "proxy/proxy.h"
 
-static const char *const limit_names[] = {"timeout", "memory", "cpus", "pids"};
+static const char *const limit_names[] = {"timeout", "memory", "cpus", "pids", "inotify"};
 
 int launch_fixed_arg(struct launch *l, const char *arg)
 {

@@ -51,7 +51,7 @@ struct launch {
 	char *key_env;			  /* owned: the backend's key variable */
 	struct lib_proxy_login login;	  /* handed to the proxy with LAUNCH_AUTH_LOGIN */
 	bool net, explain, no_tool_managers;
-	const char *limits[4]; /* --timeout, --memory, --cpus, --pids as given (checked) */
+	const char *limits[5]; /* --timeout, --memory, --cpus, --pids, --inotify as given */
 	int tcp_fd;	       /* with --net: the proxy's listener on the host's loopback, or -1 */
 	uint16_t tcp_port;     /* ... and its port, the backend's (port= in its spec) */
 	int tcp_tls_fd;	       /* with --net: the listener for the backend's TLS port, or -1 */

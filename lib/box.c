@@ -188,9 +188,9 @@ int arb_box_set_limit(arb_box *b, const char *limit, const char *value)
 
 	lib_err_reset();
 	if (strcmp(limit, "timeout") && strcmp(limit, "memory") && strcmp(limit, "cpus") &&
-	    strcmp(limit, "pids"))
-		return lib_input_err(
-		    util_err(-EINVAL, "unknown limit '%s' (timeout, memory, cpus or pids)", limit));
+	    strcmp(limit, "pids") && strcmp(limit, "inotify"))
+		return lib_input_err(util_err(
+		    -EINVAL, "unknown limit '%s' (timeout, memory, cpus, pids or inotify)", limit));
 	rc = lib_limit_parse(limit, value, &b->limits, &b->timeout_ms);
 	return rc == -EINVAL ? lib_input_err(rc) : rc;
 }
@@ -216,7 +216,7 @@ static int spec_check(const arb_box *b)
 
 	if (none && (b->mounts.n || b->envs.n || b->net || b->backends.n || b->grants.n ||
 		     b->binds.n || b->no_tool_managers || b->timeout_ms || b->limits.memory ||
-		     b->limits.cpu_milli || b->limits.pids))
+		     b->limits.cpu_milli || b->limits.pids || b->limits.inotify))
 		return lib_input_err(util_err(
 		    -EINVAL, "--mount, --env, --net, --backend, --grant, --binds, "
 			     "--no-tool-managers and the limits need --jail bubblewrap (--jail "
@@ -401,10 +401,11 @@ struct session_start {
 	const struct core_ws *ws;
 	char *const *argv;
 	struct lib_net_audit *net;
-	struct audit_session *session; /* out; NULL again once ended (and freed) */
-	int64_t id;		       /* out: the session's id, 0 when none began */
-	bool ended;		       /* out: the end checkpoint is taken */
-	bool closed;		       /* out: ... and the session recorded as ended */
+	struct audit_session *session;	    /* out; NULL again once ended (and freed) */
+	int64_t id;			    /* out: the session's id, 0 when none began */
+	bool ended;			    /* out: the end checkpoint is taken */
+	bool closed;			    /* out: ... and the session recorded as ended */
+	const struct jail_run_stats *stats; /* what the limits did, final when done() runs */
 };
 
 /* The session in the audit log and its start checkpoint, while bwrap builds the box. */
@@ -447,6 +448,8 @@ static void session_done(void *ctx, int status)
 	lib_session_checkpoint(s->b->p->core, s->ws, s->session, "end");
 	s->ended = true;
 	if (!s->b->timeout_ms && !l->memory && !l->pids) {
+		/* The default budget's pids.max (root's box) may have refused forks. */
+		lib_limit_audit(s->session, l, 0, false, s->stats);
 		lib_session_end(s->ws, s->session, status); /* frees it */
 		s->session = NULL;
 		s->closed = true;
@@ -472,6 +475,7 @@ static int run_box(const arb_box *b, const struct core_ws *ws, char *const argv[
 	if (rc < 0)
 		goto out;
 	start.net = net;
+	start.stats = &stats;
 	rc = jail_box_run(jb, session_start, session_done, &start, &res->exit_status, &stats);
 	session = start.session; /* NULL when ended already (start.closed) */
 	if (!start.id) {
@@ -481,7 +485,7 @@ static int run_box(const arb_box *b, const struct core_ws *ws, char *const argv[
 	res->session = start.id;
 	res->oom_kills = stats.oom_kills;
 	res->memory_limit = b->limits.memory;
-	res->pids_limit = b->limits.pids;
+	res->pids_limit = b->limits.pids ? b->limits.pids : stats.pids_limit;
 	res->forks_refused = stats.forks_refused;
 	res->timed_out = rc == -ETIME;
 	/* What the run said outlives the bookkeeping after it. */

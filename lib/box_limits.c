@@ -1,6 +1,6 @@
 /*
  * lib/box_limits.c: `shell`'s limits: --timeout DURATION, --memory SIZE, --cpus N,
- * --pids N (parsed here, applied by jail/), and the line that says what they did.
+ * --pids N, --inotify N (parsed here, applied by jail/), and the line that says what they did.
  */
 #include "lib/lib_internal.h"
 
@@ -69,14 +69,15 @@ static int parse_cpus(const char *arg, int64_t *milli)
 	return 0;
 }
 
-static int parse_pids(const char *arg, int64_t *n)
+/* A count of processes or inotify instances: 1 to 4194304. */
+static int parse_count(const char *option, const char *what, const char *arg, int64_t *n)
 {
 	char *end = NULL;
 	long long v = arg[0] >= '0' && arg[0] <= '9' ? strtoll(arg, &end, 10) : -1;
 
 	if (v < 1 || *end || v > 4194304)
-		return util_err(-EINVAL, "--pids '%s': expected a number of processes, at least 1",
-				arg);
+		return util_err(-EINVAL, "--%s '%s': expected a number of %s, at least 1", option,
+				arg, what);
 	*n = v;
 	return 0;
 }
@@ -89,7 +90,9 @@ int lib_limit_parse(const char *option, const char *arg, struct jail_limits *l, 
 		return parse_memory(arg, &l->memory);
 	if (!strcmp(option, "cpus"))
 		return parse_cpus(arg, &l->cpu_milli);
-	return parse_pids(arg, &l->pids);
+	if (!strcmp(option, "inotify"))
+		return parse_count(option, "inotify instances", arg, &l->inotify);
+	return parse_count(option, "processes", arg, &l->pids);
 }
 
 static void limit_row(struct audit_session *s, const char *option, int64_t count, char *what)
@@ -118,5 +121,6 @@ void lib_limit_audit(struct audit_session *s, const struct jail_limits *l, int64
 	if (st->forks_refused)
 		limit_row(s, "--pids", st->forks_refused,
 			  util_asprintf("the box reached %lld processes; %lld forks were refused",
-					(long long)l->pids, (long long)st->forks_refused));
+					(long long)(l->pids ? l->pids : st->pids_limit),
+					(long long)st->forks_refused));
 }

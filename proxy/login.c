@@ -5,7 +5,9 @@
  * mode and owner, so the host's own client keeps working. Processes share one refresh: an
  * exclusive flock on the file (re-opened when another process replaced it) around re-read,
  * refresh and write-back, so a single-use refresh token is spent once and its successor
- * never lost. The box gets its own copy of the file with placeholders (login_box.c).
+ * never lost. A token the upstream refuses is refreshed once, and not again while the file
+ * is younger than LOGIN_REFUSED_MIN_MS (refused_again). The box gets its own copy of the file
+ * with placeholders (login_box.c).
  */
 #include "proxy/login_internal.h"
 
@@ -219,6 +221,33 @@ static void adopt(struct proxy_login *l, struct login_tokens *t)
 }
 
 /*
+ * A refused token is refreshed only when the file was written LOGIN_REFUSED_MIN_MS ago or
+ * more: a box whose requests the upstream always refuses (a fake or hostile upstream, a
+ * revoked login) gets one refresh of the host's login, not one per request. The file's
+ * mtime is what every process of every box sees (a refresh writes it back), so the bound
+ * holds for all the boxes on one login; each token is refreshed at most once because the
+ * refresh replaces it under the file lock.
+ */
+static int refused_again(const struct proxy_login *l, int fd)
+{
+	int64_t age_ms;
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return util_err(-errno, "cannot read %s: %s", l->path, strerror(errno));
+	age_ms = util_now_ns() / 1000000 -
+		 ((int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000);
+	if (age_ms <= -LOGIN_REFUSED_MIN_MS || age_ms >= LOGIN_REFUSED_MIN_MS)
+		return 0;
+	return util_err(-EKEYREJECTED,
+			"the upstream refused the %s login in %s, refreshed or written %lld s "
+			"ago; it is not refreshed again before it is %d min old (a box may not "
+			"spend the host's refresh token at will); %s",
+			l->kind->title, l->path, (long long)(age_ms > 0 ? age_ms / 1000 : 0),
+			LOGIN_REFUSED_MIN_MS / 60000, l->kind->fix);
+}
+
+/*
  * Under the file lock: takes what the file holds now when it is fresh and not the token the
  * upstream refused (another process, or the host's client, refreshed it); else refreshes.
  */
@@ -232,9 +261,14 @@ static int refresh_locked(struct proxy_login *l, int fd)
 
 	if (rc < 0)
 		goto out;
-	if (fresh(&t, util_now_ns() / 1000000) && !refused) {
-		adopt(l, &t);
-		goto stamp;
+	if (fresh(&t, util_now_ns() / 1000000)) {
+		if (!refused) {
+			adopt(l, &t);
+			goto stamp;
+		}
+		/* Refused before its time: only the box's requests say so. */
+		if ((rc = refused_again(l, fd)) < 0)
+			goto out;
 	}
 	if (!t.refresh) {
 		rc = util_err(-EKEYEXPIRED,

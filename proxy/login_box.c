@@ -54,25 +54,36 @@ static char *account_placeholder(const char *real)
 	return out;
 }
 
-/* Codex reads plan and account from the id token: the host's claims, our account and expiry. */
+/*
+ * Codex reads plan and account from the id token. The box's carries what the README promises
+ * and nothing else of the host's identity: the e-mail and the plan, our placeholder account,
+ * and our own issue and expiry times (Codex checks them).
+ */
 static char *id_token_placeholder(const struct proxy_login *l)
 {
-	json_t *c = login_jwt_claims(l->tok.id_token), *auth;
+	json_t *host = login_jwt_claims(l->tok.id_token);
+	json_t *host_auth = json_object_get(host, "https://api.openai.com/auth");
+	json_t *email = json_object_get(host, "email");
+	json_t *plan = json_object_get(host_auth, "chatgpt_plan_type");
+	json_t *c = json_object(), *auth = json_object();
 	int64_t now = util_now_ns() / 1000000000;
-	char *out;
+	char *out = NULL;
 
-	if (!c)
-		c = json_object();
-	auth = json_object_get(c, "https://api.openai.com/auth");
-	if (!json_is_object(auth)) {
-		auth = json_object();
-		json_object_set_new(c, "https://api.openai.com/auth", auth);
-	}
+	if (!c || !auth)
+		goto out;
+	if (json_is_string(email))
+		json_object_set(c, "email", email);
+	if (json_is_string(plan))
+		json_object_set(auth, "chatgpt_plan_type", plan);
 	json_object_set_new(auth, "chatgpt_account_id", json_string(l->ph_account));
+	json_object_set(c, "https://api.openai.com/auth", auth);
 	json_object_set_new(c, "iat", json_integer(now));
 	json_object_set_new(c, "exp", json_integer(now + LOGIN_BOX_LIFETIME_S));
 	out = login_jwt_make(c);
+out:
+	json_decref(auth);
 	json_decref(c);
+	json_decref(host);
 	return out;
 }
 

@@ -12,6 +12,8 @@
 
 #include "proxy/proxy_internal.h"
 
+/* A token the upstream refused is refreshed only when the login file is older (login.c). */
+#define LOGIN_REFUSED_MIN_MS (10 * 60 * 1000)
 /* The box's placeholder login never expires before this (one year). */
 #define LOGIN_BOX_LIFETIME_S (365LL * 24 * 3600)
 

@@ -87,14 +87,18 @@ void proxy_login_free(struct proxy_login *l);
  * Makes sure the access token has PROXY_LOGIN_MARGIN_MS left, refreshing it on the host when
  * not: under an exclusive lock on the file shared by every process (another one's refresh is
  * taken instead of making a second), with the new tokens written back atomically with the
- * file's mode and owner. -EKEYEXPIRED (refused, or no refresh token) or -EHOSTUNREACH with a
- * message naming the file and the fix. Thread-safe.
+ * file's mode and owner. -EKEYEXPIRED (refused, or no refresh token), -EKEYREJECTED (the
+ * upstream refused a token refreshed less than 10 min ago: not refreshed again) or
+ * -EHOSTUNREACH with a message naming the file and the fix. Thread-safe.
  */
 int proxy_login_ensure(struct proxy_login *l) ARB_MUST_CHECK;
 /* Current access token (and account id, when account is not NULL and the login has one), fresh
  * as by proxy_login_ensure. Caller frees both (secrets: clear them). Thread-safe. */
 int proxy_login_current(struct proxy_login *l, char **access, char **account) ARB_MUST_CHECK;
-/* The upstream refused access: the next use refreshes (unless the file changed meanwhile). */
+/*
+ * The upstream refused access: the next use refreshes (unless the file changed meanwhile, or
+ * was written less than 10 min ago: then the next use fails with -EKEYREJECTED).
+ */
 void proxy_login_refused(struct proxy_login *l, const char *access);
 /* Refreshes this process made (for tests). */
 unsigned proxy_login_refreshes(struct proxy_login *l);

@@ -506,6 +506,7 @@ void proxy_upstream_forward(struct proxy_conn *c, struct proxy_req *r,
 	char *url = NULL;
 	CURLcode cc = CURLE_OUT_OF_MEMORY;
 	CURL *e;
+	int lrc;
 
 	memset(res, 0, sizeof(*res));
 	if (!c->easy)
@@ -520,10 +521,13 @@ void proxy_upstream_forward(struct proxy_conn *c, struct proxy_req *r,
 	f->head_req = strcmp(method, "HEAD") == 0;
 	f->client_keep = r->keep_alive;
 	f->client_11 = r->parser.http_minor >= 1;
-	if (f->b->login && proxy_login_current(f->b->login, &f->cred, &f->account) < 0) {
+	if (f->b->login && (lrc = proxy_login_current(f->b->login, &f->cred, &f->account)) < 0) {
 		/* The message names the file and the fix; it holds no secret. */
 		res->status = proxy_send_error(c->fd, 401, util_err_msg()) == 0 ? 401 : 0;
-		res->reason = "the host's login could not be refreshed";
+		res->reason = lrc == -EKEYREJECTED
+				  ? "refused: the upstream refused the login's freshly refreshed "
+				    "token; not refreshed again"
+				  : "the host's login could not be refreshed";
 		cc = CURLE_OK;
 		goto out;
 	}

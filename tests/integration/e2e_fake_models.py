@@ -28,6 +28,7 @@ form (tool_use, function_call, tool_calls); the call that carries its result get
 With --oauth ACCESS,REFRESH (repeatable), a model call with `Authorization: Bearer T` is
 answered only when T is an access token this server issued (or was seeded with) and has not
 expired; else 401. /oauth-state (GET) returns the valid and spent tokens and the refreshes.
+With --oauth-refuse-all, every model call gets that 401 (refreshes still work).
 """
 import base64
 import argparse
@@ -44,6 +45,7 @@ REPLY = ""
 OAUTH = None  # {"access": {token: expiry}, "refresh": set, "spent": set, "refreshes": n}
 EXPIRES_IN = 3600
 TOOL = None  # --tool SUBSTR
+REFUSE_ALL = False  # --oauth-refuse-all
 
 
 def tool_names(body):
@@ -227,6 +229,8 @@ class Handler(BaseHTTPRequestHandler):
         auth = self.headers.get("Authorization", "")
         if not auth.startswith("Bearer "):
             return True  # an API key: not this fake's business
+        if REFUSE_ALL:
+            return False
         with LOCK:
             exp = OAUTH["access"].get(auth[7:])
         return exp is not None and exp > time.time()
@@ -383,7 +387,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    global LOG, REPLY, OAUTH, EXPIRES_IN, TOOL
+    global LOG, REPLY, OAUTH, EXPIRES_IN, TOOL, REFUSE_ALL
     ap = argparse.ArgumentParser()
     ap.add_argument("--log", required=True)
     ap.add_argument("--reply", required=True)
@@ -391,7 +395,10 @@ def main():
                     help="ACCESS,REFRESH[,EXPIRY_EPOCH]: a login this server accepts")
     ap.add_argument("--oauth-expires-in", type=int, default=3600)
     ap.add_argument("--tool", help="call the offered tool whose name contains this")
+    ap.add_argument("--oauth-refuse-all", action="store_true",
+                    help="answer every model call with 401 (an upstream that never accepts)")
     a = ap.parse_args()
+    REFUSE_ALL = a.oauth_refuse_all
     TOOL = a.tool
     LOG = open(a.log, "a")
     REPLY = a.reply

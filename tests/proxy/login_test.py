@@ -24,10 +24,10 @@ FAKE = os.path.join(HERE, "..", "integration", "e2e_fake_models.py")
 HOST = "127.0.0.1:8713"
 
 
-def start_fake(procs, t, seeds, expires_in=3600):
+def start_fake(procs, t, seeds, expires_in=3600, extra=()):
     log = os.path.join(t, "fake-%d.log" % len(procs.procs))
     argv = [sys.executable, FAKE, "--log", log, "--reply", "LOGIN-REPLY",
-            "--oauth-expires-in", str(expires_in)]
+            "--oauth-expires-in", str(expires_in)] + list(extra)
     for s in seeds:
         argv += ["--oauth", ",".join(str(x) for x in s)]
     p = procs.start(argv)
@@ -175,6 +175,8 @@ def test_claude(procs, t):
     # The host's own client refreshes the file: the proxy takes its token, no refresh.
     st = oauth_state(port)
     claude_file(cred, a0 + "-gone", ho["refreshToken"], ho["expiresAt"], mode=0o640)
+    # Written by the host's client 11 min ago: a refused token in it may be refreshed.
+    os.utime(cred, (time.time() - 660, time.time() - 660))
     r = messages(sock, ph)
     C.eq(401, r.status, "claude: a token the upstream refuses gives the box its 401")
     r = messages(sock, ph)
@@ -182,6 +184,44 @@ def test_claude(procs, t):
     C.eq(st["refreshes"] + 1, oauth_state(port)["refreshes"],
          "claude: ... with exactly one more refresh")
     C.eq({"anthropic": 2}, stop_harness(p), "claude: the proxy counts its two refreshes")
+
+
+def test_refused(procs, t):
+    """An upstream that refuses every token: one refresh of the host's login, not one per
+    request; the box gets a 401 naming the reason; one more refresh once the file is old."""
+    a0, r0 = "sk-ant-oat01-REAL-refused-a", "sk-ant-ort01-REAL-refused-r"
+    exp = time.time() + 3600
+    port, log = start_fake(procs, t, [(a0, r0, exp)], extra=["--oauth-refuse-all"])
+    up = "http://127.0.0.1:%d" % port
+    cred = os.path.join(t, "refused-creds.json")
+    claude_file(cred, a0, r0, int(exp * 1000))
+    os.utime(cred, (time.time() - 3600, time.time() - 3600))  # the login is an hour old
+    sock = os.path.join(t, "r.sock")
+    recs = os.path.join(t, "refused-records.jsonl")
+    p, ready = harness(procs, ["--records", recs, "--backend", "anthropic=" + up, "--login",
+                               "anthropic=claude:%s@%s/v1/oauth/token" % (cred, up)], sock)
+    if not C.ok(p is not None, "refused: the proxy starts (%r)" % (ready,)):
+        return
+    ph = ready["placeholders"]["anthropic"]
+    answers = [messages(sock, ph) for _ in range(25)]
+    C.eq([401] * 25, [r.status for r in answers], "refused: 25 box requests, 25 refusals")
+    C.eq(1, oauth_state(port)["refreshes"], "refused: the host's login was refreshed once")
+    ups = [e for e in read_log(log) if e["path"] == "/v1/messages"]
+    C.eq(2, len(ups), "refused: two calls went upstream (the old token, the refreshed one)")
+    body = answers[-1].json()
+    C.ok("refreshed" in json.dumps(body) and "not refreshed again" in json.dumps(body),
+         "refused: the box's 401 names the reason (%r)" % (body,))
+    with open(cred) as f:
+        host = json.load(f)["claudeAiOauth"]
+    C.ok(host["refreshToken"] in oauth_state(port)["refresh"],
+         "refused: the host file keeps the one unspent refresh token")
+    # Once the file is older than the interval, the refused token is refreshed once more.
+    os.utime(cred, (time.time() - 660, time.time() - 660))
+    answers = [messages(sock, ph) for _ in range(5)]
+    C.eq(2, oauth_state(port)["refreshes"], "refused: one more refresh 10 min later, not 5")
+    C.eq({"anthropic": 2}, stop_harness(p), "refused: the proxy counts two refreshes")
+    rows = [r for r in read_log(recs) if "not refreshed again" in (r.get("reason") or "")]
+    C.eq(27, len(rows), "refused: each refusal by the proxy is one audited row with its reason")
 
 
 def test_errors(procs, t):
@@ -278,7 +318,14 @@ def test_codex(procs, t):
     exp = int(time.time()) + 3600
     acct = {"chatgpt_account_id": "acct-REAL-0001", "chatgpt_plan_type": "pro"}
     access = fm.jwt({"exp": exp, "https://api.openai.com/auth": acct})
-    idt = fm.jwt({"exp": exp, "email": "dev@example.com", "https://api.openai.com/auth": acct})
+    # The host's id token carries more of the user's identity than the box may see.
+    idt = fm.jwt({"exp": exp, "email": "dev@example.com", "name": "Dev REAL-name",
+                  "sub": "auth0|REAL-sub", "email_verified": True, "aud": ["app_REAL"],
+                  "iss": "https://auth.openai.com", "auth_provider": "google",
+                  "https://api.openai.com/profile": {"email": "dev@example.com"},
+                  "https://api.openai.com/auth": dict(acct, chatgpt_user_id="user-REAL-1",
+                                                      organizations=[{"id": "org-REAL"}],
+                                                      chatgpt_subscription_active_until=1)})
     rt = "rt-REAL-codex-seed"
     port, log = start_fake(procs, t, [(access, rt, exp)])
     up = "http://127.0.0.1:%d" % port
@@ -305,6 +352,15 @@ def test_codex(procs, t):
     C.eq(box["tokens"]["account_id"],
          claims["https://api.openai.com/auth"].get("chatgpt_account_id"),
          "codex: ... and carries the placeholder account")
+    C.eq(["email", "exp", "https://api.openai.com/auth", "iat"], sorted(claims),
+         "codex: the box's id token has only e-mail, plan and account, issue and expiry")
+    C.eq(["chatgpt_account_id", "chatgpt_plan_type"],
+         sorted(claims["https://api.openai.com/auth"]), "codex: ... in its auth claim too")
+    C.eq("dev@example.com", claims["email"], "codex: ... the host's e-mail")
+    # CONTROL: the host's id token does carry the claims the box's lacks.
+    hc = fm_claims(idt)
+    C.ok({"name", "sub", "aud"} <= set(hc) and "chatgpt_user_id" in
+         hc["https://api.openai.com/auth"], "codex: (control) the host's id token has them")
     s = unix_conn(sock)
     s.sendall(request("POST", "/codex/responses", "127.0.0.1:8715",
                       [("Authorization", "Bearer " + ph),
@@ -337,6 +393,7 @@ def main():
     procs = Procs()
     try:
         test_claude(procs, t)
+        test_refused(procs, t)
         test_errors(procs, t)
         test_race(procs, t)
         test_codex(procs, t)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1043,6 +1044,52 @@ START_TEST(init_waits_for_go)
 }
 END_TEST
 
+/* The budget: --pids/--inotify as given (--pids also as box-init's hook), else the defaults. */
+START_TEST(box_budget)
+{
+	struct jail_box *b = make_box(NULL, false);
+	struct jail_limits l = {.pids = 10, .inotify = 5};
+	struct jail_budget bud;
+	struct rlimit rl;
+	bool hook = false;
+
+	ck_assert_msg(jail_box_set_limits(b, &l) == 0, "%s", util_err_msg());
+	ck_assert_int_eq(jail_budget_resolve(b, &bud), 0);
+	ck_assert_int_eq(bud.box_nproc, 10);
+	ck_assert_int_eq(bud.inotify, 5);
+	ck_assert(bud.inotify_given);
+	ck_assert_str_eq(bud.inotify_text, "5");
+	for (size_t i = 0; i + 1 < b->hooks.n; i += 2)
+		hook |= !strcmp(b->hooks.v[i], "--" JAIL_NPROC_HOOK) &&
+			!strcmp(b->hooks.v[i + 1], "10");
+	ck_assert_msg(hook, "--pids 10 asks box-init for RLIMIT_NPROC 10");
+	jail_box_free(b);
+
+	/* No --pids, no --inotify: a quarter of the user's limits left to the user. */
+	b = make_box(NULL, false);
+	l = (struct jail_limits){0};
+	ck_assert_msg(jail_box_set_limits(b, &l) == 0, "%s", util_err_msg());
+	ck_assert_int_eq(jail_budget_resolve(b, &bud), 0);
+	ck_assert_int_eq(bud.box_nproc, 0);
+	ck_assert(!bud.inotify_given);
+	ck_assert_int_eq(bud.inotify, bud.user_inotify - bud.user_inotify / 4);
+	ck_assert_int_eq(getrlimit(RLIMIT_NPROC, &rl), 0);
+	if (rl.rlim_cur == RLIM_INFINITY)
+		ck_assert_int_eq(bud.nproc, 1024);
+	else
+		ck_assert_int_eq(bud.nproc, bud.user_nproc - bud.user_nproc / 4);
+	jail_box_free(b);
+
+	/* box-init's hook: a number, and the limit it sets (lowering needs no privilege). */
+	ck_assert_int_eq(jail_budget_nproc_hook("7x", &(void *){NULL}), -EINVAL);
+	ck_assert_int_eq(jail_budget_nproc_hook("0", &(void *){NULL}), -EINVAL);
+	ck_assert_int_eq(jail_budget_nproc_hook("77", &(void *){NULL}), 0);
+	ck_assert_int_eq(getrlimit(RLIMIT_NPROC, &rl), 0);
+	ck_assert_int_eq(rl.rlim_cur, 77);
+	ck_assert_int_eq(rl.rlim_max, 77);
+}
+END_TEST
+
 static Suite *jail_suite(void)
 {
 	Suite *s = suite_create("jail");
@@ -1079,6 +1126,7 @@ static Suite *jail_suite(void)
 	tcase_add_test(tc, box_tool_managers);
 	tcase_add_test(tc, box_overlay_and_timeout);
 	tcase_add_test(tc, box_walls);
+	tcase_add_test(tc, box_budget);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("init");
 	tcase_add_test(tc, init_runs_hooks_and_command);
