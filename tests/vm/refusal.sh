@@ -1,7 +1,8 @@
 #!/bin/bash
 # tests/vm/refusal.sh BUILD: run by an ordinary user from a cgroup it may not write (a login
-# session's scope): --memory and --pids are refused with one line naming the cgroup and what
-# to do, exit 2, nothing run; the same box without limits runs.
+# session's scope): --memory and --cpus are refused with one line naming the cgroup and what
+# to do, nothing run; --pids holds there without a cgroup (RLIMIT_NPROC, jail/budget.c); the
+# same box without limits runs.
 set -u
 A=$1/cli/arborinth
 fails=0
@@ -9,7 +10,7 @@ r=$TMPDIR/refusal
 rm -rf "$r" && git init -q -b main "$r" && cd "$r" &&
 	git -c user.name=v -c user.email=v@example.com commit -q --allow-empty -m i
 "$A" workspace create q >/dev/null || { echo "FAIL (refusal): create"; exit 1; }
-for opt in "--memory 64M" "--pids 20"; do
+for opt in "--memory 64M" "--cpus 1"; do
 	got=0
 	err=$("$A" shell q $opt -- touch ran 2>&1 >/dev/null) || got=$?
 	if [ "$got" != 0 ] && [ "$(grep -c . <<<"$err")" = 1 ] &&
@@ -21,6 +22,23 @@ for opt in "--memory 64M" "--pids 20"; do
 		fails=$((fails + 1))
 	fi
 done
+hog='import os
+n = 0
+for i in range(60):
+    try:
+        if os.fork() == 0:
+            import time; time.sleep(3); os._exit(0)
+        n += 1
+    except OSError:
+        pass
+print("forked", n)'
+out=$("$A" shell q --pids 20 -- python3 -c "$hog" 2>/dev/null)
+if grep -Eq '^forked 1?[0-9]$' <<<"$out"; then
+	echo "ok: --pids 20 holds a fork hog from a session scope ($out)"
+else
+	echo "FAIL (refusal): --pids 20 from a session scope: [$out]"
+	fails=$((fails + 1))
+fi
 if "$A" shell q -- touch ran && [ -e .arborinth/workspaces/q/workdir/ran ]; then
 	echo "ok: control: the box runs there without limits"
 else
