@@ -380,6 +380,21 @@ static int ckpt_tree_by_seq(struct core_project *p, const struct core_ws *ws, gi
 	return rc;
 }
 
+/*
+ * Trust boundary: before libgit2 resolves a revision in the box's gitdir, the gitdir is checked
+ * as merge checks it (core/ws_read.c): an alternate other than the origin's objects, a
+ * commondir, a symlink or special file under refs/ or as packed-refs is refused in one line,
+ * so no object of another repository is taken and no FIFO is opened.
+ */
+static int ws_gitdir_checked(struct core_project *p, const struct core_ws *ws)
+{
+	struct core_wsgit *g = NULL;
+	int rc = core_wsgit_open(&g, p, ws);
+
+	core_wsgit_free(g);
+	return rc;
+}
+
 int core_ws_tree(struct core_project *p, const struct core_ws *ws, const char *spec, git_oid *tree)
 {
 	git_repository *repo = NULL, *wrepo = NULL;
@@ -408,7 +423,8 @@ int core_ws_tree(struct core_project *p, const struct core_ws *ws, const char *s
 		   git_object_peel(&peeled, obj, GIT_OBJECT_TREE) == 0) {
 		/* An id the store holds (a checkpoint's tree, as log names it). */
 		git_oid_cpy(tree, git_object_id(peeled));
-	} else if ((git_object_free(obj), obj = NULL, rc = ckpt_ws_repo_open(ws, &wrepo)) < 0) {
+	} else if ((git_object_free(obj), obj = NULL, rc = ws_gitdir_checked(p, ws)) < 0 ||
+		   (rc = ckpt_ws_repo_open(ws, &wrepo)) < 0) {
 		/* its message stands */
 	} else if (git_revparse_single(&obj, wrepo, spec) < 0 ||
 		   git_object_peel(&peeled, obj, GIT_OBJECT_TREE) < 0) {

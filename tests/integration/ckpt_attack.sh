@@ -156,10 +156,10 @@ attacks() {
 	s4=$(last_session)
 	expect_status 0 "diff --session $s4" -- timeout 10 "$ARB" diff w --session "$s4" --name-status
 	expect_eq "$(printf 'A\ts4.txt')" "$OUT" "diff --session with a FIFO in the gitdir"
-	# A workspace revision is read from the gitdir: that read, too, returns.
-	local rc=0
-	timeout 10 "$ARB" diff w HEAD >/dev/null 2>&1 || rc=$?
-	[ "$rc" != 124 ] && pass || fail "diff of a workspace revision hung on the FIFO"
+	# A workspace revision is resolved in the gitdir: checked first, the FIFO refused at once.
+	expect_status 1 "diff of a workspace revision over a FIFO" -- timeout 10 "$ARB" diff w HEAD
+	expect_match "packed-refs" "$ERR" "the refusal names the FIFO"
+	expect_one_line_error "diff of a workspace revision over a FIFO"
 	rm -f "$WS/git/packed-refs" "$WS/git/refs/arborinth/checkpoints"
 
 	# --- 5: shell ends on SIGTERM once the box is gone, even while its end is held up --------
