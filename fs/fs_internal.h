@@ -236,6 +236,7 @@ struct fs {
 	/* house.c: the housekeeping thread */
 	pthread_t house;
 	bool house_running, stopping, house_stuck;
+	bool house_kick; /* house.c: woken while busy; run again without waiting */
 	pthread_cond_t house_cv;
 	size_t trim_cursor;
 	size_t trim_floor; /* no trimming until the descriptors exceed this (0: none) */

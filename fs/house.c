@@ -38,10 +38,24 @@ static size_t total_fds(const struct fs *fs)
 	return fs->nupper_fds + fs->ndata_fds;
 }
 
+/* Past fs->fd_high the thread is woken again every this many new descriptors. */
+#define WAKE_STEP 32
+
 void fs_house_fds_changed(struct fs *fs)
 {
-	if (fs->house_running && fs->fd_high && total_fds(fs) == fs->fd_high)
+	size_t n = total_fds(fs);
+
+	/*
+	 * At the mark, and again every WAKE_STEP beyond it: a burst (an `ls` of a folder of
+	 * thousands of new files, readdirplus looking each up) can take more descriptors between
+	 * two passes than the quarter left above the mark, when the thread ran late or its
+	 * invalidations have not come back as FORGETs yet.
+	 */
+	if (fs->house_running && fs->fd_high && n >= fs->fd_high &&
+	    (n - fs->fd_high) % WAKE_STEP == 0) {
+		fs->house_kick = true; /* seen even while the thread is not waiting */
 		pthread_cond_signal(&fs->house_cv);
+	}
 }
 
 static bool trimmable(const struct fs *fs, const struct fs_node *n)
@@ -134,7 +148,9 @@ static void *house_main(void *arg)
 	pthread_mutex_lock(&fs->lock);
 	while (!fs->stopping) {
 		util_deadline(&until, CLOCK_MONOTONIC, PERIOD_MS);
-		(void)pthread_cond_timedwait(&fs->house_cv, &fs->lock, &until);
+		if (!fs->house_kick)
+			(void)pthread_cond_timedwait(&fs->house_cv, &fs->lock, &until);
+		fs->house_kick = false;
 		if (fs->stopping)
 			break;
 		fs_record_sweep(fs, SWEEP_AGE_NS);
