@@ -23,7 +23,7 @@ inc=$(
 	echo "$*"
 )
 start=$(date +%s)
-nice mmdebstrap --quiet --variant=apt --include="$inc" \
+nice mmdebstrap --quiet --format=tar --variant=apt --include="$inc" \
 	--aptopt='Acquire::Retries "3"' "$suite" "$tar.tmp" "$mirror" >&2
 mv "$tar.tmp" "$tar"
 echo "rootfs.sh: $suite ($name) made in $(($(date +%s) - start)) s: $tar" >&2
