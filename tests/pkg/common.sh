@@ -62,5 +62,10 @@ pkg_enter() {
 		pivot_root . .
 		umount -l .
 		cd /
+		# Nothing of the caller beyond stdio: a descriptor ctest left open would otherwise
+		# reach the tests inside (check_jail dup2s onto fd 9 and reads a pipe it made).
+		for fd in $(ls /proc/$$/fd); do
+			[ "$fd" -gt 2 ] && eval "exec $fd>&-" 2>/dev/null || true
+		done
 		exec "$@"' _ "$root" "$@"
 }
