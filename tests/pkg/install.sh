@@ -44,7 +44,13 @@ echo "ok: python3-arborinth lists $(cat py.out)"
 arborinth workspace delete first >/dev/null
 cd "$HOME"
 gcc -o box_example box_example.c -larborinth
-echo "ok: a C program builds against libarborinth-dev"
+# It makes a workspace and runs a box: the library finds the helpers in /usr/libexec/arborinth.
+(cd repo && ../box_example) >example.out 2>&1 || { cat example.out; echo "FAIL: box_example"; exit 1; }
+echo "ok: a C program built against libarborinth-dev runs a box: $(tail -1 example.out)"
+lib=$(echo /usr/lib/*/libarborinth.so.0)
+grep -qa /usr/libexec/arborinth "$lib" && ! grep -qa obj-x86_64-linux-gnu/cli "$lib" ||
+	{ echo "FAIL: libarborinth's helper folders"; exit 1; }
+echo "ok: libarborinth looks for helpers in /usr/libexec/arborinth only"
 CHECKS
 chroot "$root" chown -R demo:demo /home/demo
 pkg_enter "$root" runuser -u demo -- env -i HOME=/home/demo PATH=/usr/bin:/bin LANG=C.UTF-8 \
