@@ -4,7 +4,7 @@
 # run in it under rootful podman, the shape of a Kubernetes pod with hostUsers: false:
 #   --uidmap/--gidmap    the container in its own user namespace (root in it is host uid
 #                        100000, the demo user host uid 101000)
-#   --cap-add SYS_ADMIN  in the bounding set only (with DAC_OVERRIDE and DAC_READ_SEARCH), for
+#   --cap-add SYS_ADMIN  in the bounding set only (with podman's DAC_OVERRIDE), for
 #                        the setuid fusermount3: mount(2) and umount2(2) of a FUSE view, on a
 #                        mount point in the user's 0700 home; capabilities over the
 #                        container's own user namespace, not the host's
@@ -15,7 +15,7 @@
 #   seccomp profile      scripts/seccomp-profile.py: clone/unshare/mount/pivot_root/setns for
 #                        bwrap and mount for fusermount3; CONTROL: with them denied (Docker's
 #                        and containerd's default without CAP_SYS_ADMIN) no view mounts
-#   unmask=ALL           /proc without podman's masks (procMount: Unmasked): bwrap mounts a
+#   unmask=/proc/*       /proc without podman's masks (procMount: Unmasked): bwrap mounts a
 #                        new /proc, which the kernel refuses while parts of the old are hidden
 # The container is not --privileged.
 set -euo pipefail
@@ -52,9 +52,9 @@ run() { # SECCOMP CMD...
 	podman --runtime runc run --rm --network none --ulimit nofile=4096:4096 \
 		--ulimit nproc=4096:4096 --cap-add SYS_ADMIN --uidmap 0:100000:65536 --gidmap 0:100000:65536 \
 		--user 0:0 --device /dev/fuse --security-opt seccomp="$prof" \
-		--security-opt unmask=ALL --security-opt no-new-privileges=false "$img" \
+		--security-opt 'unmask=/proc/*' --security-opt no-new-privileges=false "$img" \
 		setpriv --reuid=1000 --regid=1000 --init-groups --inh-caps=-all --ambient-caps=-all \
-		--bounding-set=-all,+sys_admin,+dac_override,+dac_read_search "$@"
+		--bounding-set=-all,+sys_admin,+dac_override "$@"
 }
 # CONTROL: with these calls denied as by Docker's and containerd's defaults, fusermount3's
 # mount(2) is refused (setuid root does not help: the filter applies to every process in the
