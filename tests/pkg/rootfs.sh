@@ -26,5 +26,7 @@ start=$(date +%s)
 nice mmdebstrap --quiet --format=tar --variant=apt --include="$inc" \
 	--aptopt='Acquire::Retries "3"' "$suite" "$tar.tmp" "$mirror" >&2
 mv "$tar.tmp" "$tar"
+# Older tarballs of this SUITE and NAME (another package list) are not used again.
+find "$cache" -maxdepth 1 -name "$suite-$name-*.tar" ! -name "${tar##*/}" -delete
 echo "rootfs.sh: $suite ($name) made in $(($(date +%s) - start)) s: $tar" >&2
 echo "$tar"
