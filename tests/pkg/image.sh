@@ -21,10 +21,7 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 pkg_need mmdebstrap dpkg-buildpackage podman
-[ -e /dev/fuse ] || {
-	echo "SKIP: no /dev/fuse" >&2
-	exit 77
-}
+[ -e /dev/fuse ] || pkg_skip "no /dev/fuse"
 build=$(cd "$1" && pwd)
 work=$(mktemp -d /tmp/arborinth-pkg-image.XXXXXX)
 img=localhost/arborinth-pkg-test:$$
