@@ -6,9 +6,14 @@
 # work fetched back with git and merged into the origin's branch.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-bash "$top/scripts/deps.sh"
-bash "$top/scripts/build.sh" "$top/build" >/dev/null
-A="$top/build/cli/arborinth"
+# ARBORINTH=arborinth: use an installed command (the Debian package) instead of building one.
+if [ -n "${ARBORINTH:-}" ]; then
+	A=$ARBORINTH
+else
+	bash "$top/scripts/deps.sh"
+	bash "$top/scripts/build.sh" "$top/build" >/dev/null
+	A="$top/build/cli/arborinth"
+fi
 demo=$(mktemp -d /tmp/arborinth-demo.XXXXXX)
 cleanup() {
 	"$A" --workdir "$demo/repo" workspace delete demo >/dev/null 2>&1 || true

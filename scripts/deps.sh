@@ -12,6 +12,10 @@ PKGS=(build-essential cmake ninja-build pkg-config git python3 clang-format cppc
                     # QEMU); nodejs (with npm: nodesource's package here; on stock Debian add
                     # npm) for the real agent clients in e2e_real_clients; clang for the
                     # libFuzzer target
+# tests/pkg (label pkg): the Debian packages (debhelper, dpkg-dev), fresh Debian 12 and 13
+# systems (mmdebstrap), the image under podman (runc: crun refuses hosts with cgroups in
+# hybrid mode; uidmap for --uidmap).
+PKGS+=(debhelper dpkg-dev fakeroot mmdebstrap podman runc uidmap)
 
 missing=()
 for p in "${PKGS[@]}"; do
