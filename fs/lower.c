@@ -135,7 +135,9 @@ static int blob_materialise(struct fs *fs, const git_oid *oid, const char *path)
 		rc = -errno;
 		goto out;
 	}
-	(void)getrandom(&rnd, sizeof(rnd), 0);
+	/* Only a unique name: O_EXCL below refuses a clash; rnd stays 0 if getrandom fails. */
+	if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		rnd = 0;
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d.%08x", path, (int)gettid(), rnd);
 	fd = openat(fs->blobs_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
 	if (fd < 0) {
