@@ -113,9 +113,14 @@ echo "measured: busy loop CPU in 1.5 s wall: --cpus 0.2 ${limited} ms, unlimited
 expect_status 0 "the next box after the limits" -- box -- sh -c 'echo fine >fine.txt; cat fine.txt'
 expect_eq "fine" "$OUT" "the view works after the limits"
 [ "$(echo hi)" = hi ] && pass || fail "the host cannot run a process"
-# (Only below this test's own cgroups: other sessions on the machine may have boxes running.)
+# (Only below this test's own cgroups, and only those whose shell is gone: other tests and
+# sessions on the machine may have boxes running, each in a cgroup named after its live shell.)
 bases=$(sed -n 's/.* below //p' <<<"$cg_base")
-left=$(for d in $bases; do ls -d "$d"/arborinth-* 2>/dev/null || true; done | head -3)
+left=$(for d in $bases; do
+	for c in "$d"/arborinth-*; do
+		if [ -d "$c" ] && ! alive "${c##*/arborinth-}"; then echo "$c"; fi
+	done
+done | head -3)
 [ -z "$left" ] && pass || fail "cgroups left behind: $left"
 
 # Errors: one line, exit 2, nothing run.
