@@ -4,6 +4,8 @@
 
 #include "jail/jail_internal.h"
 
+#include <pthread.h>
+
 struct jail_box {
 	/* Inputs, normalised. */
 	char *ws_name, *ws_root, *workdir, *tmp, *cache_src, *home_src;
@@ -29,12 +31,33 @@ struct jail_box {
 	int64_t timeout_ms;	 /* 0: none */
 	int stdio[3];		 /* the command's stdin, stdout, stderr; -1: inherited */
 	struct jail_limits limits;
-	bool pids_default; /* limits.pids is the default budget, not --pids (cgroup.c) */
-	char *cg_base[3];  /* per controller of cgroup.c: the cgroup the box's goes below */
+	int64_t disk_budget; /* bytes tmp, cache and home may hold; 0: none (diskguard.c) */
+	bool pids_default;   /* limits.pids is the default budget, not --pids (cgroup.c) */
+	char *cg_base[3];    /* per controller of cgroup.c: the cgroup the box's goes below */
 	/* Finished. */
 	struct jail_strv argv;
 	bool finished;
 };
+
+/* diskguard.c: the guard of the box's tmp, cache and home while it runs. */
+enum { JAIL_DISK_BUDGET = 1, JAIL_DISK_RESERVE = 2 };
+struct jail_diskguard {
+	const char *dirs[3]; /* tmp, cache, home */
+	int64_t floor[3];    /* the free space below which each one's filesystem trips it */
+	int64_t budget;	     /* 0: the reserve only */
+	void (*stop_box)(void);
+	int stop[2];
+	pthread_t thread;
+	bool running;
+	int tripped; /* 0, JAIL_DISK_BUDGET or JAIL_DISK_RESERVE; read once stopped */
+	int dir;     /* JAIL_DISK_RESERVE: the folder whose filesystem */
+	int64_t n;   /* the reserve, or what the three held */
+};
+int jail_diskguard_start(struct jail_diskguard *g, const struct jail_box *b,
+			 void (*stop_box)(void)) ARB_MUST_CHECK;
+void jail_diskguard_stop(struct jail_diskguard *g);
+/* The stopped box's message: -ENOSPC. */
+int jail_diskguard_error(const struct jail_diskguard *g);
 
 /* Adds a non-user mount; src (binds) is resolved to its real path, dest normalised. */
 int jail_box_add(struct jail_box *b, enum jail_mount_type type, enum jail_mount_origin origin,

@@ -88,6 +88,15 @@ static void on_alarm(int sig)
 		kill(bwrap_pid, SIGKILL);
 }
 
+/* The disk guard's way to stop the box (diskguard.c), as --timeout's kill. */
+static void stop_box(void)
+{
+	if (init_pid > 0)
+		kill(init_pid, SIGKILL);
+	if (bwrap_pid > 0)
+		kill(bwrap_pid, SIGKILL);
+}
+
 static int ensure_dirs(const struct jail_box *b)
 {
 	const char *dirs[] = {b->tmp, b->cache_src, b->home_src};
@@ -308,8 +317,9 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 	struct jail_overlays ovl = {0};
 	struct jail_cgroups cg = {0};
 	struct jail_budget bud = {.ns_fd = -1};
+	struct jail_diskguard guard = {.running = false};
 	pid_t parent = getpid(), pid;
-	int rc, gate_rc, status = 0, said, done_status = 0;
+	int rc, gate_rc, guard_rc, status = 0, said, done_status = 0;
 
 	if (!b->finished)
 		return util_err(-EINVAL, "jail: run needs a finished box");
@@ -351,6 +361,9 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 		goto out;
 	}
 	bwrap_pid = pid;
+	guard_rc = jail_diskguard_start(&guard, b, stop_box);
+	if (guard_rc < 0)
+		stop_box(); /* no box without its guard */
 	if (b->timeout_ms)
 		arm(b->timeout_ms);
 	sigprocmask(SIG_SETMASK, &mask, NULL);
@@ -364,7 +377,8 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 	(void)jail_box_init_pid();
 	info_fd = -1;
 	said = box_words(ready[0], &done_status);
-	if (said == 2 && done) {
+	jail_diskguard_stop(&guard); /* the box is down, or nothing of it writes any more */
+	if (said == 2 && done && !guard.tripped) {
 		arm(0); /* the command is over: no timeout may stop the box now */
 		box_over = 1;
 		if (stats) /* nothing of the box runs: the counters are final */
@@ -380,6 +394,12 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 	if (gate_rc < 0) {
 		rc = gate_rc; /* its message stands; box-init ran nothing */
 		*exit_status = JAIL_EXIT_SETUP;
+	} else if (guard_rc < 0) {
+		rc = guard_rc;
+		*exit_status = JAIL_EXIT_SETUP;
+	} else if (guard.tripped) {
+		*exit_status = JAIL_EXIT_DISK;
+		rc = jail_diskguard_error(&guard);
 	} else if (timed_out) {
 		*exit_status = JAIL_EXIT_TIMEOUT;
 		rc = util_err(-ETIME,
@@ -393,6 +413,7 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 	else
 		*exit_status = util_wait_status_to_exit(status);
 out:
+	jail_diskguard_stop(&guard);
 	if (stats)
 		jail_cgroups_stats(&cg, stats);
 	jail_cgroups_clear(&cg);
