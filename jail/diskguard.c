@@ -33,6 +33,7 @@
 #define WALK_MAX_MS 2000
 #define DEPTH_MAX   64
 #define ENTRIES_MAX 200000
+#define GROWTH_MIN  (1LL << 20)
 /* The reserve, as fs/disk.c computes it: 2% of the filesystem, within these bounds. */
 #define RESERVE_MIN (16LL << 20)
 #define RESERVE_MAX (512LL << 20)
@@ -132,37 +133,53 @@ static void trip(struct jail_diskguard *g, int why, int dir, int64_t n)
 	g->stop_box();
 }
 
+static int64_t clamp(int64_t v, int64_t lo, int64_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+/*
+ * Below the reserve, the box is stopped only if its tmp, cache and home grew by more than
+ * GROWTH_MIN since the guard started (the mount points bwrap makes in the home are not
+ * growth): the view's own writes are the daemon's to refuse, and it lets the free space dip a
+ * little below the reserve while its cached figure is fresh.
+ */
 static void *guard_main(void *arg)
 {
 	struct jail_diskguard *g = arg;
-	int64_t next_walk = 0;
 	struct pollfd p = {.fd = g->stop[0], .events = POLLIN};
+	int64_t next_walk = 0, next_below = 0, base = -1;
 
 	for (;;) {
-		int64_t now = util_now_ns();
+		int64_t now = util_now_ns(), reserve = 0;
+		int below = -1;
 
-		for (int i = 0; i < 3; i++) {
-			int64_t reserve = 0, avail = free_of(g->dirs[i], &reserve);
+		for (int i = 0; i < 3 && below < 0; i++) {
+			int64_t r = 0, avail = free_of(g->dirs[i], &r);
 
 			if (avail >= 0 && avail < g->floor[i]) {
-				trip(g, JAIL_DISK_RESERVE, i, reserve);
-				return NULL;
+				below = i;
+				reserve = r;
 			}
 		}
-		if (g->budget > 0 && now >= next_walk) {
+		if (base < 0 || (g->budget > 0 && now >= next_walk) ||
+		    (below >= 0 && now >= next_below)) {
 			int most = 0;
 			int64_t used = usage(g, &most), took = util_now_ns() - now;
-			int64_t wait = took * 100;
 
-			if (used > g->budget) {
+			if (base < 0)
+				base = used;
+			if (g->budget > 0 && used > g->budget) {
 				trip(g, JAIL_DISK_BUDGET, most, used);
 				return NULL;
 			}
-			if (wait < WALK_MIN_MS * 1000000LL)
-				wait = WALK_MIN_MS * 1000000LL;
-			if (wait > WALK_MAX_MS * 1000000LL)
-				wait = WALK_MAX_MS * 1000000LL;
-			next_walk = util_now_ns() + wait;
+			if (below >= 0 && used > base + GROWTH_MIN) {
+				trip(g, JAIL_DISK_RESERVE, below, reserve);
+				return NULL;
+			}
+			next_walk = now + clamp(took * 100, WALK_MIN_MS * 1000000LL,
+						WALK_MAX_MS * 1000000LL);
+			next_below = now + clamp(took * 10, 0, WALK_MAX_MS * 1000000LL);
 		}
 		if (poll(&p, 1, POLL_MS) > 0)
 			return NULL; /* stopped */
