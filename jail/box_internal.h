@@ -52,10 +52,18 @@ struct jail_diskguard {
 	int tripped; /* 0, JAIL_DISK_BUDGET or JAIL_DISK_RESERVE; read once stopped */
 	int dir;     /* JAIL_DISK_RESERVE: the folder whose filesystem */
 	int64_t n;   /* the reserve, or what the three held */
+	bool late;   /* found by the last look, once the command had ended */
+	int64_t base, next_walk, next_below; /* the first look's usage; when to walk again */
 };
 int jail_diskguard_start(struct jail_diskguard *g, const struct jail_box *b,
 			 void (*stop_box)(void)) ARB_MUST_CHECK;
 void jail_diskguard_stop(struct jail_diskguard *g);
+/*
+ * The largest file the box may write (RLIMIT_FSIZE, set before bwrap runs): what one file
+ * can take before a disk falls to half its reserve (half what is free when it is below
+ * already), so that one fast write cannot outrun the guard's poll; 0: no cap.
+ */
+int64_t jail_diskguard_fsize(const struct jail_box *b);
 /* The stopped box's message: -ENOSPC. */
 int jail_diskguard_error(const struct jail_diskguard *g);
 

@@ -4,7 +4,9 @@
  * budget and reserve (fs/disk.c) do not see what the box writes there. While the box runs, a
  * thread of the process that waits for it checks every POLL_MS the free space of the
  * filesystems holding the three folders (statvfs), and every WALK_MIN_MS or more (a walk's
- * cost times 100, so at most about 1% of a core) how much the three hold. When a filesystem's
+ * cost times 100: about 1% of a core, at most WALK_MAX_MS apart, so up to 10% for a walk of
+ * ENTRIES_MAX names) how much the three hold: always once at the start, then only with a
+ * budget, or below the reserve (then every ten walks' cost). When a filesystem's
  * free space falls below the reserve the daemon keeps, or the three together hold more than the
  * workspace's disk budget (NAME/disk, given by jail_box_set_disk()), it stops the box as
  * --timeout does (SIGKILL to box-init, pid 1 of the box) and says why. What the box wrote
@@ -125,6 +127,21 @@ static int64_t free_of(const char *dir, int64_t *reserve)
 	return (int64_t)sv.f_bavail * (int64_t)sv.f_frsize;
 }
 
+int64_t jail_diskguard_fsize(const struct jail_box *b)
+{
+	const char *dirs[] = {b->tmp, b->cache_src, b->home_src};
+	int64_t cap = 0;
+
+	for (int i = 0; i < 3; i++) {
+		int64_t reserve = 0, avail = free_of(dirs[i], &reserve);
+		int64_t one = avail > reserve ? avail - reserve / 2 : avail / 2;
+
+		if (avail >= 0 && (cap == 0 || one < cap))
+			cap = one > 0 ? one : 1;
+	}
+	return cap;
+}
+
 static void trip(struct jail_diskguard *g, int why, int dir, int64_t n)
 {
 	g->tripped = why;
@@ -139,51 +156,56 @@ static int64_t clamp(int64_t v, int64_t lo, int64_t hi)
 }
 
 /*
- * Below the reserve, the box is stopped only if its tmp, cache and home grew by more than
- * GROWTH_MIN since the guard started (the mount points bwrap makes in the home are not
- * growth): the view's own writes are the daemon's to refuse, and it lets the free space dip a
- * little below the reserve while its cached figure is fresh.
+ * One look; true when it tripped. Below the reserve, the box is stopped only if its tmp,
+ * cache and home grew by more than GROWTH_MIN since the guard's first look (the mount points
+ * bwrap makes in the home are not growth): the view's own writes are the daemon's to refuse,
+ * and it lets the free space dip a little below the reserve while its cached figure is fresh.
+ * final: the box's command is over; every walk that may trip is due.
  */
+static bool look(struct jail_diskguard *g, bool final)
+{
+	int64_t now = util_now_ns(), reserve = 0;
+	int below = -1;
+
+	for (int i = 0; i < 3 && below < 0; i++) {
+		int64_t r = 0, avail = free_of(g->dirs[i], &r);
+
+		if (avail >= 0 && avail < g->floor[i]) {
+			below = i;
+			reserve = r;
+		}
+	}
+	if (g->base < 0 || (g->budget > 0 && (final || now >= g->next_walk)) ||
+	    (below >= 0 && (final || now >= g->next_below))) {
+		int most = 0;
+		int64_t used = usage(g, &most), took = util_now_ns() - now;
+
+		if (g->base < 0)
+			g->base = used;
+		if (g->budget > 0 && used > g->budget) {
+			trip(g, JAIL_DISK_BUDGET, most, used);
+			return true;
+		}
+		if (below >= 0 && used > g->base + GROWTH_MIN) {
+			trip(g, JAIL_DISK_RESERVE, below, reserve);
+			return true;
+		}
+		g->next_walk =
+		    now + clamp(took * 100, WALK_MIN_MS * 1000000LL, WALK_MAX_MS * 1000000LL);
+		g->next_below = now + clamp(took * 10, 0, WALK_MAX_MS * 1000000LL);
+	}
+	return false;
+}
+
 static void *guard_main(void *arg)
 {
 	struct jail_diskguard *g = arg;
 	struct pollfd p = {.fd = g->stop[0], .events = POLLIN};
-	int64_t next_walk = 0, next_below = 0, base = -1;
 
-	for (;;) {
-		int64_t now = util_now_ns(), reserve = 0;
-		int below = -1;
-
-		for (int i = 0; i < 3 && below < 0; i++) {
-			int64_t r = 0, avail = free_of(g->dirs[i], &r);
-
-			if (avail >= 0 && avail < g->floor[i]) {
-				below = i;
-				reserve = r;
-			}
-		}
-		if (base < 0 || (g->budget > 0 && now >= next_walk) ||
-		    (below >= 0 && now >= next_below)) {
-			int most = 0;
-			int64_t used = usage(g, &most), took = util_now_ns() - now;
-
-			if (base < 0)
-				base = used;
-			if (g->budget > 0 && used > g->budget) {
-				trip(g, JAIL_DISK_BUDGET, most, used);
-				return NULL;
-			}
-			if (below >= 0 && used > base + GROWTH_MIN) {
-				trip(g, JAIL_DISK_RESERVE, below, reserve);
-				return NULL;
-			}
-			next_walk = now + clamp(took * 100, WALK_MIN_MS * 1000000LL,
-						WALK_MAX_MS * 1000000LL);
-			next_below = now + clamp(took * 10, 0, WALK_MAX_MS * 1000000LL);
-		}
+	while (!look(g, false))
 		if (poll(&p, 1, POLL_MS) > 0)
-			return NULL; /* stopped */
-	}
+			break; /* stopped */
+	return NULL;
 }
 
 int jail_diskguard_start(struct jail_diskguard *g, const struct jail_box *b, void (*stop_box)(void))
@@ -191,7 +213,7 @@ int jail_diskguard_start(struct jail_diskguard *g, const struct jail_box *b, voi
 	sigset_t all, old;
 	int rc;
 
-	*g = (struct jail_diskguard){.stop = {-1, -1}, .dir = -1, .stop_box = stop_box};
+	*g = (struct jail_diskguard){.stop = {-1, -1}, .dir = -1, .stop_box = stop_box, .base = -1};
 	g->dirs[0] = b->tmp;
 	g->dirs[1] = b->cache_src;
 	g->dirs[2] = b->home_src;
@@ -225,9 +247,17 @@ void jail_diskguard_stop(struct jail_diskguard *g)
 		return;
 	close(g->stop[1]); /* the thread's poll sees the end of the pipe */
 	pthread_join(g->thread, NULL);
+	/* A write that outran the poll, by a command that ended before the next look. */
+	if (!g->tripped && look(g, true))
+		g->late = true;
 	close(g->stop[0]);
 	g->stop[0] = g->stop[1] = -1;
 	g->running = false;
+}
+
+static const char *ended(const struct jail_diskguard *g)
+{
+	return g->late ? "stopped as its command ended" : "stopped";
 }
 
 int jail_diskguard_error(const struct jail_diskguard *g)
@@ -238,13 +268,13 @@ int jail_diskguard_error(const struct jail_diskguard *g)
 	if (g->tripped == JAIL_DISK_RESERVE)
 		return util_err(-ENOSPC,
 				"--disk: the disk holding %s (the box's %s) fell below its reserve "
-				"of %lld MiB; the box was stopped; what it wrote stays (rm -rf "
+				"of %lld MiB; the box was %s; what it wrote stays (rm -rf "
 				"'%s'/* or `workspace delete` frees it)",
-				dir, names[g->dir], (long long)(g->n >> 20), dir);
+				dir, names[g->dir], (long long)(g->n >> 20), ended(g), dir);
 	return util_err(-ENOSPC,
 			"--disk: the box filled %s (its %s) past the workspace's budget of %lld "
-			"MiB (its tmp, cache and home held %lld MiB); the box was stopped; what it "
+			"MiB (its tmp, cache and home held %lld MiB); the box was %s; what it "
 			"wrote stays (rm -rf '%s'/* or `workspace delete` frees it)",
 			dir, names[g->dir], (long long)(g->budget >> 20), (long long)(g->n >> 20),
-			dir);
+			ended(g), dir);
 }

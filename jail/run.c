@@ -23,6 +23,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -113,7 +114,7 @@ static int ensure_dirs(const struct jail_box *b)
 /* In the child: fds to their fixed numbers, everything else closed, then exec bwrap. */
 static void child_exec(const struct jail_box *b, const struct jail_cgroups *cg,
 		       const struct jail_overlays *ovl, const struct jail_budget *bud, pid_t parent,
-		       int seccomp_fd, int info_fd, int ready_fd, int go_fd)
+		       int64_t fsize, int seccomp_fd, int info_fd, int ready_fd, int go_fd)
 {
 	int want[] = {JAIL_FD_SECCOMP, JAIL_FD_INFO, JAIL_FD_READY, JAIL_FD_GO};
 	int have[] = {seccomp_fd, info_fd, ready_fd, go_fd};
@@ -147,6 +148,8 @@ static void child_exec(const struct jail_box *b, const struct jail_cgroups *cg,
 	sigaction(SIGPIPE, &dfl, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (fsize > 0) /* the disk guard's cap on one file (diskguard.c) */
+		setrlimit(RLIMIT_FSIZE, &(struct rlimit){(rlim_t)fsize, (rlim_t)fsize});
 	jail_cgroups_enter(cg);
 	jail_budget_enter(bud, false);
 	jail_overlays_enter(ovl);
@@ -162,6 +165,7 @@ struct child_args {
 	const struct jail_overlays *ovl;
 	const struct jail_budget *bud;
 	pid_t parent;
+	int64_t fsize;
 	int fds[4]; /* seccomp, info, ready, go */
 };
 
@@ -169,8 +173,8 @@ static int child_main(void *arg)
 {
 	const struct child_args *a = arg;
 
-	child_exec(a->b, a->cg, a->ovl, a->bud, a->parent, a->fds[0], a->fds[1], a->fds[2],
-		   a->fds[3]);
+	child_exec(a->b, a->cg, a->ovl, a->bud, a->parent, a->fsize, a->fds[0], a->fds[1],
+		   a->fds[2], a->fds[3]);
 	return JAIL_EXIT_SETUP; /* not reached */
 }
 
@@ -351,8 +355,13 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 		sigaction(forwarded[i], &sa, &old[i]);
 	init_pid = timed_out = box_over = 0;
 	sigaction(SIGALRM, &alarm_sa, &old_alarm);
-	pid = spawn(&(struct child_args){
-	    b, &cg, &ovl, &bud, parent, {seccomp_fd, info[1], ready[1], go[1]}});
+	pid = spawn(&(struct child_args){b,
+					 &cg,
+					 &ovl,
+					 &bud,
+					 parent,
+					 jail_diskguard_fsize(b),
+					 {seccomp_fd, info[1], ready[1], go[1]}});
 	if (pid < 0) {
 		rc = util_err(-errno, "cannot start bwrap: %s", strerror(errno));
 		sigaction(SIGALRM, &old_alarm, NULL);

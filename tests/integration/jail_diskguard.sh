@@ -6,8 +6,8 @@
 # `limit` row with path --disk, the end checkpoint taken, what it wrote kept; CONTROL: 1 MiB
 # under the budget, and 8 MiB with --disk none, run to the end). As root, a project on a
 # 64 MiB tmpfs: a box filling its /tmp is stopped before the filesystem's free space falls
-# far below the reserve (16 MiB), its end checkpoint completes, another workspace still
-# creates (CONTROL: a smaller write completes). As root, the budget part runs again as an
+# far below the reserve (16 MiB), so is an unpaced dd (by the box's cap on one file), the end
+# checkpoints complete, another workspace still creates (CONTROL: a smaller write completes). As root, the budget part runs again as an
 # ordinary user (ARB_GUARD_USER=1).
 source "$(dirname "$0")/lib.sh"
 
@@ -73,6 +73,12 @@ expect_status 0 "audit" -- "$ARB" audit b --op limit --json
 expect_match '"path":"--disk"' "$OUT" "a limit row with path --disk"
 expect_match "past the workspace's budget of 4 MiB" "$OUT" "the row says why"
 end_checkpoint b
+# A command that ends right after its write is caught by the guard's last look.
+rm -f "$H/big"
+expect_status 123 "8 MiB then the end" -- "$ARB" shell b -- dd if=/dev/zero of=$HOME/quick bs=1M count=8
+expect_match "past the workspace's budget of 4 MiB .*stopped as its command ended" "$ERR" \
+	"the last look's message"
+end_checkpoint b
 expect_status 0 "verify" -- "$ARB" audit b --verify
 # --disk none: no budget, the same write runs to its end.
 expect_status 0 "create --disk none" -- "$ARB" workspace create n --disk none
@@ -105,6 +111,15 @@ if [ "$(id -u)" = 0 ] && [ -z "${ARB_GUARD_USER:-}" ]; then
 		fail "stopped $over bytes below the reserve (more than 6 MiB)"
 	expect_status 0 "audit r" -- "$ARB" audit r --op limit --json
 	expect_match '"path":"--disk".*fell below its reserve' "$OUT" "a limit row for the reserve"
+	end_checkpoint r
+	# Unpaced: dd writes faster than the guard polls; the box's cap on one file (half the
+	# reserve left) stops it first, then the guard stops the box.
+	rm -f "$S/repo/.arborinth/workspaces/r/tmp/big"
+	expect_status 123 "dd into /tmp" -- "$ARB" shell r -- dd if=/dev/zero of=/tmp/dd bs=1M count=80
+	expect_match "fell below its reserve of 16 MiB" "$ERR" "dd: the reserve's message"
+	after=$(free_now)
+	echo "note: after an unpaced dd, $((after >> 10)) KiB free" >&2
+	[ "$after" -ge $((7 << 20)) ] && pass || fail "dd left $after bytes free (want half the reserve)"
 	end_checkpoint r
 	expect_status 0 "another workspace on the filled filesystem" -- "$ARB" workspace create r2
 	expect_status 0 "its box runs" -- "$ARB" shell r2 -- cat README
