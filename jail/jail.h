@@ -198,7 +198,8 @@ int jail_box_explain(const struct jail_box *b, char **out) ARB_MUST_CHECK;
  * message, *exit_status JAIL_EXIT_SETUP), forwards SIGTERM, SIGHUP,
  * SIGUSR1, SIGUSR2 (and SIGINT/SIGQUIT sent by a process rather than the terminal) to
  * box-init. *exit_status: the command's status (128+N when killed by signal N), or
- * JAIL_EXIT_TIMEOUT when the box's timeout stopped it (then -ETIME with a message). When the
+ * JAIL_EXIT_TIMEOUT when the box's timeout stopped it (then -ETIME with a message), or
+ * JAIL_EXIT_DISK when the disk guard did (then -ENOSPC with a message). When the
  * box could not be started returns -ECHILD with a message (bwrap's own is on stderr). *stats
  * (may be NULL): what the limits did, also after a timeout. done(ctx, status) (when not
  * NULL) is called once box-init says the command exited with `status` (as *exit_status) and
