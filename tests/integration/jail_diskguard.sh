@@ -107,8 +107,10 @@ if [ "$(id -u)" = 0 ] && [ -z "${ARB_GUARD_USER:-}" ]; then
 	reserve=$((16 << 20))
 	over=$((reserve - after))
 	echo "note: free before $before, after $after bytes: $((over / 1024)) KiB below the reserve" >&2
-	[ "$after" -ge $((reserve - (6 << 20))) ] && pass ||
-		fail "stopped $over bytes below the reserve (more than 6 MiB)"
+	# The guard looks every 50 ms (at 100 MiB/s: 5 MiB); a busy machine can delay it, and
+	# the cap on one file keeps half the reserve anyway.
+	[ "$after" -ge $((reserve - (8 << 20) - (512 << 10))) ] && pass ||
+		fail "stopped $over bytes below the reserve (more than 8.5 MiB)"
 	expect_status 0 "audit r" -- "$ARB" audit r --op limit --json
 	expect_match '"path":"--disk".*fell below its reserve' "$OUT" "a limit row for the reserve"
 	end_checkpoint r
