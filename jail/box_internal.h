@@ -31,9 +31,10 @@ struct jail_box {
 	int64_t timeout_ms;	 /* 0: none */
 	int stdio[3];		 /* the command's stdin, stdout, stderr; -1: inherited */
 	struct jail_limits limits;
-	int64_t disk_budget; /* bytes tmp, cache and home may hold; 0: none (diskguard.c) */
-	bool pids_default;   /* limits.pids is the default budget, not --pids (cgroup.c) */
-	char *cg_base[3];    /* per controller of cgroup.c: the cgroup the box's goes below */
+	bool pids_default; /* limits.pids is the default budget, not --pids (cgroup.c) */
+	char *cg_base[3];  /* per controller of cgroup.c: the cgroup the box's goes below */
+	/* diskguard.c: bytes tmp, cache and home may hold; 0: none */
+	int64_t disk_budget;
 	/* Finished. */
 	struct jail_strv argv;
 	bool finished;

@@ -323,6 +323,7 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 	struct jail_budget bud = {.ns_fd = -1};
 	struct jail_diskguard guard = {.running = false};
 	pid_t parent = getpid(), pid;
+	int64_t fsize;
 	int rc, gate_rc, guard_rc, status = 0, said, done_status = 0;
 
 	if (!b->finished)
@@ -340,6 +341,7 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 		rc = jail_seccomp_export(&seccomp_fd);
 	if (rc < 0)
 		goto out;
+	fsize = jail_diskguard_fsize(b); /* after ensure_dirs() */
 	if (pipe2(info, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go) < 0) {
 		rc = util_err(-errno, "cannot create a pipe: %s", strerror(errno));
@@ -355,13 +357,8 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 		sigaction(forwarded[i], &sa, &old[i]);
 	init_pid = timed_out = box_over = 0;
 	sigaction(SIGALRM, &alarm_sa, &old_alarm);
-	pid = spawn(&(struct child_args){b,
-					 &cg,
-					 &ovl,
-					 &bud,
-					 parent,
-					 jail_diskguard_fsize(b),
-					 {seccomp_fd, info[1], ready[1], go[1]}});
+	pid = spawn(&(struct child_args){
+	    b, &cg, &ovl, &bud, parent, fsize, {seccomp_fd, info[1], ready[1], go[1]}});
 	if (pid < 0) {
 		rc = util_err(-errno, "cannot start bwrap: %s", strerror(errno));
 		sigaction(SIGALRM, &old_alarm, NULL);
