@@ -4,6 +4,8 @@
 
 #include "jail/jail_internal.h"
 
+#include <pthread.h>
+
 struct jail_box {
 	/* Inputs, normalised. */
 	char *ws_name, *ws_root, *workdir, *tmp, *cache_src, *home_src;
@@ -31,10 +33,40 @@ struct jail_box {
 	struct jail_limits limits;
 	bool pids_default; /* limits.pids is the default budget, not --pids (cgroup.c) */
 	char *cg_base[3];  /* per controller of cgroup.c: the cgroup the box's goes below */
+	/* diskguard.c: bytes tmp, cache and home may hold; 0: none */
+	int64_t disk_budget;
 	/* Finished. */
 	struct jail_strv argv;
 	bool finished;
 };
+
+/* diskguard.c: the guard of the box's tmp, cache and home while it runs. */
+enum { JAIL_DISK_BUDGET = 1, JAIL_DISK_RESERVE = 2 };
+struct jail_diskguard {
+	const char *dirs[3]; /* tmp, cache, home */
+	int64_t floor[3];    /* the free space below which each one's filesystem trips it */
+	int64_t budget;	     /* 0: the reserve only */
+	void (*stop_box)(void);
+	int stop[2];
+	pthread_t thread;
+	bool running;
+	int tripped; /* 0, JAIL_DISK_BUDGET or JAIL_DISK_RESERVE; read once stopped */
+	int dir;     /* JAIL_DISK_RESERVE: the folder whose filesystem */
+	int64_t n;   /* the reserve, or what the three held */
+	bool late;   /* found by the last look, once the command had ended */
+	int64_t base, next_walk, next_below; /* the first look's usage; when to walk again */
+};
+int jail_diskguard_start(struct jail_diskguard *g, const struct jail_box *b,
+			 void (*stop_box)(void)) ARB_MUST_CHECK;
+void jail_diskguard_stop(struct jail_diskguard *g);
+/*
+ * The largest file the box may write (RLIMIT_FSIZE, set before bwrap runs): what one file
+ * can take before a disk falls to half its reserve (half what is free when it is below
+ * already), so that one fast write cannot outrun the guard's poll; 0: no cap.
+ */
+int64_t jail_diskguard_fsize(const struct jail_box *b);
+/* The stopped box's message: -ENOSPC. */
+int jail_diskguard_error(const struct jail_diskguard *g);
 
 /* Adds a non-user mount; src (binds) is resolved to its real path, dest normalised. */
 int jail_box_add(struct jail_box *b, enum jail_mount_type type, enum jail_mount_origin origin,

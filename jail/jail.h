@@ -139,6 +139,12 @@ int jail_box_set_limits(struct jail_box *b, const struct jail_limits *l) ARB_MUS
  * into why (always set): 0 when all can, -ENOTSUP when one cannot. Changes nothing.
  */
 int jail_limits_probe(char *why, size_t len);
+/*
+ * What the box's tmp, cache and home may hold together (bytes, 0: no budget) while it runs;
+ * with or without one, the box is stopped when the filesystem holding one of them falls
+ * below the reserve fs/disk.c keeps (jail/diskguard.c).
+ */
+int jail_box_set_disk(struct jail_box *b, int64_t budget) ARB_MUST_CHECK;
 /* The command to run (argv[0] searched on the box's PATH). Required before finishing. */
 int jail_box_set_command(struct jail_box *b, char *const argv[]) ARB_MUST_CHECK;
 
@@ -181,6 +187,8 @@ int jail_box_explain(const struct jail_box *b, char **out) ARB_MUST_CHECK;
 #define JAIL_EXIT_SETUP 125
 /* Exit status when the box ran out of time (as timeout(1)). */
 #define JAIL_EXIT_TIMEOUT 124
+/* Exit status when the disk guard stopped the box (jail_box_set_disk). */
+#define JAIL_EXIT_DISK 123
 
 /*
  * Runs the finished box and waits: creates missing workspace tmp/cache/home folders,
@@ -190,7 +198,8 @@ int jail_box_explain(const struct jail_box *b, char **out) ARB_MUST_CHECK;
  * message, *exit_status JAIL_EXIT_SETUP), forwards SIGTERM, SIGHUP,
  * SIGUSR1, SIGUSR2 (and SIGINT/SIGQUIT sent by a process rather than the terminal) to
  * box-init. *exit_status: the command's status (128+N when killed by signal N), or
- * JAIL_EXIT_TIMEOUT when the box's timeout stopped it (then -ETIME with a message). When the
+ * JAIL_EXIT_TIMEOUT when the box's timeout stopped it (then -ETIME with a message), or
+ * JAIL_EXIT_DISK when the disk guard did (then -ENOSPC with a message). When the
  * box could not be started returns -ECHILD with a message (bwrap's own is on stderr). *stats
  * (may be NULL): what the limits did, also after a timeout. done(ctx, status) (when not
  * NULL) is called once box-init says the command exited with `status` (as *exit_status) and

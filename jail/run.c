@@ -23,6 +23,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -88,6 +89,15 @@ static void on_alarm(int sig)
 		kill(bwrap_pid, SIGKILL);
 }
 
+/* The disk guard's way to stop the box (diskguard.c), as --timeout's kill. */
+static void stop_box(void)
+{
+	if (init_pid > 0)
+		kill(init_pid, SIGKILL);
+	if (bwrap_pid > 0)
+		kill(bwrap_pid, SIGKILL);
+}
+
 static int ensure_dirs(const struct jail_box *b)
 {
 	const char *dirs[] = {b->tmp, b->cache_src, b->home_src};
@@ -104,7 +114,7 @@ static int ensure_dirs(const struct jail_box *b)
 /* In the child: fds to their fixed numbers, everything else closed, then exec bwrap. */
 static void child_exec(const struct jail_box *b, const struct jail_cgroups *cg,
 		       const struct jail_overlays *ovl, const struct jail_budget *bud, pid_t parent,
-		       int seccomp_fd, int info_fd, int ready_fd, int go_fd)
+		       int64_t fsize, int seccomp_fd, int info_fd, int ready_fd, int go_fd)
 {
 	int want[] = {JAIL_FD_SECCOMP, JAIL_FD_INFO, JAIL_FD_READY, JAIL_FD_GO};
 	int have[] = {seccomp_fd, info_fd, ready_fd, go_fd};
@@ -138,6 +148,8 @@ static void child_exec(const struct jail_box *b, const struct jail_cgroups *cg,
 	sigaction(SIGPIPE, &dfl, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (fsize > 0) /* the disk guard's cap on one file (diskguard.c) */
+		setrlimit(RLIMIT_FSIZE, &(struct rlimit){(rlim_t)fsize, (rlim_t)fsize});
 	jail_cgroups_enter(cg);
 	jail_budget_enter(bud, false);
 	jail_overlays_enter(ovl);
@@ -153,6 +165,7 @@ struct child_args {
 	const struct jail_overlays *ovl;
 	const struct jail_budget *bud;
 	pid_t parent;
+	int64_t fsize;
 	int fds[4]; /* seccomp, info, ready, go */
 };
 
@@ -160,8 +173,8 @@ static int child_main(void *arg)
 {
 	const struct child_args *a = arg;
 
-	child_exec(a->b, a->cg, a->ovl, a->bud, a->parent, a->fds[0], a->fds[1], a->fds[2],
-		   a->fds[3]);
+	child_exec(a->b, a->cg, a->ovl, a->bud, a->parent, a->fsize, a->fds[0], a->fds[1],
+		   a->fds[2], a->fds[3]);
 	return JAIL_EXIT_SETUP; /* not reached */
 }
 
@@ -308,8 +321,10 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 	struct jail_overlays ovl = {0};
 	struct jail_cgroups cg = {0};
 	struct jail_budget bud = {.ns_fd = -1};
+	struct jail_diskguard guard = {.running = false};
 	pid_t parent = getpid(), pid;
-	int rc, gate_rc, status = 0, said, done_status = 0;
+	int64_t fsize;
+	int rc, gate_rc, guard_rc, status = 0, said, done_status = 0;
 
 	if (!b->finished)
 		return util_err(-EINVAL, "jail: run needs a finished box");
@@ -326,6 +341,7 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 		rc = jail_seccomp_export(&seccomp_fd);
 	if (rc < 0)
 		goto out;
+	fsize = jail_diskguard_fsize(b); /* after ensure_dirs() */
 	if (pipe2(info, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go) < 0) {
 		rc = util_err(-errno, "cannot create a pipe: %s", strerror(errno));
@@ -342,7 +358,7 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 	init_pid = timed_out = box_over = 0;
 	sigaction(SIGALRM, &alarm_sa, &old_alarm);
 	pid = spawn(&(struct child_args){
-	    b, &cg, &ovl, &bud, parent, {seccomp_fd, info[1], ready[1], go[1]}});
+	    b, &cg, &ovl, &bud, parent, fsize, {seccomp_fd, info[1], ready[1], go[1]}});
 	if (pid < 0) {
 		rc = util_err(-errno, "cannot start bwrap: %s", strerror(errno));
 		sigaction(SIGALRM, &old_alarm, NULL);
@@ -351,6 +367,9 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 		goto out;
 	}
 	bwrap_pid = pid;
+	guard_rc = jail_diskguard_start(&guard, b, stop_box);
+	if (guard_rc < 0)
+		stop_box(); /* no box without its guard */
 	if (b->timeout_ms)
 		arm(b->timeout_ms);
 	sigprocmask(SIG_SETMASK, &mask, NULL);
@@ -364,7 +383,8 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 	(void)jail_box_init_pid();
 	info_fd = -1;
 	said = box_words(ready[0], &done_status);
-	if (said == 2 && done) {
+	jail_diskguard_stop(&guard); /* the box is down, or nothing of it writes any more */
+	if (said == 2 && done && !guard.tripped) {
 		arm(0); /* the command is over: no timeout may stop the box now */
 		box_over = 1;
 		if (stats) /* nothing of the box runs: the counters are final */
@@ -380,6 +400,12 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 	if (gate_rc < 0) {
 		rc = gate_rc; /* its message stands; box-init ran nothing */
 		*exit_status = JAIL_EXIT_SETUP;
+	} else if (guard_rc < 0) {
+		rc = guard_rc;
+		*exit_status = JAIL_EXIT_SETUP;
+	} else if (guard.tripped) {
+		*exit_status = JAIL_EXIT_DISK;
+		rc = jail_diskguard_error(&guard);
 	} else if (timed_out) {
 		*exit_status = JAIL_EXIT_TIMEOUT;
 		rc = util_err(-ETIME,
@@ -393,6 +419,7 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 	else
 		*exit_status = util_wait_status_to_exit(status);
 out:
+	jail_diskguard_stop(&guard);
 	if (stats)
 		jail_cgroups_stats(&cg, stats);
 	jail_cgroups_clear(&cg);

@@ -294,6 +294,8 @@ static int make_box(const arb_box *spec, const struct core_ws *ws, struct proxy 
 	if (rc == 0)
 		rc = jail_box_set_limits(b, &spec->limits);
 	if (rc == 0)
+		rc = jail_box_set_disk(b, lib_disk_budget(ws->root));
+	if (rc == 0)
 		rc = jail_box_set_stdio(b, spec->stdio);
 	if (rc == 0)
 		rc = jail_box_set_command(b, cmd);
@@ -466,6 +468,7 @@ static int run_box(const arb_box *b, const struct core_ws *ws, char *const argv[
 	struct lib_net_audit *net = NULL;
 	struct jail_run_stats stats = {0};
 	char *why = NULL;
+	bool disk;
 	int rc;
 
 	/* The proxy first: the box's environment holds its placeholders. */
@@ -478,6 +481,7 @@ static int run_box(const arb_box *b, const struct core_ws *ws, char *const argv[
 	start.stats = &stats;
 	rc = jail_box_run(jb, session_start, session_done, &start, &res->exit_status, &stats);
 	session = start.session; /* NULL when ended already (start.closed) */
+	disk = rc == -ENOSPC && res->exit_status == JAIL_EXIT_DISK;
 	if (!start.id) {
 		res->exit_status = JAIL_EXIT_SETUP;
 		goto out; /* no session: nothing ran, nothing to record */
@@ -493,12 +497,14 @@ static int run_box(const arb_box *b, const struct core_ws *ws, char *const argv[
 		rc = util_err(-ENOMEM, "out of memory");
 	if (rc == -ETIME) {
 		res->exit_status = JAIL_EXIT_TIMEOUT;
-	} else if (rc < 0) {
+	} else if (rc < 0 && !disk) {
 		res->exit_status = JAIL_EXIT_SETUP;
 	}
 	/* What box-init's word of the end did not (a timeout's kill, the limits' rows). */
 	if (!start.closed)
 		lib_limit_audit(session, &b->limits, b->timeout_ms, res->timed_out, &stats);
+	if (disk && !start.closed)
+		lib_limit_audit_disk(session, why);
 	if (!start.ended)
 		lib_session_checkpoint(b->p->core, ws, session, "end");
 	if (!start.closed)

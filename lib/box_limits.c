@@ -1,6 +1,7 @@
 /*
  * lib/box_limits.c: `shell`'s limits: --timeout DURATION, --memory SIZE, --cpus N,
- * --pids N, --inotify N (parsed here, applied by jail/), and the line that says what they did.
+ * --pids N, --inotify N (parsed here, applied by jail/), and the line that says what they did;
+ * the workspace's --disk budget the box's disk guard enforces on its tmp, cache and home.
  */
 #include "lib/lib_internal.h"
 
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "audit/audit.h"
+#include "fs/fs.h"
 #include "jail/jail.h"
 
 /* "30s", "10m", "2h", "1d", "1w": the durations of audit's --since. */
@@ -123,4 +125,32 @@ void lib_limit_audit(struct audit_session *s, const struct jail_limits *l, int64
 			  util_asprintf("the box reached %lld processes; %lld forks were refused",
 					(long long)(l->pids ? l->pids : st->pids_limit),
 					(long long)st->forks_refused));
+}
+
+void lib_limit_audit_disk(struct audit_session *s, const char *why)
+{
+	if (!why)
+		why = "the disk guard stopped the box";
+	if (!strncmp(why, "--disk: ", 8))
+		why += 8; /* the row's path says it */
+	if (s)
+		limit_row(s, "--disk", 1, strdup(why));
+}
+
+int64_t lib_disk_budget(const char *root)
+{
+	char *path = util_path_join(root, "disk"), *buf = NULL;
+	int64_t bytes = 0;
+	size_t len = 0;
+
+	/* Written by `workspace create --disk` (core/mount.c); anything else: no budget. */
+	if (path && util_read_file(path, &buf, &len) == 0) {
+		buf[strcspn(buf, "\n")] = '\0';
+		if (fs_disk_parse(buf, &bytes) < 0)
+			bytes = 0;
+	}
+	util_err_clear();
+	free(buf);
+	free(path);
+	return bytes;
 }

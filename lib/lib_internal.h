@@ -63,6 +63,10 @@ int lib_limit_parse(const char *option, const char *arg, struct jail_limits *l,
  */
 void lib_limit_audit(struct audit_session *s, const struct jail_limits *l, int64_t timeout_ms,
 		     bool timed_out, const struct jail_run_stats *st);
+/* The workspace's disk budget from root/disk (as core keeps it), 0 when none or unreadable. */
+int64_t lib_disk_budget(const char *root);
+/* The audit row of a box the disk guard stopped: op "limit", path "--disk", what it said. */
+void lib_limit_audit_disk(struct audit_session *s, const char *why);
 
 /* ---- the box's home (lib/box_home.c) ----------------------------------------------------- */
 
