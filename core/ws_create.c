@@ -258,11 +258,20 @@ int core_ws_delete(struct core_project *p, const char *name)
 	struct core_ws *ws = NULL;
 	char *trash = NULL;
 	sqlite3 *db = NULL;
+	int64_t running = 0;
 	int rc;
 
 	rc = core_ws_get(p, name, &ws);
 	if (rc == 0)
 		rc = core_project_db(p, false, &db);
+	/* Never under a running box: its work would go with the folder, unseen. */
+	if (rc == 0)
+		rc = core_ws_session_running(p, ws, &running);
+	if (rc == 0 && running)
+		rc = util_err(-EBUSY,
+			      "session %lld of %s is running; delete it when that session has "
+			      "ended (its box would keep writing into a removed workspace)",
+			      (long long)running, name);
 	if (rc < 0)
 		goto out;
 	rc = core_ws_unmount(p, ws);

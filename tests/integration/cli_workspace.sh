@@ -106,7 +106,21 @@ expect_status 143 "shell killed by signal" -- A shell w1 --jail none -- sh -c 'k
 expect_status 0 "shell cwd" -- A shell w1 --jail none -- pwd
 expect_eq "$R/.arborinth/workspaces/w1/workdir" "$OUT" "shell runs in the workdir"
 
-# delete removes folder, ref, remote and row, and unmounts.
+# delete refuses while a session runs: its box would keep writing into a removed workspace.
+rm -f "$T/ready" "$T/go"
+A shell w1 --jail none -- sh -c "touch '$T/ready'; while [ ! -e '$T/go' ]; do sleep 0.1; done" &
+bg=$!
+for _ in $(seq 100); do [ -e "$T/ready" ] && break; sleep 0.1; done
+expect_status 1 "delete while a session runs" -- A workspace delete w1
+expect_match "^arborinth: session [0-9]+ of w1 is running; delete it when that session has ended" \
+	"$ERR" "the refusal names the running session"
+expect_one_line_error "delete while a session runs"
+[ -d "$R/.arborinth/workspaces/w1/workdir" ] && pass || fail "the refused delete removed the workspace"
+alive "$bg" && pass || fail "the refused delete ended the session"
+touch "$T/go"
+wait "$bg" || fail "the session did not end well after the refused delete"
+
+# delete removes folder, ref, remote and row, and unmounts (control: the session has ended).
 expect_status 0 "delete" -- A workspace delete w1
 [ ! -e "$R/.arborinth/workspaces/w1" ] && pass || fail "folder left"
 git -C "$R" rev-parse -q --verify refs/arborinth/w1 >/dev/null && fail "ref left" || pass
