@@ -65,6 +65,18 @@ class Tmux:
         return None
 
 
+def answer_trust(tm, trust):
+    """Enter on the folder-trust question, again while it stays: a client drawing its first
+    screen before it reads keys (a slow, sanitizer-built run) loses a key sent too early."""
+    for _ in range(4):
+        tm.keys("Enter")
+        end = time.time() + 15
+        while time.time() < end:
+            if trust not in tm.screen():
+                return
+            time.sleep(0.3)
+
+
 def converse(tm, who, ready, not_ready, refresh_at, quit_cmd):
     """Types a prompt, sees the reply; resizes, a second prompt; quits with quit_cmd."""
     s = tm.wait(lambda s: ready in s and not_ready not in s, who + ": the prompt")
@@ -141,7 +153,7 @@ def claude_session(E, tm):
              (ARB, url, url), env)
     s = tm.wait(lambda s: "trust this folder" in s, "the folder-trust question")
     C.ok(s is not None, "claude asks whether to trust the workspace's folder")
-    tm.keys("Enter")
+    answer_trust(tm, "trust this folder")
     s = tm.wait(lambda s: "\u276f" in s and "trust this folder" not in s, "the prompt")
     C.ok(s is not None and "Claude Max" in s,
          "claude: the prompt shows the host login's plan (%r)" % (s or "")[-300:])
@@ -161,7 +173,7 @@ def codex_session(E, tm):
              env)
     s = tm.wait(lambda s: "Trust this folder" in s, "codex's folder-trust question")
     C.ok(s is not None, "codex asks whether to trust the workspace's folder")
-    tm.keys("Enter")
+    answer_trust(tm, "Trust this folder")
     converse(tm, "codex", "Ask Codex to do anything", "Trust this folder", now + 16, "/quit")
 
     def host():
@@ -184,7 +196,7 @@ def key_session(E, tm, client, name, var, key, trust, ready, quit_cmd, extra=())
     tm.start(E.repo, " ".join([ARB, client, name, "--upstream", up] + list(extra)), env)
     s = tm.wait(lambda s: trust in s, who + ": the folder-trust question")
     C.ok(s is not None, who + ": asks whether to trust the workspace's folder")
-    tm.keys("Enter")
+    answer_trust(tm, trust)
     # Claude Code asks before using "a custom API key" unless it was approved for the box.
     s = tm.wait(lambda s: ready in s and trust not in s or "Detected a custom API key" in s,
                 who + ": the prompt")
