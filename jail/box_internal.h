@@ -133,6 +133,13 @@ void jail_cgroups_enter(const struct jail_cgroups *cg);
 void jail_cgroups_stats(const struct jail_cgroups *cg, struct jail_run_stats *st);
 void jail_cgroups_clear(struct jail_cgroups *cg);
 
+/*
+ * Writes text into dir/file (cgroup.c; both hierarchies' limit files): 0, or -errno with a
+ * message naming the file; a missing file is fine when optional.
+ */
+int jail_cg_write(const char *dir, const char *file, const char *text,
+		  bool optional) ARB_MUST_CHECK;
+
 /* ---- cgroup v2 (cgroup2.c) ---------------------------------------------------------- */
 
 /* Whether dir is on the unified hierarchy. */

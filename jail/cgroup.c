@@ -185,12 +185,11 @@ void jail_cgroups_clear(struct jail_cgroups *cg)
 	*cg = (struct jail_cgroups){0};
 }
 
-static int write_value(const char *dir, const char *file, long long v, bool optional)
+int jail_cg_write(const char *dir, const char *file, const char *text, bool optional)
 {
-	char *path = util_path_join(dir, file), text[32];
+	char *path = util_path_join(dir, file);
 	int fd = path ? open(path, O_WRONLY | O_CLOEXEC) : -1, rc = 0;
 
-	snprintf(text, sizeof(text), "%lld", v);
 	if (!path)
 		rc = util_err(-ENOMEM, "out of memory");
 	else if (fd < 0 && optional && errno == ENOENT)
@@ -201,6 +200,14 @@ static int write_value(const char *dir, const char *file, long long v, bool opti
 		close(fd);
 	free(path);
 	return rc;
+}
+
+static int write_value(const char *dir, const char *file, long long v, bool optional)
+{
+	char text[32];
+
+	snprintf(text, sizeof(text), "%lld", v);
+	return jail_cg_write(dir, file, text, optional);
 }
 
 /* Removes the empty cgroups of boxes whose shell is gone (killed before it could). */

@@ -140,23 +140,6 @@ out:
 	return rc;
 }
 
-static int cg2_write(const char *dir, const char *file, const char *text, bool optional)
-{
-	char *path = util_path_join(dir, file);
-	int fd = path ? open(path, O_WRONLY | O_CLOEXEC) : -1, rc = 0;
-
-	if (!path)
-		rc = util_err(-ENOMEM, "out of memory");
-	else if (fd < 0 && optional && errno == ENOENT)
-		rc = 0;
-	else if (fd < 0 || write(fd, text, strlen(text)) < 0)
-		rc = util_err(-errno, "cannot write %s to %s: %s", text, path, strerror(errno));
-	if (fd >= 0)
-		close(fd);
-	free(path);
-	return rc;
-}
-
 int jail_cg2_prepare(const char *base, const char *controller, const char *option)
 {
 	int rc = 0;
@@ -178,14 +161,14 @@ int jail_cg2_write_limit(const char *dir, const char *controller, int64_t value)
 
 	if (!strcmp(controller, "memory")) {
 		snprintf(text, sizeof(text), "%lld", (long long)value);
-		rc = cg2_write(dir, "memory.max", text, false);
+		rc = jail_cg_write(dir, "memory.max", text, false);
 		/* No swap beyond the limit, as memory.memsw does on v1 (absent without swap). */
-		return rc == 0 ? cg2_write(dir, "memory.swap.max", "0", true) : rc;
+		return rc == 0 ? jail_cg_write(dir, "memory.swap.max", "0", true) : rc;
 	}
 	if (!strcmp(controller, "pids")) {
 		snprintf(text, sizeof(text), "%lld", (long long)value);
-		return cg2_write(dir, "pids.max", text, false);
+		return jail_cg_write(dir, "pids.max", text, false);
 	}
 	snprintf(text, sizeof(text), "%lld 100000", (long long)value * 100);
-	return cg2_write(dir, "cpu.max", text, false);
+	return jail_cg_write(dir, "cpu.max", text, false);
 }
