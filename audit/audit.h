@@ -245,6 +245,12 @@ int audit_ws_resolve(sqlite3 *db, const char *name, int64_t *key,
  * events removed. -ENOENT when there is no history of that name.
  */
 int audit_ws_purge(sqlite3 *db, const char *name, int64_t *removed) ARB_MUST_CHECK;
+/*
+ * Forgets the workspace whose id is ws_id when its view never came up (a create that failed
+ * at the mount): its history row and daemon runs, only when it has no event or session.
+ * 0 also when there is nothing to forget.
+ */
+int audit_ws_forget_unused(sqlite3 *db, const char *ws_id) ARB_MUST_CHECK;
 
 /*
  * Reading the timeline (`arborinth audit`). Rows come from audit_events: kind "fs" (file

@@ -187,6 +187,22 @@ int audit_ws_purge(sqlite3 *db, const char *name, int64_t *removed)
 	return rc;
 }
 
+int audit_ws_forget_unused(sqlite3 *db, const char *ws_id)
+{
+	static const char used[] = "SELECT key FROM audit_workspaces WHERE id = ?1 AND NOT EXISTS "
+				   "(SELECT 1 FROM audit_events WHERE ws = key) AND NOT EXISTS "
+				   "(SELECT 1 FROM audit_sessions WHERE ws = key)";
+	char *runs = util_asprintf("DELETE FROM audit_runs WHERE ws IN (%s)", used);
+	char *row = util_asprintf("DELETE FROM audit_workspaces WHERE key IN (%s)", used);
+	int rc = runs && row ? exec_bound(db, runs, ws_id, NULL) : -ENOMEM;
+
+	if (rc == 0)
+		rc = exec_bound(db, row, ws_id, NULL);
+	free(runs);
+	free(row);
+	return rc;
+}
+
 /* One row of the timeline for a session's start or end (in the caller's transaction). */
 static int session_row(struct audit_session *s, const char *op, int64_t time_ns, int result)
 {

@@ -136,6 +136,12 @@ int core_ws_purge(struct core_project *p, const char *name) ARB_MUST_CHECK;
  */
 int core_ws_mount(struct core_project *p, struct core_ws *ws, unsigned int flags) ARB_MUST_CHECK;
 /*
+ * Whether this process can mount a view at all (/dev/fuse, and fusermount3 when not root):
+ * 0, or the check's -errno with a one-line message naming the cause and `arborinth doctor`.
+ * core_ws_create_opts asks first, before it makes anything.
+ */
+int core_mount_preflight(void) ARB_MUST_CHECK;
+/*
  * The program that serves views (`PROGRAM __fs-daemon ...`) for this process, when it is not
  * the arborinth_fs beside the running binary (libarborinth in another program). Process-wide;
  * call before the first mount. NULL: back to the default.

@@ -99,17 +99,36 @@ static void daemon_child(char **argv, const char *log, int ready_fd)
 	_exit(127);
 }
 
+/*
+ * The daemon's answer on the ready pipe: a status byte, on failure followed by its reason
+ * (fs/daemon.c). A daemon that died without a word is explained by its log's last line.
+ */
 static int wait_ready(int fd, const char *log)
 {
 	struct pollfd pfd = {.fd = fd, .events = POLLIN};
-	char status = 1, reason[512];
-	int r = poll(&pfd, 1, READY_TIMEOUT_MS);
+	char msg[1024], reason[1024];
+	size_t got = 0;
+	ssize_t n = 1;
+	int r = 1;
 
-	if (r > 0 && read(fd, &status, 1) == 1 && status == 0)
+	while (got < sizeof(msg) - 1 && n > 0 && (r = poll(&pfd, 1, READY_TIMEOUT_MS)) > 0) {
+		n = read(fd, msg + got, sizeof(msg) - 1 - got);
+		if (n < 0 && errno == EINTR)
+			n = 1;
+		else if (n > 0)
+			got += (size_t)n;
+	}
+	msg[got] = '\0';
+	if (got >= 1 && msg[0] == FS_READY_OK)
 		return 0;
-	log_reason(log, reason, sizeof(reason));
+	if (got > 1)
+		snprintf(reason, sizeof(reason), "%s", msg + 1);
+	else
+		log_reason(log, reason, sizeof(reason));
 	return util_err(r == 0 ? -ETIMEDOUT : -EIO,
-			"the view did not come up: %s ('arborinth doctor' checks what views need)",
+			"%s: %s ('arborinth doctor' checks what views need)",
+			got >= 1 && msg[0] == FS_READY_NO_MOUNT ? "cannot mount the view"
+								: "the view did not come up",
 			reason);
 }
 
@@ -162,6 +181,18 @@ static void clear_stale_mount(const char *workdir)
 	    fs_unmount(workdir, true) < 0) {
 		/* Left for the caller's mount attempt to report. */
 	}
+}
+
+int core_mount_preflight(void)
+{
+	char why[512];
+	int rc = fs_mount_preflight(why, sizeof(why));
+
+	return rc < 0 ? util_err(rc,
+				 "cannot mount views here: %s ('arborinth doctor' checks what "
+				 "views need)",
+				 why)
+		      : 0;
 }
 
 /* True when /etc/fuse.conf has a user_allow_other line (what fusermount3 reads). */
@@ -252,7 +283,9 @@ int core_ws_mount(struct core_project *p, struct core_ws *ws, unsigned int flags
 		ws->mounted = true;
 		return 0;
 	}
-	rc = set_share(ws, allow_other);
+	rc = core_mount_preflight();
+	if (rc == 0)
+		rc = set_share(ws, allow_other);
 	/* Others reach NAME/workdir through the state directory: search only for them. */
 	if (rc == 0 && allow_other && chmod(p->state_dir, 0711) < 0)
 		rc = util_err(-errno, "%s: %s", p->state_dir, strerror(errno));

@@ -431,9 +431,12 @@ static int build(struct core_project *p, const char *dir, const char *final, con
 		rc = build_into(p, dir, tmp, &base);
 	}
 	/* Published whole; a concurrent build of the same base that came first is as good. */
-	if (rc == 0 && renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) < 0 &&
-	    errno != EEXIST && errno != ENOTEMPTY)
-		rc = util_err(-errno, "cannot create %s: %s", final, strerror(errno));
+	if (rc == 0) {
+		int r = util_rename_dir_noreplace(AT_FDCWD, tmp, AT_FDCWD, final);
+
+		if (r < 0 && r != -EEXIST && r != -ENOTEMPTY)
+			rc = util_err(r, "cannot create %s: %s", final, strerror(-r));
+	}
 	if (tmp)
 		(void)util_rm_rf(tmp); /* gone already when renamed */
 	free(tmp);

@@ -135,10 +135,11 @@ static int create_commit(struct core_project *p, sqlite3 *db, const char *name, 
 		rc = core_fault("row");
 	if (rc < 0)
 		goto rollback;
-	if (renameat2(AT_FDCWD, staging, AT_FDCWD, root, RENAME_NOREPLACE) < 0) {
-		rc = errno == EEXIST || errno == ENOTEMPTY
+	rc = util_rename_dir_noreplace(AT_FDCWD, staging, AT_FDCWD, root);
+	if (rc < 0) {
+		rc = rc == -EEXIST || rc == -ENOTEMPTY
 			 ? util_err(-EEXIST, "workspace '%s' already exists (%s)", name, root)
-			 : util_err(-errno, "cannot create %s: %s", root, strerror(errno));
+			 : util_err(rc, "cannot create %s: %s", root, strerror(-rc));
 		goto rollback;
 	}
 	rc = core_fault("rename");
@@ -165,7 +166,8 @@ static int mount_new(struct core_project *p, const char *name, unsigned int flag
 		     struct core_ws **out)
 {
 	struct core_ws *ws = NULL;
-	char reason[1024];
+	char reason[1024], id[65];
+	sqlite3 *db = NULL;
 	int rc = core_ws_get(p, name, &ws);
 
 	if (rc < 0)
@@ -181,10 +183,13 @@ static int mount_new(struct core_project *p, const char *name, unsigned int flag
 		return 0;
 	}
 	snprintf(reason, sizeof(reason), "%s", util_err_msg());
+	snprintf(id, sizeof(id), "%s", ws->id);
 	core_ws_free(ws);
-	if (core_ws_delete(p, name) < 0) {
-		/* Best effort: the reason the mount failed is what the caller needs. */
-	}
+	/* Best effort, and the history of a view that never came up with it: the reason the
+	 * mount failed is what the caller needs. */
+	if (core_ws_delete(p, name) == 0 && core_project_db(p, false, &db) == 0 &&
+	    audit_ws_forget_unused(db, id) < 0)
+		util_err_clear();
 	return util_err(rc, "%s", reason);
 }
 
@@ -207,6 +212,9 @@ int core_ws_create_opts(struct core_project *p, const char *name, const char *re
 	rc = core_ws_name_check_new(name);
 	if (rc == 0)
 		rc = core_rev_resolve(p, rev ? rev : "HEAD", &base);
+	/* Without FUSE nothing is made: no state directory, row, ref, remote or folder. */
+	if (rc == 0)
+		rc = core_mount_preflight();
 	if (rc == 0)
 		rc = core_project_db(p, true, &db);
 	if (rc < 0)

@@ -7,12 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
 #include "audit/audit.h"
-
-#define FUSE_SUPER_MAGIC 0x65735546
 
 static void fs_init(void *userdata, struct fuse_conn_info *conn)
 {
@@ -194,13 +193,56 @@ static void raise_nofile(void)
 	}
 }
 
-static void signal_ready(int *ready_fd, char status)
+/*
+ * The one message to whoever started the daemon (core/mount.c): a status byte (FS_READY_*)
+ * and, on failure, the reason in one line, so the caller can say it without reading the log.
+ */
+static void signal_ready(int *ready_fd, char status, const char *why)
 {
+	char msg[1024];
+	size_t n;
+
 	if (*ready_fd < 0)
 		return;
-	(void)!write(*ready_fd, &status, 1);
+	msg[0] = status;
+	n = 1 + (size_t)snprintf(msg + 1, sizeof(msg) - 1, "%s", status ? why : "");
+	if (n > sizeof(msg) - 1)
+		n = sizeof(msg) - 1;
+	(void)!write(*ready_fd, msg, n); /* under PIPE_BUF: one piece */
 	close(*ready_fd);
 	*ready_fd = -1;
+}
+
+/*
+ * What libfuse (and the fusermount3 it ran) printed to stderr, the log, since offset `from`:
+ * its lines joined with "; ", into buf ("" when stderr is not a file).
+ */
+static void stderr_since(off_t from, char *buf, size_t len)
+{
+	char raw[512];
+	struct stat st;
+	ssize_t n;
+	size_t j = 0;
+	int fd;
+
+	buf[0] = '\0';
+	fflush(stderr);
+	if (from < 0 || len < 2)
+		return;
+	/* stderr is the log, open for appending only: read it through a descriptor of its own. */
+	if (fstat(2, &st) < 0 || !S_ISREG(st.st_mode))
+		return;
+	fd = open("/proc/self/fd/2", O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : pread(fd, raw, sizeof(raw), from);
+	if (fd >= 0)
+		close(fd);
+	for (ssize_t i = 0; i < n && j + 3 < len; i++) {
+		if (raw[i] != '\n')
+			buf[j++] = raw[i] == '\r' ? ' ' : raw[i];
+		else if (i + 1 < n)
+			buf[j++] = ';', buf[j++] = ' ';
+	}
+	buf[j] = '\0';
 }
 
 static int write_pidfile(const char *path)
@@ -238,6 +280,7 @@ static int serve(struct fs *fs, const struct fs_config *cfg, int *ready_fd)
 			"-d", NULL};
 	struct fuse_args args = FUSE_ARGS_INIT(cfg->debug ? 4 : 3, argv);
 	struct fuse_loop_config *loop = NULL;
+	off_t log_end;
 	int rc = -EIO;
 
 	fs->se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), fs);
@@ -247,8 +290,14 @@ static int serve(struct fs *fs, const struct fs_config *cfg, int *ready_fd)
 	}
 	if (fuse_set_signal_handlers(fs->se) < 0)
 		goto out;
+	log_end = lseek(2, 0, SEEK_END);
 	if (fuse_session_mount(fs->se, cfg->mountpoint) < 0) {
-		rc = util_err(-EIO, "cannot mount the view at %s", cfg->mountpoint);
+		char said[512], why[1024];
+
+		stderr_since(log_end, said, sizeof(said));
+		fs_mount_cause(why, sizeof(why), cfg->mountpoint, said);
+		rc = util_err(-EIO, "%s", why);
+		signal_ready(ready_fd, FS_READY_NO_MOUNT, why);
 		goto out_signals;
 	}
 	rc = fs_devio_install(fs);
@@ -258,7 +307,7 @@ static int serve(struct fs *fs, const struct fs_config *cfg, int *ready_fd)
 		rc = write_pidfile(cfg->pidfile);
 	if (rc < 0)
 		goto out_unmount;
-	signal_ready(ready_fd, 0);
+	signal_ready(ready_fd, FS_READY_OK, NULL);
 	loop = fuse_loop_cfg_create();
 	if (!loop) {
 		rc = -ENOMEM;
@@ -334,15 +383,8 @@ int fs_daemon_run(const struct fs_config *cfg, int ready_fd)
 		rc = disk_setup(&fs, cfg);
 	if (rc == 0)
 		rc = serve(&fs, cfg, &ready_fd);
-	signal_ready(&ready_fd, 1);
+	signal_ready(&ready_fd, FS_READY_FAILED, util_err_msg());
 	fs_teardown(&fs);
 	git_libgit2_shutdown();
 	return rc;
-}
-
-int fs_is_mounted(const char *path)
-{
-	struct statfs sf;
-
-	return statfs(path, &sf) == 0 && sf.f_type == FUSE_SUPER_MAGIC;
 }

@@ -65,8 +65,35 @@ int fs_unmount(const char *mountpoint, bool lazy) ARB_MUST_CHECK;
  */
 int fs_disk_parse(const char *s, int64_t *bytes) ARB_MUST_CHECK;
 
-/* True when path is the root of a FUSE mount. */
+/*
+ * The daemon's first byte on its ready pipe (--ready-fd); a failure's is followed by its reason
+ * in one line, then the pipe closes: the view came up; the view could not be mounted (the
+ * cause as fs_mount_cause says it); the daemon failed before or after mounting.
+ */
+enum { FS_READY_OK = 0, FS_READY_FAILED = 1, FS_READY_NO_MOUNT = 2 };
+
+/* True when path is the root of a FUSE mount (not merely a folder on a FUSE file system). */
 int fs_is_mounted(const char *path);
+
+/*
+ * What mounting a view needs (fs/fuse_env.c). Each check returns 0 or -errno and puts one line
+ * in why: fs_fuse_device_check, /dev/fuse is FUSE's device and opens read-write (-ENOENT
+ * none, -ENODEV something else is there, else open's error); fs_fusermount_check, fusermount3
+ * (where libfuse finds it: /usr/bin, then PATH) is installed (-ENOENT) and setuid root on a
+ * mount that honours it (-EPERM); fs_mount_preflight, what this process needs of those two
+ * (fusermount3 only when not root). fs_fusermount_path: malloc'd, NULL when there is none.
+ * fs_host_root: uid 0 of the initial user namespace.
+ */
+int fs_fuse_device_check(char *why, size_t len);
+int fs_fusermount_check(char *why, size_t len);
+int fs_mount_preflight(char *why, size_t len);
+char *fs_fusermount_path(void);
+bool fs_host_root(void);
+/*
+ * Why a mount at mountpoint failed, in one line into buf: the first check above that fails,
+ * else the kernel's refusal, with `said` (what libfuse or fusermount3 printed; may be NULL).
+ */
+void fs_mount_cause(char *buf, size_t len, const char *mountpoint, const char *said);
 
 /*
  * ioctl(fd, ARB_FS_IOC_AUDIT_SYNC) on a descriptor of the view's root directory (no argument):

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -152,10 +153,50 @@ int fs_upper_dir(struct fs *fs, struct fs_node *dir)
 }
 
 /*
- * An unnamed file (O_TMPFILE in dirfd) holding n's base content, mode and times: a crash
- * while it is made leaves nothing behind.
+ * An unnamed file in dirfd (O_TMPFILE). A layer on a file system without O_TMPFILE (bindfs
+ * and other FUSE file systems, NFS) gets a named one in the blob cache instead, a folder of
+ * the same file system that no view shows: *named then holds its name there (else "").
  */
-static int blob_tmpfile(struct fs *fs, struct fs_node *n, int dirfd, int *out)
+static int layer_tmpfile(struct fs *fs, int dirfd, mode_t mode, char *named, size_t len)
+{
+	unsigned int r;
+	int fd;
+
+	named[0] = '\0';
+	fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
+	if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+		return fd < 0 ? -errno : fd;
+	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return -EIO;
+	snprintf(named, len, ".copyup-%d-%08x", (int)getpid(), r);
+	fd = openat(fs->blobs_fd, named, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0)
+		named[0] = '\0';
+	return fd < 0 ? -errno : fd;
+}
+
+/* Links the file layer_tmpfile made in as dirfd/name (never over one there). */
+static int layer_link(struct fs *fs, int tmp, const char *named, int dirfd, const char *name)
+{
+	char p[64];
+	int rc = 0;
+
+	if (named[0]) {
+		if (linkat(fs->blobs_fd, named, dirfd, name, 0) < 0)
+			rc = -errno;
+		unlinkat(fs->blobs_fd, named, 0);
+		return rc;
+	}
+	proc_path(p, sizeof(p), tmp);
+	return linkat(AT_FDCWD, p, dirfd, name, AT_SYMLINK_FOLLOW) < 0 ? -errno : 0;
+}
+
+/*
+ * An unnamed file holding n's base content, mode and times (layer_tmpfile): a crash while it
+ * is made leaves nothing behind in the layer (a named one, a stray file in the blob cache).
+ */
+static int blob_tmpfile(struct fs *fs, struct fs_node *n, int dirfd, int *out, char *named,
+			size_t len)
 {
 	struct timespec times[2] = {{fs->base_time, 0}, {fs->base_time, 0}};
 	mode_t mode = n->lower_mode == GIT_FILEMODE_BLOB_EXECUTABLE ? 0755 : 0644;
@@ -165,14 +206,16 @@ static int blob_tmpfile(struct fs *fs, struct fs_node *n, int dirfd, int *out)
 	rc = fs_lower_open_blob(fs, &n->lower_oid, &src);
 	if (rc < 0)
 		return rc;
-	tmp = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
-	rc = tmp < 0 ? -errno : util_copy_fd(tmp, src);
+	tmp = layer_tmpfile(fs, dirfd, mode, named, len);
+	rc = tmp < 0 ? tmp : util_copy_fd(tmp, src);
 	if (rc == 0 && (fchmod(tmp, mode) < 0 || futimens(tmp, times) < 0))
 		rc = -errno;
 	close(src);
 	if (rc < 0) {
 		if (tmp >= 0)
 			close(tmp);
+		if (named[0])
+			unlinkat(fs->blobs_fd, named, 0);
 		return rc;
 	}
 	*out = tmp;
@@ -181,17 +224,15 @@ static int blob_tmpfile(struct fs *fs, struct fs_node *n, int dirfd, int *out)
 
 static int copy_up_file(struct fs *fs, struct fs_node *n)
 {
-	char p[64];
+	char named[64];
 	int tmp, rc;
 
-	rc = blob_tmpfile(fs, n, n->parent->fd, &tmp);
+	rc = blob_tmpfile(fs, n, n->parent->fd, &tmp, named, sizeof(named));
 	if (rc < 0)
 		return rc;
 	/* Linked into place only once complete. */
-	proc_path(p, sizeof(p), tmp);
-	if (linkat(AT_FDCWD, p, n->parent->fd, n->name, AT_SYMLINK_FOLLOW) < 0)
-		rc = -errno;
-	else
+	rc = layer_link(fs, tmp, named, n->parent->fd, n->name);
+	if (rc == 0)
 		rc = attach(fs, n, n->parent->fd, n->name);
 	close(tmp);
 	return rc;
@@ -205,11 +246,14 @@ static int copy_up_file(struct fs *fs, struct fs_node *n)
 static int copy_up_unlinked(struct fs *fs, struct fs_node *n)
 {
 	struct stat st;
+	char named[64];
 	int tmp, path, rc;
 
-	rc = blob_tmpfile(fs, n, fs->layer_fd, &tmp);
+	rc = blob_tmpfile(fs, n, fs->layer_fd, &tmp, named, sizeof(named));
 	if (rc < 0)
 		return rc;
+	if (named[0])
+		unlinkat(fs->blobs_fd, named, 0); /* unnamed from here on, as O_TMPFILE's */
 	path = fstat(tmp, &st) < 0 ? -errno : fs_upper_reopen(tmp, O_PATH);
 	if (path < 0) {
 		close(tmp);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "fs/fs.h"
 #include "jail/jail.h"
 
 #define FUSE_MAGIC    0x65735546
@@ -82,21 +83,10 @@ static long read_num(const char *path)
 	return v;
 }
 
-/*
- * Whether this process is root of the host (uid 0 in the initial user namespace, whose
- * uid_map maps all of 0..4294967294 onto itself): root inside a user namespace mounts nothing.
- */
+/* Whether this process is root of the host: root inside a user namespace mounts nothing. */
 static bool host_root(void)
 {
-	unsigned long inner = 1, outer = 1, count = 0;
-	FILE *f = geteuid() == 0 ? fopen("/proc/self/uid_map", "re") : NULL;
-	bool root = false;
-
-	if (f && fscanf(f, "%lu %lu %lu", &inner, &outer, &count) == 3)
-		root = inner == 0 && outer == 0 && count == 4294967295UL;
-	if (f)
-		fclose(f);
-	return root;
+	return fs_host_root();
 }
 
 static int check_bwrap(struct doctor *d)
@@ -151,40 +141,37 @@ static int check_bwrap(struct doctor *d)
 			  "bwrap could not make a box (exit %d): %s", st, out);
 }
 
+/* The checks `workspace create` makes before it makes anything (fs/fuse_env.c). */
 static int check_fuse(struct doctor *d)
 {
-	char *fm = util_which("fusermount3");
-	struct stat st;
-	int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC), err = errno, rc;
+	char why[512];
+	int err = fs_fuse_device_check(why, sizeof(why)), rc;
 
-	if (fd >= 0) {
-		close(fd);
-		rc = doctor_add(d, "/dev/fuse", ARB_CHECK_OK, true, NULL, "opens read-write");
-	} else {
-		rc = doctor_add(d, "/dev/fuse", ARB_CHECK_MISSING, true,
-				err == ENOENT ? "load the fuse module (modprobe fuse); in a "
-						"container, pass the device (--device /dev/fuse)"
-					      : "chmod 0666 /dev/fuse (its usual mode)",
-				"cannot open /dev/fuse: %s", strerror(err));
-	}
-	if (rc < 0)
-		goto out;
-	if (host_root())
-		rc = doctor_add(d, "fusermount3", ARB_CHECK_OK, false, NULL,
-				"not needed: root mounts the view itself");
-	else if (!fm)
-		rc = doctor_add(d, "fusermount3", ARB_CHECK_MISSING, true,
-				"install fuse3 (apt-get install fuse3)",
-				"fusermount3 is not on PATH (ordinary users mount views with it)");
-	else if (stat(fm, &st) < 0 || st.st_uid != 0 || !(st.st_mode & S_ISUID))
-		rc = doctor_add(d, "fusermount3", ARB_CHECK_MISSING, true,
-				"chmod u+s on fusermount3, owned by root (reinstall fuse3)",
-				"%s is not setuid root", fm);
+	if (err == 0)
+		rc = doctor_add(d, "/dev/fuse", ARB_CHECK_OK, true, NULL, "%s", why);
 	else
-		rc = doctor_add(d, "fusermount3", ARB_CHECK_OK, true, NULL, "%s, setuid root", fm);
-out:
-	free(fm);
-	return rc;
+		rc = doctor_add(
+		    d, "/dev/fuse", ARB_CHECK_MISSING, true,
+		    err == -ENOENT || err == -ENODEV
+			? "load the fuse module (modprobe fuse); in a container, pass the "
+			  "device (--device /dev/fuse)"
+			: "chmod 0666 /dev/fuse (its usual mode)",
+		    "%s", why);
+	if (rc < 0)
+		return rc;
+	if (host_root())
+		return doctor_add(d, "fusermount3", ARB_CHECK_OK, false, NULL,
+				  "not needed: root mounts the view itself");
+	err = fs_fusermount_check(why, sizeof(why));
+	if (err == -ENOENT)
+		return doctor_add(d, "fusermount3", ARB_CHECK_MISSING, true,
+				  "install fuse3 (apt-get install fuse3)", "%s", why);
+	if (err < 0)
+		return doctor_add(d, "fusermount3", ARB_CHECK_MISSING, true,
+				  "chmod u+s on fusermount3, owned by root, on a mount without "
+				  "nosuid (reinstall fuse3)",
+				  "%s", why);
+	return doctor_add(d, "fusermount3", ARB_CHECK_OK, true, NULL, "%s", why);
 }
 
 static int check_allow_other(struct doctor *d)

@@ -93,6 +93,22 @@ int util_rm_rf(const char *path)
 	return util_rm_rf_at(AT_FDCWD, path);
 }
 
+int util_rename_dir_noreplace(int olddir, const char *old, int newdir, const char *new)
+{
+	struct stat st;
+
+	if (renameat2(olddir, old, newdir, new, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL)
+		return -errno;
+	/* EINVAL is also "new inside old": the plain rename says so again. */
+	if (fstatat(newdir, new, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return -EEXIST;
+	if (errno != ENOENT)
+		return -errno;
+	return renameat(olddir, old, newdir, new) < 0 ? -errno : 0;
+}
+
 int util_read_file(const char *path, char **out, size_t *len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -111,6 +111,15 @@ int util_mkdir_p(const char *path, mode_t mode) ARB_MUST_CHECK;
 /* rm -rf of dirfd/name without following symlinks anywhere below; missing is fine. */
 int util_rm_rf_at(int dirfd, const char *name);
 int util_rm_rf(const char *path);
+/*
+ * renameat2(RENAME_NOREPLACE) of a directory; where the file system has no rename flags
+ * (EINVAL: bindfs and other FUSE file systems built on libfuse's path API), an lstat that
+ * finds nothing at new, then a plain renameat: still never over a non-empty directory (the
+ * kernel refuses that with ENOTEMPTY), though not atomic against an empty one made between.
+ * 0 or -errno (EEXIST when new exists).
+ */
+int util_rename_dir_noreplace(int olddir, const char *old, int newdir,
+			      const char *new) ARB_MUST_CHECK;
 /* Whole file into a NUL-terminated buffer. Caller frees *out. */
 int util_read_file(const char *path, char **out, size_t *len) ARB_MUST_CHECK;
 /* Writes path atomically: a temporary file in the same directory, fsync, rename. */
