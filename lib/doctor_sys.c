@@ -304,12 +304,13 @@ static int check_project_fs(struct doctor *d)
 		goto out;
 	}
 	name = fs_name((long)fs.f_type);
-	/* As the README's list of tested file systems says (tests/integration/ws_filesystems.sh). */
+	/* As the README's list of tested file systems says (tests/integration/ws_filesystems.sh) */
 	if (fs.f_type == FUSE_MAGIC)
-		rc = doctor_add(d, "project file system", ARB_CHECK_OK, false, NULL,
-				"%s is on a FUSE file system (tested on bindfs; one without hard "
-				"links, as sshfs, cannot hold a view's changes)",
-				core_project_root(p));
+		rc =
+		    doctor_add(d, "project file system", ARB_CHECK_OK, false, NULL,
+			       "%s is on a FUSE file system (tested on bindfs; it needs hard links "
+			       "for a view's changes)",
+			       core_project_root(p));
 	else if (fs.f_type == NFS_MAGIC)
 		rc = doctor_add(d, "project file system", ARB_CHECK_DEGRADED, false,
 				"keep the repository on a local disk file system",
