@@ -46,11 +46,49 @@ if grep -q 'not needed: root mounts the view itself' <<<"$OUT"; then
 	fail "root of a user namespace is not the host's root"
 else pass; fi
 
-# A view that cannot come up says so and points at doctor.
-expect_status 1 "create without /dev/fuse" -- bwrap --bind / / --dev /dev --proc /proc \
-	--chdir "$T/r" "$ARB" workspace create nofuse
-expect_match "arborinth doctor" "$ERR" "the mount failure points at doctor"
-expect_one_line_error "create without /dev/fuse"
+# What a create that failed must leave as it was: every file of the repository and its state
+# (names; a mounted view's contents, SQLite's -wal and -shm files and the project cache that
+# any command writes aside), refs, remotes, local config, the state's rows.
+state_of() { # REPO
+	(
+		cd "$1"
+		find . -path '*/workdir' -prune -o ! -name 'state.db-*' ! -name repo.cache -print |
+			LC_ALL=C sort
+		git for-each-ref
+		git remote -v
+		git config --local --list
+		db=$(find . -path '*/workdir' -prune -o -name state.db -print | head -1)
+		[ -z "$db" ] || sqlite3 "$db" 'SELECT count(*) FROM workspaces;
+			SELECT count(*) FROM audit_workspaces; SELECT count(*) FROM audit_runs;'
+	)
+}
+# fuse_fails WHAT CAUSE-REGEX REPO -- CMD...: create fails with one line naming the cause and
+# pointing at doctor, and REPO is as it was.
+fuse_fails() {
+	local what=$1 cause=$2 repo=$3 before
+	shift 4
+	before=$(state_of "$repo")
+	expect_status 1 "create $what" -- "$@"
+	expect_match "$cause.*'arborinth doctor'" "$ERR" "create $what names the cause"
+	expect_one_line_error "create $what"
+	expect_eq "$before" "$(state_of "$repo")" "create $what leaves nothing behind"
+}
+
+# A view that cannot come up says so and points at doctor; a first create leaves no state.
+fuse_fails "without /dev/fuse" "cannot mount views here: no /dev/fuse \\(No such file" "$T/r" -- \
+	bwrap --bind / / --dev /dev --proc /proc --chdir "$T/r" "$ARB" workspace create nofuse
+# Control: the same repository, FUSE there: created.
+expect_status 0 "create with /dev/fuse" -- "$ARB" --workdir "$T/r" workspace create keep
+if [ "$(id -u)" = 0 ]; then
+	fuse_fails "with /dev/null at /dev/fuse" "no /dev/fuse \\(what is there is not FUSE's device" \
+		"$T/r" -- unshare -m sh -c 'mount --bind /dev/null /dev/fuse && exec "$@"' sh \
+		"$ARB" --workdir "$T/r" workspace create devnull
+	# Root of a user namespace (no mount namespace of its own): the kernel refuses, and
+	# fusermount3 is not setuid there. Nothing made, the audit of the attempt forgotten.
+	fuse_fails "in a user namespace" "cannot mount the view: the kernel refused to mount .*fusermount3" \
+		"$T/r" -- unshare -U -r "$ARB" --workdir "$T/r" workspace create userns
+fi
+expect_status 0 "delete keep" -- "$ARB" --workdir "$T/r" workspace delete keep
 
 # A client with a key: found, and the key never printed. Control: without the key, degraded.
 mkdir "$T/bin"
@@ -93,5 +131,38 @@ if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null; then
 		"$user has no passthrough"
 	expect_match '^ok +project file system +not in a git repository' "$OUT" \
 		"outside a repository nothing is checked"
+
+	# Create as the user where FUSE is not usable: each cause named, nothing left behind.
+	# Each runs in a mount namespace of its own, where root changed one thing first.
+	as_u() { runuser -u "$user" -- env HOME="/home/$user" "$@"; }
+	in_ns() { # SETUP -- CMD...: CMD as the user after SETUP (sh, as root) in a new mount ns
+		local setup=$1
+		shift 2
+		unshare -m sh -c "$setup"' && exec runuser -u "$0" -- env HOME="/home/$0" "$@"' \
+			"$user" "$@"
+	}
+	as_u sh -c "cd '$U' && git init -q ur && cd ur && echo hi > f && git add f &&
+		git -c user.name=a -c user.email=a@b commit -qm init"
+	expect_status 0 "create as $user" -- as_u "$U/arborinth" --workdir "$U/ur" workspace create keep
+	# Control: a mount namespace of its own changes nothing by itself.
+	expect_status 0 "create as $user in a mount namespace" -- in_ns true -- \
+		"$U/arborinth" --workdir "$U/ur" workspace create ns
+	expect_status 0 "delete ns" -- as_u "$U/arborinth" --workdir "$U/ur" workspace delete ns
+	cp /usr/bin/fusermount3 "$T/fusermount3-plain" && chmod 0755 "$T/fusermount3-plain"
+	mknod -m 0600 "$T/fuse-0600" c 10 229
+	fuse_fails "as $user, /dev/fuse not for others" "cannot open /dev/fuse: Permission denied" \
+		"$U/ur" -- in_ns "mount --bind '$T/fuse-0600' /dev/fuse" -- \
+		"$U/arborinth" --workdir "$U/ur" workspace create denied
+	fuse_fails "as $user, fusermount3 not setuid" "fusermount3 is not setuid root" "$U/ur" -- \
+		in_ns "mount --bind '$T/fusermount3-plain' /usr/bin/fusermount3" -- \
+		"$U/arborinth" --workdir "$U/ur" workspace create plain
+	fuse_fails "as $user, fusermount3 on a nosuid mount" "fusermount3 is on a nosuid mount" \
+		"$U/ur" -- in_ns "mount --bind /usr/bin/fusermount3 /usr/bin/fusermount3 &&
+		mount -o remount,bind,nosuid /usr/bin/fusermount3" -- \
+		"$U/arborinth" --workdir "$U/ur" workspace create nosuid
+	fuse_fails "as $user in a user namespace" "the kernel refused to mount .*fusermount3" \
+		"$U/ur" -- as_u unshare -U -r "$U/arborinth" --workdir "$U/ur" workspace create userns
+	expect_status 0 "delete keep as $user" -- as_u "$U/arborinth" --workdir "$U/ur" \
+		workspace delete keep
 fi
 finish

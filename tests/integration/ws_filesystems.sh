@@ -103,6 +103,14 @@ if command -v bindfs >/dev/null; then
 	expect_status 0 "bindfs: info" -- "$ARB" --workdir "$T/bindfs/repo-root" workspace info idle
 	expect_match "mounted: +no" "$OUT" "bindfs: an unmounted workdir on FUSE is not taken for a view"
 	expect_status 0 "bindfs: delete idle" -- "$ARB" --workdir "$T/bindfs/repo-root" workspace delete idle
+	# Without FUSE's device, on a repository that is on FUSE: refused, naming the cause
+	# (once: "created", and "mounted: yes (daemon pid 0)" for a folder on FUSE).
+	expect_status 1 "bindfs: create without /dev/fuse" -- unshare -m sh -c \
+		'mount --bind /dev/null /dev/fuse && exec "$@"' sh \
+		"$ARB" --workdir "$T/bindfs/repo-root" workspace create nofuse
+	expect_match "no /dev/fuse .*'arborinth doctor'" "$ERR" "bindfs: create without /dev/fuse says why"
+	expect_status 1 "bindfs: no such workspace" -- "$ARB" --workdir "$T/bindfs/repo-root" \
+		workspace info nofuse
 	expect_eq "" "$(find "$T/bindfs-real" -name '.copyup-*')" \
 		"bindfs: no copy-up file left in the blob cache"
 elif [ "${ARBORINTH_TEST_MUST_RUN:-}" = 1 ]; then
