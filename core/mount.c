@@ -111,7 +111,14 @@ static int wait_ready(int fd, const char *log)
 	ssize_t n = 1;
 	int r = 1;
 
-	while (got < sizeof(msg) - 1 && n > 0 && (r = poll(&pfd, 1, READY_TIMEOUT_MS)) > 0) {
+	/* Up to the end of the reason's line: a child of the daemon may hold the pipe open. */
+	while (got < sizeof(msg) - 1 && n > 0 && !(got >= 1 && msg[0] == FS_READY_OK) &&
+	       !(got > 1 && msg[got - 1] == '\n')) {
+		r = poll(&pfd, 1, READY_TIMEOUT_MS);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
 		n = read(fd, msg + got, sizeof(msg) - 1 - got);
 		if (n < 0 && errno == EINTR)
 			n = 1;
@@ -121,7 +128,8 @@ static int wait_ready(int fd, const char *log)
 	msg[got] = '\0';
 	if (got >= 1 && msg[0] == FS_READY_OK)
 		return 0;
-	if (got > 1)
+	msg[strcspn(msg, "\n")] = '\0';
+	if (got > 1 && msg[1])
 		snprintf(reason, sizeof(reason), "%s", msg + 1);
 	else
 		log_reason(log, reason, sizeof(reason));

@@ -205,9 +205,11 @@ static void signal_ready(int *ready_fd, char status, const char *why)
 	if (*ready_fd < 0)
 		return;
 	msg[0] = status;
-	n = 1 + (size_t)snprintf(msg + 1, sizeof(msg) - 1, "%s", status ? why : "");
-	if (n > sizeof(msg) - 1)
-		n = sizeof(msg) - 1;
+	n = 1 + (size_t)snprintf(msg + 1, sizeof(msg) - 2, "%s", status ? why : "");
+	if (n > sizeof(msg) - 2)
+		n = sizeof(msg) - 2;
+	if (status)
+		msg[n++] = '\n';	 /* the reason's end */
 	(void)!write(*ready_fd, msg, n); /* under PIPE_BUF: one piece */
 	close(*ready_fd);
 	*ready_fd = -1;

@@ -59,6 +59,19 @@ round_trip() { # KIND DIR WHO DOCTOR'S-NAME
 	if [ -n "$wd" ] && [ -e "$wd" ]; then fail "$kind, ${who#as_}: $wd left behind"; else pass; fi
 }
 
+# renameat2(RENAME_EXCHANGE) of two files in a view of REPO (as root), as the box would.
+exchange_in() { # REPO
+	local wd
+	"$ARB" --workdir "$1" workspace create xchg >/dev/null
+	wd=$(workdir_of as_root "$1" xchg)
+	echo b >"$wd/b.txt"
+	python3 -c 'import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.renameat2(-100, sys.argv[1].encode(), -100, sys.argv[2].encode(), 2)
+print("ok" if r == 0 else os.strerror(ctypes.get_errno()))' "$wd/a.txt" "$wd/b.txt"
+	"$ARB" --workdir "$1" workspace delete xchg >/dev/null
+}
+
 # A loop image of SIZE made by MKFS..., mounted at $T/KIND.
 loop_fs() { # KIND SIZE MKFS...
 	local kind=$1 size=$2
@@ -79,6 +92,7 @@ fs_on() { # KIND DIR DOCTOR'S-NAME: both users' round trips on the file system a
 mkdir "$T/tmpfs"
 mount -t tmpfs -o size=64m tmpfs "$T/tmpfs"
 fs_on tmpfs "$T/tmpfs" tmpfs
+expect_eq ok "$(exchange_in "$T/tmpfs/repo-root")" "tmpfs: the view exchanges two files"
 
 loop_fs ext4 64M mkfs.ext4 -q -F -j && fs_on ext4 "$T/ext4" ext2/3/4
 loop_fs btrfs 128M mkfs.btrfs -q -f && fs_on btrfs "$T/btrfs" btrfs
@@ -103,6 +117,9 @@ if command -v bindfs >/dev/null; then
 	expect_status 0 "bindfs: info" -- "$ARB" --workdir "$T/bindfs/repo-root" workspace info idle
 	expect_match "mounted: +no" "$OUT" "bindfs: an unmounted workdir on FUSE is not taken for a view"
 	expect_status 0 "bindfs: delete idle" -- "$ARB" --workdir "$T/bindfs/repo-root" workspace delete idle
+	# What bindfs lacks, the view lacks: an exchange is refused as bindfs refuses it.
+	expect_eq "Invalid argument" "$(exchange_in "$T/bindfs/repo-root")" \
+		"bindfs: the view refuses RENAME_EXCHANGE (bindfs has no rename flags)"
 	# Without FUSE's device, on a repository that is on FUSE: refused, naming the cause
 	# (once: "created", and "mounted: yes (daemon pid 0)" for a folder on FUSE).
 	expect_status 1 "bindfs: create without /dev/fuse" -- unshare -m sh -c \
