@@ -208,6 +208,32 @@ START_TEST(append_line_once)
 }
 END_TEST
 
+/* A directory moved into place only where nothing is (the flag's fallback: bindfs, in
+ * tests/integration/ws_filesystems.sh). */
+START_TEST(rename_dir_noreplace)
+{
+	char *a, *b, *f;
+
+	mk_tmp();
+	a = util_asprintf("%s/a", tmpdir);
+	b = util_asprintf("%s/b", tmpdir);
+	f = util_asprintf("%s/a/f", tmpdir);
+	ck_assert_int_eq(mkdir(a, 0755), 0);
+	ck_assert_int_eq(util_write_file(f, "x", 1, 0644), 0);
+	ck_assert_int_eq(mkdir(b, 0755), 0);
+	ck_assert_int_eq(util_rename_dir_noreplace(AT_FDCWD, a, AT_FDCWD, b), -EEXIST);
+	ck_assert_int_eq(access(f, F_OK), 0);
+	ck_assert_int_eq(rmdir(b), 0);
+	ck_assert_int_eq(util_rename_dir_noreplace(AT_FDCWD, a, AT_FDCWD, b), 0);
+	ck_assert_int_ne(access(a, F_OK), 0);
+	ck_assert_int_eq(util_rename_dir_noreplace(AT_FDCWD, a, AT_FDCWD, b), -ENOENT);
+	free(a);
+	free(b);
+	free(f);
+	ck_assert_int_eq(util_rm_rf(tmpdir), 0);
+}
+END_TEST
+
 START_TEST(copy_fd_whole_file)
 {
 	char *a, *b, *buf = NULL;
@@ -454,6 +480,7 @@ static Suite *util_suite(void)
 	tc = tcase_create("files");
 	tcase_add_test(tc, files_roundtrip_and_rm_rf_no_follow);
 	tcase_add_test(tc, append_line_once);
+	tcase_add_test(tc, rename_dir_noreplace);
 	tcase_add_test(tc, copy_fd_whole_file);
 	tcase_add_test(tc, secrets_inside);
 	suite_add_tcase(s, tc);
