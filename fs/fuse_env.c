@@ -141,7 +141,7 @@ void fs_mount_cause(char *buf, size_t len, const char *mountpoint, const char *s
 	if (fs_mount_preflight(why, sizeof(why)) < 0)
 		snprintf(buf, len, "%s", why);
 	else
-		snprintf(buf, len, "the kernel refused to mount the view at %s%s%s%s", mountpoint,
+		snprintf(buf, len, "mount refused at %s%s%s%s", mountpoint,
 			 said && *said ? " (" : "", said && *said ? said : "",
 			 said && *said ? ")" : "");
 }

@@ -85,7 +85,7 @@ if [ "$(id -u)" = 0 ]; then
 		"$ARB" --workdir "$T/r" workspace create devnull
 	# Root of a user namespace (no mount namespace of its own): the kernel refuses, and
 	# fusermount3 is not setuid there. Nothing made, the audit of the attempt forgotten.
-	fuse_fails "in a user namespace" "cannot mount the view: the kernel refused to mount .*fusermount3" \
+	fuse_fails "in a user namespace" "cannot mount the view: mount refused at .*fusermount3: mount failed" \
 		"$T/r" -- unshare -U -r "$ARB" --workdir "$T/r" workspace create userns
 fi
 expect_status 0 "delete keep" -- "$ARB" --workdir "$T/r" workspace delete keep
@@ -160,8 +160,13 @@ if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null; then
 		"$U/ur" -- in_ns "mount --bind /usr/bin/fusermount3 /usr/bin/fusermount3 &&
 		mount -o remount,bind,nosuid /usr/bin/fusermount3" -- \
 		"$U/arborinth" --workdir "$U/ur" workspace create nosuid
-	fuse_fails "as $user in a user namespace" "the kernel refused to mount .*fusermount3" \
+	fuse_fails "as $user in a user namespace" "cannot mount the view: mount refused at .*fusermount3: mount failed" \
 		"$U/ur" -- as_u unshare -U -r "$U/arborinth" --workdir "$U/ur" workspace create userns
+	# fusermount3 refuses: /etc/fuse.conf allows this user no more mounts.
+	printf 'mount_max = 0\n' >"$T/fuse.conf"
+	fuse_fails "as $user, mount_max reached" "mount refused at .*fusermount3: too many FUSE" \
+		"$U/ur" -- in_ns "mount --bind '$T/fuse.conf' /etc/fuse.conf" -- \
+		"$U/arborinth" --workdir "$U/ur" workspace create toomany
 	expect_status 0 "delete keep as $user" -- as_u "$U/arborinth" --workdir "$U/ur" \
 		workspace delete keep
 fi
