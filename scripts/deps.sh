@@ -16,6 +16,8 @@ PKGS=(build-essential cmake ninja-build pkg-config git python3 clang-format cppc
 # systems (mmdebstrap), the image under podman (runc: crun refuses hosts with cgroups in
 # hybrid mode; uidmap for --uidmap).
 PKGS+=(debhelper dpkg-dev fakeroot mmdebstrap podman runc uidmap)
+# tests/integration/ws_filesystems.sh: a repository on btrfs, xfs (loop images) and bindfs.
+PKGS+=(btrfs-progs xfsprogs bindfs)
 
 missing=()
 for p in "${PKGS[@]}"; do
