@@ -129,4 +129,16 @@ int core_origin_remove(struct core_project *p, const char *name);
 int core_open_beneath(int dir, const char *name, int flags, mode_t mode);
 int core_open_read_beneath(int dir, const char *name, bool want_dir);
 
+/*
+ * core/gitdir.c, for core/submodules.c too: an index's stat data as a view based at `when`
+ * reports its files, and the index file dated after base_time (not "racily clean").
+ * core_submodules_write: in the workspace gitdir, the gitdir of each submodule of base the
+ * origin initialised (modules/NAME...): HEAD detached at the recorded commit, an index of its
+ * tree, objects through an alternate to the origin's store of it, core.worktree.
+ */
+int core_index_fill_stat(git_index *idx, git_odb *odb, int64_t when) ARB_MUST_CHECK;
+int core_index_not_racy(const char *path, int64_t base_time) ARB_MUST_CHECK;
+int core_submodules_write(struct core_project *p, const char *gitdir,
+			  const git_oid *base) ARB_MUST_CHECK;
+
 #endif

@@ -19,6 +19,7 @@
  * most often its descendant).
  */
 #include "core/ckpt_internal.h"
+#include "fs/fs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -377,9 +378,9 @@ static char *ancestor_store(git_repository *repo, const char *dir, const git_oid
 }
 
 /* Writes the store of base into tmp (an empty directory): -errno, message. */
-static int build_into(struct core_project *p, const char *dir, const char *tmp, const git_oid *base)
+static int build_into(git_repository *repo, const char *objects, const char *dir, const char *tmp,
+		      const git_oid *base)
 {
-	git_repository *repo = core_project_repo(p);
 	struct build b = {0};
 	char *prev = repo ? ancestor_store(repo, dir, base) : NULL;
 	int rc = repo ? 0 : -EIO, out = -1;
@@ -393,7 +394,7 @@ static int build_into(struct core_project *p, const char *dir, const char *tmp, 
 	rc = rc ?: ckpt_odb_open(tmp, &b.out);
 	if (rc == 0 && (out = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		rc = util_err(-errno, "cannot open %s: %s", tmp, strerror(errno));
-	rc = rc ?: core_objsrc_open(core_project_objects_dir(p), out, &b.src);
+	rc = rc ?: core_objsrc_open(objects, out, &b.src);
 	if (rc == 0 && push(&b, base, KIND_WALK) < 0)
 		rc = util_err(-ENOMEM, "out of memory");
 	while (rc == 0 && b.n) {
@@ -414,8 +415,38 @@ static int build_into(struct core_project *p, const char *dir, const char *tmp, 
 	return rc;
 }
 
-static int build(struct core_project *p, const char *dir, const char *final, const char *hex)
+/* The repository a store is built from: the origin's, or (sub) its store of a submodule. */
+static int source_open(struct core_project *p, const char *sub, git_repository **repo,
+		       char **objects)
 {
+	char *path = sub ? util_path_join(p->commondir, sub) : NULL;
+
+	*repo = NULL;
+	*objects = NULL;
+	if (!sub) {
+		*repo = core_project_repo(p);
+		*objects = strdup(core_project_objects_dir(p));
+		return *repo && *objects ? 0 : util_err(-EIO, "objects view: %s", util_err_msg());
+	}
+	if (!path || !(*objects = util_path_join(path, "objects"))) {
+		free(path);
+		return util_err(-ENOMEM, "out of memory");
+	}
+	if (git_repository_open_bare(repo, path) < 0) {
+		*repo = NULL;
+		free(path);
+		return util_err(-EIO, "submodule store: %s",
+				git_error_last() ? git_error_last()->message : "?");
+	}
+	free(path);
+	return 0;
+}
+
+static int build(struct core_project *p, const char *sub, const char *dir, const char *final,
+		 const char *hex)
+{
+	git_repository *repo = NULL;
+	char *objects = NULL;
 	char *tmp = util_asprintf("%s/.new-%s.XXXXXX", dir, hex);
 	git_oid base;
 	int rc = util_mkdir_p(dir, 0755);
@@ -428,8 +459,13 @@ static int build(struct core_project *p, const char *dir, const char *final, con
 		rc = util_err(-EINVAL, "objects view: bad commit id %s", hex);
 	if (rc == 0) {
 		core_git_ready();
-		rc = build_into(p, dir, tmp, &base);
+		rc = source_open(p, sub, &repo, &objects);
 	}
+	if (rc == 0)
+		rc = build_into(repo, objects, dir, tmp, &base);
+	if (sub)
+		git_repository_free(repo);
+	free(objects);
 	/* Published whole; a concurrent build of the same base that came first is as good. */
 	if (rc == 0 && renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) < 0 &&
 	    errno != EEXIST && errno != ENOTEMPTY)
@@ -440,9 +476,10 @@ static int build(struct core_project *p, const char *dir, const char *final, con
 	return rc;
 }
 
-int core_objects_view(struct core_project *p, const char *base_hex, char **out)
+/* The store of base_hex (of the origin, or of its submodule store sub) under dir (freed). */
+static int view_in(struct core_project *p, const char *sub, char *dir, const char *base_hex,
+		   char **out)
 {
-	char *dir = util_path_join(p->state_dir, VIEW_DIR);
 	char *final = dir && base_hex ? util_path_join(dir, base_hex) : NULL;
 	struct stat st;
 	int rc = 0;
@@ -455,7 +492,7 @@ int core_objects_view(struct core_project *p, const char *base_hex, char **out)
 	else if (!final)
 		rc = util_err(-ENOMEM, "out of memory");
 	else if (lstat(final, &st) < 0 || !S_ISDIR(st.st_mode))
-		rc = build(p, dir, final, base_hex);
+		rc = build(p, sub, dir, final, base_hex);
 	if (rc == 0 && out) {
 		*out = final;
 		final = NULL;
@@ -463,6 +500,25 @@ int core_objects_view(struct core_project *p, const char *base_hex, char **out)
 	free(final);
 	free(dir);
 	return rc;
+}
+
+int core_objects_view(struct core_project *p, const char *base_hex, char **out)
+{
+	return view_in(p, NULL, util_path_join(p->state_dir, VIEW_DIR), base_hex, out);
+}
+
+/*
+ * A submodule's (core/submodules.c): from the origin's store of it, <commondir>/<gitdir>,
+ * into objects-view/modules/<commit>, which the main stores' listing passes over. Not pruned
+ * on delete: which workspaces use one is known only from their bases' trees.
+ */
+int core_objects_view_sub(struct core_project *p, const char *gitdir, const char *commit_hex,
+			  char **out)
+{
+	if (!fs_submodule_name_ok(gitdir))
+		return util_err(-EINVAL, "objects view: bad submodule store '%s'", gitdir);
+	return view_in(p, gitdir, util_asprintf("%s/%s/modules", p->state_dir, VIEW_DIR),
+		       commit_hex, out);
 }
 
 /* Whether some workspace of the database is based on hex. */

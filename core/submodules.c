@@ -1,0 +1,245 @@
+/*
+ * core/submodules.c: a workspace's submodules. The view shows each submodule the origin
+ * initialised at its gitlink (fs/lower_sub.c) with a `.git` file naming its gitdir inside the
+ * workspace's: <ws gitdir>/modules/NAME (nested: modules/NAME/modules/NAME2), made here at
+ * create like the workspace gitdir itself (core/gitdir.c): HEAD detached at the commit the
+ * superproject records, an index whose stat data matches what the view reports (so `git
+ * status` is clean without reading content), objects through an alternate to the origin's
+ * store of the submodule, and core.worktree relative, as git writes it. In a box that store's
+ * path shows only what the recorded commit reaches (core_objects_view_sub), as the origin's
+ * own store is shown there (jail/box_defaults.c).
+ */
+#include "core/core_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs/fs.h"
+
+static const char sub_config[] = "[core]\n"
+				 "\trepositoryformatversion = 0\n"
+				 "\tfilemode = true\n"
+				 "\tbare = false\n"
+				 "\tlogallrefupdates = true\n"
+				 "\tworktree = %s%s\n"
+				 "\tcheckStat = minimal\n"
+				 "\ttrustctime = false\n";
+
+int core_submodules(struct core_project *p, const char *base_hex, struct fs_submodule **out,
+		    size_t *n)
+{
+	core_git_ready();
+	return fs_submodules_find(p->commondir, base_hex, out, n);
+}
+
+/* "../" n times. Caller frees. */
+static char *ups(size_t n)
+{
+	char *s = malloc(3 * n + 1);
+
+	for (size_t i = 0; s && i < n; i++)
+		memcpy(s + 3 * i, "../", 3);
+	if (s)
+		s[3 * n] = '\0';
+	return s;
+}
+
+static int put(const char *dir, const char *name, const char *text)
+{
+	char *path = text ? util_path_join(dir, name) : NULL;
+	int rc = path ? util_write_file(path, text, strlen(text), 0644) : -ENOMEM;
+
+	free(path);
+	return rc;
+}
+
+/* The index of s's tree at gd/index, stat data as the view (based at base_time) reports. */
+static int sub_index(const char *store, const char *gd, const struct fs_submodule *s,
+		     int64_t base_time)
+{
+	char *path = util_path_join(gd, "index");
+	git_repository *repo = NULL;
+	git_commit *commit = NULL;
+	git_tree *tree = NULL;
+	git_index *idx = NULL;
+	git_odb *odb = NULL;
+	git_oid id;
+	int rc = -EIO;
+
+	if (!path)
+		return -ENOMEM;
+	if (git_oid_fromstr(&id, s->commit) < 0 || git_repository_open_bare(&repo, store) < 0 ||
+	    git_commit_lookup(&commit, repo, &id) < 0 || git_commit_tree(&tree, commit) < 0 ||
+	    git_repository_odb(&odb, repo) < 0 || git_index_open(&idx, path) < 0 ||
+	    git_index_read_tree(idx, tree) < 0) {
+		rc = util_err(-EIO, "submodule %s: cannot build its index: %s", s->path,
+			      git_error_last() ? git_error_last()->message : "?");
+		goto out;
+	}
+	rc = core_index_fill_stat(idx, odb, base_time);
+	if (rc == 0 && git_index_write(idx) < 0)
+		rc = util_err(-EIO, "submodule %s: cannot write its index: %s", s->path,
+			      git_error_last()->message);
+	if (rc == 0)
+		rc = core_index_not_racy(path, base_time);
+out:
+	git_index_free(idx);
+	git_odb_free(odb);
+	git_tree_free(tree);
+	git_commit_free(commit);
+	git_repository_free(repo);
+	free(path);
+	return rc;
+}
+
+/* One submodule's gitdir in the workspace gitdir wsgit. */
+static int sub_write(struct core_project *p, const char *wsgit, const struct fs_submodule *s,
+		     int64_t base_time)
+{
+	static const char *const dirs[] = {"objects/info", "objects/pack", "refs/heads",
+					   "refs/tags", "info"};
+	char *gd = util_path_join(wsgit, s->gitdir);
+	char *store = util_path_join(p->commondir, s->gitdir);
+	char *head = util_asprintf("%s\n", s->commit);
+	char *alt = store ? util_asprintf("%s/objects\n", store) : NULL;
+	char *config = NULL, *up = NULL;
+	size_t depth = 1; /* ".git" */
+	int rc = gd && store && head && alt ? 0 : -ENOMEM;
+
+	/* core.worktree from gd: up over ".git/<gitdir>", down to the path. */
+	for (const char *c = s->gitdir; c && *c; c++)
+		depth += *c == '/';
+	depth++;
+	if (rc == 0 && (!(up = ups(depth)) || !(config = util_asprintf(sub_config, up, s->path))))
+		rc = -ENOMEM;
+	for (size_t i = 0; i < ARB_ARRAY_LEN(dirs) && rc == 0; i++) {
+		char *d = util_path_join(gd, dirs[i]);
+
+		rc = d ? util_mkdir_p(d, 0755) : -ENOMEM;
+		free(d);
+	}
+	if (rc == 0)
+		rc = put(gd, "HEAD", head);
+	if (rc == 0)
+		rc = put(gd, "config", config);
+	if (rc == 0)
+		rc = put(gd, "objects/info/alternates", alt);
+	if (rc == 0)
+		rc = put(gd, "description", "arborinth workspace submodule\n");
+	if (rc == 0)
+		rc = sub_index(store, gd, s, base_time);
+	if (rc == -ENOMEM)
+		rc = util_err(rc, "out of memory");
+	else if (rc < 0 && rc != -EIO)
+		rc = util_err(rc, "submodule %s: cannot write %s: %s", s->path, gd ? gd : "",
+			      strerror(-rc));
+	free(gd);
+	free(store);
+	free(head);
+	free(alt);
+	free(config);
+	free(up);
+	return rc;
+}
+
+/*
+ * `submodule.NAME.active = true` in the config of the repository holding s (the workspace's,
+ * or its parent submodule's gitdir, written before it): git counts a submodule as initialised
+ * (`git submodule status` without '-') when active. No url: the box fetches nothing.
+ */
+static int mark_active(const char *wsgit, const struct fs_submodule *s)
+{
+	size_t plen = strlen(s->gitdir) - strlen("modules/") - strlen(s->name);
+	char *cfg = util_asprintf("%s/%.*sconfig", wsgit, (int)plen, s->gitdir);
+	char *text = malloc(2 * strlen(s->name) + 40), *o = text;
+	int fd = -1, rc = cfg && text ? 0 : -ENOMEM;
+
+	if (rc == 0) {
+		o += snprintf(o, 20, "[submodule \"");
+		for (const char *c = s->name; *c; c++) {
+			if (*c == '"' || *c == '\\')
+				*o++ = '\\';
+			*o++ = *c;
+		}
+		snprintf(o, 20, "\"]\n\tactive = true\n");
+		fd = open(cfg, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+		rc = fd < 0 ? util_err(-errno, "cannot write %s: %s", cfg, strerror(errno))
+			    : util_write_all(fd, text, strlen(text));
+	}
+	if (fd >= 0)
+		close(fd);
+	free(cfg);
+	free(text);
+	return rc;
+}
+
+int core_submodules_write(struct core_project *p, const char *gitdir, const git_oid *base)
+{
+	char hex[GIT_OID_HEXSZ + 1];
+	struct fs_submodule *v = NULL;
+	git_commit *commit = NULL;
+	size_t n = 0;
+	int rc;
+
+	git_oid_tostr(hex, sizeof(hex), base);
+	rc = core_submodules(p, hex, &v, &n);
+	if (rc < 0 || n == 0)
+		goto out;
+	if (git_commit_lookup(&commit, core_project_repo(p), base) < 0) {
+		rc = util_err(-EIO, "cannot read commit %s: %s", hex, git_error_last()->message);
+		goto out;
+	}
+	for (size_t i = 0; i < n && rc == 0; i++)
+		if (v[i].state == FS_SUBMODULE_PRESENT) {
+			rc = sub_write(p, gitdir, &v[i], git_commit_committer(commit)->when.time);
+			rc = rc ?: mark_active(gitdir, &v[i]);
+		}
+out:
+	git_commit_free(commit);
+	fs_submodules_free(v, n);
+	return rc;
+}
+
+int core_submodule_binds(struct core_project *p, const char *base_hex, char ***src, char ***dest,
+			 size_t *n)
+{
+	struct fs_submodule *v = NULL;
+	size_t nv = 0, k = 0;
+	int rc;
+
+	*src = *dest = NULL;
+	*n = 0;
+	rc = core_submodules(p, base_hex, &v, &nv);
+	if (rc < 0 || nv == 0)
+		goto out;
+	*src = calloc(nv, sizeof(char *));
+	*dest = calloc(nv, sizeof(char *));
+	if (!*src || !*dest)
+		rc = util_err(-ENOMEM, "out of memory");
+	for (size_t i = 0; i < nv && rc == 0; i++) {
+		if (v[i].state != FS_SUBMODULE_PRESENT)
+			continue;
+		rc = core_objects_view_sub(p, v[i].gitdir, v[i].commit, &(*src)[k]);
+		if (rc == 0 &&
+		    !((*dest)[k++] = util_asprintf("%s/%s/objects", p->commondir, v[i].gitdir)))
+			rc = util_err(-ENOMEM, "out of memory");
+	}
+	*n = k;
+	if (rc < 0) {
+		for (size_t i = 0; i < nv && *src && *dest; i++) {
+			free((*src)[i]);
+			free((*dest)[i]);
+		}
+		free(*src);
+		free(*dest);
+		*src = *dest = NULL;
+		*n = 0;
+	}
+out:
+	fs_submodules_free(v, nv);
+	return rc;
+}
