@@ -93,6 +93,13 @@ scenario() {
 		'git -C lib1 -c user.email=a@b -c user.name=agent commit -qam "agent edit" &&
 		 git -C lib1 log -1 --format=%s && git -C lib1 status --porcelain && git status --porcelain'
 	expect_eq "$(printf 'agent edit\n M lib1')" "$OUT" "commit inside the submodule"
+	# A checkpoint keeps the gitlink: the submodule's files are its own repository's to commit.
+	expect_status 0 "checkpoint" -- "$ARB" --workdir "$R/super" checkpoint w
+	expect_status 0 "diff" -- "$ARB" --workdir "$R/super" diff w
+	case "$OUT" in
+	*"160000"* | *"lib1/file1"*) fail "the checkpoint replaced the gitlink lib1: $OUT" ;;
+	*) pass ;;
+	esac
 	# Objects: the box sees what the recorded commit reaches, not the rest of the store.
 	git --git-dir="$R/super/.git/modules/lib1" cat-file -e "$hidden" && pass ||
 		fail "control: the origin's store of lib1 has the unreachable object"
