@@ -6,12 +6,14 @@
  * handles, so trees and blobs of either are found by id (the blob cache is keyed by id too).
  * Its root also shows a `.git` file the daemon makes up, read-only, naming the submodule's
  * gitdir inside the workspace's (core/submodules.c makes it at create): `gitdir:
- * ../.git/modules/NAME`, relative, as git writes it. Hosts never see it (fs/hostgit.c hides
+ * ../.git/modules/NAME`, relative, as git writes it (a workspace whose gitdir has none, made
+ * before this, sees an empty directory as it did). Hosts never see it (fs/hostgit.c hides
  * `.git` below the root), so git on the host finds no submodule to run anything of.
  */
 #include "fs/fs_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +53,22 @@ int fs_lower_subs_init(struct fs *fs)
 {
 	int rc = fs_submodules_find(fs->repo_path, fs->cfg->base, &fs->subs, &fs->nsubs);
 
+	/*
+	 * A workspace made before submodules were shown has no gitdir for them: it keeps seeing
+	 * empty directories (a `.git` naming nothing would break git in it). Only a stat.
+	 */
+	for (size_t i = 0; rc == 0 && i < fs->nsubs; i++) {
+		struct fs_submodule *s = &fs->subs[i];
+		char *head =
+		    s->state == FS_SUBMODULE_PRESENT ? util_asprintf("%s/HEAD", s->gitdir) : NULL;
+		struct stat st;
+
+		if (s->state == FS_SUBMODULE_PRESENT && !head)
+			rc = -ENOMEM;
+		else if (head && fstatat(fs->gitdir_fd, head, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			s->state = FS_SUBMODULE_ABSENT;
+		free(head);
+	}
 	return rc < 0 ? rc : fs_lower_subs_attach(fs, fs->repo);
 }
 

@@ -107,6 +107,17 @@ scenario() {
 		git -C lib1 cat-file -e "$hidden"
 	expect_status 0 "box: reachable object" -- "$ARB" --workdir "$R/super" shell w -- \
 		git -C lib1 cat-file -e "$lib1:file1"
+	# A workspace made before submodules were shown (no gitdir for them) keeps empty ones.
+	expect_status 0 "create w2" -- "$ARB" --workdir "$R/super" workspace create w2
+	local info
+	info=$("$ARB" --workdir "$R/super" workspace info w2 --json)
+	expect_status 0 "unmount w2" -- "$ARB" --workdir "$R/super" workspace unmount w2
+	rm -rf "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["root"])' "$info")/git/modules"
+	expect_status 0 "mount w2" -- "$ARB" --workdir "$R/super" workspace mount w2
+	V=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["workdir"])' "$info")
+	expect_eq "" "$(ls -A "$V/lib1")" "an older workspace's lib1 stays empty"
+	expect_status 0 "box: status w2" -- "$ARB" --workdir "$R/super" shell w2 -- git status --porcelain
+	expect_eq "" "$OUT" "and git status is clean in it"
 }
 
 if [ "${1:-}" = --inner ]; then
