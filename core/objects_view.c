@@ -509,8 +509,8 @@ int core_objects_view(struct core_project *p, const char *base_hex, char **out)
 
 /*
  * A submodule's (core/submodules.c): from the origin's store of it, <commondir>/<gitdir>,
- * into objects-view/modules/<commit>, which the main stores' listing passes over. Not pruned
- * on delete: which workspaces use one is known only from their bases' trees.
+ * into objects-view/modules/<commit>, which the main stores' listing passes over; pruned
+ * (prune_subs) when no workspace's base shows that submodule commit.
  */
 int core_objects_view_sub(struct core_project *p, const char *gitdir, const char *commit_hex,
 			  char **out)
@@ -552,6 +552,76 @@ static void drop_leftovers(const char *dir)
 		closedir(d);
 }
 
+/*
+ * The commits of the submodules the workspaces' bases show, each as "\nHEX\n" in the result
+ * (caller frees); NULL when that cannot be known (then no submodule store is removed).
+ */
+static char *subs_in_use(struct core_project *p, sqlite3 *db)
+{
+	sqlite3_stmt *st = NULL;
+	char *all = strdup("\n");
+	int step = SQLITE_ERROR;
+
+	if (!all || sqlite3_prepare_v2(db, "SELECT DISTINCT base_commit FROM workspaces", -1, &st,
+				       NULL) != SQLITE_OK) {
+		free(all);
+		return NULL;
+	}
+	while (all && (step = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *base = (const char *)sqlite3_column_text(st, 0);
+		struct fs_submodule *v = NULL;
+		size_t n = 0;
+
+		if (!base || core_submodules(p, base, &v, &n) < 0) {
+			free(all);
+			all = NULL;
+		}
+		for (size_t i = 0; all && i < n; i++) {
+			char *more;
+
+			if (v[i].state != FS_SUBMODULE_PRESENT)
+				continue;
+			more = util_asprintf("%s%s\n", all, v[i].commit);
+			free(all);
+			all = more;
+		}
+		fs_submodules_free(v, n);
+	}
+	sqlite3_finalize(st);
+	if (all && step != SQLITE_DONE) {
+		free(all);
+		all = NULL;
+	}
+	return all;
+}
+
+/* Submodule stores (objects-view/modules/) no workspace's base shows any more. */
+static void prune_subs(struct core_project *p, sqlite3 *db, const char *dir)
+{
+	char *sub = util_path_join(dir, "modules"), *used = NULL;
+	struct store_ent *v = NULL;
+	size_t n = 0;
+
+	if (!sub || stores_list(sub, &v, &n) < 0 || n == 0 || !(used = subs_in_use(p, db)))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		char key[GIT_OID_HEXSZ + 3];
+		char *path = util_path_join(sub, v[i].hex);
+		char *trash = util_asprintf("%s/.del-%s.%d", sub, v[i].hex, (int)getpid());
+
+		snprintf(key, sizeof(key), "\n%s\n", v[i].hex);
+		if (path && trash && !strstr(used, key) && rename(path, trash) == 0)
+			(void)util_rm_rf(trash);
+		free(path);
+		free(trash);
+	}
+	drop_leftovers(sub);
+out:
+	free(used);
+	free(v);
+	free(sub);
+}
+
 void core_objects_view_prune(struct core_project *p, sqlite3 *db)
 {
 	char *dir = util_path_join(p->state_dir, VIEW_DIR);
@@ -572,6 +642,7 @@ void core_objects_view_prune(struct core_project *p, sqlite3 *db)
 		free(trash);
 	}
 	drop_leftovers(dir);
+	prune_subs(p, db, dir);
 out:
 	free(v);
 	free(dir);

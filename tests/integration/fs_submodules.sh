@@ -118,6 +118,15 @@ scenario() {
 	expect_eq "" "$(ls -A "$V/lib1")" "an older workspace's lib1 stays empty"
 	expect_status 0 "box: status w2" -- "$ARB" --workdir "$R/super" shell w2 -- git status --porcelain
 	expect_eq "" "$OUT" "and git status is clean in it"
+	# The boxes' submodule stores go with the last workspace that shows them.
+	local state
+	state=$("$ARB" --workdir "$R/super" project info --json |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["state_dir"])')
+	expect_eq 3 "$(ls "$state/objects-view/modules" | grep -c .)" "stores of lib1, nest, evilctl"
+	expect_status 0 "delete w" -- "$ARB" --workdir "$R/super" workspace delete w
+	expect_eq 3 "$(ls "$state/objects-view/modules" | grep -c .)" "kept while w2 shows them"
+	expect_status 0 "delete w2" -- "$ARB" --workdir "$R/super" workspace delete w2
+	expect_eq 0 "$(ls "$state/objects-view/modules" | grep -c .)" "removed with the last"
 }
 
 if [ "${1:-}" = --inner ]; then
