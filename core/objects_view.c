@@ -595,14 +595,39 @@ static char *subs_in_use(struct core_project *p, sqlite3 *db)
 	return all;
 }
 
+/* Submodule indexes (core/submodules.c: index-cache/modules/<commit>-<time>) not in used. */
+static void prune_sub_indexes(struct core_project *p, const char *used)
+{
+	char *path = util_asprintf("%s/index-cache/modules", p->state_dir);
+	DIR *d = path ? opendir(path) : NULL;
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		char key[GIT_OID_HEXSZ + 3];
+
+		if (strlen(e->d_name) <= GIT_OID_HEXSZ + 1 || e->d_name[GIT_OID_HEXSZ] != '-' ||
+		    strspn(e->d_name, "0123456789abcdef") != GIT_OID_HEXSZ)
+			continue;
+		snprintf(key, sizeof(key), "\n%.40s\n", e->d_name);
+		if (!strstr(used, key))
+			(void)unlinkat(dirfd(d), e->d_name, 0);
+	}
+	if (d)
+		closedir(d);
+	free(path);
+}
+
 /* Submodule stores (objects-view/modules/) no workspace's base shows any more. */
 static void prune_subs(struct core_project *p, sqlite3 *db, const char *dir)
 {
 	char *sub = util_path_join(dir, "modules"), *used = NULL;
+	char *idx = util_asprintf("%s/index-cache/modules", p->state_dir);
 	struct store_ent *v = NULL;
 	size_t n = 0;
 
-	if (!sub || stores_list(sub, &v, &n) < 0 || n == 0 || !(used = subs_in_use(p, db)))
+	/* Nothing to look for (most repositories): no submodule's tree is read. */
+	if (!sub || !idx || stores_list(sub, &v, &n) < 0 || (n == 0 && access(idx, F_OK) < 0) ||
+	    !(used = subs_in_use(p, db)))
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		char key[GIT_OID_HEXSZ + 3];
@@ -616,7 +641,9 @@ static void prune_subs(struct core_project *p, sqlite3 *db, const char *dir)
 		free(trash);
 	}
 	drop_leftovers(sub);
+	prune_sub_indexes(p, used);
 out:
+	free(idx);
 	free(used);
 	free(v);
 	free(sub);

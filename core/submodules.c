@@ -57,11 +57,36 @@ static int put(const char *dir, const char *name, const char *text)
 	return rc;
 }
 
+/*
+ * An index depends on the submodule's commit and the base's time only: workspaces share a
+ * host-side copy in index-cache/modules/<commit>-<time> (copied, not linked: the daemon
+ * unshares only the workspace's own index before a write). Pruned with the objects views.
+ */
+static char *index_cached(struct core_project *p, const struct fs_submodule *s, int64_t base_time)
+{
+	return util_asprintf("%s/index-cache/modules/%s-%lld", p->state_dir, s->commit,
+			     (long long)base_time);
+}
+
+/* from into to (a new file, written whole): 0, or -errno. */
+static int copy_whole(const char *from, const char *to)
+{
+	char *data = NULL;
+	size_t len = 0;
+	int rc = util_read_file(from, &data, &len);
+
+	if (rc == 0)
+		rc = util_write_file(to, data, len, 0644);
+	free(data);
+	return rc;
+}
+
 /* The index of s's tree at gd/index, stat data as the view (based at base_time) reports. */
-static int sub_index(const char *store, const char *gd, const struct fs_submodule *s,
-		     int64_t base_time)
+static int sub_index(struct core_project *p, const char *store, const char *gd,
+		     const struct fs_submodule *s, int64_t base_time)
 {
 	char *path = util_path_join(gd, "index");
+	char *cached = index_cached(p, s, base_time);
 	git_repository *repo = NULL;
 	git_commit *commit = NULL;
 	git_tree *tree = NULL;
@@ -70,8 +95,14 @@ static int sub_index(const char *store, const char *gd, const struct fs_submodul
 	git_oid id;
 	int rc = -EIO;
 
-	if (!path)
-		return -ENOMEM;
+	if (!path || !cached) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (copy_whole(cached, path) == 0) {
+		rc = core_index_not_racy(path, base_time);
+		goto out;
+	}
 	if (git_oid_fromstr(&id, s->commit) < 0 || git_repository_open_bare(&repo, store) < 0 ||
 	    git_commit_lookup(&commit, repo, &id) < 0 || git_commit_tree(&tree, commit) < 0 ||
 	    git_repository_odb(&odb, repo) < 0 || git_index_open(&idx, path) < 0 ||
@@ -86,6 +117,14 @@ static int sub_index(const char *store, const char *gd, const struct fs_submodul
 			      git_error_last()->message);
 	if (rc == 0)
 		rc = core_index_not_racy(path, base_time);
+	/* Published for the next workspace; a failure here only costs that reuse. */
+	if (rc == 0) {
+		char *dir = util_asprintf("%s/index-cache/modules", p->state_dir);
+
+		if (dir && util_mkdir_p(dir, 0755) == 0)
+			(void)copy_whole(path, cached);
+		free(dir);
+	}
 out:
 	git_index_free(idx);
 	git_odb_free(odb);
@@ -93,6 +132,7 @@ out:
 	git_commit_free(commit);
 	git_repository_free(repo);
 	free(path);
+	free(cached);
 	return rc;
 }
 
@@ -131,7 +171,7 @@ static int sub_write(struct core_project *p, const char *wsgit, const struct fs_
 	if (rc == 0)
 		rc = put(gd, "description", "arborinth workspace submodule\n");
 	if (rc == 0)
-		rc = sub_index(store, gd, s, base_time);
+		rc = sub_index(p, store, gd, s, base_time);
 	if (rc == -ENOMEM)
 		rc = util_err(rc, "out of memory");
 	else if (rc < 0 && rc != -EIO)

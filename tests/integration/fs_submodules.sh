@@ -111,6 +111,10 @@ scenario() {
 	expect_status 0 "create w2" -- "$ARB" --workdir "$R/super" workspace create w2
 	local info
 	info=$("$ARB" --workdir "$R/super" workspace info w2 --json)
+	# (its submodule indexes came from the cache w filled: as clean)
+	expect_status 0 "box: w2 status" -- "$ARB" --workdir "$R/super" shell w2 -- sh -c \
+		'git status --porcelain; git -C lib1/nest status --porcelain; cat lib1/nest/nfile'
+	expect_eq "nested content" "$OUT" "a second workspace of the base: clean, from the cache"
 	expect_status 0 "unmount w2" -- "$ARB" --workdir "$R/super" workspace unmount w2
 	rm -rf "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["root"])' "$info")/git/modules"
 	expect_status 0 "mount w2" -- "$ARB" --workdir "$R/super" workspace mount w2
@@ -123,10 +127,12 @@ scenario() {
 	state=$("$ARB" --workdir "$R/super" project info --json |
 		python3 -c 'import json,sys; print(json.load(sys.stdin)["state_dir"])')
 	expect_eq 3 "$(ls "$state/objects-view/modules" | grep -c .)" "stores of lib1, nest, evilctl"
+	expect_eq 3 "$(ls "$state/index-cache/modules" | grep -c .)" "indexes of lib1, nest, evilctl"
 	expect_status 0 "delete w" -- "$ARB" --workdir "$R/super" workspace delete w
 	expect_eq 3 "$(ls "$state/objects-view/modules" | grep -c .)" "kept while w2 shows them"
 	expect_status 0 "delete w2" -- "$ARB" --workdir "$R/super" workspace delete w2
 	expect_eq 0 "$(ls "$state/objects-view/modules" | grep -c .)" "removed with the last"
+	expect_eq 0 "$(ls "$state/index-cache/modules" | grep -c .)" "their indexes too"
 }
 
 if [ "${1:-}" = --inner ]; then
