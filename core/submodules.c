@@ -68,7 +68,27 @@ static char *index_cached(struct core_project *p, const struct fs_submodule *s, 
 			     (long long)base_time);
 }
 
-/* from into to (a new file, written whole): 0, or -errno. */
+/*
+ * The cached index from into to, a new file of the staging gitdir (no fsync: create's
+ * rename publishes the workspace). 0, or -errno.
+ */
+static int copy_cached(const char *from, const char *to)
+{
+	int src = open(from, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), dst = -1, rc;
+
+	if (src < 0)
+		return -errno;
+	dst = open(to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	rc = dst < 0 ? -errno : util_copy_fd(dst, src);
+	if (dst >= 0 && close(dst) < 0 && rc == 0)
+		rc = -errno;
+	if (rc < 0 && dst >= 0)
+		unlink(to);
+	close(src);
+	return rc;
+}
+
+/* from into to, atomically (a temporary file renamed over): 0, or -errno. */
 static int copy_whole(const char *from, const char *to)
 {
 	char *data = NULL;
@@ -99,7 +119,7 @@ static int sub_index(struct core_project *p, const char *store, const char *gd,
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (copy_whole(cached, path) == 0) {
+	if (copy_cached(cached, path) == 0) {
 		rc = core_index_not_racy(path, base_time);
 		goto out;
 	}
