@@ -140,5 +140,13 @@ int core_index_fill_stat(git_index *idx, git_odb *odb, int64_t when) ARB_MUST_CH
 int core_index_not_racy(const char *path, int64_t base_time) ARB_MUST_CHECK;
 int core_submodules_write(struct core_project *p, const char *gitdir,
 			  const git_oid *base) ARB_MUST_CHECK;
+/*
+ * rewind: checkpoints keep a submodule's gitlink (its files are its own repository's), so a
+ * rewind to a tree that records the same commit leaves its files as they are: the layer
+ * directory of each top-level one moves from the replaced layer `from` to `to` (the view
+ * unmounted). Names are the box's: opened beneath, no link followed. -errno, message.
+ */
+int core_submodules_carry(struct core_project *p, const struct core_ws *ws, const char *from,
+			  const char *to, git_repository *repo, const git_oid *tree) ARB_MUST_CHECK;
 
 #endif

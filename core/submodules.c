@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fs/fs.h"
@@ -301,5 +302,106 @@ int core_submodule_binds(struct core_project *p, const char *base_hex, char ***s
 	}
 out:
 	fs_submodules_free(v, nv);
+	return rc;
+}
+
+/*
+ * Opens the directory of path (its components but the last, each one the box could have
+ * made: no symlink followed, names checked) beneath dir; made when mkdirs. Last name: *last.
+ */
+static int parent_beneath(int dir, char *path, bool mkdirs, int *out, const char **last)
+{
+	int fd = dup(dir);
+	char *c = path, *slash;
+
+	for (; fd >= 0 && (slash = strchr(c, '/')); c = slash + 1) {
+		int next;
+
+		*slash = '\0';
+		if (mkdirs && mkdirat(fd, c, 0755) < 0 && errno != EEXIST)
+			next = -1;
+		else
+			next = core_open_read_beneath(fd, c, true);
+		*slash = '/';
+		close(fd);
+		fd = next;
+	}
+	if (fd < 0)
+		return -errno;
+	*out = fd;
+	*last = c;
+	return 0;
+}
+
+/* One submodule's directory from layer `from` into layer `to`, when it is the base's still. */
+static int carry_one(int from, int to, const struct fs_submodule *s)
+{
+	char *pf = strdup(s->path), *pt = strdup(s->path), hex[GIT_OID_HEXSZ + 1];
+	const char *lf = NULL, *lt = NULL;
+	int df = -1, dt = -1, sub = -1, rc = pf && pt ? 0 : -ENOMEM;
+	struct stat st;
+
+	rc = rc ?: parent_beneath(from, pf, false, &df, &lf);
+	if (rc == -ENOENT || rc == -ENOTDIR || rc == -ELOOP)
+		rc = 0; /* the box changed no file of it (or replaced a parent): nothing to carry */
+	else if (rc == 0 && core_entry_name_ok(lf, strlen(lf)) &&
+		 fstatat(df, lf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+		 (sub = core_open_read_beneath(df, lf, true)) >= 0 &&
+		 fs_layer_dir_lower_fd(sub, hex) == FS_LAYER_LOWER_SAME) {
+		rc = parent_beneath(to, pt, true, &dt, &lt);
+		if (rc == 0 && renameat2(df, lf, dt, lt, RENAME_NOREPLACE) < 0)
+			rc = -errno;
+	}
+	if (sub >= 0)
+		close(sub);
+	if (df >= 0)
+		close(df);
+	if (dt >= 0)
+		close(dt);
+	free(pf);
+	free(pt);
+	return rc;
+}
+
+int core_submodules_carry(struct core_project *p, const struct core_ws *ws, const char *from,
+			  const char *to, git_repository *repo, const git_oid *tree)
+{
+	struct fs_submodule *v = NULL;
+	git_tree *t = NULL;
+	size_t n = 0;
+	int f = -1, d = -1;
+	int rc = core_submodules(p, ws->base_commit, &v, &n);
+
+	if (rc < 0 || n == 0)
+		goto out;
+	f = open(from, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	d = open(to, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (f < 0 || d < 0 || git_tree_lookup(&t, repo, tree) < 0) {
+		rc = util_err(-EIO, "rewind: submodules: %s",
+			      f < 0 || d < 0 ? strerror(errno) : git_error_last()->message);
+		goto out;
+	}
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		git_tree_entry *e = NULL;
+		char hex[GIT_OID_HEXSZ + 1] = "";
+
+		/* Top-level ones (theirs move with them), where the target has the same gitlink. */
+		if (v[i].depth || v[i].state != FS_SUBMODULE_PRESENT ||
+		    git_tree_entry_bypath(&e, t, v[i].path) < 0)
+			continue;
+		if (git_tree_entry_filemode(e) == GIT_FILEMODE_COMMIT)
+			git_oid_tostr(hex, sizeof(hex), git_tree_entry_id(e));
+		git_tree_entry_free(e);
+		if (!strcmp(hex, v[i].commit) && (rc = carry_one(f, d, &v[i])) < 0)
+			rc = util_err(rc, "rewind: cannot carry the files of submodule %s over: %s",
+				      v[i].path, strerror(-rc));
+	}
+out:
+	git_tree_free(t);
+	if (f >= 0)
+		close(f);
+	if (d >= 0)
+		close(d);
+	fs_submodules_free(v, n);
 	return rc;
 }

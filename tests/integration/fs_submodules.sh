@@ -100,6 +100,18 @@ scenario() {
 	*"160000"* | *"lib1/file1"*) fail "the checkpoint replaced the gitlink lib1: $OUT" ;;
 	*) pass ;;
 	esac
+	# So a rewind gives the superproject back and leaves the submodule's files as they are.
+	local ck
+	ck=$("$ARB" --workdir "$R/super" checkpoint w | sed -n 's/^checkpoint \([0-9]*\) of.*/\1/p')
+	expect_status 0 "box: edit top" -- "$ARB" --workdir "$R/super" shell w -- sh -c \
+		'echo changed >top.txt && echo again >>lib1/file1'
+	expect_status 0 "rewind" -- "$ARB" --workdir "$R/super" rewind w --to "$ck"
+	expect_eq "top" "$(cat "$V/top.txt")" "rewind gave top.txt back"
+	expect_eq "$(printf 'lib1 content\nmore\nagain')" "$(cat "$V/lib1/file1")" \
+		"and left the submodule's files as they were"
+	expect_status 0 "box: status after rewind" -- "$ARB" --workdir "$R/super" shell w -- \
+		git -C lib1 status --porcelain
+	expect_eq " M file1" "$OUT" "the submodule still sees its edit"
 	# Objects: the box sees what the recorded commit reaches, not the rest of the store.
 	git --git-dir="$R/super/.git/modules/lib1" cat-file -e "$hidden" && pass ||
 		fail "control: the origin's store of lib1 has the unreachable object"
