@@ -124,5 +124,14 @@ extern const char cmd_doctor_usage[];
 int cmd_doctor(struct cli_global *g, int argc, char **argv);
 extern const char cmd_box_init_usage[];
 int cmd_box_init(struct cli_global *g, int argc, char **argv);
+/*
+ * A workspace's submodules (cli/ws_submodules.c): create's lines on stderr for those the view
+ * shows empty; `workspace info`'s lines, and its JSON array (NULL when there is none).
+ */
+struct arb_project;
+struct arb_workspace;
+void cli_ws_submodules_note(struct arb_project *p, const struct arb_workspace *ws);
+void cli_ws_submodules_print(struct arb_project *p, const struct arb_workspace *ws);
+json_t *cli_ws_submodules_json(struct arb_project *p, const struct arb_workspace *ws);
 
 #endif

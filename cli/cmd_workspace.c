@@ -229,6 +229,8 @@ static int ws_create(struct cli_global *g, int argc, char **argv)
 		status =
 		    printf("created workspace %s at %.12s\n  workdir: %s\n", arb_workspace_name(ws),
 			   arb_workspace_base_commit(ws), cli_q(arb_workspace_workdir(ws))) < 0;
+	if (rc == 0)
+		cli_ws_submodules_note(p, ws);
 	arb_workspace_free(ws);
 	arb_project_free(p);
 	return status;
@@ -289,9 +291,16 @@ static int ws_info(struct cli_global *g, int argc, char **argv)
 		goto out;
 	}
 	if (json) {
-		status = cli_json_print(ws_json(ws));
+		json_t *o = ws_json(ws), *subs = cli_ws_submodules_json(p, ws);
+
+		if (o && subs)
+			json_object_set_new(o, "submodules", subs);
+		else
+			json_decref(subs);
+		status = cli_json_print(o);
 	} else {
 		ws_print(ws);
+		cli_ws_submodules_print(p, ws);
 		status = CLI_OK;
 	}
 out:

@@ -190,6 +190,7 @@ GIT_FWD(int, git_object_peel,
 	(git_object * *peeled, const git_object *object, git_object_t target_type),
 	(peeled, object, target_type))
 GIT_FWD(const char *, git_object_type2string, (git_object_t type), (type))
+GIT_FWD(int, git_odb_add_disk_alternate, (git_odb * odb, const char *path), (odb, path))
 GIT_FWD(int, git_odb_exists, (git_odb * db, const git_oid *id), (db, id))
 GIT_FREE(git_odb_free, (git_odb * db), db)
 GIT_FWD(int, git_odb_hash, (git_oid * out, const void *data, size_t len, git_object_t type),

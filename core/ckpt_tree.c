@@ -147,6 +147,14 @@ static const struct ent *lower_dir(const struct ents *low, const char *name, siz
 	return low->n ? bsearch(&key, low->v, low->n, sizeof(key), cmp_git) : NULL;
 }
 
+/* Whether the lower entries have a gitlink (a submodule) named name. */
+static bool lower_gitlink(const struct ents *low, const char *name, size_t nlen)
+{
+	struct ent key = {.name = name, .nlen = nlen, .mode = MODE_GITLINK};
+
+	return low->n && bsearch(&key, low->v, low->n, sizeof(key), cmp_git);
+}
+
 /*
  * The entries of layer directory dir (open, read here to its end) into out, by name; their
  * names point into *buf (caller frees). Leaves out ".", ".." and what git cannot hold by its
@@ -309,6 +317,14 @@ static int sub_dir(struct build *b, int dir, const struct ents *low, struct ent 
 		sl = &moved;
 		break;
 	case FS_LAYER_LOWER_SAME:
+		if (lower_gitlink(low, e->name, e->nlen)) {
+			/* A submodule's files in the view (core/submodules.c): what changes there
+			 * is its own repository's to commit; the gitlink stays as the base has it.
+			 */
+			close(sub);
+			e->vanished = true;
+			return 0;
+		}
 		l = lower_dir(low, e->name, e->nlen);
 		sl = l ? &l->id : NULL;
 		break;

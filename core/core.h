@@ -117,6 +117,22 @@ int core_ws_delete(struct core_project *p, const char *name) ARB_MUST_CHECK;
  */
 int core_objects_view(struct core_project *p, const char *base_hex, char **out) ARB_MUST_CHECK;
 /*
+ * Submodules (core/submodules.c). core_submodules: those of base_hex as the view shows them
+ * (fs_submodules_find on the origin; free with fs_submodules_free). core_objects_view_sub:
+ * the store a box is shown for a submodule the origin initialised, the same as
+ * core_objects_view's from its store <commondir>/<gitdir> (objects-view/modules/<commit>).
+ * core_submodule_binds: for each such submodule of base_hex, the store's path (*src) and
+ * where the box sees it (*dest, the origin's own store of it, where the workspace's
+ * submodule gitdirs' alternates point); both arrays of *n strings, free each and them.
+ */
+struct fs_submodule;
+int core_submodules(struct core_project *p, const char *base_hex, struct fs_submodule **out,
+		    size_t *n) ARB_MUST_CHECK;
+int core_objects_view_sub(struct core_project *p, const char *gitdir, const char *commit_hex,
+			  char **out) ARB_MUST_CHECK;
+int core_submodule_binds(struct core_project *p, const char *base_hex, char ***src, char ***dest,
+			 size_t *n) ARB_MUST_CHECK;
+/*
  * `workspace delete --purge`: deletes the workspace if it exists, then removes the audit
  * history of every workspace ever called name (two transactions: a failed purge leaves the
  * history, and running it again finishes). -ENOENT when there is neither.

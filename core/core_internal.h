@@ -129,4 +129,24 @@ int core_origin_remove(struct core_project *p, const char *name);
 int core_open_beneath(int dir, const char *name, int flags, mode_t mode);
 int core_open_read_beneath(int dir, const char *name, bool want_dir);
 
+/*
+ * core/gitdir.c, for core/submodules.c too: an index's stat data as a view based at `when`
+ * reports its files, and the index file dated after base_time (not "racily clean").
+ * core_submodules_write: in the workspace gitdir, the gitdir of each submodule of base the
+ * origin initialised (modules/NAME...): HEAD detached at the recorded commit, an index of its
+ * tree, objects through an alternate to the origin's store of it, core.worktree.
+ */
+int core_index_fill_stat(git_index *idx, git_odb *odb, int64_t when) ARB_MUST_CHECK;
+int core_index_not_racy(const char *path, int64_t base_time) ARB_MUST_CHECK;
+int core_submodules_write(struct core_project *p, const char *gitdir,
+			  const git_oid *base) ARB_MUST_CHECK;
+/*
+ * rewind: checkpoints keep a submodule's gitlink (its files are its own repository's), so a
+ * rewind to a tree that records the same commit leaves its files as they are: the layer
+ * directory of each top-level one moves from the replaced layer `from` to `to` (the view
+ * unmounted). Names are the box's: opened beneath, no link followed. -errno, message.
+ */
+int core_submodules_carry(struct core_project *p, const struct core_ws *ws, const char *from,
+			  const char *to, git_repository *repo, const git_oid *tree) ARB_MUST_CHECK;
+
 #endif

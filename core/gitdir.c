@@ -73,7 +73,7 @@ static int make_dirs(const char *gitdir)
  * lookup, and a git_index_add per entry (a search and a copy each) was most of the cost of
  * creating a workspace of a large tree.
  */
-static int index_fill_stat(git_index *idx, git_odb *odb, int64_t when)
+int core_index_fill_stat(git_index *idx, git_odb *odb, int64_t when)
 {
 	size_t n = git_index_entrycount(idx);
 
@@ -101,7 +101,7 @@ static int index_fill_stat(git_index *idx, git_odb *odb, int64_t when)
  * ("racily clean"). A base committed this very second would make every file racy, so the
  * index is dated at least one second after the base.
  */
-static int index_not_racy(const char *path, int64_t base_time)
+int core_index_not_racy(const char *path, int64_t base_time)
 {
 	struct timespec t[2];
 
@@ -173,14 +173,14 @@ static int build_index(struct core_project *p, const char *path, const git_oid *
 		rc = util_err(-EIO, "cannot build index: %s", git_error_last()->message);
 		goto out;
 	}
-	rc = index_fill_stat(idx, odb, git_commit_committer(commit)->when.time);
+	rc = core_index_fill_stat(idx, odb, git_commit_committer(commit)->when.time);
 	if (rc < 0)
 		goto out;
 	if (git_index_write(idx) < 0) {
 		rc = util_err(-EIO, "cannot write index: %s", git_error_last()->message);
 		goto out;
 	}
-	rc = index_not_racy(path, git_commit_committer(commit)->when.time);
+	rc = core_index_not_racy(path, git_commit_committer(commit)->when.time);
 out:
 	git_index_free(idx);
 	git_odb_free(odb);
@@ -220,6 +220,8 @@ int core_gitdir_write(struct core_project *p, const char *gitdir, const char *na
 		rc = write_text(gitdir, "description", "arborinth workspace\n");
 	if (rc == 0)
 		rc = write_index(p, gitdir, base);
+	if (rc == 0)
+		rc = core_submodules_write(p, gitdir, base);
 out:
 	free(head);
 	free(branch);

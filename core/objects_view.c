@@ -19,6 +19,7 @@
  * most often its descendant).
  */
 #include "core/ckpt_internal.h"
+#include "fs/fs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -377,9 +378,9 @@ static char *ancestor_store(git_repository *repo, const char *dir, const git_oid
 }
 
 /* Writes the store of base into tmp (an empty directory): -errno, message. */
-static int build_into(struct core_project *p, const char *dir, const char *tmp, const git_oid *base)
+static int build_into(git_repository *repo, const char *objects, const char *dir, const char *tmp,
+		      const git_oid *base)
 {
-	git_repository *repo = core_project_repo(p);
 	struct build b = {0};
 	char *prev = repo ? ancestor_store(repo, dir, base) : NULL;
 	int rc = repo ? 0 : -EIO, out = -1;
@@ -393,7 +394,7 @@ static int build_into(struct core_project *p, const char *dir, const char *tmp, 
 	rc = rc ?: ckpt_odb_open(tmp, &b.out);
 	if (rc == 0 && (out = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		rc = util_err(-errno, "cannot open %s: %s", tmp, strerror(errno));
-	rc = rc ?: core_objsrc_open(core_project_objects_dir(p), out, &b.src);
+	rc = rc ?: core_objsrc_open(objects, out, &b.src);
 	if (rc == 0 && push(&b, base, KIND_WALK) < 0)
 		rc = util_err(-ENOMEM, "out of memory");
 	while (rc == 0 && b.n) {
@@ -414,8 +415,38 @@ static int build_into(struct core_project *p, const char *dir, const char *tmp, 
 	return rc;
 }
 
-static int build(struct core_project *p, const char *dir, const char *final, const char *hex)
+/* The repository a store is built from: the origin's, or (sub) its store of a submodule. */
+static int source_open(struct core_project *p, const char *sub, git_repository **repo,
+		       char **objects)
 {
+	char *path = sub ? util_path_join(p->commondir, sub) : NULL;
+
+	*repo = NULL;
+	*objects = NULL;
+	if (!sub) {
+		*repo = core_project_repo(p);
+		*objects = strdup(core_project_objects_dir(p));
+		return *repo && *objects ? 0 : util_err(-EIO, "objects view: %s", util_err_msg());
+	}
+	if (!path || !(*objects = util_path_join(path, "objects"))) {
+		free(path);
+		return util_err(-ENOMEM, "out of memory");
+	}
+	if (git_repository_open_bare(repo, path) < 0) {
+		*repo = NULL;
+		free(path);
+		return util_err(-EIO, "submodule store: %s",
+				git_error_last() ? git_error_last()->message : "?");
+	}
+	free(path);
+	return 0;
+}
+
+static int build(struct core_project *p, const char *sub, const char *dir, const char *final,
+		 const char *hex)
+{
+	git_repository *repo = NULL;
+	char *objects = NULL;
 	char *tmp = util_asprintf("%s/.new-%s.XXXXXX", dir, hex);
 	git_oid base;
 	int rc = util_mkdir_p(dir, 0755);
@@ -428,8 +459,13 @@ static int build(struct core_project *p, const char *dir, const char *final, con
 		rc = util_err(-EINVAL, "objects view: bad commit id %s", hex);
 	if (rc == 0) {
 		core_git_ready();
-		rc = build_into(p, dir, tmp, &base);
+		rc = source_open(p, sub, &repo, &objects);
 	}
+	if (rc == 0)
+		rc = build_into(repo, objects, dir, tmp, &base);
+	if (sub)
+		git_repository_free(repo);
+	free(objects);
 	/* Published whole; a concurrent build of the same base that came first is as good. */
 	if (rc == 0) {
 		int r = util_rename_dir_noreplace(AT_FDCWD, tmp, AT_FDCWD, final);
@@ -443,9 +479,10 @@ static int build(struct core_project *p, const char *dir, const char *final, con
 	return rc;
 }
 
-int core_objects_view(struct core_project *p, const char *base_hex, char **out)
+/* The store of base_hex (of the origin, or of its submodule store sub) under dir (freed). */
+static int view_in(struct core_project *p, const char *sub, char *dir, const char *base_hex,
+		   char **out)
 {
-	char *dir = util_path_join(p->state_dir, VIEW_DIR);
 	char *final = dir && base_hex ? util_path_join(dir, base_hex) : NULL;
 	struct stat st;
 	int rc = 0;
@@ -458,7 +495,7 @@ int core_objects_view(struct core_project *p, const char *base_hex, char **out)
 	else if (!final)
 		rc = util_err(-ENOMEM, "out of memory");
 	else if (lstat(final, &st) < 0 || !S_ISDIR(st.st_mode))
-		rc = build(p, dir, final, base_hex);
+		rc = build(p, sub, dir, final, base_hex);
 	if (rc == 0 && out) {
 		*out = final;
 		final = NULL;
@@ -466,6 +503,25 @@ int core_objects_view(struct core_project *p, const char *base_hex, char **out)
 	free(final);
 	free(dir);
 	return rc;
+}
+
+int core_objects_view(struct core_project *p, const char *base_hex, char **out)
+{
+	return view_in(p, NULL, util_path_join(p->state_dir, VIEW_DIR), base_hex, out);
+}
+
+/*
+ * A submodule's (core/submodules.c): from the origin's store of it, <commondir>/<gitdir>,
+ * into objects-view/modules/<commit>, which the main stores' listing passes over; pruned
+ * (prune_subs) when no workspace's base shows that submodule commit.
+ */
+int core_objects_view_sub(struct core_project *p, const char *gitdir, const char *commit_hex,
+			  char **out)
+{
+	if (!fs_submodule_name_ok(gitdir))
+		return util_err(-EINVAL, "objects view: bad submodule store '%s'", gitdir);
+	return view_in(p, gitdir, util_asprintf("%s/%s/modules", p->state_dir, VIEW_DIR),
+		       commit_hex, out);
 }
 
 /* Whether some workspace of the database is based on hex. */
@@ -499,6 +555,103 @@ static void drop_leftovers(const char *dir)
 		closedir(d);
 }
 
+/*
+ * The commits of the submodules the workspaces' bases show, each as "\nHEX\n" in the result
+ * (caller frees); NULL when that cannot be known (then no submodule store is removed).
+ */
+static char *subs_in_use(struct core_project *p, sqlite3 *db)
+{
+	sqlite3_stmt *st = NULL;
+	char *all = strdup("\n");
+	int step = SQLITE_ERROR;
+
+	if (!all || sqlite3_prepare_v2(db, "SELECT DISTINCT base_commit FROM workspaces", -1, &st,
+				       NULL) != SQLITE_OK) {
+		free(all);
+		return NULL;
+	}
+	while (all && (step = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *base = (const char *)sqlite3_column_text(st, 0);
+		struct fs_submodule *v = NULL;
+		size_t n = 0;
+
+		if (!base || core_submodules(p, base, &v, &n) < 0) {
+			free(all);
+			all = NULL;
+		}
+		for (size_t i = 0; all && i < n; i++) {
+			char *more;
+
+			if (v[i].state != FS_SUBMODULE_PRESENT)
+				continue;
+			more = util_asprintf("%s%s\n", all, v[i].commit);
+			free(all);
+			all = more;
+		}
+		fs_submodules_free(v, n);
+	}
+	sqlite3_finalize(st);
+	if (all && step != SQLITE_DONE) {
+		free(all);
+		all = NULL;
+	}
+	return all;
+}
+
+/* Submodule indexes (core/submodules.c: index-cache/modules/<commit>-<time>) not in used. */
+static void prune_sub_indexes(struct core_project *p, const char *used)
+{
+	char *path = util_asprintf("%s/index-cache/modules", p->state_dir);
+	DIR *d = path ? opendir(path) : NULL;
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		char key[GIT_OID_HEXSZ + 3];
+
+		if (strlen(e->d_name) <= GIT_OID_HEXSZ + 1 || e->d_name[GIT_OID_HEXSZ] != '-' ||
+		    strspn(e->d_name, "0123456789abcdef") != GIT_OID_HEXSZ)
+			continue;
+		snprintf(key, sizeof(key), "\n%.40s\n", e->d_name);
+		if (!strstr(used, key))
+			(void)unlinkat(dirfd(d), e->d_name, 0);
+	}
+	if (d)
+		closedir(d);
+	free(path);
+}
+
+/* Submodule stores (objects-view/modules/) no workspace's base shows any more. */
+static void prune_subs(struct core_project *p, sqlite3 *db, const char *dir)
+{
+	char *sub = util_path_join(dir, "modules"), *used = NULL;
+	char *idx = util_asprintf("%s/index-cache/modules", p->state_dir);
+	struct store_ent *v = NULL;
+	size_t n = 0;
+
+	/* Nothing to look for (most repositories): no submodule's tree is read. */
+	if (!sub || !idx || stores_list(sub, &v, &n) < 0 || (n == 0 && access(idx, F_OK) < 0) ||
+	    !(used = subs_in_use(p, db)))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		char key[GIT_OID_HEXSZ + 3];
+		char *path = util_path_join(sub, v[i].hex);
+		char *trash = util_asprintf("%s/.del-%s.%d", sub, v[i].hex, (int)getpid());
+
+		snprintf(key, sizeof(key), "\n%s\n", v[i].hex);
+		if (path && trash && !strstr(used, key) && rename(path, trash) == 0)
+			(void)util_rm_rf(trash);
+		free(path);
+		free(trash);
+	}
+	drop_leftovers(sub);
+	prune_sub_indexes(p, used);
+out:
+	free(idx);
+	free(used);
+	free(v);
+	free(sub);
+}
+
 void core_objects_view_prune(struct core_project *p, sqlite3 *db)
 {
 	char *dir = util_path_join(p->state_dir, VIEW_DIR);
@@ -519,6 +672,7 @@ void core_objects_view_prune(struct core_project *p, sqlite3 *db)
 		free(trash);
 	}
 	drop_leftovers(dir);
+	prune_subs(p, db, dir);
 out:
 	free(v);
 	free(dir);

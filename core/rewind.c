@@ -287,6 +287,11 @@ int core_ws_rewind(struct core_project *p, struct core_ws *ws, const git_oid *tr
 			/* the old layer stays at layer.old.*; the message above says what failed */
 		}
 	}
+	/* After the swap: what cannot be carried stays in layer.old.*, which is then not swept. */
+	char carry_err[512] = "";
+
+	if (rc == 0 && core_submodules_carry(p, ws, old, ws->layer, repo, tree) < 0)
+		snprintf(carry_err, sizeof(carry_err), "%s", util_err_msg());
 	if (rc == 0) {
 		/* Hashes of the old layer's files are of no use any more. */
 		char *cache = util_path_join(ws->root, CKPT_CACHE_FILE);
@@ -299,7 +304,9 @@ int core_ws_rewind(struct core_project *p, struct core_ws *ws, const git_oid *tr
 	}
 	if (was_mounted && core_ws_mount(p, ws, shared) < 0 && rc == 0)
 		rc = -EIO; /* the mount's message stands */
-	if (rc == 0)
+	if (rc == 0 && carry_err[0])
+		rc = util_err(-EIO, "%s (they are in %s)", carry_err, old);
+	else if (rc == 0)
 		old_layers_sweep(ws->root); /* after the view is back */
 	git_repository_free(repo);
 	free(old);

@@ -156,6 +156,7 @@ static void fs_teardown(struct fs *fs)
 	fs_fsmon_free(fs);
 	fs_boxes_free(fs);
 	git_repository_free(fs->repo);
+	fs_lower_subs_free(fs);
 	free(fs->repo_path);
 	if (fs->layer_fd >= 0)
 		close(fs->layer_fd);

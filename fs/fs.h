@@ -146,6 +146,31 @@ struct fs_lower_stat {
 void fs_lower_stat_of(int64_t base_time, int64_t blob_size, struct fs_lower_stat *out);
 
 /*
+ * The submodules of a base commit (fs/submods.c): the gitlinks its .gitmodules names, and
+ * theirs when the origin has them, in .gitmodules order, a submodule before its own.
+ * PRESENT: the origin's <gitdir>/modules/... holds the recorded commit; the view shows its
+ * tree there, with a `.git` file naming `gitdir`. ABSENT: not initialised in the origin (an
+ * empty directory). REFUSED: a name that would leave modules/ (an empty directory; nothing
+ * read). fs_submodules_find: gitdir is the origin's git common dir; *out (caller frees with
+ * fs_submodules_free), *n. -errno with a message.
+ */
+#define FS_SUBMODULES_DEPTH 8
+enum fs_submodule_state { FS_SUBMODULE_PRESENT, FS_SUBMODULE_ABSENT, FS_SUBMODULE_REFUSED };
+struct fs_submodule {
+	char *path;   /* in the view: "lib/a", "lib/a/nested" */
+	char *name;   /* as .gitmodules names it */
+	char *gitdir; /* under the superproject's gitdir: "modules/a/modules/n"; NULL if refused */
+	char commit[41]; /* the commit the superproject records (hex) */
+	enum fs_submodule_state state;
+	int depth; /* 0: a submodule of the base itself */
+};
+int fs_submodules_find(const char *gitdir, const char *base_hex, struct fs_submodule **out,
+		       size_t *n) ARB_MUST_CHECK;
+void fs_submodules_free(struct fs_submodule *v, size_t n);
+/* A submodule name git would accept and that stays under modules/ (fs/submods.c). */
+bool fs_submodule_name_ok(const char *name);
+
+/*
  * git_libgit2_init() for arborinth's processes: the same, minus libssh2's OpenSSL set-up
  * (arborinth never uses libgit2's SSH transport). Pair with git_libgit2_shutdown().
  */

@@ -192,7 +192,9 @@ struct fs {
 	git_repository *repo; /* under lock */
 	char *repo_path;      /* for per-thread handles */
 	git_oid base;
-	int64_t base_time; /* committer time of the base commit */
+	int64_t base_time;	   /* committer time of the base commit */
+	struct fs_submodule *subs; /* lower_sub.c: the base's submodules (read-only once set) */
+	size_t nsubs;
 	uid_t uid;
 	gid_t gid;
 
@@ -333,6 +335,21 @@ int fs_hostgit_rename_check(struct fs *fs, struct fs_node *p, const char *name, 
 
 /* lower.c: the base tree. Require fs->lock. */
 int fs_lower_init(struct fs *fs) ARB_MUST_CHECK;
+
+/*
+ * lower_sub.c: submodules the origin initialised, shown at their gitlinks. subs_init finds
+ * them (fs->subs) and adds their stores to fs->repo; subs_attach adds them to another handle
+ * of the origin. sub_tree: dir->lower_tree for a gitlink directory (left NULL when the
+ * origin has not initialised it). sub_root: dir is a submodule's root in the view.
+ * sub_gitfile: 1 when dir is none, else its made-up read-only `.git` (a new node, 0) or
+ * -errno. All but subs_attach require fs->lock.
+ */
+int fs_lower_subs_init(struct fs *fs) ARB_MUST_CHECK;
+int fs_lower_subs_attach(struct fs *fs, git_repository *r) ARB_MUST_CHECK;
+void fs_lower_subs_free(struct fs *fs);
+int fs_lower_sub_tree(struct fs *fs, struct fs_node *dir) ARB_MUST_CHECK;
+bool fs_lower_sub_root(struct fs *fs, struct fs_node *dir);
+int fs_lower_sub_gitfile(struct fs *fs, struct fs_node *dir, struct fs_node **out) ARB_MUST_CHECK;
 
 /*
  * reconcile.c: before serving, when the last run of the daemon crashed, records every entry

@@ -41,9 +41,10 @@ static void dir_lower_from_upper(struct fs *fs, struct fs_node *parent, struct f
 		}
 	}
 	if (parent && fs_lower_child(fs, parent, n->name, &e) == 0 &&
-	    git_tree_entry_filemode(e) == GIT_FILEMODE_TREE) {
+	    (git_tree_entry_filemode(e) == GIT_FILEMODE_TREE ||
+	     git_tree_entry_filemode(e) == GIT_FILEMODE_COMMIT)) {
 		n->has_lower = true;
-		n->lower_mode = GIT_FILEMODE_TREE;
+		n->lower_mode = git_tree_entry_filemode(e);
 		git_oid_cpy(&n->lower_oid, git_tree_entry_id(e));
 	}
 }
@@ -102,6 +103,8 @@ int fs_lookup_child(struct fs *fs, struct fs_node *parent, const char *name, str
 		*out = n;
 		return 0;
 	}
+	if (!strcmp(name, ".git") && (rc = fs_lower_sub_gitfile(fs, parent, out)) <= 0)
+		return rc; /* a submodule's root: the daemon's .git file, whatever the layer has */
 	if (parent->fd >= 0) {
 		rc = fs_lookup_upper(fs, parent, name, out);
 		if (rc <= 0)
@@ -254,7 +257,7 @@ static int list_upper(struct fs *fs, struct fs_node *dir, struct dirlist *l)
 
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (dir == fs->root && !strcmp(de->d_name, ".git"))
+		if (!strcmp(de->d_name, ".git") && (dir == fs->root || fs_lower_sub_root(fs, dir)))
 			continue;
 		if (de->d_type == DT_CHR || de->d_type == DT_UNKNOWN) {
 			if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -293,6 +296,8 @@ int fs_dir_list(struct fs *fs, struct fs_node *dir, struct fs_dirent **out, size
 	}
 	if (rc == 0 && dir == fs->root)
 		rc = list_add(&l, ".git", S_IFDIR);
+	else if (rc == 0 && fs_lower_sub_root(fs, dir))
+		rc = list_add(&l, ".git", S_IFREG);
 	if (rc < 0) {
 		fs_dirents_free(l.ents, l.n);
 		return rc;

@@ -38,7 +38,7 @@ int fs_lower_init(struct fs *fs)
 	fs->root->has_lower = true;
 	fs->root->lower_mode = GIT_FILEMODE_TREE;
 	git_oid_cpy(&fs->root->lower_oid, git_commit_tree_id(commit));
-	rc = 0;
+	rc = fs_lower_subs_init(fs);
 out:
 	git_commit_free(commit);
 	return rc;
@@ -48,7 +48,7 @@ mode_t fs_lower_type(uint32_t git_mode)
 {
 	switch (git_mode) {
 	case GIT_FILEMODE_TREE:
-	case GIT_FILEMODE_COMMIT: /* a submodule shows as an empty directory, as in git */
+	case GIT_FILEMODE_COMMIT: /* a submodule: its tree when initialised (lower_sub.c) */
 		return S_IFDIR;
 	case GIT_FILEMODE_LINK:
 		return S_IFLNK;
@@ -60,7 +60,16 @@ mode_t fs_lower_type(uint32_t git_mode)
 int fs_lower_tree(struct fs *fs, struct fs_node *dir, git_tree **out)
 {
 	*out = NULL;
-	if (!dir->has_lower || dir->lower_mode != GIT_FILEMODE_TREE)
+	if (dir->has_lower && dir->lower_mode == GIT_FILEMODE_COMMIT && !dir->lower_tree) {
+		int rc = fs_lower_sub_tree(fs, dir);
+
+		if (rc < 0)
+			return rc;
+	}
+	if (!dir->has_lower ||
+	    (dir->lower_mode != GIT_FILEMODE_TREE && dir->lower_mode != GIT_FILEMODE_COMMIT))
+		return 0;
+	if (!dir->lower_tree && dir->lower_mode == GIT_FILEMODE_COMMIT)
 		return 0;
 	if (!dir->lower_tree && git_tree_lookup(&dir->lower_tree, fs->repo, &dir->lower_oid) < 0)
 		return -EIO;
@@ -112,8 +121,13 @@ static git_repository *thread_repo(struct fs *fs)
 
 	pthread_once(&repo_key_once, repo_key_make);
 	r = pthread_getspecific(repo_key);
-	if (!r && git_repository_open_bare(&r, fs->repo_path) == 0)
+	if (!r && git_repository_open_bare(&r, fs->repo_path) == 0) {
+		if (fs_lower_subs_attach(fs, r) < 0) {
+			git_repository_free(r);
+			return NULL;
+		}
 		pthread_setspecific(repo_key, r);
+	}
 	return r;
 }
 

@@ -265,6 +265,8 @@ static int do_unlink(struct fs *fs, struct fs_node *p, const char *name, bool di
 		return rc;
 	if (n == fs->gitnode)
 		return -EBUSY;
+	if (n->synth_mode)
+		return -EACCES; /* a submodule's .git (lower_sub.c): the daemon's */
 	if (dir && !S_ISDIR(n->type))
 		return -ENOTDIR;
 	if (!dir && S_ISDIR(n->type))

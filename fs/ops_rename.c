@@ -24,10 +24,17 @@ static int pin_dir_lower(struct fs *fs, struct fs_node *d, struct fs_node *np, c
 	const git_tree_entry *e;
 	char p[64], hex[GIT_OID_HEXSZ + 1];
 
+	git_tree *t = NULL;
+
 	fs_dir_changed(d);
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", d->fd);
+	/* A submodule's: the tree of its commit (lower_sub.c), or nothing when not shown. */
+	if (d->has_lower && d->lower_mode == GIT_FILEMODE_COMMIT &&
+	    (fs_lower_tree(fs, d, &t) < 0 || !t))
+		return fs_upper_set_opaque(fs, d->fd);
 	if (d->has_lower) {
-		git_oid_tostr(hex, sizeof(hex), &d->lower_oid);
+		git_oid_tostr(hex, sizeof(hex),
+			      t ? git_object_id((const git_object *)t) : &d->lower_oid);
 		if (setxattr(p, FS_XATTR_TREE, hex, GIT_OID_HEXSZ, 0) < 0)
 			return -errno;
 		(void)removexattr(p, FS_XATTR_OPAQUE);

@@ -161,6 +161,22 @@ ARB_EXTERN int arb_workspace_delete(arb_project *p, const char *name);
  */
 ARB_EXTERN int arb_workspace_purge(arb_project *p, const char *name);
 
+/*
+ * The submodules of the workspace's base as its view shows them, in .gitmodules order (a
+ * submodule before its own): path in the view, name in .gitmodules, the commit the base
+ * records (hex), and state: "present" (the origin initialised it: its files are in the view,
+ * `git submodule status` works in the box), "absent" (not initialised in the origin: an
+ * empty directory), "refused" (a name that would leave .git/modules: an empty directory).
+ * Free with arb_submodules_free.
+ */
+typedef struct arb_submodule {
+	char *path, *name, *commit;
+	const char *state;
+} arb_submodule;
+ARB_EXTERN int arb_workspace_submodules(arb_submodule **out, size_t *n, arb_project *p,
+					const arb_workspace *ws);
+ARB_EXTERN void arb_submodules_free(arb_submodule *v, size_t n);
+
 /* ---- boxes ------------------------------------------------------------------------------- */
 
 typedef struct arb_box arb_box;

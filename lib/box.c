@@ -268,6 +268,8 @@ static int make_box(const arb_box *spec, const struct core_ws *ws, struct proxy 
 		rc = jail_box_new(&b, &cfg);
 	free(init);
 	free(objects);
+	if (rc == 0)
+		rc = lib_box_submodules(b, p, ws->base_commit);
 
 	if (rc < 0)
 		return rc;

@@ -510,6 +510,61 @@ START_TEST(objects_view_holds_only_the_history)
 }
 END_TEST
 
+START_TEST(submodule_names)
+{
+	static const char *const good[] = {"lib", "a/b", "a.b", "x..y", "lib-2", "..a", "a.."};
+	static const char *const bad[] = {"",	      ".",     "..",   "../x", "a/../b",
+					  "a\\..\\b", "..\\x", "a//b", "/abs", "a/",
+					  "./a",      "a\nb",  "a/..", "\x7f"};
+
+	for (size_t i = 0; i < ARB_ARRAY_LEN(good); i++)
+		ck_assert_msg(fs_submodule_name_ok(good[i]), "refused '%s'", good[i]);
+	for (size_t i = 0; i < ARB_ARRAY_LEN(bad); i++)
+		ck_assert_msg(!fs_submodule_name_ok(bad[i]), "accepted '%s'", bad[i]);
+}
+END_TEST
+
+/* .gitmodules as git writes and reads it; hostile names refused before a path is made. */
+START_TEST(submodules_from_gitmodules)
+{
+	struct fs_submodule *v = NULL;
+	char cmd[2048], head[GIT_OID_HEXSZ + 1] = "";
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && c=$(git rev-parse HEAD) && git clone -q --bare . .git/modules/ok && "
+		 "git clone -q --bare . etc && "
+		 "printf '# c\n[submodule \"ok\"]\n\tpath = ok ; note\n\turl = x\n"
+		 "[submodule \"quo\\\"ted\"]\n\tPath = \"sp ace\"\n"
+		 "[submodule \"../../etc\"]\n\tpath = evil\n"
+		 "[submodule \"notlink\"]\n\tpath = a\n"
+		 "[submodule \"dotgit\"]\n\tpath = .git/x\n[other]\n\tpath = ok2\n' "
+		 "> .gitmodules && for p in ok 'sp ace' evil ok2; do "
+		 "git update-index --add --cacheinfo \"160000,$c,$p\"; done && "
+		 "git add .gitmodules && git commit -qm subs && git rev-parse HEAD",
+		 repo);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(head, sizeof(head), f));
+	ck_assert_int_eq(pclose(f), 0);
+	snprintf(cmd, sizeof(cmd), "%s/.git", repo);
+	core_git_ready();
+	ck_assert_msg(fs_submodules_find(cmd, head, &v, &n) == 0, "%s", util_err_msg());
+	ck_assert_uint_eq(n, 3);
+	ck_assert_str_eq(v[0].path, "ok");
+	ck_assert_int_eq(v[0].state, FS_SUBMODULE_PRESENT);
+	ck_assert_str_eq(v[0].gitdir, "modules/ok");
+	ck_assert_str_eq(v[1].path, "sp ace");
+	ck_assert_str_eq(v[1].name, "quo\"ted");
+	ck_assert_int_eq(v[1].state, FS_SUBMODULE_ABSENT);
+	ck_assert_str_eq(v[2].path, "evil");
+	ck_assert_int_eq(v[2].state, FS_SUBMODULE_REFUSED);
+	ck_assert_ptr_null(v[2].gitdir);
+	fs_submodules_free(v, n);
+}
+END_TEST
+
 static Suite *core_suite(void)
 {
 	Suite *s = suite_create("core");
@@ -521,6 +576,7 @@ static Suite *core_suite(void)
 	tc = tcase_create("tree entry names");
 	tcase_add_test(tc, entry_names);
 	tcase_add_test(tc, open_beneath);
+	tcase_add_test(tc, submodule_names);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("repository");
 	tcase_add_checked_fixture(tc, repo_setup, repo_teardown);
@@ -528,6 +584,7 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, state_db_migrates_and_refuses_newer);
 	tcase_add_test(tc, create_writes_gitdir_and_index);
 	tcase_add_test(tc, objects_view_holds_only_the_history);
+	tcase_add_test(tc, submodules_from_gitmodules);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("audit sync");
 	tcase_add_unchecked_fixture(tc, repo_setup, view_teardown);
