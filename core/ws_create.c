@@ -118,6 +118,22 @@ out:
 	return rc;
 }
 
+/* Removes a ref and remote left by an earlier workspace of name, keeping a note of it. */
+static int clear_stale(struct core_project *p, const char *name)
+{
+	bool cleared = false;
+	int rc = core_origin_clear_stale(p, name, &cleared);
+
+	if (rc == 0 && cleared) {
+		free(p->note);
+		p->note =
+		    util_asprintf("removed refs/arborinth/%s and remote arborinth/%s, left by "
+				  "an earlier workspace of that name",
+				  name, name);
+	}
+	return rc;
+}
+
 /* The part that must be serialised between processes: under the database's write lock. */
 static int create_commit(struct core_project *p, sqlite3 *db, const char *name, const git_oid *base,
 			 const char *staging, const char *root)
@@ -133,6 +149,9 @@ static int create_commit(struct core_project *p, sqlite3 *db, const char *name, 
 	rc = insert_row(db, name, base);
 	if (rc == 0)
 		rc = core_fault("row");
+	/* The name is ours now, under the lock: a ref or remote of it is an earlier one's. */
+	if (rc == 0)
+		rc = clear_stale(p, name);
 	if (rc < 0)
 		goto rollback;
 	if (renameat2(AT_FDCWD, staging, AT_FDCWD, root, RENAME_NOREPLACE) < 0) {
@@ -204,6 +223,8 @@ int core_ws_create_opts(struct core_project *p, const char *name, const char *re
 
 	if (out)
 		*out = NULL;
+	free(p->note);
+	p->note = NULL;
 	rc = core_ws_name_check_new(name);
 	if (rc == 0)
 		rc = core_rev_resolve(p, rev ? rev : "HEAD", &base);
@@ -253,7 +274,60 @@ static int delete_row(sqlite3 *db, const char *name)
 	return rc;
 }
 
+/* Without force: refuses (-ENOTEMPTY, one line) when deleting would lose work. */
+static int delete_check_unsaved(struct core_project *p, const struct core_ws *ws)
+{
+	size_t commits = 0, files = 0;
+	int rc = core_ws_unsaved(p, ws, &commits, &files);
+
+	if (rc < 0)
+		return util_err(rc,
+				"cannot tell whether %s has work not in the origin (%s); use "
+				"--force to delete anyway",
+				ws->name, util_err_msg());
+	if (commits == 0 && files == 0)
+		return 0;
+	if (commits && files)
+		return util_err(-ENOTEMPTY,
+				"%s has %zu commit%s not in the origin and %zu changed file%s not "
+				"in a commit; use --force to delete anyway",
+				ws->name, commits, commits == 1 ? "" : "s", files,
+				files == 1 ? "" : "s");
+	if (commits)
+		return util_err(-ENOTEMPTY,
+				"%s has %zu commit%s not in the origin; use --force to delete "
+				"anyway",
+				ws->name, commits, commits == 1 ? "" : "s");
+	return util_err(-ENOTEMPTY,
+			"%s has %zu changed file%s not in a commit; use --force to delete anyway",
+			ws->name, files, files == 1 ? "" : "s");
+}
+
+/* Unmounts; when the view is busy, names who keeps it so (nothing changed). */
+static int delete_unmount(struct core_project *p, struct core_ws *ws)
+{
+	char *who = NULL;
+	int rc = core_ws_unmount(p, ws);
+
+	if (rc != -EBUSY)
+		return rc;
+	if (core_ws_busy(ws, &who) > 0)
+		rc =
+		    util_err(-EBUSY, "cannot delete %s: its view is busy: %s; end %s and try again",
+			     ws->name, who, strchr(who, ',') ? "them" : "it");
+	else
+		rc = util_err(-EBUSY, "cannot delete %s: its view %s is busy; try again", ws->name,
+			      ws->workdir);
+	free(who);
+	return rc;
+}
+
 int core_ws_delete(struct core_project *p, const char *name)
+{
+	return core_ws_delete_opts(p, name, CORE_WS_DELETE_FORCE);
+}
+
+int core_ws_delete_opts(struct core_project *p, const char *name, unsigned int flags)
 {
 	struct core_ws *ws = NULL;
 	char *trash = NULL;
@@ -272,9 +346,11 @@ int core_ws_delete(struct core_project *p, const char *name)
 			      "session %lld of %s is running; delete it when that session has "
 			      "ended (its box would keep writing into a removed workspace)",
 			      (long long)running, name);
+	if (rc == 0 && !(flags & CORE_WS_DELETE_FORCE))
+		rc = delete_check_unsaved(p, ws);
 	if (rc < 0)
 		goto out;
-	rc = core_ws_unmount(p, ws);
+	rc = delete_unmount(p, ws);
 	if (rc < 0)
 		goto out;
 	trash = util_asprintf("%s/workspaces/.del-%s.%d", p->state_dir, name, (int)getpid());
@@ -312,7 +388,7 @@ out:
 	return rc;
 }
 
-int core_ws_purge(struct core_project *p, const char *name)
+int core_ws_purge(struct core_project *p, const char *name, unsigned int flags)
 {
 	struct core_ws *ws = NULL;
 	sqlite3 *db = NULL;
@@ -320,7 +396,7 @@ int core_ws_purge(struct core_project *p, const char *name)
 
 	if (core_ws_get(p, name, &ws) == 0) {
 		core_ws_free(ws);
-		rc = core_ws_delete(p, name);
+		rc = core_ws_delete_opts(p, name, flags);
 		if (rc < 0)
 			return rc;
 	}

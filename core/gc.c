@@ -1,0 +1,396 @@
+/*
+ * core/gc.c: `arborinth gc`, what no workspace of the project uses, removed: the view
+ * daemons' blob cache (only while no view is mounted: a daemon holds the folder open), shared
+ * indexes and objects views of commits no workspace is based on, folders a killed create or
+ * delete left, refs/arborinth/NAME and remotes arborinth/NAME with no workspace, and with
+ * purge the audit history of deleted workspaces. Safe beside a create, delete or shell:
+ * decisions and renames out of sight happen under the state database's write lock (which
+ * create and delete take for theirs); the slow removal of what was renamed comes after. A
+ * create still building (a staging folder) keeps the caches. Nothing is followed: folders
+ * are removed with util_rm_rf (no link followed, no file opened).
+ */
+#include "core/core_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "audit/audit.h"
+#include "fs/fs.h"
+
+struct gc {
+	struct core_project *p;
+	unsigned int flags;
+	core_gc_fn *fn;
+	void *arg;
+	uint64_t total;
+	struct core_ws **ws;
+	size_t n_ws;
+	char **trash; /* renamed out of sight under the lock, removed after it */
+	size_t n_trash;
+	char **purge; /* names whose history goes (purge) */
+	size_t n_purge;
+};
+
+static uint64_t du_sum;
+
+static int du_one(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+	(void)path;
+	(void)type;
+	(void)f;
+	/* A hard link that another name still holds frees nothing. */
+	if (!S_ISDIR(st->st_mode) && st->st_nlink > 1)
+		return 0;
+	du_sum += (uint64_t)st->st_blocks * 512;
+	return 0;
+}
+
+/* Bytes on disk under path, as du counts them (links not followed). Not thread-safe. */
+static uint64_t du_bytes(const char *path)
+{
+	du_sum = 0;
+	if (nftw(path, du_one, 16, FTW_PHYS) < 0)
+		return du_sum;
+	return du_sum;
+}
+
+static bool gc_dry(const struct gc *g)
+{
+	return g->flags & CORE_GC_DRY_RUN;
+}
+
+/* Reports path (what it is: what) and, unless a dry run, renames it out of sight. */
+static int gc_take(struct gc *g, const char *what, const char *dir, const char *name)
+{
+	char *path = util_path_join(dir, name);
+	char *trash = util_asprintf("%s/.gc-%s.%d", dir, name, (int)getpid());
+	char **v;
+	uint64_t bytes;
+	int rc = 0;
+
+	if (!path || !trash) {
+		rc = util_err(-ENOMEM, "out of memory");
+		goto out;
+	}
+	bytes = du_bytes(path);
+	if (!gc_dry(g)) {
+		v = realloc(g->trash, (g->n_trash + 1) * sizeof(*v));
+		if (!v) {
+			rc = util_err(-ENOMEM, "out of memory");
+			goto out;
+		}
+		g->trash = v;
+		if (rename(path, trash) < 0) {
+			rc = errno == ENOENT ? 0
+					     : util_err(-errno, "gc: cannot remove %s: %s", path,
+							strerror(errno));
+			goto out;
+		}
+		g->trash[g->n_trash++] = trash;
+		trash = NULL;
+	}
+	g->total += bytes;
+	g->fn(g->arg, true, what, path, bytes);
+out:
+	free(path);
+	free(trash);
+	return rc;
+}
+
+static bool gc_base_used(const struct gc *g, const char *hex)
+{
+	for (size_t i = 0; i < g->n_ws; i++)
+		if (!strcmp(g->ws[i]->base_commit, hex))
+			return true;
+	return false;
+}
+
+static bool gc_name_used(const struct gc *g, const char *name)
+{
+	for (size_t i = 0; i < g->n_ws; i++)
+		if (!strcmp(g->ws[i]->name, name))
+			return true;
+	return false;
+}
+
+static size_t gc_mounted(const struct gc *g)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < g->n_ws; i++)
+		if (fs_is_mounted(g->ws[i]->workdir) || core_ws_daemon_pid(g->ws[i]) > 0)
+			n++;
+	return n;
+}
+
+static bool old_enough(int dir, const char *name)
+{
+	struct stat st;
+
+	return fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_mtime < time(NULL) - 3600;
+}
+
+/* A create still building its staging folder (workspaces/.new-NAME.*, younger than an hour). */
+static bool gc_create_running(const struct gc *g)
+{
+	char *dir = util_path_join(g->p->state_dir, "workspaces");
+	DIR *d = dir ? opendir(dir) : NULL;
+	struct dirent *e;
+	bool yes = false;
+
+	while (d && !yes && (e = readdir(d)))
+		yes = !strncmp(e->d_name, ".new-", 5) && !old_enough(dirfd(d), e->d_name);
+	if (d)
+		closedir(d);
+	free(dir);
+	return yes;
+}
+
+/* Each entry of state_dir/sub that keep() does not claim, taken as what. */
+static int gc_sweep(struct gc *g, const char *sub, const char *what,
+		    bool (*keep)(const struct gc *, int, const char *))
+{
+	char *dir = util_path_join(g->p->state_dir, sub);
+	DIR *d = dir ? opendir(dir) : NULL;
+	struct dirent *e;
+	int rc = 0;
+
+	while (d && rc == 0 && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+		    !keep(g, dirfd(d), e->d_name))
+			rc = gc_take(g, what, dir, e->d_name);
+	if (d)
+		closedir(d);
+	free(dir);
+	return rc;
+}
+
+/* index-cache/<commit>: kept while a workspace links it or is based on it. */
+static bool keep_index(const struct gc *g, int dir, const char *name)
+{
+	struct stat st;
+
+	if (!strncmp(name, ".gc-", 4))
+		return false;
+	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return true;
+	if (strstr(name, ".tmp"))
+		return !old_enough(dir, name);
+	return st.st_nlink > 1 || gc_base_used(g, name);
+}
+
+/* objects-view/<commit>: kept while a workspace is based on it; leftovers after an hour. */
+static bool keep_view(const struct gc *g, int dir, const char *name)
+{
+	if (!strncmp(name, ".new-", 5) || !strncmp(name, ".del-", 5))
+		return !old_enough(dir, name);
+	return strncmp(name, ".gc-", 4) != 0 && gc_base_used(g, name);
+}
+
+/* workspaces/: what a killed delete (.del-*) or create (.new-*) left, an hour on. */
+static bool keep_ws_dir(const struct gc *g, int dir, const char *name)
+{
+	(void)g;
+	if (!strncmp(name, ".del-", 5) || !strncmp(name, ".gc-", 4))
+		return false;
+	if (!strncmp(name, ".new-", 5))
+		return !old_enough(dir, name);
+	return true;
+}
+
+static bool keep_all(const struct gc *g, int dir, const char *name)
+{
+	(void)g;
+	(void)dir;
+	(void)name;
+	return false;
+}
+
+/* Workspace folders with no row (a crash between steps): only with purge. */
+static int gc_orphans(struct gc *g)
+{
+	char *dir = util_path_join(g->p->state_dir, "workspaces");
+	DIR *d = dir ? opendir(dir) : NULL;
+	struct dirent *e;
+	int rc = 0;
+
+	while (d && rc == 0 && (e = readdir(d))) {
+		char *workdir;
+
+		if (e->d_name[0] == '.' || gc_name_used(g, e->d_name))
+			continue;
+		workdir = util_asprintf("%s/%s/workdir", dir, e->d_name);
+		if (workdir && fs_is_mounted(workdir))
+			g->fn(g->arg, false, "folder of no workspace, still mounted (unmount it)",
+			      workdir, 0);
+		else if (!(g->flags & CORE_GC_PURGE))
+			g->fn(g->arg, false, "folder of no workspace (gc --purge removes it)",
+			      workdir ? workdir : e->d_name, du_bytes(workdir ? workdir : dir));
+		else
+			rc = gc_take(g, "folder of no workspace", dir, e->d_name);
+		free(workdir);
+	}
+	if (d)
+		closedir(d);
+	free(dir);
+	return rc;
+}
+
+/* refs/arborinth/NAME and remotes arborinth/NAME whose workspace is gone. */
+static int gc_refs(struct gc *g)
+{
+	git_repository *repo = core_project_repo(g->p);
+	git_reference_iterator *it = NULL;
+	git_strarray remotes = {0};
+	git_reference *ref;
+	int rc = 0;
+
+	if (!repo)
+		return -EIO;
+	if (git_reference_iterator_glob_new(&it, repo, "refs/arborinth/*") == 0) {
+		while (rc == 0 && git_reference_next(&ref, it) == 0) {
+			const char *name = git_reference_name(ref) + strlen("refs/arborinth/");
+
+			if (core_ws_name_check(name) == 0 && !gc_name_used(g, name)) {
+				g->fn(g->arg, true, "ref of no workspace", git_reference_name(ref),
+				      0);
+				if (!gc_dry(g))
+					rc = core_origin_remove(g->p, name);
+			}
+			git_reference_free(ref);
+		}
+		git_reference_iterator_free(it);
+	}
+	util_err_clear();
+	if (rc == 0 && git_remote_list(&remotes, repo) == 0) {
+		for (size_t i = 0; rc == 0 && i < remotes.count; i++) {
+			const char *name = remotes.strings[i];
+
+			if (!util_str_has_prefix(name, "arborinth/"))
+				continue;
+			name += strlen("arborinth/");
+			if (core_ws_name_check(name) == 0 && !gc_name_used(g, name)) {
+				g->fn(g->arg, true, "remote of no workspace", remotes.strings[i],
+				      0);
+				if (!gc_dry(g))
+					rc = core_origin_remove(g->p, name);
+			}
+		}
+		git_strarray_dispose(&remotes);
+	}
+	util_err_clear();
+	return rc;
+}
+
+/* Names whose every workspace is deleted but whose history stays (purge). */
+static int gc_purge_names(struct gc *g, sqlite3 *db)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = 0;
+
+	if (sqlite3_prepare_v2(db,
+			       "SELECT DISTINCT name FROM audit_workspaces WHERE name NOT IN "
+			       "(SELECT name FROM workspaces) ORDER BY name",
+			       -1, &st, NULL) != SQLITE_OK)
+		return util_err(-EIO, "state database: %s", sqlite3_errmsg(db));
+	while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+		char **v = realloc(g->purge, (g->n_purge + 1) * sizeof(*v));
+
+		if (v)
+			g->purge = v;
+		if (!v || !name || !(v[g->n_purge] = strdup(name)))
+			rc = util_err(-ENOMEM, "out of memory");
+		else
+			g->n_purge++;
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Under the write lock: what goes is decided and moved out of sight. */
+static int gc_locked(struct gc *g, sqlite3 *db)
+{
+	size_t mounted;
+	int rc = core_ws_list(g->p, &g->ws, &g->n_ws);
+
+	if (rc < 0)
+		return rc;
+	mounted = gc_mounted(g);
+	if (mounted) {
+		char *blobs = util_path_join(g->p->state_dir, "blobs");
+
+		g->fn(g->arg, false,
+		      mounted == 1 ? "blob cache (a view is mounted and reads it; unmount to "
+				     "reclaim)"
+				   : "blob cache (views are mounted and read it; unmount them to "
+				     "reclaim)",
+		      blobs ? blobs : "blobs", blobs ? du_bytes(blobs) : 0);
+		free(blobs);
+	} else {
+		rc = gc_sweep(g, "blobs", "blob cache", keep_all);
+	}
+	if (rc == 0 && gc_create_running(g))
+		g->fn(g->arg, false, "index caches and objects views (a create is running)",
+		      g->p->state_dir, 0);
+	else if (rc == 0)
+		rc = gc_sweep(g, "index-cache", "index cache", keep_index)
+			 ?: gc_sweep(g, "objects-view", "objects view", keep_view);
+	rc = rc ?: gc_sweep(g, "workspaces", "leftover folder", keep_ws_dir);
+	rc = rc ?: gc_orphans(g);
+	rc = rc ?: gc_refs(g);
+	if (rc == 0 && (g->flags & CORE_GC_PURGE))
+		rc = gc_purge_names(g, db);
+	return rc;
+}
+
+static void gc_free(struct gc *g)
+{
+	for (size_t i = 0; i < g->n_ws; i++)
+		core_ws_free(g->ws[i]);
+	free(g->ws);
+	for (size_t i = 0; i < g->n_trash; i++)
+		free(g->trash[i]);
+	free(g->trash);
+	for (size_t i = 0; i < g->n_purge; i++)
+		free(g->purge[i]);
+	free(g->purge);
+}
+
+int core_gc(struct core_project *p, unsigned int flags, core_gc_fn *fn, void *arg, uint64_t *bytes)
+{
+	struct gc g = {.p = p, .flags = flags, .fn = fn, .arg = arg};
+	sqlite3 *db = NULL;
+	int rc = core_project_db(p, false, &db);
+
+	*bytes = 0;
+	if (rc == -ENOENT)
+		return 0; /* no state: nothing to reclaim */
+	core_git_ready();
+	rc = rc ?: audit_db_exec(db, "BEGIN IMMEDIATE");
+	if (rc < 0)
+		return rc;
+	rc = gc_locked(&g, db);
+	if (rc == 0 && !gc_dry(&g))
+		rc = audit_db_exec(db, "COMMIT");
+	if (rc < 0 || gc_dry(&g))
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	for (size_t i = 0; i < g.n_trash; i++)
+		(void)util_rm_rf(g.trash[i]);
+	for (size_t i = 0; rc == 0 && i < g.n_purge; i++) {
+		fn(arg, true, "audit history of deleted workspace", g.purge[i], 0);
+		if (!gc_dry(&g))
+			rc = core_ws_purge(p, g.purge[i], 0);
+	}
+	*bytes = g.total;
+	gc_free(&g);
+	return rc;
+}
