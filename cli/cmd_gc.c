@@ -52,8 +52,8 @@ static void gc_item(void *arg, int removed, const char *what, const char *path, 
 		return;
 	}
 	human(size, sizeof(size), bytes);
-	printf("%s %s %s (%s)\n", removed ? (o->dry ? "would remove" : "removed") : "kept", what,
-	       cli_q(path), size);
+	printf("%s %s %s%s%s%s\n", removed ? (o->dry ? "would remove" : "removed") : "kept", what,
+	       cli_q(path), bytes ? " (" : "", bytes ? size : "", bytes ? ")" : "");
 }
 
 int cmd_gc(struct cli_global *g, int argc, char **argv)

@@ -267,6 +267,7 @@ static void list_project(const char *root, json_t *arr)
 	for (size_t i = 0; i < n; i++) {
 		const char *name = arb_workspace_name(list[i]);
 		int64_t session = 0;
+		char sess[32];
 
 		if (arb_workspace_session(&session, p, name) < 0)
 			session = 0;
@@ -279,11 +280,13 @@ static void list_project(const char *root, json_t *arr)
 			json_array_append_new(arr, o);
 			continue;
 		}
+		if (session)
+			snprintf(sess, sizeof(sess), "%lld running", (long long)session);
+		else
+			snprintf(sess, sizeof(sess), "-");
 		printf("%-32s %-24s %-12.12s %-8s %s\n", cli_q(root), cli_q(name),
 		       arb_workspace_base_commit(list[i]),
-		       arb_workspace_mounted(list[i]) ? "yes" : "no", session ? "running" : "-");
-		if (session)
-			printf("%-32s %-24s session %lld running\n", "", "", (long long)session);
+		       arb_workspace_mounted(list[i]) ? "yes" : "no", sess);
 	}
 out:
 	arb_workspace_list_free(list, n);
@@ -301,7 +304,7 @@ static int ws_list_all(bool json)
 		return fail_lib();
 	if (!json)
 		printf("%-32s %-24s %-12s %-8s %s\n", "PROJECT", "NAME", "BASE", "MOUNTED",
-		       "SESSIONS");
+		       "SESSION");
 	for (size_t i = 0; i < n; i++)
 		list_project(roots[i], arr);
 	arb_projects_free(roots, n);

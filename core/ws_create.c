@@ -303,23 +303,41 @@ static int delete_check_unsaved(struct core_project *p, const struct core_ws *ws
 			ws->name, files, files == 1 ? "" : "s");
 }
 
-/* Unmounts; when the view is busy, names who keeps it so (nothing changed). */
-static int delete_unmount(struct core_project *p, struct core_ws *ws)
+/* The one-line refusal naming who keeps ws's view busy (-EBUSY), or 0 when none is seen. */
+static int delete_busy(const struct core_ws *ws)
 {
 	char *who = NULL;
-	int rc = core_ws_unmount(p, ws);
+	int rc = core_ws_busy(ws, &who);
 
-	if (rc != -EBUSY)
-		return rc;
-	if (core_ws_busy(ws, &who) > 0)
+	if (rc < 0) { /* /proc unreadable: the unmount's own check still stands */
+		util_err_clear();
+		rc = 0;
+	} else if (rc > 0) {
 		rc =
 		    util_err(-EBUSY, "cannot delete %s: its view is busy: %s; end %s and try again",
 			     ws->name, who, strchr(who, ',') ? "them" : "it");
-	else
-		rc = util_err(-EBUSY, "cannot delete %s: its view %s is busy; try again", ws->name,
-			      ws->workdir);
+	}
 	free(who);
 	return rc;
+}
+
+/*
+ * Unmounts, never under a process that uses the view: one in a mount namespace of its own
+ * (a container, `unshare -m`) would keep a private copy of the mount alive, unseen by the
+ * unmount, and keep writing into a workspace about to go. Named either way.
+ */
+static int delete_unmount(struct core_project *p, struct core_ws *ws)
+{
+	int rc = ws->mounted ? delete_busy(ws) : 0;
+
+	if (rc == 0)
+		rc = core_ws_unmount(p, ws);
+	if (rc != -EBUSY)
+		return rc;
+	rc = delete_busy(ws);
+	return rc < 0 ? rc
+		      : util_err(-EBUSY, "cannot delete %s: its view %s is busy; try again",
+				 ws->name, ws->workdir);
 }
 
 int core_ws_delete(struct core_project *p, const char *name)
