@@ -6,7 +6,8 @@
  * purge the audit history of deleted workspaces. Safe beside a create, delete or shell:
  * decisions and renames out of sight happen under the state database's write lock (which
  * create and delete take for theirs); the slow removal of what was renamed comes after. A
- * create still building (a staging folder) keeps the caches. Nothing is followed: folders
+ * create still building (a staging folder) keeps the caches. The blob cache's folder stays
+ * (a daemon starting meanwhile holds it open), its contents go. Nothing is followed: folders
  * are removed with util_rm_rf (no link followed, no file opened).
  */
 #include "core/core_internal.h"
@@ -35,8 +36,6 @@ struct gc {
 	size_t n_ws;
 	char **trash; /* renamed out of sight under the lock, removed after it */
 	size_t n_trash;
-	char **purge; /* names whose history goes (purge) */
-	size_t n_purge;
 };
 
 static uint64_t du_sum;
@@ -154,21 +153,59 @@ static bool gc_create_running(const struct gc *g)
 	return yes;
 }
 
+/* The names in dir (caller frees each and the array): read whole before anything is renamed
+ * there, so a name gc_take gives is never met again in the same walk. */
+static int names_of(const char *dir, char ***out, size_t *n)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char **v = NULL;
+	int rc = 0;
+
+	*out = NULL;
+	*n = 0;
+	while (d && rc == 0 && (e = readdir(d))) {
+		char **nv;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		nv = realloc(v, (*n + 1) * sizeof(*v));
+		if (nv)
+			v = nv;
+		if (!nv || !(v[*n] = strdup(e->d_name)))
+			rc = util_err(-ENOMEM, "out of memory");
+		else
+			(*n)++;
+	}
+	if (d)
+		closedir(d);
+	*out = v;
+	return rc;
+}
+
+static void names_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
 /* Each entry of state_dir/sub that keep() does not claim, taken as what. */
 static int gc_sweep(struct gc *g, const char *sub, const char *what,
 		    bool (*keep)(const struct gc *, int, const char *))
 {
 	char *dir = util_path_join(g->p->state_dir, sub);
-	DIR *d = dir ? opendir(dir) : NULL;
-	struct dirent *e;
-	int rc = 0;
+	int fd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	char **names = NULL;
+	size_t n = 0;
+	int rc = fd < 0 ? 0 : names_of(dir, &names, &n);
 
-	while (d && rc == 0 && (e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
-		    !keep(g, dirfd(d), e->d_name))
-			rc = gc_take(g, what, dir, e->d_name);
-	if (d)
-		closedir(d);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (!keep(g, fd, names[i]))
+			rc = gc_take(g, what, dir, names[i]);
+	names_free(names, n);
+	if (fd >= 0)
+		close(fd);
 	free(dir);
 	return rc;
 }
@@ -218,28 +255,29 @@ static bool keep_all(const struct gc *g, int dir, const char *name)
 static int gc_orphans(struct gc *g)
 {
 	char *dir = util_path_join(g->p->state_dir, "workspaces");
-	DIR *d = dir ? opendir(dir) : NULL;
-	struct dirent *e;
-	int rc = 0;
+	char **names = NULL;
+	size_t n = 0;
+	int rc = dir ? names_of(dir, &names, &n) : util_err(-ENOMEM, "out of memory");
 
-	while (d && rc == 0 && (e = readdir(d))) {
+	for (size_t i = 0; rc == 0 && i < n; i++) {
 		char *workdir;
 
-		if (e->d_name[0] == '.' || gc_name_used(g, e->d_name))
+		if (names[i][0] == '.' || gc_name_used(g, names[i]))
 			continue;
-		workdir = util_asprintf("%s/%s/workdir", dir, e->d_name);
-		if (workdir && fs_is_mounted(workdir))
+		workdir = util_asprintf("%s/%s/workdir", dir, names[i]);
+		if (!workdir)
+			rc = util_err(-ENOMEM, "out of memory");
+		else if (fs_is_mounted(workdir))
 			g->fn(g->arg, false, "folder of no workspace, still mounted (unmount it)",
 			      workdir, 0);
 		else if (!(g->flags & CORE_GC_PURGE))
 			g->fn(g->arg, false, "folder of no workspace (gc --purge removes it)",
-			      workdir ? workdir : e->d_name, du_bytes(workdir ? workdir : dir));
+			      workdir, 0);
 		else
-			rc = gc_take(g, "folder of no workspace", dir, e->d_name);
+			rc = gc_take(g, "folder of no workspace", dir, names[i]);
 		free(workdir);
 	}
-	if (d)
-		closedir(d);
+	names_free(names, n);
 	free(dir);
 	return rc;
 }
@@ -290,10 +328,13 @@ static int gc_refs(struct gc *g)
 	return rc;
 }
 
-/* Names whose every workspace is deleted but whose history stays (purge). */
-static int gc_purge_names(struct gc *g, sqlite3 *db)
+/* The history of every name no workspace has any more (purge), in the caller's transaction:
+ * as core_ws_purge does for one name, for each. */
+static int gc_purge(struct gc *g, sqlite3 *db)
 {
 	sqlite3_stmt *st = NULL;
+	char **names = NULL;
+	size_t n = 0;
 	int rc = 0;
 
 	if (sqlite3_prepare_v2(db,
@@ -303,16 +344,27 @@ static int gc_purge_names(struct gc *g, sqlite3 *db)
 		return util_err(-EIO, "state database: %s", sqlite3_errmsg(db));
 	while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
 		const char *name = (const char *)sqlite3_column_text(st, 0);
-		char **v = realloc(g->purge, (g->n_purge + 1) * sizeof(*v));
+		char **v = realloc(names, (n + 1) * sizeof(*v));
 
 		if (v)
-			g->purge = v;
-		if (!v || !name || !(v[g->n_purge] = strdup(name)))
+			names = v;
+		if (!v || !name || !(v[n] = strdup(name)))
 			rc = util_err(-ENOMEM, "out of memory");
 		else
-			g->n_purge++;
+			n++;
 	}
 	sqlite3_finalize(st);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		int64_t events = 0;
+
+		if (!gc_dry(g))
+			rc = audit_ws_purge(db, names[i], &events);
+		if (rc == -ENOENT)
+			rc = 0;
+		if (rc == 0)
+			g->fn(g->arg, true, "audit history of deleted workspace", names[i], 0);
+	}
+	names_free(names, n);
 	return rc;
 }
 
@@ -348,7 +400,7 @@ static int gc_locked(struct gc *g, sqlite3 *db)
 	rc = rc ?: gc_orphans(g);
 	rc = rc ?: gc_refs(g);
 	if (rc == 0 && (g->flags & CORE_GC_PURGE))
-		rc = gc_purge_names(g, db);
+		rc = gc_purge(g, db);
 	return rc;
 }
 
@@ -360,9 +412,6 @@ static void gc_free(struct gc *g)
 	for (size_t i = 0; i < g->n_trash; i++)
 		free(g->trash[i]);
 	free(g->trash);
-	for (size_t i = 0; i < g->n_purge; i++)
-		free(g->purge[i]);
-	free(g->purge);
 }
 
 int core_gc(struct core_project *p, unsigned int flags, core_gc_fn *fn, void *arg, uint64_t *bytes)
@@ -385,11 +434,6 @@ int core_gc(struct core_project *p, unsigned int flags, core_gc_fn *fn, void *ar
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 	for (size_t i = 0; i < g.n_trash; i++)
 		(void)util_rm_rf(g.trash[i]);
-	for (size_t i = 0; rc == 0 && i < g.n_purge; i++) {
-		fn(arg, true, "audit history of deleted workspace", g.purge[i], 0);
-		if (!gc_dry(&g))
-			rc = core_ws_purge(p, g.purge[i], 0);
-	}
 	*bytes = g.total;
 	gc_free(&g);
 	return rc;

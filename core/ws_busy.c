@@ -44,8 +44,28 @@ static void busy_proc_clear(struct busy_proc *b)
 	b->n = 0;
 }
 
-/* The mount points of pid's namespace that are the view's file system (dev). */
-static void busy_mounts(struct busy_proc *b, const char *pid, dev_t dev)
+/* mountinfo's octal escapes (\040 for a space, ...) decoded in place. */
+static void unescape(char *s)
+{
+	char *w = s;
+
+	for (char *r = s; *r; r++) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+		    r[3] >= '0' && r[3] <= '7') {
+			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 3;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = '\0';
+}
+
+/*
+ * Each mount of /proc/PID/mountinfo: fn(arg, dev, mount point). "ID PARENT MAJ:MIN ROOT
+ * MOUNTPOINT ...". Stops when fn returns false.
+ */
+static void mounts_each(const char *pid, bool (*fn)(void *, dev_t, const char *), void *arg)
 {
 	char path[300], *line = NULL;
 	size_t cap = 0;
@@ -55,17 +75,55 @@ static void busy_mounts(struct busy_proc *b, const char *pid, dev_t dev)
 	f = fopen(path, "re");
 	if (!f)
 		return;
-	while (b->n < BUSY_PREFIXES && getline(&line, &cap, f) > 0) {
+	while (getline(&line, &cap, f) > 0) {
 		unsigned maj, min;
 		char mnt[PATH_MAX];
 
-		/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT ...": octal escapes are left as they are. */
-		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min, mnt) == 3 &&
-		    makedev(maj, min) == dev && strcmp(mnt, "/") != 0)
-			b->prefix[b->n++] = strdup(mnt);
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min, mnt) != 3)
+			continue;
+		unescape(mnt);
+		if (!fn(arg, makedev(maj, min), mnt))
+			break;
 	}
 	free(line);
 	fclose(f);
+}
+
+struct view_dev {
+	const char *workdir;
+	dev_t dev;
+	bool found;
+};
+
+static bool view_dev_one(void *arg, dev_t dev, const char *mnt)
+{
+	struct view_dev *v = arg;
+
+	/* The last mount there is the one on top (a view mounted twice: the newer). */
+	if (!strcmp(mnt, v->workdir)) {
+		v->dev = dev;
+		v->found = true;
+	}
+	return true;
+}
+
+struct prefix_ctx {
+	struct busy_proc *b;
+	dev_t dev;
+};
+
+/* The mount points of a process's namespace that are the view's file system. */
+static bool prefix_one(void *arg, dev_t dev, const char *mnt)
+{
+	struct prefix_ctx *c = arg;
+	char *copy;
+
+	if (dev != c->dev)
+		return true;
+	copy = strdup(mnt);
+	if (copy)
+		c->b->prefix[c->b->n++] = copy;
+	return c->b->n < BUSY_PREFIXES;
 }
 
 /* readlink of /proc/PID/what: true when it names something in the view. */
@@ -123,7 +181,7 @@ static bool maps_in_view(const struct busy_proc *b, const char *pid)
 	return hit;
 }
 
-static bool proc_busy(const char *workdir, dev_t dev, const char *pid)
+static bool proc_busy(dev_t dev, const char *pid)
 {
 	struct busy_proc b = {0};
 	char path[300];
@@ -134,10 +192,9 @@ static bool proc_busy(const char *workdir, dev_t dev, const char *pid)
 	dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dir < 0)
 		return false;
-	b.prefix[b.n++] = strdup(workdir);
-	busy_mounts(&b, pid, dev);
-	hit = link_in_view(&b, dir, "cwd") || link_in_view(&b, dir, "root") ||
-	      fds_in_view(&b, dir) || maps_in_view(&b, pid);
+	mounts_each(pid, prefix_one, &(struct prefix_ctx){&b, dev});
+	hit = b.n > 0 && (link_in_view(&b, dir, "cwd") || link_in_view(&b, dir, "root") ||
+			  fds_in_view(&b, dir) || maps_in_view(&b, pid));
 	busy_proc_clear(&b);
 	close(dir);
 	return hit;
@@ -169,14 +226,16 @@ int core_ws_busy(const struct core_ws *ws, char **out)
 	struct util_buf b = {0};
 	char self[24];
 	struct dirent *e;
-	struct stat st;
+	struct view_dev v = {.workdir = ws->workdir};
 	size_t found = 0;
 	int rc = 0;
 	DIR *d;
 
 	*out = NULL;
-	/* The view's device: stat of the mount point itself, which this process made. */
-	if (lstat(ws->workdir, &st) < 0)
+	/* The view's device, from this namespace's mount table: nothing asks the view itself,
+	 * which may be the thing that hangs. */
+	mounts_each("self", view_dev_one, &v);
+	if (!v.found)
 		return 0;
 	snprintf(self, sizeof(self), "%d", (int)getpid());
 	d = opendir("/proc");
@@ -186,7 +245,7 @@ int core_ws_busy(const struct core_ws *ws, char **out)
 		char comm[96], item[400];
 
 		if (!isdigit((unsigned char)e->d_name[0]) || !strcmp(e->d_name, self) ||
-		    !proc_busy(ws->workdir, st.st_dev, e->d_name))
+		    !proc_busy(v.dev, e->d_name))
 			continue;
 		if (++found > BUSY_SHOWN)
 			continue;
