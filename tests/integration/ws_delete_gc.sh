@@ -48,6 +48,23 @@ expect_status 0 "merge into the origin" -- A merge w1
 expect_status 0 "merged: deletes without --force" -- A workspace delete w1
 expect_eq "box work" "$(git -C "$R" log -1 --format=%s)" "the work is in the origin"
 
+# A commit on another branch of the box's, the view back on arborinth/NAME: still counted.
+expect_status 0 "create br" -- A workspace create br
+expect_status 0 "a commit on a side branch in the box" -- A shell br -- sh -c \
+	'git checkout -qb side && echo s > s && git add s &&
+	git -c user.name=box -c user.email=box@example.com commit -qm side &&
+	git checkout -q arborinth/br'
+expect_status 1 "side branch commit: refused" -- A workspace delete br
+expect_eq "arborinth: br has 1 commit not in the origin; use --force to delete anyway" "$ERR" \
+	"a side branch's commit counts"
+# A gitdir the box made unreadable (a symlinked ref): refused, never followed; --force goes.
+ln -s /etc/passwd "$(wsdir br workdir)/.git/refs/heads/evil"
+expect_status 1 "hostile gitdir: refused" -- timeout 20 "$ARB" --workdir "$R" workspace delete br
+expect_match "^arborinth: cannot tell whether br has work not in the origin \(.*evil.*symlink.*\); use --force to delete anyway$" \
+	"$ERR" "the refusal names the planted ref"
+expect_one_line_error "hostile gitdir refusal"
+expect_status 0 "hostile gitdir: --force deletes" -- A workspace delete br --force
+
 # --force deletes anyway.
 expect_status 0 "create w2" -- A workspace create w2
 printf 'x\n' >"$(wsdir w2 workdir)/lost.txt"
