@@ -15,7 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
+#include <fts.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +26,12 @@
 #include "audit/audit.h"
 #include "fs/fs.h"
 
+struct gc_item {
+	const char *what;
+	char *path, *trash;
+	bool kept; /* reported as kept (its size then), nothing renamed */
+};
+
 struct gc {
 	struct core_project *p;
 	unsigned int flags;
@@ -34,31 +40,27 @@ struct gc {
 	uint64_t total;
 	struct core_ws **ws;
 	size_t n_ws;
-	char **trash; /* renamed out of sight under the lock, removed after it */
-	size_t n_trash;
+	struct gc_item *items; /* taken (renamed out of sight) under the lock, or kept */
+	size_t n_items;
 };
 
-static uint64_t du_sum;
-
-static int du_one(const char *path, const struct stat *st, int type, struct FTW *f)
-{
-	(void)path;
-	(void)type;
-	(void)f;
-	/* A hard link that another name still holds frees nothing. */
-	if (!S_ISDIR(st->st_mode) && st->st_nlink > 1)
-		return 0;
-	du_sum += (uint64_t)st->st_blocks * 512;
-	return 0;
-}
-
-/* Bytes on disk under path, as du counts them (links not followed). Not thread-safe. */
+/* Bytes on disk under path, as du counts them (no link followed; a file another name still
+ * links frees nothing). */
 static uint64_t du_bytes(const char *path)
 {
-	du_sum = 0;
-	if (nftw(path, du_one, 16, FTW_PHYS) < 0)
-		return du_sum;
-	return du_sum;
+	char *const roots[] = {(char *)path, NULL};
+	FTS *fts = fts_open(roots, FTS_PHYSICAL | FTS_NOCHDIR | FTS_XDEV, NULL);
+	uint64_t sum = 0;
+	FTSENT *e;
+
+	while (fts && (e = fts_read(fts)))
+		if (e->fts_info != FTS_DP && e->fts_info != FTS_NS && e->fts_info != FTS_ERR &&
+		    e->fts_info != FTS_DNR &&
+		    (S_ISDIR(e->fts_statp->st_mode) || e->fts_statp->st_nlink == 1))
+			sum += (uint64_t)e->fts_statp->st_blocks * 512;
+	if (fts)
+		fts_close(fts);
+	return sum;
 }
 
 static bool gc_dry(const struct gc *g)
@@ -66,42 +68,66 @@ static bool gc_dry(const struct gc *g)
 	return g->flags & CORE_GC_DRY_RUN;
 }
 
-/* Reports path (what it is: what) and, unless a dry run, renames it out of sight. */
+/*
+ * Takes path: unless a dry run, renames it out of sight (under the lock). Measured, reported
+ * and removed by gc_finish, after the lock: du of a large cache must not hold it.
+ */
 static int gc_take(struct gc *g, const char *what, const char *dir, const char *name)
 {
 	char *path = util_path_join(dir, name);
 	char *trash = util_asprintf("%s/.gc-%s.%d", dir, name, (int)getpid());
-	char **v;
-	uint64_t bytes;
+	struct gc_item *v = realloc(g->items, (g->n_items + 1) * sizeof(*v));
 	int rc = 0;
 
-	if (!path || !trash) {
+	if (v)
+		g->items = v;
+	if (!path || !trash || !v) {
 		rc = util_err(-ENOMEM, "out of memory");
 		goto out;
 	}
-	bytes = du_bytes(path);
-	if (!gc_dry(g)) {
-		v = realloc(g->trash, (g->n_trash + 1) * sizeof(*v));
-		if (!v) {
-			rc = util_err(-ENOMEM, "out of memory");
-			goto out;
-		}
-		g->trash = v;
-		if (rename(path, trash) < 0) {
-			rc = errno == ENOENT ? 0
-					     : util_err(-errno, "gc: cannot remove %s: %s", path,
-							strerror(errno));
-			goto out;
-		}
-		g->trash[g->n_trash++] = trash;
-		trash = NULL;
+	if (!gc_dry(g) && rename(path, trash) < 0) {
+		rc = errno == ENOENT
+			 ? 0
+			 : util_err(-errno, "gc: cannot remove %s: %s", path, strerror(errno));
+		goto out;
 	}
-	g->total += bytes;
-	g->fn(g->arg, true, what, path, bytes);
+	v[g->n_items++] = (struct gc_item){.what = what, .path = path, .trash = trash};
+	path = trash = NULL;
 out:
 	free(path);
 	free(trash);
 	return rc;
+}
+
+/* Notes state_dir/sub as kept, and why (its size measured after the lock). */
+static int gc_keep(struct gc *g, const char *why, const char *sub)
+{
+	char *path = util_path_join(g->p->state_dir, sub);
+	struct gc_item *v = realloc(g->items, (g->n_items + 1) * sizeof(*v));
+
+	if (v)
+		g->items = v;
+	if (!path || !v) {
+		free(path);
+		return util_err(-ENOMEM, "out of memory");
+	}
+	v[g->n_items++] = (struct gc_item){.what = why, .path = path, .kept = true};
+	return 0;
+}
+
+/* After the lock: each thing taken measured (where it is now), reported, removed. */
+static void gc_finish(struct gc *g)
+{
+	for (size_t i = 0; i < g->n_items; i++) {
+		struct gc_item *it = &g->items[i];
+		uint64_t bytes = du_bytes(it->kept || gc_dry(g) ? it->path : it->trash);
+
+		if (!it->kept)
+			g->total += bytes;
+		g->fn(g->arg, !it->kept, it->what, it->path, bytes);
+		if (!it->kept && !gc_dry(g))
+			(void)util_rm_rf(it->trash);
+	}
 }
 
 static bool gc_base_used(const struct gc *g, const char *hex)
@@ -378,15 +404,13 @@ static int gc_locked(struct gc *g, sqlite3 *db)
 		return rc;
 	mounted = gc_mounted(g);
 	if (mounted) {
-		char *blobs = util_path_join(g->p->state_dir, "blobs");
-
-		g->fn(g->arg, false,
-		      mounted == 1 ? "blob cache (a view is mounted and reads it; unmount to "
-				     "reclaim)"
-				   : "blob cache (views are mounted and read it; unmount them to "
-				     "reclaim)",
-		      blobs ? blobs : "blobs", blobs ? du_bytes(blobs) : 0);
-		free(blobs);
+		rc = gc_keep(g,
+			     mounted == 1
+				 ? "blob cache (a view is mounted and reads it; unmount "
+				   "to reclaim)"
+				 : "blob cache (views are mounted and read it; unmount them "
+				   "to reclaim)",
+			     "blobs");
 	} else {
 		rc = gc_sweep(g, "blobs", "blob cache", keep_all);
 	}
@@ -409,9 +433,11 @@ static void gc_free(struct gc *g)
 	for (size_t i = 0; i < g->n_ws; i++)
 		core_ws_free(g->ws[i]);
 	free(g->ws);
-	for (size_t i = 0; i < g->n_trash; i++)
-		free(g->trash[i]);
-	free(g->trash);
+	for (size_t i = 0; i < g->n_items; i++) {
+		free(g->items[i].path);
+		free(g->items[i].trash);
+	}
+	free(g->items);
 }
 
 int core_gc(struct core_project *p, unsigned int flags, core_gc_fn *fn, void *arg, uint64_t *bytes)
@@ -432,8 +458,7 @@ int core_gc(struct core_project *p, unsigned int flags, core_gc_fn *fn, void *ar
 		rc = audit_db_exec(db, "COMMIT");
 	if (rc < 0 || gc_dry(&g))
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-	for (size_t i = 0; i < g.n_trash; i++)
-		(void)util_rm_rf(g.trash[i]);
+	gc_finish(&g);
 	*bytes = g.total;
 	gc_free(&g);
 	return rc;

@@ -279,12 +279,16 @@ static int delete_check_unsaved(struct core_project *p, const struct core_ws *ws
 {
 	size_t commits = 0, files = 0;
 	int rc = core_ws_unsaved(p, ws, &commits, &files);
+	char why[512];
 
-	if (rc < 0)
+	if (rc < 0) {
+		/* Copied first: util_err writes the buffer util_err_msg returns. */
+		snprintf(why, sizeof(why), "%s", util_err_msg());
 		return util_err(rc,
 				"cannot tell whether %s has work not in the origin (%s); use "
 				"--force to delete anyway",
-				ws->name, util_err_msg());
+				ws->name, why);
+	}
 	if (commits == 0 && files == 0)
 		return 0;
 	if (commits && files)
