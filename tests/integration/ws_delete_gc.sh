@@ -174,6 +174,25 @@ expect_match "removed blob cache" "$OUT" "names the blob cache"
 expect_status 0 "mount live again" -- A workspace mount live
 expect_eq "$want" "$(view_hash "$L")" "the view reads every file after its cache went"
 
+# gc beside creates, a shell and deletes of other processes: each of them works, and every
+# view reads every file.
+for i in 1 2 3; do A gc >/dev/null 2>"$T/gc$i.err" & done
+for i in 1 2 3; do A workspace create "c$i" >/dev/null 2>"$T/c$i.err" & done
+A shell live -- sh -c 'cat big.txt >/dev/null' 2>"$T/sh.err" &
+wait
+for i in 1 2 3; do
+	[ -s "$T/gc$i.err" ] && fail "concurrent gc $i: $(cat "$T/gc$i.err")" || pass
+	[ -s "$T/c$i.err" ] && fail "create c$i beside gc: $(cat "$T/c$i.err")" || pass
+	expect_eq "$want" "$(view_hash "$(wsdir "c$i" workdir)")" "c$i reads every file after concurrent gc"
+done
+[ -s "$T/sh.err" ] && fail "shell beside gc: $(cat "$T/sh.err")" || pass
+for i in 1 2 3; do A workspace delete "c$i" >/dev/null & A gc >/dev/null & done
+wait
+expect_eq "$want" "$(view_hash "$L")" "the live view reads every file after concurrent deletes and gc"
+expect_status 0 "list after the concurrent run" -- A workspace list
+expect_eq "live" "$(printf '%s\n' "$OUT" | awk 'NR > 1 {print $1}' | tr '\n' ' ' | sed 's/ $//')" \
+	"only the live workspace is left"
+
 # --purge: the audit of deleted workspaces goes, a live one's stays.
 expect_status 0 "deleted workspace's history is readable" -- A audit clean
 expect_status 0 "gc --purge" -- A gc --purge
