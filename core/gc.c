@@ -29,7 +29,8 @@
 struct gc_item {
 	const char *what;
 	char *path, *trash;
-	bool kept; /* reported as kept (its size then), nothing renamed */
+	bool kept;     /* reported as kept (its size then), nothing renamed */
+	bool contents; /* path's contents only (gc_empty): the folder itself stays */
 };
 
 struct gc {
@@ -120,7 +121,13 @@ static void gc_finish(struct gc *g)
 {
 	for (size_t i = 0; i < g->n_items; i++) {
 		struct gc_item *it = &g->items[i];
-		uint64_t bytes = du_bytes(it->kept || gc_dry(g) ? it->path : it->trash);
+		const char *where = it->kept || gc_dry(g) ? it->path : it->trash;
+		uint64_t bytes = du_bytes(where);
+		struct stat st;
+
+		/* Of a folder emptied, what was in it: neither it nor the trash folder counts. */
+		if (it->contents && lstat(where, &st) == 0 && bytes >= (uint64_t)st.st_blocks * 512)
+			bytes -= (uint64_t)st.st_blocks * 512;
 
 		if (!it->kept)
 			g->total += bytes;
@@ -236,6 +243,52 @@ static int gc_sweep(struct gc *g, const char *sub, const char *what,
 	return rc;
 }
 
+/*
+ * Everything in state_dir/sub (the folder itself stays: a daemon starting meanwhile holds it
+ * open) as one item: moved into sub/.gc-PID under the lock.
+ */
+static int gc_empty(struct gc *g, const char *sub, const char *what)
+{
+	char *dir = util_path_join(g->p->state_dir, sub);
+	char *trash = dir ? util_asprintf("%s/.gc-%d", dir, (int)getpid()) : NULL;
+	struct gc_item *v = realloc(g->items, (g->n_items + 1) * sizeof(*v));
+	char **names = NULL;
+	size_t n = 0;
+	int rc = 0;
+
+	if (v)
+		g->items = v;
+	if (!dir || !trash || !v) {
+		rc = util_err(-ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = names_of(dir, &names, &n);
+	if (rc < 0 || n == 0)
+		goto out;
+	if (!gc_dry(g) && mkdir(trash, 0700) < 0) {
+		rc = util_err(-errno, "gc: cannot make %s: %s", trash, strerror(errno));
+		goto out;
+	}
+	for (size_t i = 0; rc == 0 && !gc_dry(g) && i < n; i++) {
+		char *from = util_path_join(dir, names[i]), *to = util_path_join(trash, names[i]);
+
+		if (!from || !to)
+			rc = util_err(-ENOMEM, "out of memory");
+		else if (rename(from, to) < 0 && errno != ENOENT)
+			rc = util_err(-errno, "gc: cannot remove %s: %s", from, strerror(errno));
+		free(from);
+		free(to);
+	}
+	v[g->n_items++] =
+	    (struct gc_item){.what = what, .path = dir, .trash = trash, .contents = true};
+	dir = trash = NULL;
+out:
+	names_free(names, n);
+	free(dir);
+	free(trash);
+	return rc;
+}
+
 /* index-cache/<commit>: kept while a workspace links it or is based on it. */
 static bool keep_index(const struct gc *g, int dir, const char *name)
 {
@@ -267,14 +320,6 @@ static bool keep_ws_dir(const struct gc *g, int dir, const char *name)
 	if (!strncmp(name, ".new-", 5))
 		return !old_enough(dir, name);
 	return true;
-}
-
-static bool keep_all(const struct gc *g, int dir, const char *name)
-{
-	(void)g;
-	(void)dir;
-	(void)name;
-	return false;
 }
 
 /* Workspace folders with no row (a crash between steps): only with purge. */
@@ -412,7 +457,7 @@ static int gc_locked(struct gc *g, sqlite3 *db)
 				   "to reclaim)",
 			     "blobs");
 	} else {
-		rc = gc_sweep(g, "blobs", "blob cache", keep_all);
+		rc = gc_empty(g, "blobs", "blob cache");
 	}
 	if (rc == 0 && gc_create_running(g))
 		g->fn(g->arg, false, "index caches and objects views (a create is running)",

@@ -166,8 +166,13 @@ expect_status 0 "shell in the live workspace after gc" -- A shell live -- sh -c 
 # Unmounted, the blob cache goes too; the view works again after a mount.
 expect_status 0 "unmount live" -- A workspace unmount live
 blobs=$(du -sB1 "$STATE/blobs" | cut -f1)
+expect_status 0 "gc --dry-run with no view mounted" -- A gc --dry-run
+dry=$(printf '%s\n' "$OUT" | sed -n 's/^would reclaim \([0-9]*\) bytes.*/\1/p')
 expect_status 0 "gc with no view mounted" -- A gc
 got=$(printf '%s\n' "$OUT" | sed -n 's/^reclaimed \([0-9]*\) bytes.*/\1/p')
+expect_eq "$dry" "$got" "the blob cache: gc reclaims what the dry run said"
+[ $((blobs - $(du -sB1 "$STATE/blobs" | cut -f1))) -ge $((got * 9 / 10)) ] && pass ||
+	fail "du of blobs/ dropped less than gc said ($got)"
 [ "$got" -ge 3000000 ] && pass || fail "blob cache not reclaimed ($got of $blobs)"
 expect_match "removed blob cache" "$OUT" "names the blob cache"
 [ "$(du -sB1 "$STATE/blobs" | cut -f1)" -lt 100000 ] && pass || fail "blobs/ still big"
