@@ -123,13 +123,18 @@ int core_ws_delete(struct core_project *p, const char *name) ARB_MUST_CHECK;
 int core_ws_delete_opts(struct core_project *p, const char *name,
 			unsigned int flags) ARB_MUST_CHECK;
 /*
- * What deleting ws would lose (core/ws_unsaved.c): *commits of its branch that neither its
- * base nor a ref of the origin (but its own refs/arborinth/NAME and remote) reaches, and
- * *files of its view that differ from the branch's tree. The gitdir is read as hostile
- * (through core_ws_export: it fills NAME/export.git). -errno with a message.
+ * What deleting ws would lose (core/ws_unsaved.c): in u, the commits of its branches (and a
+ * detached HEAD) that neither its base nor a ref of the origin (but its own
+ * refs/arborinth/NAME and remote) reaches, the files of its view that differ from its branch
+ * arborinth/NAME's tree, and the files (and deletions) its boxes wrote into overlays
+ * (NAME/overlay/ * /upper). The gitdir is read as hostile (through core_ws_export: it fills
+ * NAME/export.git). -errno with a message.
  */
-int core_ws_unsaved(struct core_project *p, const struct core_ws *ws, size_t *commits,
-		    size_t *files) ARB_MUST_CHECK;
+struct core_unsaved {
+	size_t commits, files, overlay;
+};
+int core_ws_unsaved(struct core_project *p, const struct core_ws *ws,
+		    struct core_unsaved *u) ARB_MUST_CHECK;
 /*
  * The processes that keep ws's view busy (core/ws_busy.c): their number (0: none found),
  * and in *out (caller frees; NULL when none) "pid N (comm), ..." (the first few, then "and

@@ -274,12 +274,22 @@ static int delete_row(sqlite3 *db, const char *name)
 	return rc;
 }
 
+/* "N thing" or "N things", after ", " or " and " when not the first of the list. */
+static void count_part(char *buf, size_t size, size_t n, const char *one, const char *many,
+		       const char *sep)
+{
+	size_t len = strlen(buf);
+
+	if (n)
+		snprintf(buf + len, size - len, "%s%zu %s", len ? sep : "", n, n == 1 ? one : many);
+}
+
 /* Without force: refuses (-ENOTEMPTY, one line) when deleting would lose work. */
 static int delete_check_unsaved(struct core_project *p, const struct core_ws *ws)
 {
-	size_t commits = 0, files = 0;
-	int rc = core_ws_unsaved(p, ws, &commits, &files);
-	char why[512];
+	struct core_unsaved u;
+	char why[512], what[256] = "";
+	int rc = core_ws_unsaved(p, ws, &u);
 
 	if (rc < 0) {
 		/* Copied first: util_err writes the buffer util_err_msg returns. */
@@ -289,22 +299,15 @@ static int delete_check_unsaved(struct core_project *p, const struct core_ws *ws
 				"--force to delete anyway",
 				ws->name, why);
 	}
-	if (commits == 0 && files == 0)
+	if (u.commits == 0 && u.files == 0 && u.overlay == 0)
 		return 0;
-	if (commits && files)
-		return util_err(-ENOTEMPTY,
-				"%s has %zu commit%s not in the origin and %zu changed file%s not "
-				"in a commit; use --force to delete anyway",
-				ws->name, commits, commits == 1 ? "" : "s", files,
-				files == 1 ? "" : "s");
-	if (commits)
-		return util_err(-ENOTEMPTY,
-				"%s has %zu commit%s not in the origin; use --force to delete "
-				"anyway",
-				ws->name, commits, commits == 1 ? "" : "s");
-	return util_err(-ENOTEMPTY,
-			"%s has %zu changed file%s not in a commit; use --force to delete anyway",
-			ws->name, files, files == 1 ? "" : "s");
+	count_part(what, sizeof(what), u.commits, "commit not in the origin",
+		   "commits not in the origin", "");
+	count_part(what, sizeof(what), u.files, "changed file not in a commit",
+		   "changed files not in a commit", u.overlay ? ", " : " and ");
+	count_part(what, sizeof(what), u.overlay, "change in an overlay", "changes in overlays",
+		   " and ");
+	return util_err(-ENOTEMPTY, "%s has %s; use --force to delete anyway", ws->name, what);
 }
 
 /* The one-line refusal naming who keeps ws's view busy (-EBUSY), or 0 when none is seen. */

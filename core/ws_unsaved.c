@@ -7,12 +7,15 @@
  * resolved as a plain ref file; their objects are copied one by one, hashes checked, into the
  * host-owned NAME/export.git, where the commits are walked. The view's tree is built from the
  * layer by the checkpoint code and compared with the branch's tree in the checkpoint store.
+ * Overlays' upper layers (what boxes wrote over host folders, kept in the workspace) are
+ * counted entry by entry.
  */
 #include "core/core_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fts.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -219,8 +222,31 @@ static int count_commits(struct core_project *p, const struct core_ws *ws, git_r
 	return rc;
 }
 
-int core_ws_unsaved(struct core_project *p, const struct core_ws *ws, size_t *commits,
-		    size_t *files)
+/* Entries (files, links, whiteouts; not folders) in NAME/overlay/ * /upper, links not
+ * followed; overlays that never got a write count nothing. */
+static size_t overlay_changes(const struct core_ws *ws)
+{
+	char *dir = util_path_join(ws->root, "overlay");
+	char *const roots[] = {dir, NULL};
+	FTS *fts = dir ? fts_open(roots, FTS_PHYSICAL | FTS_NOCHDIR | FTS_XDEV, NULL) : NULL;
+	size_t n = 0;
+	FTSENT *e;
+
+	while (fts && (e = fts_read(fts))) {
+		/* Depth 1: one overlay; only its upper layer holds what the box wrote. */
+		if (e->fts_level == 2 && e->fts_info == FTS_D && strcmp(e->fts_name, "upper") != 0)
+			(void)fts_set(fts, e, FTS_SKIP);
+		else if (e->fts_level >= 3 && e->fts_info != FTS_D && e->fts_info != FTS_DP &&
+			 e->fts_info != FTS_DNR && e->fts_info != FTS_ERR)
+			n++;
+	}
+	if (fts)
+		fts_close(fts);
+	free(dir);
+	return n;
+}
+
+int core_ws_unsaved(struct core_project *p, const struct core_ws *ws, struct core_unsaved *u)
 {
 	struct core_diffstat ds = {0};
 	char hex[GIT_OID_HEXSZ + 1];
@@ -230,14 +256,14 @@ int core_ws_unsaved(struct core_project *p, const struct core_ws *ws, size_t *co
 	git_odb *odb = NULL;
 	int rc;
 
-	*commits = *files = 0;
+	memset(u, 0, sizeof(*u));
 	core_git_ready();
 	rc = core_ws_export(p, ws, &tip, NULL);
 	rc = rc ?: core_export_open(p, ws, &ex);
 	if (rc == 0 && git_repository_odb(&odb, ex) < 0)
 		rc = util_err(-EIO, "export: %s", git_error_last()->message);
 	rc = rc ?: tips_collect(p, ws, odb, &t);
-	rc = rc ?: count_commits(p, ws, ex, &t, commits);
+	rc = rc ?: count_commits(p, ws, ex, &t, &u->commits);
 	core_wsgit_free(t.g);
 	free(t.v);
 	git_odb_free(odb);
@@ -248,7 +274,9 @@ int core_ws_unsaved(struct core_project *p, const struct core_ws *ws, size_t *co
 	rc = core_ws_tree(p, ws, hex, &head_tree);
 	rc = rc ?: core_ws_tree(p, ws, "view", &view_tree);
 	rc = rc ?: core_ws_diffstat(p, ws, &head_tree, &view_tree, &ds);
-	if (rc == 0)
-		*files = ds.files;
+	if (rc == 0) {
+		u->files = ds.files;
+		u->overlay = overlay_changes(ws);
+	}
 	return rc;
 }

@@ -71,6 +71,22 @@ printf 'x\n' >"$(wsdir w2 workdir)/lost.txt"
 expect_status 1 "w2 refused" -- A workspace delete w2
 expect_status 0 "--force deletes anyway" -- A workspace delete w2 --force
 expect_status 1 "w2 gone" -- A workspace info w2
+# What a box wrote into an overlay of a host folder is kept in the workspace: counted too.
+mkdir -p "$T/data"
+echo orig >"$T/data/f"
+expect_status 0 "create ov" -- A workspace create ov
+expect_status 0 "a box writes into an overlay" -- A shell ov --mount "overlay:$T/data:/mnt" -- \
+	sh -c 'echo changed > /mnt/f && echo new > /mnt/g'
+expect_eq "orig" "$(cat "$T/data/f")" "the host folder is unchanged"
+expect_status 1 "overlay changes: refused" -- A workspace delete ov
+expect_eq "arborinth: ov has 2 changes in overlays; use --force to delete anyway" "$ERR" \
+	"refusal counts the overlay's changes"
+expect_status 0 "overlay changes: --force deletes" -- A workspace delete ov --force
+# Control: an overlay the box only read leaves nothing to lose.
+expect_status 0 "create ov2" -- A workspace create ov2
+expect_status 0 "a box reads an overlay" -- A shell ov2 --mount "overlay:$T/data:/mnt" -- cat /mnt/f
+expect_status 0 "overlay only read: deletes without --force" -- A workspace delete ov2
+
 # --purge keeps its meaning, and asks for --force the same way.
 expect_status 0 "create w3" -- A workspace create w3
 printf 'x\n' >"$(wsdir w3 workdir)/lost.txt"
