@@ -60,7 +60,7 @@ mkdir -p "$OUT"
 arb() { "$ARB" --workdir "$REPO" "$@"; }
 cleanup() {
 	if mountpoint -q "$EXT4" 2>/dev/null; then
-		arb workspace delete ck >/dev/null 2>&1 || true
+		arb workspace delete ck --force >/dev/null 2>&1 || true
 		umount "$EXT4" || umount -l "$EXT4"
 	fi
 	rm -f "$WORK/ckpt-ext4.img"

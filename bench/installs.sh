@@ -58,7 +58,7 @@ cleanup() {
 		if [ "$URING_OLD" = Y ]; then echo 1 >"$URING"; else echo 0 >"$URING"; fi
 	fi
 	for ws in inst-d inst-u; do
-		"$ARB" --workdir "$E/repo" workspace delete "$ws" >/dev/null 2>&1
+		"$ARB" --workdir "$E/repo" workspace delete "$ws" --force >/dev/null 2>&1
 	done
 	mountpoint -q "$E" && { umount "$E" || umount -l "$E"; }
 	rm -rf "$T"

@@ -23,7 +23,7 @@ command -v bwrap >/dev/null || { echo "bwrap is needed (apt-get install bubblewr
 # fsync cost: every start writes checkpoints and audit rows).
 dir=$(mktemp -d /var/tmp/arb-jail-bench.XXXXXX)
 cleanup() {
-	(cd "$dir/repo" 2>/dev/null && "$ARB" workspace delete bench >/dev/null 2>&1) || true
+	(cd "$dir/repo" 2>/dev/null && "$ARB" workspace delete bench --force >/dev/null 2>&1) || true
 	# A delete that failed (a box still running when the script was stopped): every view
 	# under $dir unmounted anyway, so that none is left to lengthen every later box's mounts.
 	awk -v d="$dir/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r |

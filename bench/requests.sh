@@ -21,7 +21,7 @@ T=$(mktemp -d /var/tmp/arb-requests.XXXXXX)
 STRACE=
 cleanup() {
 	[ -n "$STRACE" ] && kill "$STRACE" 2>/dev/null
-	"$ARB" --workdir "$T/repo" workspace delete rq >/dev/null 2>&1 || true
+	"$ARB" --workdir "$T/repo" workspace delete rq --force >/dev/null 2>&1 || true
 	rm -rf "$T"
 }
 trap cleanup EXIT

@@ -12,7 +12,7 @@ ARB=$(realpath "${ARB:-$HERE/../build/cli/arborinth}")
 CALLS=${1:-20000}
 T=$(mktemp -d /var/tmp/arb-roundtrip.XXXXXX)
 cleanup() {
-	"$ARB" --workdir "$T/repo" workspace delete rt >/dev/null 2>&1 || true
+	"$ARB" --workdir "$T/repo" workspace delete rt --force >/dev/null 2>&1 || true
 	rm -rf "$T"
 }
 trap cleanup EXIT

@@ -91,7 +91,7 @@ cleanup() {
 		fusermount3 -u "$OVL/mnt" || fusermount3 -u -z "$OVL/mnt"
 	fi
 	sort -u "$CREATED" | while read -r ws; do
-		[ -n "$ws" ] && arb workspace delete "$ws" >/dev/null 2>&1
+		[ -n "$ws" ] && arb workspace delete "$ws" --force >/dev/null 2>&1
 	done
 	git -C "$NATIVE" worktree remove --force "$WORK/wt" >/dev/null 2>&1
 	git -C "$NATIVE" worktree prune >/dev/null 2>&1
@@ -104,7 +104,7 @@ trap 'exit 130' INT TERM
 
 ws_create() { # NAME [create options]: a workspace of $REPO, removed on exit
 	echo "$1" >>"$CREATED"
-	arb workspace delete "$1" >/dev/null 2>&1 || true
+	arb workspace delete "$1" --force >/dev/null 2>&1 || true
 	arb workspace create "$@" >/dev/null
 }
 ws_dir() { echo "$REPO/.arborinth/workspaces/$1"; }
@@ -226,7 +226,7 @@ bench_create() {
 		--prepare "git -C $NATIVE worktree remove --force $WORK/wt >/dev/null 2>&1; rm -rf $WORK/wt; git -C $NATIVE worktree prune" \
 		"git -C $NATIVE worktree add -q --detach $WORK/wt" \
 		-n "arborinth workspace create" \
-		--prepare "$ARB --workdir $REPO workspace delete bench-c >/dev/null 2>&1 || true" \
+		--prepare "$ARB --workdir $REPO workspace delete bench-c --force >/dev/null 2>&1 || true" \
 		"$ARB --workdir $REPO workspace create bench-c"
 	note "new disk ($FILES files)" "clone $(own_kib "$WORK/clone") KiB; worktree $(($(own_kib "$WORK/wt") + $(own_kib "$NATIVE/.git/worktrees"))) KiB; workspace $(own_kib "$view") KiB"
 	if [ -d "$REPO/.arborinth/index-cache" ]; then
@@ -236,10 +236,10 @@ bench_create() {
 			--prepare "git -C $NATIVE worktree remove --force $WORK/wt >/dev/null 2>&1; rm -rf $WORK/wt; git -C $NATIVE worktree prune" \
 			"git -C $NATIVE worktree add -q --detach $WORK/wt" \
 			-n "arborinth workspace create" \
-			--prepare "$ARB --workdir $REPO workspace delete bench-c >/dev/null 2>&1; rm -rf $REPO/.arborinth/index-cache" \
+			--prepare "$ARB --workdir $REPO workspace delete bench-c --force >/dev/null 2>&1; rm -rf $REPO/.arborinth/index-cache" \
 			"$ARB --workdir $REPO workspace create bench-c"
 	fi
-	arb workspace delete bench-c >/dev/null
+	arb workspace delete bench-c --force >/dev/null
 	git -C "$NATIVE" worktree remove --force "$WORK/wt" >/dev/null 2>&1 || true
 	rm -rf "$WORK/clone" "$WORK/wt"
 }
@@ -316,8 +316,8 @@ bench_read() {
 	rm -f "$WORK/native-untracked.index"
 	note "daemon RSS after the reads" "$(($(rss_kib "$(ws_pid bench-r)") / 1024)) MiB"
 	fusermount3 -u "$OVL/mnt"
-	arb workspace delete bench-r >/dev/null
-	[ -z "$uv" ] || arb workspace delete bench-ru >/dev/null
+	arb workspace delete bench-r --force >/dev/null
+	[ -z "$uv" ] || arb workspace delete bench-ru --force >/dev/null
 }
 
 # Remounts workspace $1 with its daemon started exactly as arborinth starts it, minus the
@@ -401,7 +401,7 @@ write_suite() { # NATIVE_DIR TAG
 		"dd if=/dev/zero of=$pt/seq.bin bs=1M count=1024 conv=fsync status=none" "${f[@]}"
 	rm -rf "$nat/storm" "$nat/seq.bin" "$v/seq.bin" "$q/seq.bin" "$pt/seq.bin"
 	for w in bench-w bench-q bench-p ${u:+bench-u bench-pu}; do
-		arb workspace delete "$w" >/dev/null
+		arb workspace delete "$w" --force >/dev/null
 	done
 }
 
@@ -430,7 +430,7 @@ bench_write_ext4() {
 ext4_away() {
 	if mountpoint -q "$EXT4" 2>/dev/null; then
 		for ws in bench-w bench-q bench-p bench-u bench-pu; do
-			"$ARB" --workdir "$EXT4/repo" workspace delete "$ws" >/dev/null 2>&1 || true
+			"$ARB" --workdir "$EXT4/repo" workspace delete "$ws" --force >/dev/null 2>&1 || true
 		done
 		umount "$EXT4" || umount -l "$EXT4"
 	fi
@@ -458,14 +458,14 @@ bench_build() {
 	[ -d "$bnat" ] || git clone -q --no-local "$bsrc" "$bnat"
 	git -C "$bnat" checkout -q --detach "$head"
 	echo bench-b >>"$CREATED"
-	"$ARB" --workdir "$bsrc" workspace delete bench-b >/dev/null 2>&1 || true
+	"$ARB" --workdir "$bsrc" workspace delete bench-b --force >/dev/null 2>&1 || true
 	"$ARB" --workdir "$bsrc" workspace create bench-b >/dev/null
 	v="$bsrc/.arborinth/workspaces/bench-b/workdir"
 	measure "C build (arborinth: cmake + ninja -j2 $target)" --runs "$runs" \
 		--prepare "rm -rf $bnat/_build" -n native "$(build_cmd "$bnat" $target)" \
 		--prepare "rm -rf $v/_build" -n view "$(build_cmd "$v" $target)"
 	rm -rf "$v/_build" "$bnat/_build"
-	"$ARB" --workdir "$bsrc" workspace delete bench-b >/dev/null
+	"$ARB" --workdir "$bsrc" workspace delete bench-b --force >/dev/null
 }
 
 med_max() { # KiB values -> "median MiB / max MiB"
@@ -474,7 +474,7 @@ med_max() { # KiB values -> "median MiB / max MiB"
 
 bench_scale() {
 	local t0 t1 i pids=() idle=() after=() pss_idle=() pss_after=() par_v="" par_n=""
-	for i in $(seq 1 "$NWS"); do arb workspace delete "bench-s$i" >/dev/null 2>&1 || true; done
+	for i in $(seq 1 "$NWS"); do arb workspace delete "bench-s$i" --force >/dev/null 2>&1 || true; done
 	sync
 	t0=$(date +%s.%N)
 	for i in $(seq 1 "$NWS"); do
@@ -505,7 +505,7 @@ bench_scale() {
 	done
 	measure "8 concurrent git status (8 views vs 8 on the native checkout)" --runs "$RUNS" \
 		--warmup 1 -n native "bash -c '${par_n} wait'" -n views "bash -c '${par_v} wait'"
-	for i in $(seq 1 "$NWS"); do arb workspace delete "bench-s$i" >/dev/null; done
+	for i in $(seq 1 "$NWS"); do arb workspace delete "bench-s$i" --force >/dev/null; done
 }
 
 make_repos

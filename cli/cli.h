@@ -122,6 +122,8 @@ int cli_plugin_run(const char *name, int argc, char **argv);
 int cmd_fs_daemon(struct cli_global *g, int argc, char **argv);
 extern const char cmd_doctor_usage[];
 int cmd_doctor(struct cli_global *g, int argc, char **argv);
+extern const char cmd_gc_usage[];
+int cmd_gc(struct cli_global *g, int argc, char **argv);
 extern const char cmd_box_init_usage[];
 int cmd_box_init(struct cli_global *g, int argc, char **argv);
 /*

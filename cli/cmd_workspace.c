@@ -13,9 +13,9 @@ const char cmd_workspace_usage[] =
     "usage: arborinth workspace create NAME [--rev REV] [--dirty] [--allow-other] [--io MODE]\n"
     "         [--disk SIZE] [--json]\n"
     "       arborinth workspace create NAME --from OTHER[@CKPT] [--allow-other] [--json]\n"
-    "       arborinth workspace list [--json]\n"
+    "       arborinth workspace list [--all] [--json]\n"
     "       arborinth workspace info NAME [--json]\n"
-    "       arborinth workspace delete NAME [--purge]\n"
+    "       arborinth workspace delete NAME [--force] [--purge]\n"
     "       arborinth workspace mount NAME [--allow-other] [--io MODE] [--disk SIZE] [--json]\n"
     "       arborinth workspace unmount NAME [--json]\n"
     "\n"
@@ -45,6 +45,16 @@ const char cmd_workspace_usage[] =
     "  --json      machine-readable output\n"
     "  --purge     (delete) also remove the workspace's audit history, and that of every\n"
     "              earlier workspace of that name; works on an already deleted one too\n"
+    "  --force     (delete) delete even when the workspace has commits no branch of the\n"
+    "              origin has, changes not in a commit or changes in overlays (delete\n"
+    "              refuses, counting them, without it). Delete always refuses while a\n"
+    "              session runs in the workspace or processes keep its view busy, and\n"
+    "              names them\n"
+    "  --all       (list) every workspace of yours, in every repository (from\n"
+    "              $XDG_STATE_HOME/arborinth/projects, default ~/.local/state/arborinth/)\n"
+    "\n"
+    "create removes a refs/arborinth/NAME or remote arborinth/NAME that an earlier\n"
+    "workspace of that name left (and says so); 'arborinth gc' removes all such.\n"
     "  --workdir DIR  the repository (default: the current directory)\n";
 
 static int ws_create(struct cli_global *g, int argc, char **argv);
@@ -120,8 +130,9 @@ static int fail_lib(void)
 	return cli_fail(CLI_ERR, "%s", arb_error_last());
 }
 
-/* `create --dirty`, `--from`, `create|mount --allow-other` and `--io`, set by parse(). */
-static bool create_dirty, allow_other;
+/* `create --dirty`, `--from`, `create|mount --allow-other`, `--io`, `delete --force` and
+ * `list --all`, set by parse(). */
+static bool create_dirty, allow_other, delete_force, list_all;
 static unsigned int io_flags;
 static const char *create_from, *disk_size;
 
@@ -137,6 +148,8 @@ static int parse(struct cli_global *g, const char *sub, int argc, char **argv, b
 					     {"from", required_argument, NULL, 'F'},
 					     {"io", required_argument, NULL, 'I'},
 					     {"disk", required_argument, NULL, 'S'},
+					     {"force", no_argument, NULL, 'f'},
+					     {"all", no_argument, NULL, 'a'},
 					     {0}};
 	const struct cli_cmd *cmd = cli_cmd_find(cmd_workspace_subs, sub);
 	int c;
@@ -151,6 +164,10 @@ static int parse(struct cli_global *g, const char *sub, int argc, char **argv, b
 			*rev = optarg;
 		} else if (c == 'P' && purge) {
 			*purge = true;
+		} else if (c == 'f' && !strcmp(sub, "delete")) {
+			delete_force = true;
+		} else if (c == 'a' && !strcmp(sub, "list")) {
+			list_all = true;
 		} else if (c == 'D' && !strcmp(sub, "create")) {
 			create_dirty = true;
 		} else if (c == 'F' && !strcmp(sub, "create")) {
@@ -221,6 +238,8 @@ static int ws_create(struct cli_global *g, int argc, char **argv)
 					  (create_dirty ? ARB_WS_DIRTY : 0) |
 					      (allow_other ? ARB_WS_ALLOW_OTHER : 0) | io_flags);
 	}
+	if (rc == 0 && arb_project_note(p))
+		fprintf(stderr, "note: %s\n", arb_project_note(p));
 	if (rc < 0)
 		status = fail_lib();
 	else if (json)
@@ -236,6 +255,65 @@ static int ws_create(struct cli_global *g, int argc, char **argv)
 	return status;
 }
 
+/* One project's rows of `list --all` (into arr with --json); a project that cannot be read
+ * is named on stderr and skipped. */
+static void list_project(const char *root, json_t *arr)
+{
+	arb_project *p = NULL;
+	arb_workspace **list = NULL;
+	size_t n = 0;
+
+	if (arb_project_open(&p, root) < 0 || arb_workspace_list(&list, &n, p) < 0) {
+		fprintf(stderr, "arborinth: %s: %s\n", cli_q(root), arb_error_last());
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *name = arb_workspace_name(list[i]);
+		int64_t session = 0;
+		char sess[32];
+
+		if (arb_workspace_session(&session, p, name) < 0)
+			session = 0;
+		if (arr) {
+			json_t *o = ws_json(list[i]);
+
+			json_object_set_new(o, "project", util_json_bytes(root));
+			json_object_set_new(o, "session",
+					    session ? json_integer(session) : json_null());
+			json_array_append_new(arr, o);
+			continue;
+		}
+		if (session)
+			snprintf(sess, sizeof(sess), "%lld running", (long long)session);
+		else
+			snprintf(sess, sizeof(sess), "-");
+		printf("%-32s %-24s %-12.12s %-8s %s\n", cli_q(root), cli_q(name),
+		       arb_workspace_base_commit(list[i]),
+		       arb_workspace_mounted(list[i]) ? "yes" : "no", sess);
+	}
+out:
+	arb_workspace_list_free(list, n);
+	arb_project_free(p);
+}
+
+/* `workspace list --all`: every project in the user's list, each workspace a row. */
+static int ws_list_all(bool json)
+{
+	json_t *arr = json ? json_array() : NULL;
+	char **roots = NULL;
+	size_t n = 0;
+
+	if (arb_projects_list(&roots, &n) < 0)
+		return fail_lib();
+	if (!json)
+		printf("%-32s %-24s %-12s %-8s %s\n", "PROJECT", "NAME", "BASE", "MOUNTED",
+		       "SESSION");
+	for (size_t i = 0; i < n; i++)
+		list_project(roots[i], arr);
+	arb_projects_free(roots, n);
+	return json ? cli_json_print(arr) : CLI_OK;
+}
+
 static int ws_list(struct cli_global *g, int argc, char **argv)
 {
 	arb_project *p = NULL;
@@ -247,6 +325,8 @@ static int ws_list(struct cli_global *g, int argc, char **argv)
 
 	if (parse(g, "list", argc, argv, &json, NULL, NULL, NULL, 0, &status) < 0)
 		return status;
+	if (list_all)
+		return ws_list_all(json);
 	if (arb_project_open(&p, g->workdir) < 0 || arb_workspace_list(&list, &n, p) < 0) {
 		status = fail_lib();
 		goto out;
@@ -319,7 +399,9 @@ static int ws_delete(struct cli_global *g, int argc, char **argv)
 	if (parse(g, "delete", argc, argv, &json, NULL, &purge, &name, 1, &status) < 0)
 		return status;
 	if (arb_project_open(&p, g->workdir) < 0 ||
-	    (purge ? arb_workspace_purge(p, name) : arb_workspace_delete(p, name)) < 0) {
+	    arb_workspace_remove(p, name,
+				 (delete_force ? ARB_WS_DELETE_FORCE : 0) |
+				     (purge ? ARB_WS_DELETE_PURGE : 0)) < 0) {
 		status = fail_lib();
 		goto out;
 	}

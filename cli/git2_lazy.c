@@ -198,10 +198,10 @@ GIT_FWD(int, git_odb_hash, (git_oid * out, const void *data, size_t len, git_obj
 GIT_FWD(int, git_odb_hashfile, (git_oid * out, const char *path, git_object_t type),
 	(out, path, type))
 GIT_FWD(const void *, git_odb_object_data, (git_odb_object * object), (object))
-GIT_FWD(int, git_odb_open, (git_odb * *out, const char *objects_dir), (out, objects_dir))
 GIT_FREE(git_odb_object_free, (git_odb_object * object), object)
 GIT_FWD(size_t, git_odb_object_size, (git_odb_object * object), (object))
 GIT_FWD(git_object_t, git_odb_object_type, (git_odb_object * object), (object))
+GIT_FWD(int, git_odb_open, (git_odb * *out, const char *objects_dir), (out, objects_dir))
 GIT_FWD(int, git_odb_read, (git_odb_object * *out, git_odb *db, const git_oid *id), (out, db, id))
 GIT_FWD(int, git_odb_read_header,
 	(size_t * len_out, git_object_t *type_out, git_odb *db, const git_oid *id),
@@ -222,6 +222,9 @@ GIT_FWD(int, git_reference_create,
 	 const char *log_message),
 	(out, repo, name, id, force, log_message))
 GIT_FWD(int, git_reference_delete, (git_reference * ref), (ref))
+GIT_FWD(int, git_reference_foreach_name,
+	(git_repository * repo, git_reference_foreach_name_cb callback, void *payload),
+	(repo, callback, payload))
 GIT_FREE(git_reference_free, (git_reference * ref), ref)
 GIT_FWD(int, git_reference_is_branch, (const git_reference *ref), (ref))
 GIT_FREE(git_reference_iterator_free, (git_reference_iterator * iter), iter)
@@ -234,6 +237,8 @@ GIT_FWD(int, git_reference_name_is_valid, (int *valid, const char *refname), (va
 GIT_FWD(int, git_reference_name_to_id, (git_oid * out, git_repository *repo, const char *name),
 	(out, repo, name))
 GIT_FWD(int, git_reference_next, (git_reference * *out, git_reference_iterator *iter), (out, iter))
+GIT_FWD(int, git_reference_peel, (git_object * *out, const git_reference *ref, git_object_t type),
+	(out, ref, type))
 GIT_FWD(int, git_reference_remove, (git_repository * repo, const char *name), (repo, name))
 GIT_FWD(int, git_reference_set_target,
 	(git_reference * *out, git_reference *ref, const git_oid *id, const char *log_message),
@@ -252,6 +257,7 @@ GIT_FWD(int, git_remote_fetch,
 	 const char *reflog_message),
 	(remote, refspecs, opts, reflog_message))
 GIT_FREE(git_remote_free, (git_remote * remote), remote)
+GIT_FWD(int, git_remote_list, (git_strarray * out, git_repository *repo), (out, repo))
 GIT_FWD(int, git_remote_lookup, (git_remote * *out, git_repository *repo, const char *name),
 	(out, repo, name))
 GIT_FWD(int, git_remote_set_url, (git_repository * repo, const char *remote, const char *url),
@@ -271,6 +277,11 @@ GIT_FWD(const char *, git_repository_path, (const git_repository *repo), (repo))
 GIT_FWD(const char *, git_repository_workdir, (const git_repository *repo), (repo))
 GIT_FWD(int, git_revparse_single, (git_object * *out, git_repository *repo, const char *spec),
 	(out, repo, spec))
+GIT_FREE(git_revwalk_free, (git_revwalk * walk), walk)
+GIT_FWD(int, git_revwalk_hide, (git_revwalk * walk, const git_oid *commit_id), (walk, commit_id))
+GIT_FWD(int, git_revwalk_new, (git_revwalk * *out, git_repository *repo), (out, repo))
+GIT_FWD(int, git_revwalk_next, (git_oid * out, git_revwalk *walk), (out, walk))
+GIT_FWD(int, git_revwalk_push, (git_revwalk * walk, const git_oid *id), (walk, id))
 GIT_FWD(int, git_signature_default, (git_signature * *out, git_repository *repo), (out, repo))
 GIT_FREE(git_signature_free, (git_signature * sig), sig)
 GIT_FWD(int, git_signature_now, (git_signature * *out, const char *name, const char *email),
@@ -282,6 +293,7 @@ GIT_FREE(git_status_list_free, (git_status_list * statuslist), statuslist)
 GIT_FWD(int, git_status_list_new,
 	(git_status_list * *out, git_repository *repo, const git_status_options *opts),
 	(out, repo, opts))
+GIT_FREE(git_strarray_dispose, (git_strarray * array), array)
 GIT_FWD(const git_tree_entry *, git_tree_entry_byindex, (const git_tree *tree, size_t idx),
 	(tree, idx))
 GIT_FWD(const git_tree_entry *, git_tree_entry_byname, (const git_tree *tree, const char *filename),
@@ -296,8 +308,6 @@ GIT_FWD(size_t, git_tree_entrycount, (const git_tree *tree), (tree))
 GIT_FREE(git_tree_free, (git_tree * tree), tree)
 GIT_FWD(int, git_tree_lookup, (git_tree * *out, git_repository *repo, const git_oid *id),
 	(out, repo, id))
-
-/* Nothing to shut down before the library was opened (the view daemon's code calls it). */
 int git_libgit2_shutdown(void)
 {
 	static void *f;

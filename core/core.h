@@ -40,6 +40,11 @@ const char *core_project_objects_dir(const struct core_project *p);
 /* <root>/.arborinth */
 const char *core_project_state_dir(const struct core_project *p);
 git_repository *core_project_repo(const struct core_project *p);
+/*
+ * A one-line note the last workspace create through p left (it removed a stale
+ * refs/arborinth/NAME or remote arborinth/NAME), or NULL. Borrowed, valid until the next.
+ */
+const char *core_project_note(const struct core_project *p);
 
 /* HEAD: hex commit id (empty for an unborn branch) and branch name (NULL when detached). */
 struct core_head {
@@ -107,6 +112,35 @@ int core_ws_count(struct core_project *p, size_t *n) ARB_MUST_CHECK;
  * stays readable with `arborinth audit NAME` until purged.
  */
 int core_ws_delete(struct core_project *p, const char *name) ARB_MUST_CHECK;
+/*
+ * core_ws_delete that, without CORE_WS_DELETE_FORCE, first refuses (-ENOTEMPTY, one line
+ * counting them, nothing changed) when the workspace has commits no ref of the origin
+ * reaches or files in its view that are not in its branch's last commit (core_ws_unsaved).
+ * Either way -EBUSY while a session runs, or when the view is busy (naming the processes
+ * that keep it so: core_ws_busy). core_ws_delete is core_ws_delete_opts with the flag.
+ */
+#define CORE_WS_DELETE_FORCE 0x1
+int core_ws_delete_opts(struct core_project *p, const char *name,
+			unsigned int flags) ARB_MUST_CHECK;
+/*
+ * What deleting ws would lose (core/ws_unsaved.c): in u, the commits of its branches (and a
+ * detached HEAD) that neither its base nor a ref of the origin (but its own
+ * refs/arborinth/NAME and remote) reaches, the files of its view that differ from its branch
+ * arborinth/NAME's tree, and the files (and deletions) its boxes wrote into overlays
+ * (NAME/overlay/ * /upper). The gitdir is read as hostile (through core_ws_export: it fills
+ * NAME/export.git). -errno with a message.
+ */
+struct core_unsaved {
+	size_t commits, files, overlay;
+};
+int core_ws_unsaved(struct core_project *p, const struct core_ws *ws,
+		    struct core_unsaved *u) ARB_MUST_CHECK;
+/*
+ * The processes that keep ws's view busy (core/ws_busy.c): their number (0: none found),
+ * and in *out (caller frees; NULL when none) "pid N (comm), ..." (the first few, then "and
+ * N more"). Read from /proc with readlink only. -errno when /proc cannot be read.
+ */
+int core_ws_busy(const struct core_ws *ws, char **out) ARB_MUST_CHECK;
 
 /*
  * The object store a box of a workspace based on base_hex (a commit id) is shown in place of
@@ -133,11 +167,45 @@ int core_objects_view_sub(struct core_project *p, const char *gitdir, const char
 int core_submodule_binds(struct core_project *p, const char *base_hex, char ***src, char ***dest,
 			 size_t *n) ARB_MUST_CHECK;
 /*
- * `workspace delete --purge`: deletes the workspace if it exists, then removes the audit
- * history of every workspace ever called name (two transactions: a failed purge leaves the
- * history, and running it again finishes). -ENOENT when there is neither.
+ * `workspace delete --purge`: deletes the workspace if it exists (core_ws_delete_opts with
+ * flags), then removes the audit history of every workspace ever called name (two
+ * transactions: a failed purge leaves the history, and running it again finishes). -ENOENT when
+ * there is neither.
  */
-int core_ws_purge(struct core_project *p, const char *name) ARB_MUST_CHECK;
+int core_ws_purge(struct core_project *p, const char *name, unsigned int flags) ARB_MUST_CHECK;
+
+/*
+ * `arborinth gc` (core/gc.c): removes what no workspace of p uses: the blob cache (only when
+ * no view of p is mounted), shared indexes and objects views of commits no workspace is
+ * based on (none while a create is building), folders killed creates and deletes left,
+ * refs/arborinth/NAME and remotes arborinth/NAME of no workspace; with CORE_GC_PURGE also
+ * folders of no workspace and the audit history of deleted workspaces (core_ws_purge).
+ * CORE_GC_DRY_RUN: reports and changes nothing. fn gets each thing removed (removed true)
+ * or kept with its reason (false), with its size in bytes; *bytes the total removed.
+ * Decisions are made under the state database's write lock. -errno with a message.
+ */
+#define CORE_GC_DRY_RUN 0x1
+#define CORE_GC_PURGE	0x2
+typedef void core_gc_fn(void *arg, bool removed, const char *what, const char *path,
+			uint64_t bytes);
+int core_gc(struct core_project *p, unsigned int flags, core_gc_fn *fn, void *arg,
+	    uint64_t *bytes) ARB_MUST_CHECK;
+
+/*
+ * The user's projects (core/registry.c): $XDG_STATE_HOME/arborinth/projects (default
+ * ~/.local/state/arborinth/projects), a line per project. core_registry_add appends one
+ * (best effort, once per state_dir). core_registry_list: the entries that still name a
+ * project of this user's (state directory owned by the user, with its state.db, not a link),
+ * each once; caller frees with core_registry_free. core_registry_prune rewrites the file
+ * without the others; *dropped: how many.
+ */
+struct core_registry_entry {
+	char *state_dir, *root;
+};
+void core_registry_add(const char *state_dir, const char *root);
+int core_registry_list(struct core_registry_entry **out, size_t *n) ARB_MUST_CHECK;
+void core_registry_free(struct core_registry_entry *v, size_t n);
+int core_registry_prune(size_t *dropped) ARB_MUST_CHECK;
 
 /*
  * Mounts the workspace view (starts its daemon, which detaches) and returns once it is live;

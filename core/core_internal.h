@@ -13,6 +13,7 @@ struct core_project {
 	char *state_dir;
 	sqlite3 *db;
 	char *disk; /* core_project_set_disk: the budget mounts through p give (NULL: theirs) */
+	char *note; /* core_project_note */
 };
 
 /*
@@ -118,6 +119,11 @@ int core_origin_add(struct core_project *p, const char *name, const git_oid *bas
 		    const char *url) ARB_MUST_CHECK;
 /* Removes both; missing ones are fine. */
 int core_origin_remove(struct core_project *p, const char *name);
+/*
+ * Removes the ref and remote of name that no workspace owns (the caller holds the state
+ * database's write lock and has just taken the name): *cleared when there were any.
+ */
+int core_origin_clear_stale(struct core_project *p, const char *name, bool *cleared) ARB_MUST_CHECK;
 
 /*
  * core/beneath.c: opens name (one component that core_entry_name_ok accepts) beneath dir,

@@ -93,3 +93,31 @@ out:
 	free(remote_name);
 	return rc;
 }
+
+int core_origin_clear_stale(struct core_project *p, const char *name, bool *cleared)
+{
+	char *refname = util_asprintf("refs/arborinth/%s", name);
+	char *remote_name = util_asprintf("arborinth/%s", name);
+	git_repository *repo = core_project_repo(p);
+	git_reference *ref = NULL;
+	git_remote *remote = NULL;
+	int rc = 0;
+
+	*cleared = false;
+	if (!repo || !refname || !remote_name) {
+		rc = repo ? -ENOMEM : -EIO;
+		goto out;
+	}
+	if (git_reference_lookup(&ref, repo, refname) == 0 ||
+	    git_remote_lookup(&remote, repo, remote_name) == 0) {
+		*cleared = true;
+		rc = core_origin_remove(p, name);
+	}
+	util_err_clear();
+out:
+	git_reference_free(ref);
+	git_remote_free(remote);
+	free(refname);
+	free(remote_name);
+	return rc;
+}

@@ -113,6 +113,7 @@ void core_project_free(struct core_project *p)
 	free(p->objects);
 	free(p->state_dir);
 	free(p->disk);
+	free(p->note);
 	free(p);
 }
 
@@ -150,6 +151,11 @@ const char *core_project_objects_dir(const struct core_project *p)
 const char *core_project_state_dir(const struct core_project *p)
 {
 	return p->state_dir;
+}
+
+const char *core_project_note(const struct core_project *p)
+{
+	return p->note;
 }
 
 git_repository *core_project_repo(const struct core_project *p)
@@ -275,6 +281,9 @@ int core_project_db(struct core_project *p, bool create, sqlite3 **out)
 	rc = audit_db_open(&p->db, path);
 	if (rc == 0)
 		*out = p->db;
+	/* The user's list of projects (workspace list --all, gc) learns of this one. */
+	if (rc == 0 && create)
+		core_registry_add(p->state_dir, p->root);
 out:
 	free(path);
 	return rc;

@@ -118,6 +118,22 @@ out:
 	return rc;
 }
 
+/* Removes a ref and remote left by an earlier workspace of name, keeping a note of it. */
+static int clear_stale(struct core_project *p, const char *name)
+{
+	bool cleared = false;
+	int rc = core_origin_clear_stale(p, name, &cleared);
+
+	if (rc == 0 && cleared) {
+		free(p->note);
+		p->note =
+		    util_asprintf("removed refs/arborinth/%s and remote arborinth/%s, left by "
+				  "an earlier workspace of that name",
+				  name, name);
+	}
+	return rc;
+}
+
 /* The part that must be serialised between processes: under the database's write lock. */
 static int create_commit(struct core_project *p, sqlite3 *db, const char *name, const git_oid *base,
 			 const char *staging, const char *root)
@@ -133,6 +149,9 @@ static int create_commit(struct core_project *p, sqlite3 *db, const char *name, 
 	rc = insert_row(db, name, base);
 	if (rc == 0)
 		rc = core_fault("row");
+	/* The name is ours now, under the lock: a ref or remote of it is an earlier one's. */
+	if (rc == 0)
+		rc = clear_stale(p, name);
 	if (rc < 0)
 		goto rollback;
 	rc = util_rename_dir_noreplace(AT_FDCWD, staging, AT_FDCWD, root);
@@ -209,6 +228,8 @@ int core_ws_create_opts(struct core_project *p, const char *name, const char *re
 
 	if (out)
 		*out = NULL;
+	free(p->note);
+	p->note = NULL;
 	rc = core_ws_name_check_new(name);
 	if (rc == 0)
 		rc = core_rev_resolve(p, rev ? rev : "HEAD", &base);
@@ -261,7 +282,85 @@ static int delete_row(sqlite3 *db, const char *name)
 	return rc;
 }
 
+/* "N thing" or "N things", after ", " or " and " when not the first of the list. */
+static void count_part(char *buf, size_t size, size_t n, const char *one, const char *many,
+		       const char *sep)
+{
+	size_t len = strlen(buf);
+
+	if (n)
+		snprintf(buf + len, size - len, "%s%zu %s", len ? sep : "", n, n == 1 ? one : many);
+}
+
+/* Without force: refuses (-ENOTEMPTY, one line) when deleting would lose work. */
+static int delete_check_unsaved(struct core_project *p, const struct core_ws *ws)
+{
+	struct core_unsaved u;
+	char why[512], what[256] = "";
+	int rc = core_ws_unsaved(p, ws, &u);
+
+	if (rc < 0) {
+		/* Copied first: util_err writes the buffer util_err_msg returns. */
+		snprintf(why, sizeof(why), "%s", util_err_msg());
+		return util_err(rc,
+				"cannot tell whether %s has work not in the origin (%s); use "
+				"--force to delete anyway",
+				ws->name, why);
+	}
+	if (u.commits == 0 && u.files == 0 && u.overlay == 0)
+		return 0;
+	count_part(what, sizeof(what), u.commits, "commit not in the origin",
+		   "commits not in the origin", "");
+	count_part(what, sizeof(what), u.files, "changed file not in a commit",
+		   "changed files not in a commit", u.overlay ? ", " : " and ");
+	count_part(what, sizeof(what), u.overlay, "change in an overlay", "changes in overlays",
+		   " and ");
+	return util_err(-ENOTEMPTY, "%s has %s; use --force to delete anyway", ws->name, what);
+}
+
+/* The one-line refusal naming who keeps ws's view busy (-EBUSY), or 0 when none is seen. */
+static int delete_busy(const struct core_ws *ws)
+{
+	char *who = NULL;
+	int rc = core_ws_busy(ws, &who);
+
+	if (rc < 0) { /* /proc unreadable: the unmount's own check still stands */
+		util_err_clear();
+		rc = 0;
+	} else if (rc > 0) {
+		rc =
+		    util_err(-EBUSY, "cannot delete %s: its view is busy: %s; end %s and try again",
+			     ws->name, who, strchr(who, ',') ? "them" : "it");
+	}
+	free(who);
+	return rc;
+}
+
+/*
+ * Unmounts, never under a process that uses the view: one in a mount namespace of its own
+ * (a container, `unshare -m`) would keep a private copy of the mount alive, unseen by the
+ * unmount, and keep writing into a workspace about to go. Named either way.
+ */
+static int delete_unmount(struct core_project *p, struct core_ws *ws)
+{
+	int rc = ws->mounted ? delete_busy(ws) : 0;
+
+	if (rc == 0)
+		rc = core_ws_unmount(p, ws);
+	if (rc != -EBUSY)
+		return rc;
+	rc = delete_busy(ws);
+	return rc < 0 ? rc
+		      : util_err(-EBUSY, "cannot delete %s: its view %s is busy; try again",
+				 ws->name, ws->workdir);
+}
+
 int core_ws_delete(struct core_project *p, const char *name)
+{
+	return core_ws_delete_opts(p, name, CORE_WS_DELETE_FORCE);
+}
+
+int core_ws_delete_opts(struct core_project *p, const char *name, unsigned int flags)
 {
 	struct core_ws *ws = NULL;
 	char *trash = NULL;
@@ -280,9 +379,11 @@ int core_ws_delete(struct core_project *p, const char *name)
 			      "session %lld of %s is running; delete it when that session has "
 			      "ended (its box would keep writing into a removed workspace)",
 			      (long long)running, name);
+	if (rc == 0 && !(flags & CORE_WS_DELETE_FORCE))
+		rc = delete_check_unsaved(p, ws);
 	if (rc < 0)
 		goto out;
-	rc = core_ws_unmount(p, ws);
+	rc = delete_unmount(p, ws);
 	if (rc < 0)
 		goto out;
 	trash = util_asprintf("%s/workspaces/.del-%s.%d", p->state_dir, name, (int)getpid());
@@ -320,7 +421,7 @@ out:
 	return rc;
 }
 
-int core_ws_purge(struct core_project *p, const char *name)
+int core_ws_purge(struct core_project *p, const char *name, unsigned int flags)
 {
 	struct core_ws *ws = NULL;
 	sqlite3 *db = NULL;
@@ -328,7 +429,7 @@ int core_ws_purge(struct core_project *p, const char *name)
 
 	if (core_ws_get(p, name, &ws) == 0) {
 		core_ws_free(ws);
-		rc = core_ws_delete(p, name);
+		rc = core_ws_delete_opts(p, name, flags);
 		if (rc < 0)
 			return rc;
 	}

@@ -78,6 +78,36 @@ ARB_EXTERN int arb_project_head(struct arb_head *out, const arb_project *p);
 /* The number of workspaces. */
 ARB_EXTERN int arb_project_workspace_count(size_t *out, arb_project *p);
 /*
+ * A one-line note the last arb_workspace_create or _fork through p left (it removed a
+ * refs/arborinth/NAME or remote arborinth/NAME an earlier workspace of that name left), or
+ * NULL. Borrowed, valid until the next create.
+ */
+ARB_EXTERN const char *arb_project_note(const arb_project *p);
+/*
+ * Reclaims what no workspace of p uses (`arborinth gc`): the views' blob cache (only while
+ * no view of p is mounted), shared indexes and objects views of commits no workspace is
+ * based on, folders interrupted creates and deletes left, refs/arborinth/NAME and remotes
+ * arborinth/NAME of no workspace; with ARB_GC_PURGE also folders of no workspace and the
+ * audit history of deleted workspaces. ARB_GC_DRY_RUN changes nothing. fn (optional) gets
+ * each thing removed (removed nonzero) or kept and why (what), with its size; *bytes (optional)
+ * the total removed. Safe beside creates, deletes and shells of other processes.
+ */
+#define ARB_GC_DRY_RUN 0x1
+#define ARB_GC_PURGE   0x2
+typedef void arb_gc_fn(void *arg, int removed, const char *what, const char *path, uint64_t bytes);
+ARB_EXTERN int arb_project_gc(arb_project *p, unsigned flags, arb_gc_fn *fn, void *arg,
+			      uint64_t *bytes);
+/*
+ * The roots of the user's projects (every repository arborinth keeps state for), from the
+ * per-user list $XDG_STATE_HOME/arborinth/projects (default ~/.local/state/arborinth/):
+ * entries that no longer name a project of this user's are left out. Caller frees with
+ * arb_projects_free. arb_projects_prune drops those entries from the list; *dropped
+ * (optional): how many.
+ */
+ARB_EXTERN int arb_projects_list(char ***roots, size_t *n);
+ARB_EXTERN void arb_projects_free(char **roots, size_t n);
+ARB_EXTERN int arb_projects_prune(size_t *dropped);
+/*
  * The disk budget of workspaces created, forked or mounted through p from now on, kept by
  * each for its later mounts: "500M", "10G" (K, M, G, T: powers of 1024), or "0"/"none" for
  * none. A workspace that never had one gets the default: what its layer uses plus half the
@@ -155,6 +185,18 @@ ARB_EXTERN int arb_workspace_mount(arb_project *p, const char *name, unsigned fl
 ARB_EXTERN int arb_workspace_unmount(arb_project *p, const char *name);
 /* Unmounts and removes the workspace (its audit history stays readable). */
 ARB_EXTERN int arb_workspace_delete(arb_project *p, const char *name);
+/*
+ * arb_workspace_delete (ARB_WS_DELETE_PURGE: arb_workspace_purge) that, without
+ * ARB_WS_DELETE_FORCE, refuses with -ENOTEMPTY (a message counting them, nothing changed)
+ * when the workspace has commits no ref of the origin reaches or files of its view not in
+ * its branch's last commit. Always -EBUSY while a session of it runs, or while processes
+ * keep its view busy (the message names them). arb_workspace_delete and _purge force.
+ */
+#define ARB_WS_DELETE_FORCE 0x1
+#define ARB_WS_DELETE_PURGE 0x2
+ARB_EXTERN int arb_workspace_remove(arb_project *p, const char *name, unsigned flags);
+/* The running session of workspace name (*session 0: none). */
+ARB_EXTERN int arb_workspace_session(int64_t *session, arb_project *p, const char *name);
 /*
  * Deletes the workspace if it exists, then the audit history of every workspace ever called
  * name. -ENOENT when there is neither.

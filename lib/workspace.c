@@ -300,6 +300,38 @@ int arb_workspace_purge(arb_project *p, const char *name)
 	lib_err_reset();
 	if ((rc = core_ws_name_check(name)) < 0)
 		return lib_input_err(rc);
-	rc = core_ws_purge(p->core, name);
+	rc = core_ws_purge(p->core, name, CORE_WS_DELETE_FORCE);
 	return rc == -ENOENT ? lib_input_err(rc) : rc;
+}
+
+int arb_workspace_remove(arb_project *p, const char *name, unsigned flags)
+{
+	unsigned core = flags & ARB_WS_DELETE_FORCE ? CORE_WS_DELETE_FORCE : 0;
+	int rc;
+
+	lib_err_reset();
+	if (flags & ~(unsigned)(ARB_WS_DELETE_FORCE | ARB_WS_DELETE_PURGE))
+		return lib_input_err(util_err(-EINVAL, "unknown delete flags 0x%x", flags));
+	if ((rc = core_ws_name_check(name)) < 0)
+		return lib_input_err(rc);
+	rc = flags & ARB_WS_DELETE_PURGE ? core_ws_purge(p->core, name, core)
+					 : core_ws_delete_opts(p->core, name, core);
+	return rc == -ENOENT ? lib_input_err(rc) : rc;
+}
+
+int arb_workspace_session(int64_t *session, arb_project *p, const char *name)
+{
+	struct core_ws *ws = NULL;
+	int rc;
+
+	lib_err_reset();
+	*session = 0;
+	if ((rc = core_ws_name_check(name)) < 0)
+		return lib_input_err(rc);
+	rc = core_ws_get(p->core, name, &ws);
+	if (rc < 0)
+		return name_err(rc);
+	rc = core_ws_session_running(p->core, ws, session);
+	core_ws_free(ws);
+	return rc;
 }

@@ -177,14 +177,14 @@ expect_eq 2 "$(wc -l <"$T/follow.out")" "--follow: exactly the matching new rows
 kill "$FOLLOW" && wait "$FOLLOW" 2>/dev/null || true
 
 # --- deleted workspace: history stays until --purge; a new workspace of that name starts empty
-expect_status 0 "delete" -- "$ARB" workspace delete w
+expect_status 0 "delete" -- "$ARB" workspace delete w --force
 expect_status 0 "audit after delete" -- "$ARB" audit w --op unlink
 expect_eq 3 "$(printf '%s\n' "$OUT" | wc -l)" "history after delete"
 expect_match "was deleted" "$ERR" "note that it was deleted"
 expect_status 0 "recreate" -- "$ARB" workspace create w
 expect_status 0 "new workspace, new history" -- "$ARB" audit w
 expect_eq "" "$OUT" "a new workspace does not inherit history"
-expect_status 0 "delete --purge" -- "$ARB" workspace delete w --purge
+expect_status 0 "delete --purge" -- "$ARB" workspace delete w --purge --force
 expect_match "deleted workspace w and its history" "$OUT" "purge message"
 expect_status 1 "audit after purge" -- "$ARB" audit w
 expect_match "no workspace named 'w'" "$ERR" "purged history is gone"

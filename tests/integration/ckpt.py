@@ -327,7 +327,7 @@ def numbering(fx):
     os.unlink(hint)
     fslib.run("git", "--git-dir", gitdir, "pack-refs", "--all")
     C.eq(n + 4, ckpt("packed, no hint"), "packed refs without the hint are counted")
-    fx.arb("workspace", "delete", name)
+    fx.arb("workspace", "delete", name, "--force")
 
 
 def nested_git(fx, view):
@@ -368,7 +368,7 @@ def fork(fx, view, s, after):
          "the fork does not see later changes of its source")
     cp = fx.arb("workspace", "create", "fork2", "--from", "fork", check=False)
     C.eq(0, cp.returncode, "a fork of a fork, from its view now (%s)" % cp.stderr)
-    fx.arb("workspace", "delete", fx.name)
+    fx.arb("workspace", "delete", fx.name, "--force")
     fx.arb("workspace", "unmount", "fork")
     fx.arb("workspace", "mount", "fork")
     same(after, gitish(fork_view), "the fork works with its source deleted")

@@ -201,7 +201,7 @@ time.sleep(60)' "$T/repo/.arborinth/state.db" "$T/locked" &
 		"the refusal names the checkpoint"
 	expect_status 0 "git fsck in the origin at the end" -- git -C "$T/repo" fsck --no-progress
 	expect_eq "main" "$(ls "$T/repo/.git/refs/heads")" "the origin's branches at the end"
-	"$ARB" workspace delete w >/dev/null
+	"$ARB" workspace delete w --force >/dev/null
 }
 
 if [ "${1:-}" = --inner ]; then

@@ -357,7 +357,7 @@ def as_ordinary_users(top):
     try:
         closed_to_others(u1, u2, env, repo)
     finally:
-        as_user(u1.pw_name, [env["ARB"], "--workdir", repo, "workspace", "delete", "w"], env)
+        as_user(u1.pw_name, [env["ARB"], "--workdir", repo, "workspace", "delete", "w", "--force"], env)
 
 
 def closed_to_others(u1, u2, env, repo):
@@ -398,7 +398,7 @@ def main():
             as_ordinary_users(top)
     finally:
         if b and not os.environ.get("ARB_ESCAPE_KEEP"):
-            run([ARB, "--workdir", b.repo, "workspace", "delete", "w"])
+            run([ARB, "--workdir", b.repo, "workspace", "delete", "w", "--force"])
         if os.environ.get("ARB_ESCAPE_KEEP"):
             print("kept " + top, flush=True)
         else:

@@ -153,9 +153,9 @@ expect_status 0 "in-place write with a FIFO at the temporary name" -- timeout 20
 	python3 -c "import sys; f=open(sys.argv[1],'r+b'); f.write(b'YYYY'); f.close()" "$VC/.git/index"
 expect_eq "$shared" "$(sha256sum <"$CACHE")" "the shared index is untouched"
 expect_eq "YYYY" "$(head -c4 "$T/repo3/.arborinth/workspaces/c/git/index")" "control: c got its own copy"
-"$ARB" --workdir "$T/repo3" workspace delete a >/dev/null
-"$ARB" --workdir "$T/repo3" workspace delete b >/dev/null
-"$ARB" --workdir "$T/repo3" workspace delete c >/dev/null
+"$ARB" --workdir "$T/repo3" workspace delete a --force >/dev/null
+"$ARB" --workdir "$T/repo3" workspace delete b --force >/dev/null
+"$ARB" --workdir "$T/repo3" workspace delete c --force >/dev/null
 [ ! -e "$CACHE" ] && pass || fail "shared index pruned with its last workspace"
 
 finish

@@ -61,7 +61,7 @@ wait_dead "$pid" && pass || fail "daemon still running after fusermount3 -u"
 
 # delete unmounts first and leaves nothing.
 "$ARB" --workdir "$T/repo" workspace mount p >/dev/null
-expect_status 0 "delete mounted" -- "$ARB" --workdir "$T/repo" workspace delete p
+expect_status 0 "delete mounted" -- "$ARB" --workdir "$T/repo" workspace delete p --force
 [ ! -e "$T/repo/.arborinth/workspaces/p" ] && pass || fail "workspace folder left after delete"
 grep -qF "$T/repo/.arborinth/workspaces/p/workdir" /proc/self/mountinfo && fail "mount left after delete" || pass
 

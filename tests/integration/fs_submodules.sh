@@ -140,6 +140,9 @@ scenario() {
 		python3 -c 'import json,sys; print(json.load(sys.stdin)["state_dir"])')
 	expect_eq 3 "$(ls "$state/objects-view/modules" | grep -c .)" "stores of lib1, nest, evilctl"
 	expect_eq 3 "$(ls "$state/index-cache/modules" | grep -c .)" "indexes of lib1, nest, evilctl"
+	expect_status 0 "gc" -- "$ARB" --workdir "$R/super" gc
+	expect_eq 3 "$(ls "$state/objects-view/modules" | grep -c .)" "gc keeps the stores boxes use"
+	expect_eq 3 "$(ls "$state/index-cache/modules" | grep -c .)" "and their indexes"
 	expect_status 0 "delete w" -- "$ARB" --workdir "$R/super" workspace delete w
 	expect_eq 3 "$(ls "$state/objects-view/modules" | grep -c .)" "kept while w2 shows them"
 	expect_status 0 "delete w2" -- "$ARB" --workdir "$R/super" workspace delete w2

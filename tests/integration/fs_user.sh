@@ -28,7 +28,7 @@ expect_status 0 "create as $user" -- as_user "$ARB" --workdir "$U/r" workspace c
 expect_status 0 "shell as $user" -- as_user "$ARB" --workdir "$U/r" shell u -- sh -c 'id -un; echo x >> f; cat f'
 expect_eq "$(printf '%s\nhi\nx' "$user")" "$OUT" "jailed shell as $user sees and writes the view"
 expect_eq "$user" "$(stat -c %U "$U/r/.arborinth/workspaces/u/layer/f")" "upper file owned by the user"
-expect_status 0 "delete as $user" -- as_user "$ARB" --workdir "$U/r" workspace delete u
+expect_status 0 "delete as $user" -- as_user "$ARB" --workdir "$U/r" workspace delete u --force
 
 # Passthrough needs CAP_SYS_ADMIN: asked for by an ordinary user, the view says why it
 # writes through its daemon instead, and works.
@@ -40,6 +40,6 @@ expect_match "io: +daemon \(passthrough unavailable: no CAP_SYS_ADMIN\)" "$OUT" 
 expect_status 0 "write as $user" -- as_user sh -c "echo new > '$U/r/.arborinth/workspaces/pt/workdir/n' &&
 	cat '$U/r/.arborinth/workspaces/pt/workdir/n'"
 expect_eq "new" "$OUT" "and writes through it"
-expect_status 0 "delete as $user" -- as_user "$ARB" --workdir "$U/r" workspace delete pt
+expect_status 0 "delete as $user" -- as_user "$ARB" --workdir "$U/r" workspace delete pt --force
 
 finish

@@ -174,7 +174,7 @@ class Fixture:
         reports = self.sanitizer_reports()
         for name in os.listdir(os.path.join(self.repo, ".arborinth", "workspaces")):
             if not name.startswith("."):
-                self.arb("workspace", "delete", name, check=False)
+                self.arb("workspace", "delete", name, "--force", check=False)
         if reports:
             print("FAIL: sanitizer report in a daemon log:\n" + "\n".join(reports),
                   file=sys.stderr)

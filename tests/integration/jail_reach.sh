@@ -108,7 +108,7 @@ out=$("$ARB" shell f -- sh -c "git cat-file -p HEAD:kept.txt | tail -1; git log 
 	git cat-file --batch-all-objects --batch" 2>&1 | tr -d '\0')
 has "^x$" "$out" "the fork's box reads w's change through git"
 hasnt SECRET "$out" "the fork's box: no secret"
-for w in w w3 f; do "$ARB" workspace delete "$w" >/dev/null || bad "delete $w"; done
+for w in w w3 f; do "$ARB" workspace delete "$w" --force >/dev/null || bad "delete $w"; done
 is 1 "$(ls .arborinth/objects-view | wc -l)" "unused stores removed on delete, the newest kept"
 EOF
 

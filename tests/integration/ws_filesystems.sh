@@ -53,7 +53,7 @@ round_trip() { # KIND DIR WHO DOCTOR'S-NAME
 	expect_status 0 "$kind, ${who#as_}: doctor" -- "$who" "$ARB" --workdir "$repo" doctor
 	expect_match "^ok +project file system +.* is on $said" "$OUT" \
 		"$kind, ${who#as_}: doctor names the file system as one that works"
-	expect_status 0 "$kind, ${who#as_}: delete" -- "$who" "$ARB" --workdir "$repo" workspace delete w
+	expect_status 0 "$kind, ${who#as_}: delete" -- "$who" "$ARB" --workdir "$repo" workspace delete --force w
 	expect_eq "" "$(git -C "$repo" for-each-ref refs/arborinth/ && git -C "$repo" remote)" \
 		"$kind, ${who#as_}: no ref or remote left"
 	if [ -n "$wd" ] && [ -e "$wd" ]; then fail "$kind, ${who#as_}: $wd left behind"; else pass; fi
@@ -69,7 +69,7 @@ exchange_in() { # REPO
 libc = ctypes.CDLL(None, use_errno=True)
 r = libc.renameat2(-100, sys.argv[1].encode(), -100, sys.argv[2].encode(), 2)
 print("ok" if r == 0 else os.strerror(ctypes.get_errno()))' "$wd/a.txt" "$wd/b.txt"
-	"$ARB" --workdir "$1" workspace delete xchg >/dev/null
+	"$ARB" --workdir "$1" workspace delete --force xchg >/dev/null
 }
 
 # A loop image of SIZE made by MKFS..., mounted at $T/KIND.

@@ -46,7 +46,7 @@ base=$(ANTHROPIC_API_KEY=sk-test arborinth shell first --backend anthropic=http:
 	sh -c 'echo "$ANTHROPIC_BASE_URL"' 2>&1) || true
 [ "$base" = http://127.0.0.1:8713 ] || { echo "FAIL: a box with --backend: $base"; exit 1; }
 echo "ok: the credential proxy loads (ANTHROPIC_BASE_URL=$base in the box)"
-arborinth workspace delete first >/dev/null
+arborinth workspace delete first --force >/dev/null
 cd "$HOME"
 gcc -o box_example box_example.c -larborinth
 # It makes a workspace and runs a box: the library finds the helpers in /usr/libexec/arborinth.

@@ -1,6 +1,6 @@
 /*
  * tests/unit/check_core.c: names, revisions, the state database, the gitdir and its index,
- * making a mounted view's audit current.
+ * making a mounted view's audit current, the user's list of projects.
  */
 #include <check.h>
 #include <errno.h>
@@ -565,6 +565,71 @@ START_TEST(submodules_from_gitmodules)
 }
 END_TEST
 
+/* Lines in the registry file. */
+static int registry_lines(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int n = 0, c;
+
+	ck_assert_ptr_nonnull(f);
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+START_TEST(registry_lists_live_projects_once)
+{
+	struct core_project *p = NULL, *q = NULL;
+	struct core_registry_entry *v = NULL;
+	char xdg[128], file[192], cmd[1024];
+	size_t n = 99, dropped = 0;
+	sqlite3 *db = NULL;
+	FILE *f;
+
+	snprintf(xdg, sizeof(xdg), "%s/xdg", repo);
+	snprintf(file, sizeof(file), "%s/arborinth/projects", xdg);
+	ck_assert_int_eq(setenv("XDG_STATE_HOME", xdg, 1), 0);
+	ck_assert_int_eq(core_registry_list(&v, &n), 0);
+	ck_assert_uint_eq(n, 0); /* no file yet: none */
+	ck_assert_int_eq(core_project_open(&p, repo), 0);
+	ck_assert_int_eq(core_project_db(p, true, &db), 0);
+	ck_assert_int_eq(core_project_open(&q, repo), 0);
+	ck_assert_int_eq(core_project_db(q, true, &db), 0);
+	ck_assert_int_eq(registry_lines(file), 1); /* once, however often it is opened */
+	ck_assert_int_eq(core_registry_list(&v, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(v[0].state_dir, core_project_state_dir(p));
+	ck_assert_str_eq(v[0].root, core_project_root(p));
+	core_registry_free(v, n);
+	/* What the list skips: malformed lines, a relative path, a folder with no state.db, a
+	 * gone one; a link as the state dir. */
+	snprintf(cmd, sizeof(cmd), "ln -s %s %s/linked", core_project_state_dir(p), repo);
+	ck_assert_int_eq(system(cmd), 0);
+	f = fopen(file, "a");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "no tab here\nrel/ative\t%s\n%s\t%s\n/nonexistent/x\t/\n%s/linked\t%s\n", repo,
+		repo, repo, repo, repo);
+	fclose(f);
+	ck_assert_int_eq(core_registry_list(&v, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	core_registry_free(v, n);
+	ck_assert_int_eq(core_registry_prune(&dropped), 0);
+	ck_assert_uint_eq(dropped, 5);
+	ck_assert_int_eq(registry_lines(file), 1);
+	ck_assert_int_eq(core_registry_list(&v, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	core_registry_free(v, n);
+	/* The registry itself as a link is refused, not followed. */
+	snprintf(cmd, sizeof(cmd), "mv %s %s.real && ln -s %s.real %s", file, file, file, file);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_lt(core_registry_list(&v, &n), 0);
+	ck_assert_int_eq(unsetenv("XDG_STATE_HOME"), 0);
+	core_project_free(q);
+	core_project_free(p);
+}
+END_TEST
+
 static Suite *core_suite(void)
 {
 	Suite *s = suite_create("core");
@@ -585,6 +650,7 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, create_writes_gitdir_and_index);
 	tcase_add_test(tc, objects_view_holds_only_the_history);
 	tcase_add_test(tc, submodules_from_gitmodules);
+	tcase_add_test(tc, registry_lists_live_projects_once);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("audit sync");
 	tcase_add_unchecked_fixture(tc, repo_setup, view_teardown);

@@ -45,5 +45,5 @@ else
 	echo "FAIL (refusal): the box without limits did not run"
 	fails=$((fails + 1))
 fi
-"$A" workspace delete q >/dev/null
+"$A" workspace delete q --force >/dev/null
 [ "$fails" = 0 ]

@@ -92,9 +92,9 @@ else
 fi
 run 0 "a write through the passthrough view" -- "$A" shell p -- sh -c 'echo pt > new && cat new'
 has '^pt$' "$OUT" "the write reads back"
-run 0 "delete the passthrough view" -- "$A" workspace delete p
+run 0 "delete the passthrough view" -- "$A" workspace delete p --force
 
-run 0 "delete" -- "$A" workspace delete s
+run 0 "delete" -- "$A" workspace delete s --force
 [ ! -e .arborinth/workspaces/s ] && ok "deleted" || bad "the workspace is still there"
 echo "ARB-VM: $who: $checks checks, $fails failed"
 [ "$fails" = 0 ]
