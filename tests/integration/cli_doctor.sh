@@ -69,7 +69,7 @@ expect_match "^degraded +claude +$T/bin/claude, but no credential" "$OUT" \
 
 # A repository that is itself a FUSE view: its file system is reported.
 expect_status 0 "create" -- "$ARB" --workdir "$T/r" workspace create ws
-expect_status 0 "doctor in a view" -- "$ARB" --workdir "$T/r/.arborinth/workspaces/ws/workdir" doctor
+expect_status 0 "doctor in a view" -- "$ARB" --workdir "$T/r/.git/arborinth/workspaces/ws/workdir" doctor
 expect_match '^missing +project file system +.* is on a FUSE file system' "$OUT" \
 	"a repository on FUSE is reported"
 expect_status 0 "delete" -- "$ARB" --workdir "$T/r" workspace delete ws
