@@ -137,7 +137,7 @@ def covered(p, paths, renamed_to):
 
 
 def daemon_pid(fx):
-    with open(os.path.join(fx.repo, ".arborinth/workspaces/w/run/daemon.pid")) as f:
+    with open(os.path.join(fx.repo, ".git/arborinth/workspaces/w/run/daemon.pid")) as f:
         return int(f.read())
 
 

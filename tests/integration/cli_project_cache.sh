@@ -60,7 +60,9 @@ expect_eq "$T/other" "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(
 git -C "$R" config --unset core.worktree
 same_as_uncached "core.worktree unset" "$R"
 
-# Another .git folder at the same place (a new inode): libgit2 again, same answer.
+# Another .git folder at the same place (a new inode): libgit2 again, same answer. The view
+# is not mounted: the .git folder (and the state in it) is moved, copied and chowned below.
+"$ARB" --workdir "$R" workspace unmount w >/dev/null
 "$ARB" --workdir "$R" workspace list >/dev/null
 mv "$R/.git" "$R/.git.old" && cp -a "$R/.git.old" "$R/.git" && rm -rf "$R/.git.old"
 expect_eq yes "$(git2_loaded "$ARB" --workdir "$R" workspace list)" "a new .git folder: libgit2 again"
