@@ -37,6 +37,12 @@ void core_view_of_free(struct core_view_of *v);
  * 0 when there is nothing to move or it moved; -errno with one line otherwise.
  */
 int core_state_upgrade(struct core_project *p) ARB_MUST_CHECK;
+/*
+ * core/state_copy.c: copies from_dir/name to to_dir/to_name (which must not exist) without
+ * following links, then checks the copy against the source: 0, or -errno (-EIO: they differ).
+ */
+int core_state_copy(const char *from_dir, const char *name, const char *to_dir,
+		    const char *to_name) ARB_MUST_CHECK;
 
 /*
  * libgit2 set up (fs_git_init), once per process and for as long as it runs: every path of

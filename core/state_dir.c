@@ -111,8 +111,13 @@ static int candidate(const char *real, size_t at, struct core_view_of *v)
 		if (n > 5 && !strcmp(commondir + n - 5, "/.git"))
 			v->root = strndup(commondir, n - 5);
 	}
-	if (!v->root)
+	if (!v->root) {
+		rc = util_err(-EINVAL,
+			      "%s: inside a view of a repository whose git directory is not "
+			      "<root>/.git; name the repository with --workdir",
+			      real);
 		goto out;
+	}
 	v->name = name;
 	name = NULL;
 	rc = 0;

@@ -9,8 +9,9 @@
  *     to start again;
  *  2. move each entry of the old folder into the new one with rename(2) (the git directory is
  *     inside the working tree, so one file system), then remove the old folder. When the git
- *     directory is on another file system (a .git file pointing elsewhere), refuse with one
- *     line naming both: nothing is moved;
+ *     directory is on another file system (a .git file pointing elsewhere), each entry is
+ *     copied beside its place, checked against the source, renamed into place, and only then
+ *     removed from the old folder (core/state_copy.c);
  *  3. point the origin's remotes whose URL was under the old folder (arborinth/NAME, each a
  *     workspace's export.git) at the new one. No other stored path names the state directory:
  *     alternates name the origin's objects, the views' daemons get theirs on the command
@@ -101,10 +102,51 @@ static int stop_views(struct move *m, char **journal)
 	return rc;
 }
 
-/* Step 2: every entry of old renamed into the state directory, then old removed. */
+/*
+ * old/name to new/name across file systems: copied to new/.name.copy (one a killed move left
+ * is removed first), checked, renamed into place, then the source removed.
+ */
+static int copy_entry(struct move *m, const char *name)
+{
+	const char *new = m->p->state_dir;
+	char *tmp = util_asprintf(".%s.copy", name), *tmp_path = NULL, *to = NULL, *from = NULL;
+	struct stat st;
+	int rc = -ENOMEM;
+
+	tmp_path = tmp ? util_path_join(new, tmp) : NULL;
+	to = util_path_join(new, name);
+	from = util_path_join(m->old, name);
+	if (!tmp_path || !to || !from)
+		goto out;
+	/* In place already: a move killed before it removed the source (checked by then). */
+	if (lstat(to, &st) == 0) {
+		rc = util_rm_rf(from);
+		goto out;
+	}
+	rc = util_rm_rf(tmp_path);
+	rc = rc ?: core_state_copy(m->old, name, new, tmp);
+	kill_point("copied");
+	if (rc == 0 && rename(tmp_path, to) < 0)
+		rc = -errno;
+	rc = rc ?: util_rm_rf(from);
+	if (rc < 0)
+		rc = util_err(rc, "cannot copy %s to %s: %s", from, to, strerror(-rc));
+out:
+	free(from);
+	free(to);
+	free(tmp_path);
+	free(tmp);
+	return rc;
+}
+
+/*
+ * Step 2: every entry of old renamed into the state directory (copied when it is on another
+ * file system, or when ARBORINTH_TEST_COPY says so, for the tests), then old removed.
+ */
 static int move_entries(struct move *m)
 {
 	const char *new = m->p->state_dir;
+	bool copy = getenv("ARBORINTH_TEST_COPY") != NULL;
 	DIR *d = opendir(m->old);
 	struct dirent *e;
 	int rc = 0;
@@ -120,14 +162,10 @@ static int move_entries(struct move *m)
 		to = util_path_join(new, e->d_name);
 		if (!from || !to)
 			rc = -ENOMEM;
-		else if (rename(from, to) < 0)
-			rc = errno == EXDEV ? util_err(-EXDEV,
-						       "%s and %s are on different file systems: "
-						       "move %s there with `mv` when no view is "
-						       "mounted, then run arborinth again",
-						       m->old, new, m->old)
-					    : util_err(-errno, "cannot move %s to %s: %s", from, to,
-						       strerror(errno));
+		else if (copy || rename(from, to) < 0)
+			rc = copy || errno == EXDEV ? copy_entry(m, e->d_name)
+						    : util_err(-errno, "cannot move %s to %s: %s",
+							       from, to, strerror(errno));
 		free(from);
 		free(to);
 		kill_point("moving");

@@ -191,6 +191,45 @@ for point in stopped moving moved fixed started; do
 	expect_status 0 "killed at $point: audit" -- a audit k --verify
 done
 
+# --- across file systems: each entry copied beside its place, checked, renamed, then removed
+# (ARBORINTH_TEST_COPY takes that way on one file system; killed after a copy, it resumes).
+R=$T/copy
+export ARBORINTH_TEST_OLD_LAYOUT=1
+two_workspaces "$R"
+a shell w1 -- sh -c 'rm -rf src && mkdir src && echo n > src/new && mv README R2' >/dev/null
+xattrs() { (cd "$1" && getfattr -R -d -m '^user\.' . 2>/dev/null); }
+xa=$(xattrs "$R/.arborinth/workspaces/w1/layer")
+expect_match "user.arborinth" "$xa" "the old layer has the view's xattrs"
+before=$(snapshot | sed 's/ok, [0-9]* rows/ok/')
+unset ARBORINTH_TEST_OLD_LAYOUT
+st=$({ ARBORINTH_TEST_COPY=1 ARBORINTH_TEST_KILL=copied "$ARB" --workdir "$R" workspace list >/dev/null 2>&1; echo $?; } 2>/dev/null)
+expect_eq 137 "$st" "killed after a copy"
+expect_status 0 "the copy resumed" -- env ARBORINTH_TEST_COPY=1 "$ARB" --workdir "$R" workspace list
+[ ! -e "$R/.arborinth" ] && [ -z "$(find "$R/.git/arborinth" -maxdepth 1 -name '.*.copy')" ] && pass ||
+	fail "copied: the old folder and the copies' temporary names gone"
+expect_eq "$before" "$(snapshot | sed 's/ok, [0-9]* rows/ok/')" "copied: the same workspaces, audit, log and diff"
+expect_eq "$xa" "$(xattrs "$R/.git/arborinth/workspaces/w1/layer")" "copied: the layer's xattrs and whiteouts"
+expect_eq "n" "$(cat "$(V w1)/src/new")" "copied: the view serves the opaque folder"
+[ ! -e "$(V w1)/README" ] && pass || fail "copied: the whiteout still hides README"
+# A real other file system: the git directory on /dev/shm (a .git file points there).
+if [ -d /dev/shm ] && [ "$(stat -c %d /dev/shm)" != "$(stat -c %d "$T")" ] && [ -w /dev/shm ]; then
+	G=$(mktemp -d /dev/shm/arb-gs.XXXXXX)
+	R=$T/sep
+	mkdir "$R"
+	git -C "$R" init -q -b main --separate-git-dir "$G/sep.git"
+	printf 'x\n' >"$R/f" && git -C "$R" add f && git -C "$R" -c user.name=a -c user.email=a@b commit -qm one
+	ARBORINTH_TEST_OLD_LAYOUT=1 "$ARB" --workdir "$R" workspace create s >/dev/null
+	ARBORINTH_TEST_OLD_LAYOUT=1 "$ARB" --workdir "$R" shell s -- sh -c 'echo s > sf' >/dev/null
+	expect_status 0 "upgrade to another file system" -- "$ARB" --workdir "$R" workspace list
+	[ ! -e "$R/.arborinth" ] && [ -s "$G/sep.git/arborinth/state.db" ] && pass || fail "moved to $G"
+	expect_eq "s" "$(cat "$G/sep.git/arborinth/workspaces/s/workdir/sf")" "the view serves from the other file system"
+	expect_status 0 "audit after the copy" -- "$ARB" --workdir "$R" audit s --verify
+	expect_status 1 "from inside such a view" -- sh -c "cd '$G/sep.git/arborinth/workspaces/s/workdir' && '$ARB' workspace list"
+	expect_match "name the repository with --workdir" "$ERR" "a view of a separate git directory: told what to do"
+	"$ARB" --workdir "$R" workspace delete s >/dev/null
+	rm -rf "$G"
+fi
+
 # --- as an ordinary user: this script again, run by the user --------------------------------
 if [ "$(id -u)" = 0 ] && [ -z "${ARB_GS_INNER:-}" ] && command -v runuser >/dev/null; then
 	user=arbtest
