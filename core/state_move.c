@@ -310,6 +310,7 @@ int core_state_upgrade(struct core_project *p)
 {
 	struct move m = {.p = p};
 	struct stat st;
+	bool journal;
 	int lock = -1, rc = 0;
 
 	if (getenv("ARBORINTH_TEST_OLD_LAYOUT"))
@@ -321,9 +322,17 @@ int core_state_upgrade(struct core_project *p)
 		goto out;
 	}
 	/* The common case, two lstat()s: nothing old, no move under way. */
-	if (lstat(m.journal, &st) < 0 &&
-	    (lstat(m.old, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()))
+	journal = lstat(m.journal, &st) == 0;
+	if (!journal && (lstat(m.old, &st) < 0 || !S_ISDIR(st.st_mode)))
 		goto out;
+	/* Another user's: moved by that user, never forked into a second state here. */
+	if (!journal && st.st_uid != geteuid()) {
+		rc = util_err(-EPERM,
+			      "%s (an older version's state) belongs to uid %u: run arborinth as "
+			      "that user once to move it into %s",
+			      m.old, (unsigned)st.st_uid, p->state_dir);
+		goto out;
+	}
 	lock = open(p->commondir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (lock < 0 || flock(lock, LOCK_EX) < 0) {
 		rc = util_err(-errno, "%s: %s", p->commondir, strerror(errno));

@@ -151,6 +151,15 @@ expect_one_line_error "upgrade while a session runs"
 [ -d "$R/.arborinth/workspaces/b1" ] && [ ! -e "$R/.git/arborinth" ] && pass || fail "nothing moved under a session"
 kill "$box" 2>/dev/null || true
 wait "$box" 2>/dev/null || true
+# Another user's old state: never forked into a second state beside it.
+if [ "$(id -u)" = 0 ]; then
+	R=$T/other
+	mkrepo "$R"
+	mkdir "$R/.arborinth" && : >"$R/.arborinth/state.db" && chown -R 65534 "$R/.arborinth"
+	expect_status 1 "another user's old state" -- a workspace list
+	expect_match "belongs to uid 65534: run arborinth as that user" "$ERR" "another user's old state: named"
+	[ ! -e "$R/.git/arborinth" ] && pass || fail "no second state made beside another user's"
+fi
 
 # --- upgrade: an old layout with live views, audit and checkpoints -------------------------
 export ARBORINTH_TEST_OLD_LAYOUT=1
