@@ -198,10 +198,10 @@ START_TEST(append_line_once)
 	mk_tmp();
 	p = util_asprintf("%s/exclude", tmpdir);
 	ck_assert_int_eq(util_write_file(p, "# comment", 9, 0644), 0);
-	ck_assert_int_eq(util_append_line_once(p, "/.git/arborinth/"), 0);
-	ck_assert_int_eq(util_append_line_once(p, "/.git/arborinth/"), 0);
+	ck_assert_int_eq(util_append_line_once(p, "/.arborinth/"), 0);
+	ck_assert_int_eq(util_append_line_once(p, "/.arborinth/"), 0);
 	ck_assert_int_eq(util_read_file(p, &buf, NULL), 0);
-	ck_assert_str_eq(buf, "# comment\n/.git/arborinth/\n");
+	ck_assert_str_eq(buf, "# comment\n/.arborinth/\n");
 	free(buf);
 	free(p);
 	ck_assert_int_eq(util_rm_rf(tmpdir), 0);
