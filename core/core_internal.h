@@ -30,6 +30,12 @@ struct core_view_of {
 };
 int core_view_of(const char *real, struct core_view_of *v) ARB_MUST_CHECK;
 void core_view_of_free(struct core_view_of *v);
+/*
+ * For a view shared with --allow-other: the state directory 0711 (search only: others pass
+ * through to NAME/workdir and can list nothing), and for a linked worktree's the folders
+ * above it, arborinth/ and arborinth/worktrees/, too.
+ */
+int core_state_dir_share(const struct core_project *p) ARB_MUST_CHECK;
 
 /*
  * core/state_move.c: moves an older version's <root>/.arborinth to p's state directory on

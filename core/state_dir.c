@@ -157,3 +157,27 @@ void core_view_of_free(struct core_view_of *v)
 	free(v->state);
 	*v = (struct core_view_of){0};
 }
+
+int core_state_dir_share(const struct core_project *p)
+{
+	char *top = util_path_join(p->commondir, "arborinth");
+	char *wts = top ? util_path_join(top, "worktrees") : NULL;
+	const char *dirs[] = {top, wts, p->state_dir};
+	size_t first = 2;
+	int rc = 0;
+
+	if (!wts) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	/* A linked worktree's: its parents too, when they are the layout's (not the old one). */
+	if (util_path_under(p->state_dir, wts) && strcmp(p->state_dir, wts))
+		first = 0;
+	for (size_t i = first; rc == 0 && i < ARB_ARRAY_LEN(dirs); i++)
+		if (chmod(dirs[i], 0711) < 0)
+			rc = util_err(-errno, "%s: %s", dirs[i], strerror(errno));
+out:
+	free(wts);
+	free(top);
+	return rc;
+}

@@ -99,6 +99,19 @@ expect_eq "$LV" "$(sed -n 's/^  workdir: //p' <<<"$OUT")" "the linked worktree's
 expect_status 0 "a box in the linked worktree's workspace" -- \
 	"$ARB" --workdir "$T/lw" shell l1 -- sh -c 'echo wt > wtfile; ls -A "$1"' sh "$R/.git/arborinth"
 expect_eq "worktrees" "$OUT" "its box sees none of the main worktree's state"
+# Shared with --allow-other (root here: fuse.conf need not allow it): another user passes
+# through arborinth/ and worktrees/ (search only) to the view.
+if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null; then
+	expect_status 0 "an --allow-other view in the linked worktree" -- \
+		"$ARB" --workdir "$T/lw" workspace create l2 --allow-other
+	expect_eq "711 711 711" "$(stat -c %a "$R/.git/arborinth" "$R/.git/arborinth/worktrees" \
+		"$R/.git/arborinth/worktrees/lw" | tr '\n' ' ' | sed 's/ $//')" "search-only folders above it"
+	chmod 0711 "$T"
+	expect_status 0 "another user reads the shared view" -- \
+		runuser -u nobody -- cat "$R/.git/arborinth/worktrees/lw/workspaces/l2/workdir/README"
+	expect_status 2 "and lists none of the state" -- runuser -u nobody -- ls "$R/.git/arborinth/worktrees"
+	"$ARB" --workdir "$T/lw" workspace delete l2 >/dev/null
+fi
 fusermount3 -u "$LV"
 rm -rf "$T/lw"
 git -C "$R" worktree prune
