@@ -1,5 +1,5 @@
 /*
- * audit: the state database (.arborinth/state.db): its schema and migrations, and (as the
+ * audit: the state database (<state dir>/state.db): its schema and migrations, and (as the
  * audit issue lands) the batched event writer and the queries behind `arborinth audit`.
  */
 #ifndef ARB_AUDIT_H

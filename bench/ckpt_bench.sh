@@ -91,7 +91,7 @@ git clone -q --no-local "$REPO" "$NATIVE"
 git -C "$REPO" config gc.auto 0
 git -C "$NATIVE" config gc.auto 0
 arb workspace create ck >/dev/null
-VIEW="$REPO/.arborinth/workspaces/ck/workdir"
+VIEW="$REPO/.git/arborinth/workspaces/ck/workdir"
 # The same files on both sides: CHANGED tracked files spread evenly over the tree.
 git -C "$NATIVE" ls-files >"$OUT/all"
 awk -v n="$CHANGED" -v t="$(wc -l <"$OUT/all")" 'NR % int(t / n) == 0 && c++ < n' \

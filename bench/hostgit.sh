@@ -31,7 +31,7 @@ done
 W=$(mktemp -d "${TMPDIR:-/var/tmp}/arb-hostgit.XXXXXX")
 cleanup() {
 	for r in "$W"/r-*; do
-		[ -d "$r/.arborinth" ] || continue
+		[ -d "$r/.git/arborinth" ] || continue
 		for ws in base this; do
 			"$(cat "$r/.arb")" --workdir "$r" workspace delete "$ws" >/dev/null 2>&1 || true
 		done
@@ -80,7 +80,7 @@ for which in base this; do
 	mkrepo "$r"
 	echo "${exe[$which]}" >"$r/.arb"
 	"${exe[$which]}" --workdir "$r" workspace create "$which" >/dev/null
-	view[$which]=$r/.arborinth/workspaces/$which/workdir
+	view[$which]=$r/.git/arborinth/workspaces/$which/workdir
 	echo "edited" >>"${view[$which]}/d0/f0.txt"
 	git -C "${view[$which]}" status --porcelain >/dev/null 2>&1 # warm-up
 done

@@ -116,16 +116,16 @@ git -C "$E/native" config gc.auto 0
 
 uring_set 0
 "$ARB" --workdir "$E/repo" workspace create inst-d >/dev/null
-stat "$E/repo/.arborinth/workspaces/inst-d/workdir" >/dev/null
-VD="$E/repo/.arborinth/workspaces/inst-d/workdir"
+stat "$E/repo/.git/arborinth/workspaces/inst-d/workdir" >/dev/null
+VD="$E/repo/.git/arborinth/workspaces/inst-d/workdir"
 VU=
 if [ -w "$URING" ]; then
 	uring_set 1
 	"$ARB" --workdir "$E/repo" workspace create inst-u >/dev/null
-	stat "$E/repo/.arborinth/workspaces/inst-u/workdir" >/dev/null # INIT: chosen now
+	stat "$E/repo/.git/arborinth/workspaces/inst-u/workdir" >/dev/null # INIT: chosen now
 	uring_set 0
-	VU="$E/repo/.arborinth/workspaces/inst-u/workdir"
-	grep -q '^io_uring' "$E/repo/.arborinth/workspaces/inst-u/run/transport" || VU=
+	VU="$E/repo/.git/arborinth/workspaces/inst-u/workdir"
+	grep -q '^io_uring' "$E/repo/.git/arborinth/workspaces/inst-u/run/transport" || VU=
 fi
 for v in "$VD" ${VU:+"$VU"}; do
 	git -C "$v" config gc.auto 0

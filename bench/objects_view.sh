@@ -49,7 +49,7 @@ rows() {
 	BIN[$r/]=$bin
 	# A workspace of the base that stays: a repeat create finds the shared index (and view).
 	(cd "$r" && "$bin" workspace create keep >/dev/null)
-	local fresh="cd $r && $bin workspace delete b >/dev/null 2>&1; rm -rf $r/.arborinth/index-cache $r/.arborinth/objects-view"
+	local fresh="cd $r && $bin workspace delete b >/dev/null 2>&1; rm -rf $r/.git/arborinth/index-cache $r/.git/arborinth/objects-view"
 	args+=(--command-name "$name: create, first of its base" --prepare "$fresh"
 		"cd $r && $bin workspace create b")
 	args+=(--command-name "$name: create again, same base" --prepare "cd $r && $bin workspace delete b >/dev/null 2>&1 || true"
@@ -65,7 +65,7 @@ for r in "$dir"/*/; do
 	shells+=(--command-name "$(basename "$r"): shell -- true" "cd $r && ${BIN[$r]} shell keep -- true")
 done
 hyperfine --warmup 3 --runs $((RUNS * 6)) --export-json "$dir/shell.json" "${shells[@]}" >&2
-du -sh "$dir"/this/.arborinth/objects-view >&2
+du -sh "$dir"/this/.git/arborinth/objects-view >&2
 
 python3 - "$dir/create.json" "$dir/shell.json" <<'PY'
 import json, sys

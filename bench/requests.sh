@@ -31,7 +31,7 @@ for i in $(seq 200); do echo "file $i" >"$T/repo/src/f$i.c"; done
 git -C "$T/repo" add -A
 git -C "$T/repo" -c user.name=bench -c user.email=bench@localhost commit -qm base
 cc -O2 -o "$T/storm" "$HERE/storm.c"
-WS="$T/repo/.arborinth/workspaces/rq"
+WS="$T/repo/.git/arborinth/workspaces/rq"
 V="$WS/workdir"
 
 # Runs "$@" while strace counts the daemon's system calls; prints "reads writes".

@@ -21,7 +21,7 @@ echo data >"$T/repo/f"
 git -C "$T/repo" add f
 git -C "$T/repo" -c user.name=bench -c user.email=bench@localhost commit -qm base
 "$ARB" --workdir "$T/repo" workspace create rt >/dev/null
-python3 - "$T/repo/f" "$T/repo/.arborinth/workspaces/rt/workdir/f" "$CALLS" <<'PY'
+python3 - "$T/repo/f" "$T/repo/.git/arborinth/workspaces/rt/workdir/f" "$CALLS" <<'PY'
 import os, statistics, sys, time
 native, view, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 

@@ -107,7 +107,7 @@ ws_create() { # NAME [create options]: a workspace of $REPO, removed on exit
 	arb workspace delete "$1" --force >/dev/null 2>&1 || true
 	arb workspace create "$@" >/dev/null
 }
-ws_dir() { echo "$REPO/.arborinth/workspaces/$1"; }
+ws_dir() { echo "$REPO/.git/arborinth/workspaces/$1"; }
 # FUSE over io_uring is root's machine-wide switch, read when a view is mounted: ws_over
 # 0|1 NAME [create options] makes a view on /dev/fuse (0) or io_uring (1). The switch is put
 # back as it was on exit. Without the switch (older kernel) the io_uring subjects are left out.
@@ -229,14 +229,14 @@ bench_create() {
 		--prepare "$ARB --workdir $REPO workspace delete bench-c --force >/dev/null 2>&1 || true" \
 		"$ARB --workdir $REPO workspace create bench-c"
 	note "new disk ($FILES files)" "clone $(own_kib "$WORK/clone") KiB; worktree $(($(own_kib "$WORK/wt") + $(own_kib "$NATIVE/.git/worktrees"))) KiB; workspace $(own_kib "$view") KiB"
-	if [ -d "$REPO/.arborinth/index-cache" ]; then
-		note "shared index cache (per base commit, all its workspaces)" "$(du -sk "$REPO/.arborinth/index-cache" | cut -f1) KiB"
+	if [ -d "$REPO/.git/arborinth/index-cache" ]; then
+		note "shared index cache (per base commit, all its workspaces)" "$(du -sk "$REPO/.git/arborinth/index-cache" | cut -f1) KiB"
 		measure "workspace create, index cache cold" --runs "$RUNS" \
 			-n "git worktree add" \
 			--prepare "git -C $NATIVE worktree remove --force $WORK/wt >/dev/null 2>&1; rm -rf $WORK/wt; git -C $NATIVE worktree prune" \
 			"git -C $NATIVE worktree add -q --detach $WORK/wt" \
 			-n "arborinth workspace create" \
-			--prepare "$ARB --workdir $REPO workspace delete bench-c --force >/dev/null 2>&1; rm -rf $REPO/.arborinth/index-cache" \
+			--prepare "$ARB --workdir $REPO workspace delete bench-c --force >/dev/null 2>&1; rm -rf $REPO/.git/arborinth/index-cache" \
 			"$ARB --workdir $REPO workspace create bench-c"
 	fi
 	arb workspace delete bench-c --force >/dev/null
@@ -277,7 +277,7 @@ bench_read() {
 		if [ $name = grep ]; then
 			measure "grep -r, first read of the view (blob cache empty), cold" --runs "$RUNS" -i \
 				--prepare "$DROP" -n native "$(read_cmd grep "$NATIVE")" \
-				--prepare "rm -rf $REPO/.arborinth/blobs/*; $DROP" -n view "$(read_cmd grep "$v")"
+				--prepare "rm -rf $REPO/.git/arborinth/blobs/*; $DROP" -n view "$(read_cmd grep "$v")"
 		fi
 		u=()
 		[ -z "$uv" ] || u=(-n "view, io_uring" "$(read_cmd $name "$uv")")
@@ -460,7 +460,7 @@ bench_build() {
 	echo bench-b >>"$CREATED"
 	"$ARB" --workdir "$bsrc" workspace delete bench-b --force >/dev/null 2>&1 || true
 	"$ARB" --workdir "$bsrc" workspace create bench-b >/dev/null
-	v="$bsrc/.arborinth/workspaces/bench-b/workdir"
+	v="$bsrc/.git/arborinth/workspaces/bench-b/workdir"
 	measure "C build (arborinth: cmake + ninja -j2 $target)" --runs "$runs" \
 		--prepare "rm -rf $bnat/_build" -n native "$(build_cmd "$bnat" $target)" \
 		--prepare "rm -rf $v/_build" -n view "$(build_cmd "$v" $target)"
@@ -483,7 +483,7 @@ bench_scale() {
 	done
 	t1=$(date +%s.%N)
 	note "$NWS workspaces created and mounted, one after another" "$(python3 -c "print(f'{$t1 - $t0:.2f} s total, {($t1 - $t0) / $NWS:.3f} s each')")"
-	note "disk of the $NWS workspaces (own blocks)" "$(own_kib "$REPO/.arborinth/workspaces") KiB"
+	note "disk of the $NWS workspaces (own blocks)" "$(own_kib "$REPO/.git/arborinth/workspaces") KiB"
 	sleep 1
 	for i in $(seq 1 "$NWS"); do
 		pids+=("$(ws_pid "bench-s$i")")

@@ -33,7 +33,7 @@ const char cmd_shell_usage[] =
     "                          ro, rw, tmpfs, dev, proc; ro/rw without a source bind dest\n"
     "                          itself; paths absolute. It may replace a convenience default\n"
     "                          at the same destination (tmpfs:/tmp: an ephemeral /tmp), never\n"
-    "                          a guard ($HOME, /run, the origin and its .arborinth/)\n"
+    "                          a guard ($HOME, /run, the origin and its .git/arborinth/)\n"
     "  --env NAME[=VALUE]      pass a variable into the box (NAME alone: its host value)\n"
     "  --net                   share the host's network (default: none, only loopback);\n"
     "                          host abstract unix sockets become reachable too\n"

@@ -20,7 +20,7 @@ const char cmd_workspace_usage[] =
     "       arborinth workspace unmount NAME [--json]\n"
     "\n"
     "A workspace is a writable copy-on-write view of one commit of the repository, at\n"
-    ".arborinth/workspaces/NAME/workdir, with its own git branch arborinth/NAME. The origin\n"
+    ".git/arborinth/workspaces/NAME/workdir, with its own git branch arborinth/NAME. The origin\n"
     "can fetch its work with 'git fetch arborinth/NAME'.\n"
     "\n"
     "  --rev REV   base the workspace on REV (default: HEAD)\n"

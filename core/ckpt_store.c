@@ -2,7 +2,7 @@
  * core/ckpt_store.c: where checkpoints live, out of every box's reach. NAME/checkpoints.git
  * is a bare repository only arborinth writes: beside the workspace's gitdir (NAME/git, which
  * the view passes through as .git), not under the view, never bound into a box (the origin's
- * .arborinth/ is hidden there), its only alternate the origin's object store (which the box
+ * the state directory is hidden there), its only alternate the origin's object store (which the box
  * cannot write either), so no object or ref the box made is read from it. Each checkpoint's
  * commit id is also recorded in state.db (table ckpt_ids); a ref that names another commit
  * is refused with one line naming the checkpoint.

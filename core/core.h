@@ -37,8 +37,13 @@ const char *core_project_root(const struct core_project *p);
 const char *core_project_gitdir(const struct core_project *p);
 /* The object directory of the origin (of its common dir for a linked worktree). */
 const char *core_project_objects_dir(const struct core_project *p);
-/* <root>/.arborinth */
+/*
+ * Where all of the project's state lives: <commondir>/arborinth, for a linked worktree
+ * <commondir>/arborinth/worktrees/<id> (core/state_dir.c). The one source of that path.
+ */
 const char *core_project_state_dir(const struct core_project *p);
+/* The workspace whose view the project was opened from (a folder in it), else NULL. */
+const char *core_project_view_ws(const struct core_project *p);
 git_repository *core_project_repo(const struct core_project *p);
 /*
  * A one-line note the last workspace create through p left (it removed a stale
@@ -55,8 +60,8 @@ struct core_head {
 int core_project_head(const struct core_project *p, struct core_head *out) ARB_MUST_CHECK;
 
 /*
- * The state database, opened on first use and owned by p. With create, makes .arborinth/
- * (and excludes it from git status) when missing; without, returns -ENOENT when there is none.
+ * The state database, opened on first use and owned by p. With create, makes the state dir
+ * when missing; without, returns -ENOENT when there is none.
  */
 int core_project_db(struct core_project *p, bool create, sqlite3 **out) ARB_MUST_CHECK;
 
@@ -80,7 +85,7 @@ struct core_ws {
 	char *remote; /* arborinth/NAME */
 	int64_t created_ns;
 	char *state;
-	char *root; /* .arborinth/workspaces/NAME */
+	char *root; /* <state dir>/workspaces/NAME */
 	char *workdir, *tmp, *cache, *home, *layer, *gitdir, *run;
 	bool mounted;
 	pid_t daemon_pid; /* 0 when not running */
@@ -145,7 +150,7 @@ int core_ws_busy(const struct core_ws *ws, char **out) ARB_MUST_CHECK;
 /*
  * The object store a box of a workspace based on base_hex (a commit id) is shown in place of
  * the origin's: every object reachable from that commit and nothing else
- * (.arborinth/objects-view/<commit>, read-only files, no alternates; core/objects_view.c).
+ * (<state dir>/objects-view/<commit>, read-only files, no alternates; core/objects_view.c).
  * Built when missing (seconds for a large history; from an ancestor's store when one exists),
  * else a stat(). *out (optional): its path, caller frees. -errno with a message.
  */

@@ -12,9 +12,44 @@ struct core_project {
 	char *objects;
 	char *state_dir;
 	sqlite3 *db;
-	char *disk; /* core_project_set_disk: the budget mounts through p give (NULL: theirs) */
-	char *note; /* core_project_note */
+	char *note;    /* core_project_note */
+	char *disk;    /* core_project_set_disk: the budget mounts through p give (NULL: theirs) */
+	char *view_ws; /* opened from inside this workspace's view (core_view_of), else NULL */
 };
+
+/*
+ * core/state_dir.c: the state directory of a repository (see there for the layout), and the
+ * project a folder inside a view belongs to. core_view_of: 0 when real (resolved) is inside
+ * <state>/workspaces/NAME/workdir of an existing state directory, with the origin's root,
+ * NAME and the state directory (free with core_view_of_free); -ENOENT when it is not.
+ * Found from the path and the origin's own files only, never from the workspace's gitdir.
+ */
+#define CORE_OLD_STATE_NAME ".arborinth" /* <root>/.arborinth: older versions' place */
+char *core_state_dir_of(const char *root, const char *gitdir, const char *commondir);
+struct core_view_of {
+	char *root, *name, *state;
+};
+int core_view_of(const char *real, struct core_view_of *v) ARB_MUST_CHECK;
+void core_view_of_free(struct core_view_of *v);
+/*
+ * For a view shared with --allow-other: the state directory 0711 (search only: others pass
+ * through to NAME/workdir and can list nothing), and for a linked worktree's the folders
+ * above it, arborinth/ and arborinth/worktrees/, too.
+ */
+int core_state_dir_share(const struct core_project *p) ARB_MUST_CHECK;
+
+/*
+ * core/state_move.c: moves an older version's <root>/.arborinth to p's state directory on
+ * first use (views stopped and started again, remotes fixed), resuming one interrupted.
+ * 0 when there is nothing to move or it moved; -errno with one line otherwise.
+ */
+int core_state_upgrade(struct core_project *p) ARB_MUST_CHECK;
+/*
+ * core/state_copy.c: copies from_dir/name to to_dir/to_name (which must not exist) without
+ * following links, then checks the copy against the source: 0, or -errno (-EIO: they differ).
+ */
+int core_state_copy(const char *from_dir, const char *name, const char *to_dir,
+		    const char *to_name) ARB_MUST_CHECK;
 
 /*
  * libgit2 set up (fs_git_init), once per process and for as long as it runs: every path of
@@ -24,7 +59,7 @@ void core_git_ready(void);
 
 /*
  * project_cache.c: the origin's paths without libgit2. core_project_cached fills p->root,
- * gitdir and commondir from <real's root>/.arborinth/repo.cache when everything they were
+ * gitdir and commondir from <real's root>/.git/arborinth/repo.cache when everything they were
  * found from still holds (0), else -ENOENT (nothing set, no message) or -ENOMEM.
  * core_project_cache_write records them after libgit2 found them (best effort).
  */

@@ -120,7 +120,7 @@ static int build_index(struct core_project *p, const char *path, const git_oid *
 /*
  * The index of a base commit is the same for every workspace made from it, and git never
  * writes an index in place (it renames index.lock over it), so workspaces share one copy:
- * .arborinth/index-cache/<commit> hard-linked as NAME/git/index. The fs daemon breaks the link
+ * <state dir>/index-cache/<commit> hard-linked as NAME/git/index. The fs daemon breaks the link
  * before anything else could change the shared file through a view (fs/upper.c). The first
  * create of a base builds it; later ones cost a link() and no disk.
  */

@@ -295,8 +295,8 @@ int core_ws_mount(struct core_project *p, struct core_ws *ws, unsigned int flags
 	if (rc == 0)
 		rc = set_share(ws, allow_other);
 	/* Others reach NAME/workdir through the state directory: search only for them. */
-	if (rc == 0 && allow_other && chmod(p->state_dir, 0711) < 0)
-		rc = util_err(-errno, "%s: %s", p->state_dir, strerror(errno));
+	if (rc == 0 && allow_other)
+		rc = core_state_dir_share(p);
 	if (rc == 0)
 		rc = io_choice(ws, flags, &passthrough);
 	if (rc == 0)

@@ -4,7 +4,7 @@
  * files, other workspaces' work under refs/arborinth/, branches never merged. So the box is not
  * shown the origin's store but one made for the workspace's base commit: every object
  * reachable from that commit (its history, trees and blobs), nothing else, written by the host
- * into .arborinth/objects-view/<commit>/ (an objects directory: packs, and loose files for
+ * into <state dir>/objects-view/<commit>/ (an objects directory: packs, and loose files for
  * objects too large for a pack; no info/alternates) and bound read-only in the box at the
  * origin's objects path, where the workspace gitdir's alternates point. The host's own readers
  * (the view's daemon, checkpoints, `git fetch` from the origin) keep the origin's whole store.

@@ -41,7 +41,7 @@ static int project_paths(struct core_project *p)
 
 	p->objects = objects ? strip_slash(objects) : NULL;
 	free(objects);
-	p->state_dir = util_path_join(p->root, ".arborinth");
+	p->state_dir = core_state_dir_of(p->root, p->gitdir, p->commondir);
 	return p->objects && p->state_dir ? 0 : -ENOMEM;
 }
 
@@ -73,6 +73,7 @@ static int project_discover(struct core_project *p, const char *real, const char
 int core_project_open(struct core_project **out, const char *workdir)
 {
 	struct core_project *p = NULL;
+	struct core_view_of view = {0};
 	char real[PATH_MAX];
 	struct stat st;
 	int rc;
@@ -87,16 +88,32 @@ int core_project_open(struct core_project **out, const char *workdir)
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
+	/* Inside a view: its origin, never the repository the box made of the view. */
+	rc = core_view_of(real, &view);
+	if (rc == 0 && strlen(view.root) < sizeof(real)) {
+		memcpy(real, view.root, strlen(view.root) + 1);
+		p->view_ws = view.name;
+		view.name = NULL;
+	} else if (rc != -ENOENT) {
+		goto out;
+	}
 	rc = core_project_cached(p, real);
 	if (rc == 0)
 		rc = project_paths(p);
 	else if (rc == -ENOENT)
 		rc = project_discover(p, real, workdir);
+	if (rc == 0 && view.state && strcmp(view.state, p->state_dir))
+		rc = util_err(-EINVAL,
+			      "%s: a workspace view whose origin %s keeps its state elsewhere",
+			      workdir, view.root);
+	if (rc == 0)
+		rc = core_state_upgrade(p);
 	if (rc < 0)
 		goto out;
 	*out = p;
 	p = NULL;
 out:
+	core_view_of_free(&view);
 	core_project_free(p);
 	return rc;
 }
@@ -114,6 +131,7 @@ void core_project_free(struct core_project *p)
 	free(p->state_dir);
 	free(p->disk);
 	free(p->note);
+	free(p->view_ws);
 	free(p);
 }
 
@@ -156,6 +174,11 @@ const char *core_project_state_dir(const struct core_project *p)
 const char *core_project_note(const struct core_project *p)
 {
 	return p->note;
+}
+
+const char *core_project_view_ws(const struct core_project *p)
+{
+	return p->view_ws;
 }
 
 git_repository *core_project_repo(const struct core_project *p)
@@ -229,31 +252,37 @@ static int state_dir_private(const struct core_project *p)
 	return rc;
 }
 
+/*
+ * In the git directory, where no git command deletes or walks (core/state_dir.c): nothing to
+ * exclude from git status. A `/.arborinth/` line an older version put in info/exclude stays,
+ * harmless.
+ */
 static int state_dir_init(struct core_project *p)
 {
-	char *exclude = NULL;
-	char *info = NULL;
-	int rc;
+	char *parent = strdup(p->state_dir);
+	char *slash = parent ? strrchr(parent, '/') : NULL;
+	int rc = parent ? 0 : -ENOMEM;
 
+	if (slash && slash != parent) {
+		*slash = '\0';
+		rc = util_mkdir_p(parent, 0700); /* arborinth/worktrees for a linked worktree */
+	}
+	free(parent);
+	if (rc < 0)
+		return util_err(rc, "%s: %s", p->state_dir, strerror(-rc));
 	if (mkdir(p->state_dir, 0700) < 0 ? errno != EEXIST : chmod(p->state_dir, 0700) < 0)
 		return util_err(-errno, "%s: %s", p->state_dir, strerror(errno));
 	rc = state_dir_private(p);
-	if (rc < 0)
-		return rc;
-	info = util_path_join(p->commondir, "info");
-	exclude = info ? util_path_join(info, "exclude") : NULL;
-	if (!exclude) {
-		rc = -ENOMEM;
-		goto out;
+	/* The old layout (tests): as an older version made it, excluded from git status. */
+	if (rc == 0 && getenv("ARBORINTH_TEST_OLD_LAYOUT")) {
+		char *exclude = util_path_join(p->commondir, "info/exclude");
+		char *info = util_path_join(p->commondir, "info");
+
+		rc = exclude && info ? util_mkdir_p(info, 0755) : -ENOMEM;
+		rc = rc ?: util_append_line_once(exclude, "/" CORE_OLD_STATE_NAME "/");
+		free(exclude);
+		free(info);
 	}
-	rc = util_mkdir_p(info, 0755);
-	if (rc == 0)
-		rc = util_append_line_once(exclude, "/.arborinth/");
-	if (rc < 0)
-		util_err(rc, "cannot update %s: %s", exclude, strerror(-rc));
-out:
-	free(info);
-	free(exclude);
 	return rc;
 }
 

@@ -4,7 +4,8 @@
  * Opening the origin with libgit2 costs its start (arborinth opens libgit2 on first use,
  * cli/git2_lazy.c: about 3 ms) and a read of three git config files. Most commands only need
  * the paths: the origin's root, its gitdir and common dir. So after libgit2 has found them,
- * they are written to <root>/.arborinth/repo.cache together with what they depend on, and
+ * they are written to <root>/.git/arborinth/repo.cache (in the state directory, core/state_dir.c)
+ * together with what they depend on, and
  * the next open takes them from there when all of it still holds:
  * - walking up from the (resolved) directory, the first folder with a `.git` is the cached
  *   root, on the same file system (libgit2 stops at a file system's boundary), and no folder
@@ -133,15 +134,17 @@ static int key_parse(const char *buf, struct cache_key *k)
 int core_project_cached(struct core_project *p, const char *real)
 {
 	char *root = find_root(real), *path = NULL, *buf = NULL, *croot = NULL, *dotgit = NULL;
+	char *state = NULL;
 	struct cache_key want, have;
 	size_t len;
 	int rc = -ENOENT;
 
 	if (!root)
 		return -ENOENT;
-	path = util_asprintf("%s/.arborinth/" CACHE_NAME, root);
 	dotgit = util_path_join(root, ".git");
-	if (!path || !dotgit || util_read_file(path, &buf, &len) < 0)
+	state = dotgit ? core_state_dir_of(root, dotgit, dotgit) : NULL;
+	path = state ? util_path_join(state, CACHE_NAME) : NULL;
+	if (!path || util_read_file(path, &buf, &len) < 0)
 		goto out;
 	croot = field(buf, "root");
 	if (strncmp(buf, CACHE_MAGIC "\n", strlen(CACHE_MAGIC) + 1) || !croot ||
@@ -150,7 +153,8 @@ int core_project_cached(struct core_project *p, const char *real)
 	p->gitdir = field(buf, "gitdir");
 	p->commondir = field(buf, "commondir");
 	if (!p->gitdir || !p->commondir || strcmp(p->gitdir, dotgit) ||
-	    key_of(p->gitdir, &have) < 0 || memcmp(&want, &have, sizeof(want)))
+	    strcmp(p->commondir, dotgit) || key_of(p->gitdir, &have) < 0 ||
+	    memcmp(&want, &have, sizeof(want)))
 		goto out;
 	p->root = root;
 	root = NULL;
@@ -161,6 +165,7 @@ out:
 		free(p->commondir);
 		p->gitdir = p->commondir = NULL;
 	}
+	free(state);
 	free(dotgit);
 	free(croot);
 	free(buf);
@@ -176,9 +181,9 @@ void core_project_cache_write(const struct core_project *p)
 	struct stat st;
 
 	/* Only the plain layout, into a state directory that exists; paths on one line each. */
-	if (!dotgit || strcmp(dotgit, p->gitdir) || strchr(p->root, '\n') ||
-	    strchr(p->commondir, '\n') || lstat(p->state_dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
-	    key_of(p->gitdir, &k) < 0)
+	if (!dotgit || strcmp(dotgit, p->gitdir) || strcmp(p->gitdir, p->commondir) ||
+	    strchr(p->root, '\n') || strchr(p->commondir, '\n') || lstat(p->state_dir, &st) < 0 ||
+	    !S_ISDIR(st.st_mode) || key_of(p->gitdir, &k) < 0)
 		goto out;
 	path = util_path_join(p->state_dir, CACHE_NAME);
 	text = util_asprintf(CACHE_MAGIC "\nroot %s\ngitdir %s\ncommondir %s\nkey %" PRIu64

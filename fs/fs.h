@@ -19,7 +19,7 @@ struct fs_config {
 	const char *layer;	/* NAME/layer: upper layer */
 	const char *gitdir;	/* NAME/git: shown as .git */
 	const char *repo;	/* origin gitdir (libgit2 reads objects from it) */
-	const char *blobs;	/* .arborinth/blobs: shared content cache */
+	const char *blobs;	/* <state dir>/blobs: shared content cache */
 	const char *base;	/* base commit id (hex) */
 	const char *pidfile;	/* written once mounted; removed at exit */
 	const char *db_path;	/* state.db, for the audit; NULL: no audit */

@@ -59,11 +59,16 @@ typedef struct arb_project arb_project;
 
 /*
  * Opens the git repository containing `workdir` (NULL: the current directory), searching
- * upwards. -ENOENT (not in a repository), -ENOTDIR, -EINVAL (a bare repository).
+ * upwards; from a folder inside a workspace's view, that view's origin. Moves an older
+ * version's <root>/.arborinth into the state directory on first use (-EBUSY while a session
+ * runs). -ENOENT (not in a repository), -ENOTDIR, -EINVAL (a bare repository).
  */
 ARB_EXTERN int arb_project_open(arb_project **out, const char *workdir);
 ARB_EXTERN void arb_project_free(arb_project *p);
-/* The checkout's top directory, its git directory and arborinth's folder in it (absolute). */
+/*
+ * The checkout's top directory, its git directory and arborinth's state directory (absolute):
+ * <git common dir>/arborinth, for a linked worktree <git common dir>/arborinth/worktrees/ID.
+ */
 ARB_EXTERN const char *arb_project_root(const arb_project *p);
 ARB_EXTERN const char *arb_project_git_dir(const arb_project *p);
 ARB_EXTERN const char *arb_project_state_dir(const arb_project *p);

@@ -1,8 +1,8 @@
 /*
  * jail/box_defaults.c: the default box's mounts. The root (walls.c); private /dev and /proc;
  * the workspace's tmp, cache and home in place of the host's; guards over $HOME, /run, the
- * origin checkout and its .arborinth/; the workdir and the origin's objects re-exposed below
- * them; PATH entries under $HOME read-only.
+ * origin checkout and its state directory (.git/arborinth); the workdir and the origin's objects
+ * re-exposed below them; PATH entries under $HOME read-only.
  */
 #include "jail/box_internal.h"
 
@@ -51,9 +51,10 @@ static int add_guard(struct jail_box *b, enum jail_mount_type type, unsigned fla
 	return rc;
 }
 
-/* The origin checkout and its .arborinth/, with the workdir and the objects under them. */
+/* The origin checkout and its state directory, with the workdir and the objects under them. */
 static int add_origin(struct jail_box *b)
 {
+	const char *top;
 	int rc = 0;
 
 	/* At / or at $HOME the checkout is already replaced by a mount of its own. */
@@ -67,9 +68,21 @@ static int add_origin(struct jail_box *b)
 				"own (it is / or $HOME)",
 				b->origin_root);
 	if (rc == 0)
-		rc = add_guard(b, JAIL_MOUNT_TMPFS, JAIL_MOUNT_SEAL, NULL, b->state_dir,
-			       "the origin's .arborinth/ hidden, read-only: no other workspace, no "
-			       "state.db, no blob cache");
+		rc = add_guard(
+		    b, JAIL_MOUNT_TMPFS, JAIL_MOUNT_SEAL, NULL, b->state_dir,
+		    "the origin's arborinth state hidden, read-only: no other workspace, no "
+		    "state.db, no blob cache");
+	/* A linked worktree's, <commondir>/arborinth/worktrees/ID: all of arborinth/ hidden. */
+	if (rc == 0 && (top = strstr(b->state_dir, "/arborinth/worktrees/")) &&
+	    !strchr(top + 21, '/') && top[21]) {
+		char *dir = strndup(b->state_dir, (size_t)(top - b->state_dir) + 10);
+
+		rc = dir ? add_guard(b, JAIL_MOUNT_TMPFS, JAIL_MOUNT_SEAL, NULL, dir,
+				     "the repository's arborinth state hidden, read-only: no other "
+				     "worktree's workspaces or state.db")
+			 : util_err(-ENOMEM, "out of memory");
+		free(dir);
+	}
 	if (rc == 0)
 		rc = jail_box_add(b, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, 0, b->objects_view,
 				  b->origin_objects, NULL,

@@ -11,7 +11,7 @@
  * dropped, no new privileges, a seccomp filter (libseccomp, exported as BPF to bwrap), an
  * allow-list root (the host's system folders read-only, credentials and host sockets masked:
  * walls.c), the workdir read-write at its own path, tmp/cache/home from the workspace,
- * guards over $HOME, /run, the origin checkout and its .arborinth/, and an environment
+ * guards over $HOME, /run, the origin checkout and its state directory, and an environment
  * rebuilt from an allowlist. Inside, `arborinth __box-init` is pid 1: it starts the relay
  * hooks, runs the command, forwards signals, reaps zombies and passes the exit status out.
  */
@@ -58,14 +58,14 @@ enum jail_mount_type {
 /* What the box is built from. Strings are copied; paths absolute. */
 struct jail_box_config {
 	const char *ws_name;	    /* workspace name */
-	const char *ws_root;	    /* .arborinth/workspaces/NAME */
+	const char *ws_root;	    /* <state dir>/workspaces/NAME */
 	const char *workdir;	    /* bound read-write at its own path; the command starts here */
 	const char *tmp;	    /* bound at /tmp */
 	const char *cache;	    /* bound at $XDG_CACHE_HOME (default $HOME/.cache) */
 	const char *home;	    /* bound at $HOME in place of the real home */
 	const char *origin_root;    /* the origin checkout (hidden) */
 	const char *origin_objects; /* its object store's path (objects_view there) */
-	const char *state_dir;	    /* the origin's .arborinth/ (hidden) */
+	const char *state_dir;	    /* the origin's state dir (hidden) */
 	bool net;		    /* share the host network namespace */
 	/* Do not mount what tool managers on PATH need (jail/toolmgr.c), only the entries. */
 	bool no_tool_managers;

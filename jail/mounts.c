@@ -450,7 +450,7 @@ static bool shown_by_ancestor(const struct jail_mounts *m, size_t i)
 			continue;
 		/*
 		 * The nearest ancestor decides: sorted, so the first one found walking back.
-		 * A sealed tmpfs in a sealed tmpfs (the origin's .arborinth/ in the origin
+		 * A sealed tmpfs in a sealed tmpfs (the origin's state directory in the origin
 		 * checkout's guard): both empty and read-only but for the mount points of what
 		 * is below them, so the outer one alone shows the same.
 		 */

@@ -7,7 +7,7 @@
  * uid or group may, gets an empty mount over it (walls.c's masks).
  *
  * Finding them reads each folder (about 1,400 entries in a usual /etc); the result is cached
- * in the origin's .arborinth/ with the change and modification times of every folder read,
+ * in the origin's state directory with the change and modification times of every folder read,
  * and reused while none of them changed (an entry added, removed, renamed, a folder's mode
  * or owner changed) and the cache is younger than ROOT_CACHE_MAX_AGE: a start stats the
  * folders (about 150) instead of every entry. The program folders (/usr, /bin, /sbin, /lib*)

@@ -36,7 +36,7 @@ git add -A && git commit -qm "initial commit"
 
 run "$A" project info
 run "$A" workspace create demo
-run ls -la .arborinth/workspaces/demo/workdir
+run ls -la .git/arborinth/workspaces/demo/workdir
 # The "agent": edits, builds and commits inside the box (no network, real home hidden).
 run "$A" shell demo -- sh -c '
 	printf "Demo project, improved by an agent\n" > README.md

@@ -89,7 +89,7 @@ def db_rows(db_path, key):
 class Chain:
     def __init__(self, fx, c):
         self.fx, self.c = fx, c
-        self.db = os.path.join(fx.repo, ".arborinth", "state.db")
+        self.db = os.path.join(fx.repo, ".git", "arborinth", "state.db")
         self.saved = os.path.join(fx.tmp, "saved.db")
 
     def sql(self, stmt):

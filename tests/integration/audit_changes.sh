@@ -15,7 +15,7 @@ R=$T/repo
 mkrepo "$R"
 cd "$R"
 expect_status 0 "create" -- "$ARB" workspace create w
-W=$R/.arborinth/workspaces/w/workdir
+W=$R/.git/arborinth/workspaces/w/workdir
 "$ARB" shell w -- true 2>/dev/null || skip "no bubblewrap box here"
 
 # box_py WHAT CODE: runs python3 -c CODE in a box of workspace w; SID is its session.
@@ -142,7 +142,7 @@ os.pwrite(fd, b"FIRST\n", 0)
 os.utime(fd, ns=(st.st_atime_ns, st.st_mtime_ns))
 os.close(fd)
 assert os.stat("pt.txt").st_mtime_ns == st.st_mtime_ns'
-	expect_eq "FIRST" "$(cat "$R/.arborinth/workspaces/p/layer/pt.txt")" "passthrough write landed"
+	expect_eq "FIRST" "$(cat "$R/.git/arborinth/workspaces/p/layer/pt.txt")" "passthrough write landed"
 	rows p "$SID"
 	python3 - "$T/rows.json" <<'PY' && pass || fail "passthrough write found by ctime"
 import json, sys

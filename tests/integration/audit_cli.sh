@@ -13,7 +13,7 @@ R=$T/repo
 mkrepo "$R"
 cd "$R"
 expect_status 0 "create" -- "$ARB" workspace create w
-DB=$R/.arborinth/state.db
+DB=$R/.git/arborinth/state.db
 S=1000000000
 T0=$((1700000000 * S)) # 2023-11-14T22:13:20Z
 

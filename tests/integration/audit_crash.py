@@ -137,7 +137,7 @@ def covered(p, paths, renamed_to):
 
 
 def daemon_pid(fx):
-    with open(os.path.join(fx.repo, ".arborinth/workspaces/w/run/daemon.pid")) as f:
+    with open(os.path.join(fx.repo, ".git/arborinth/workspaces/w/run/daemon.pid")) as f:
         return int(f.read())
 
 
@@ -187,8 +187,8 @@ def main():
     fx = Fixture(repo_files=files)
     c = Checks()
     rnd = random.Random(os.environ.get("ARB_CRASH_SEED") or time.time_ns())
-    db_path = os.path.join(fx.repo, ".arborinth", "state.db")
-    layer = os.path.join(fx.repo, ".arborinth", "workspaces", "w", "layer")
+    db_path = os.path.join(fx.repo, ".git", "arborinth", "state.db")
+    layer = os.path.join(fx.repo, ".git", "arborinth", "workspaces", "w", "layer")
     base = snapshot(fx.plain)
     storm_py = os.path.join(fx.tmp, "storm.py")
     with open(storm_py, "w") as f:

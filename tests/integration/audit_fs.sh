@@ -11,7 +11,7 @@ R=$T/repo
 mkrepo "$R"
 cd "$R"
 expect_status 0 "create" -- "$ARB" workspace create w
-W=$R/.arborinth/workspaces/w/workdir
+W=$R/.git/arborinth/workspaces/w/workdir
 
 # op-NAME: python3 under another name, so the process's comm is op-NAME.
 mkdir -p "$T/bin"
@@ -151,7 +151,7 @@ printf 'more' >&7
 printf 'again' >&7
 exec 7>&-
 count_writes() {
-	python3 - "$R/.arborinth/state.db" <<'PY'
+	python3 - "$R/.git/arborinth/state.db" <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 print(db.execute("SELECT count(*) FROM audit_events WHERE op = 'write' AND path = 'later.txt'").fetchone()[0])

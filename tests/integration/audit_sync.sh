@@ -103,10 +103,10 @@ for _ in range(100):
 PY
 
 for v in "${views[@]}"; do
-	W=$R/.arborinth/workspaces/$v/workdir
-	pid=$(cat "$R/.arborinth/workspaces/$v/run/daemon.pid")
+	W=$R/.git/arborinth/workspaces/$v/workdir
+	pid=$(cat "$R/.git/arborinth/workspaces/$v/run/daemon.pid")
 	before=$(ring_switches "$pid")
-	expect_status 0 "probe on view $v" -- python3 "$T/probe.py" "$W" "$R/.arborinth/state.db" "f-$v"
+	expect_status 0 "probe on view $v" -- python3 "$T/probe.py" "$W" "$R/.git/arborinth/state.db" "f-$v"
 	after=$(ring_switches "$pid")
 	expect_eq "before the request: 0
 request: ok
@@ -132,9 +132,9 @@ done
 
 # The end of a session: its last writes are in the audit when `shell` returns, recorded by
 # the request (strace, where there is one: the ioctl and no fsync of the view's root).
-W=$R/.arborinth/workspaces/d/workdir
+W=$R/.git/arborinth/workspaces/d/workdir
 count_rows() {
-	python3 - "$R/.arborinth/state.db" "$1" <<'PY'
+	python3 - "$R/.git/arborinth/state.db" "$1" <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 print(db.execute("SELECT count(*) FROM audit_events WHERE op = 'write' AND path = ? "
@@ -146,7 +146,7 @@ import os, sys
 fd = os.open(sys.argv[1] + "/control.txt", os.O_CREAT | os.O_WRONLY, 0o644)
 os.write(fd, b"c")
 os.close(fd)' "$W"
-expect_eq 0 "$(python3 - "$R/.arborinth/state.db" <<'PY'
+expect_eq 0 "$(python3 - "$R/.git/arborinth/state.db" <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 print(db.execute("SELECT count(*) FROM audit_events WHERE op = 'write' "
@@ -179,7 +179,7 @@ fi
 # printed (they come after the highest row it had seen before the sync). The control is the
 # row still missing from the database before `audit` runs.
 printf 'x' >"$W/just-now.txt"
-expect_eq 0 "$(python3 - "$R/.arborinth/state.db" <<'PY'
+expect_eq 0 "$(python3 - "$R/.git/arborinth/state.db" <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 print(db.execute("SELECT count(*) FROM audit_events WHERE op = 'write' "

@@ -97,7 +97,7 @@ def audit_rows(fx, *extra):
 
 def daemon_pid(fx):
     try:
-        with open(os.path.join(fx.repo, ".arborinth", "workspaces", fx.name, "run",
+        with open(os.path.join(fx.repo, ".git", "arborinth", "workspaces", fx.name, "run",
                                "daemon.pid")) as f:
             return int(f.read().split()[0])
     except (OSError, ValueError, IndexError):
@@ -184,7 +184,7 @@ def run_all(fx):
         same(after, gitish(view), "the rewound tree survives the daemon killed with -9")
 
     # --- the replaced layers are removed ---
-    wsdir = os.path.join(fx.repo, ".arborinth", "workspaces", fx.name)
+    wsdir = os.path.join(fx.repo, ".git", "arborinth", "workspaces", fx.name)
     for _ in range(50):
         left = [n for n in os.listdir(wsdir) if n.startswith("layer.old")]
         if not left:
@@ -206,7 +206,7 @@ def run_all(fx):
     C.eq("one", c1.get("message"), "checkpoint --json: the message")
 
     # --- a checkpoint's objects go into one pack; small packs are taken into the next ---
-    gitdir = os.path.join(fx.repo, ".arborinth", "workspaces", fx.name, "checkpoints.git")
+    gitdir = os.path.join(fx.repo, ".git", "arborinth", "workspaces", fx.name, "checkpoints.git")
     for i in range(16):
         with open(os.path.join(view, "README"), "a") as f:
             f.write("line %d\n" % i)
@@ -280,7 +280,7 @@ def numbering(fx):
     Each checkpoint's parent is the one before it, whichever way it was found."""
     name = "num"
     fx.arb("workspace", "create", name)
-    ws = os.path.join(fx.repo, ".arborinth", "workspaces", name)
+    ws = os.path.join(fx.repo, ".git", "arborinth", "workspaces", name)
     hint = os.path.join(ws, "checkpoint.last")
     gitdir = os.path.join(ws, "checkpoints.git")  # the checkpoint store, out of the box's reach
 
@@ -336,7 +336,7 @@ def nested_git(fx, view):
     # Without bwrap (--jail none runs on the host), straight into the upper layer.
     jail = box_args()
     if jail:
-        view = os.path.join(fx.repo, ".arborinth", "workspaces", fx.name, "layer")
+        view = os.path.join(fx.repo, ".git", "arborinth", "workspaces", fx.name, "layer")
         os.makedirs(os.path.join(view, "nested", ".git"))
         for rel, text in (("nested/.git/HEAD", "ref: refs/heads/x\n"), ("nested/f", "f\n")):
             with open(os.path.join(view, rel), "w") as f:
@@ -348,7 +348,7 @@ def nested_git(fx, view):
     cp = fx.arb("checkpoint", fx.name, "-m", "nested", "--json", check=False)
     C.eq(0, cp.returncode, "a checkpoint with a nested .git (%s)" % cp.stderr)
     tree = json.loads(cp.stdout)["tree"] if cp.returncode == 0 else ""
-    gitdir = os.path.join(fx.repo, ".arborinth", "workspaces", fx.name, "checkpoints.git")
+    gitdir = os.path.join(fx.repo, ".git", "arborinth", "workspaces", fx.name, "checkpoints.git")
     ls = fslib.run("git", "--git-dir", gitdir, "ls-tree", "-r", "--name-only", tree,
                    "nested", check=False).stdout.split()
     C.eq(["nested/f"], ls, "the nested .git is left out, its siblings kept")
@@ -384,7 +384,7 @@ def fork(fx, view, s, after):
             (["workspace", "create", "f3", "--from", "@1"], 2, "--from needs"),
             (["workspace", "create", "f3", "--from", "fork", "--rev", "HEAD"], 2, "without")):
         one_line_error(fx.arb(*args, check=False), code, pattern, " ".join(args))
-    C.ok(not os.path.exists(os.path.join(fx.repo, ".arborinth", "workspaces", "f3")),
+    C.ok(not os.path.exists(os.path.join(fx.repo, ".git", "arborinth", "workspaces", "f3")),
          "failed forks created nothing")
 
 

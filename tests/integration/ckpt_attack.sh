@@ -45,7 +45,7 @@ attacks() {
 	mkrepo "$T/repo"
 	cd "$T/repo"
 	"$ARB" workspace create w >/dev/null
-	WS=$T/repo/.arborinth/workspaces/w
+	WS=$T/repo/.git/arborinth/workspaces/w
 	V=$WS/workdir
 	local marker=$T/.marker
 	touch "$marker"
@@ -96,7 +96,7 @@ attacks() {
 	expect_eq "$h" "$(view_hash)" "the refused rewind and restore changed nothing"
 	[ ! -e "$HOME/.bash_aliases" ] && pass || fail "~/.bash_aliases was written"
 	expect_eq "" "$(find "$T" / -xdev \( -name .bash_aliases -o -name evil \) -newer "$marker" \
-		2>/dev/null | grep -v "^$T/repo/.arborinth/workspaces/w/git/" | head -3)" \
+		2>/dev/null | grep -v "^$T/repo/.git/arborinth/workspaces/w/git/" | head -3)" \
 		"no planted file anywhere"
 
 	# --- 2: a forged start checkpoint that makes review and undo lie ---------------------
@@ -174,7 +174,7 @@ attacks() {
 c = sqlite3.connect(sys.argv[1], isolation_level=None)
 c.execute("BEGIN EXCLUSIVE")
 open(sys.argv[2], "w").close()
-time.sleep(60)' "$T/repo/.arborinth/state.db" "$T/locked" &
+time.sleep(60)' "$T/repo/.git/arborinth/state.db" "$T/locked" &
 	lock_pid=$!
 	for i in $(seq 100); do [ -e "$T/locked" ] && break; sleep 0.1; done
 	touch "$WS/tmp/go"

@@ -40,7 +40,7 @@ expect_eq "$head" "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(jso
 expect_eq "$T/repo" "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["root"])')" "json root from a subdirectory"
 expect_eq "$T/repo/.git" "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["git_dir"])')" "json git dir"
 # project info must not create state
-[ ! -e "$T/repo/.arborinth" ] && pass || fail "project info created .arborinth"
+[ ! -e "$T/repo/.git/arborinth" ] && pass || fail "project info created .arborinth"
 
 git -C "$T/repo" checkout -q --detach HEAD
 expect_status 0 "detached" -- "$ARB" project info --workdir "$T/repo"

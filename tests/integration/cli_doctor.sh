@@ -105,12 +105,20 @@ expect_status 0 "doctor with claude and no key" -- env -u ANTHROPIC_API_KEY \
 expect_match "^degraded +claude +$T/bin/claude, but no credential" "$OUT" \
 	"claude without a credential is degraded"
 
-# A repository that is itself a FUSE view: its file system is reported.
+# From inside a view, doctor looks at the view's origin (core/state_dir.c), not on FUSE.
 expect_status 0 "create" -- "$ARB" --workdir "$T/r" workspace create ws
-expect_status 0 "doctor in a view" -- "$ARB" --workdir "$T/r/.arborinth/workspaces/ws/workdir" doctor
-expect_match '^ok +project file system +.* is on a FUSE file system \(tested on bindfs' "$OUT" \
-	"a repository on FUSE is reported"
+expect_status 0 "doctor in a view" -- "$ARB" --workdir "$T/r/.git/arborinth/workspaces/ws/workdir" doctor
+if grep -q 'is on a FUSE file system' <<<"$OUT"; then fail "a view taken for its own repository"; else pass; fi
 expect_status 0 "delete" -- "$ARB" --workdir "$T/r" workspace delete ws
+# A repository that is on FUSE (bindfs, when installed): its file system is reported.
+if command -v bindfs >/dev/null; then
+	mkdir "$T/fuse"
+	bindfs "$T/r" "$T/fuse"
+	expect_status 0 "doctor on bindfs" -- "$ARB" --workdir "$T/fuse" doctor
+	expect_match '^ok +project file system +.* is on a FUSE file system \(tested on bindfs' "$OUT" \
+		"a repository on FUSE is reported"
+	fusermount3 -u "$T/fuse"
+fi
 
 # As an ordinary user: fusermount3 must be setuid root, allow_other is read from fuse.conf.
 if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null; then

@@ -118,7 +118,7 @@ class Box:
             f.write("hello\n")
         subprocess.run(["git", "-C", self.repo, "add", "-A"], check=True)
         subprocess.run(["git", "-C", self.repo, "commit", "-qm", "first"], check=True)
-        self.view = os.path.join(self.repo, ".arborinth", "workspaces", "w", "workdir")
+        self.view = os.path.join(self.repo, ".git", "arborinth", "workspaces", "w", "workdir")
 
     def arb(self, *args, want=0, umask=None):
         p = run([ARB, "--workdir", self.repo] + list(args), umask=umask)
@@ -141,7 +141,7 @@ def make_names(b):
 
 
 def check_db(b):
-    db = os.path.join(b.repo, ".arborinth", "state.db")
+    db = os.path.join(b.repo, ".git", "arborinth", "state.db")
     con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
     con.text_factory = bytes
     paths = {r[0] for r in con.execute("SELECT path FROM audit_events WHERE path IS NOT NULL")}
@@ -253,7 +253,7 @@ def check_diff_log(b):
 def check_net(b):
     """Proxy rows (method, host, URL path, backend, reason come from the box's requests): put
     into the real database as the proxy would (last: the hash chain does not cover them)."""
-    db = os.path.join(b.repo, ".arborinth", "state.db")
+    db = os.path.join(b.repo, ".git", "arborinth", "state.db")
     con = sqlite3.connect(db)
     ws = con.execute("SELECT ws FROM audit_events LIMIT 1").fetchone()[0]
     now = time.time_ns()
@@ -283,7 +283,7 @@ def mode(path):
 
 
 def check_modes(b):
-    st = os.path.join(b.repo, ".arborinth")
+    st = os.path.join(b.repo, ".git", "arborinth")
     C.eq(0o700, mode(st), "state directory mode (made under umask 000)")
     for f in os.listdir(st):
         if f.startswith("state.db"):
@@ -361,7 +361,7 @@ def as_ordinary_users(top):
 
 
 def closed_to_others(u1, u2, env, repo):
-    db = os.path.join(repo, ".arborinth", "state.db")
+    db = os.path.join(repo, ".git", "arborinth", "state.db")
     control = os.path.join(repo, "control.txt")
     with open(control, "w") as f:
         f.write("readable by all\n")

@@ -20,7 +20,7 @@ git2_loaded() {
 same_as_uncached() {
 	local a b sa=0 sb=0
 	a=$("$ARB" --workdir "$2" project info --json 2>&1) || sa=$?
-	rm -f "$R/.arborinth/repo.cache"
+	rm -f "$R/.git/arborinth/repo.cache"
 	b=$("$ARB" --workdir "$2" project info --json 2>&1) || sb=$?
 	expect_eq "$sb $b" "$sa $a" "$1: the same with and without the cache"
 }
@@ -28,7 +28,7 @@ same_as_uncached() {
 R=$T/repo
 mkrepo "$R"
 (cd "$R" && "$ARB" workspace create w >/dev/null)
-cache=$R/.arborinth/repo.cache
+cache=$R/.git/arborinth/repo.cache
 
 # The first open after the state directory exists writes the cache; the next uses it.
 expect_eq yes "$(git2_loaded "$ARB" --workdir "$R" workspace list)" "no cache: libgit2 finds the project"
@@ -60,7 +60,9 @@ expect_eq "$T/other" "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(
 git -C "$R" config --unset core.worktree
 same_as_uncached "core.worktree unset" "$R"
 
-# Another .git folder at the same place (a new inode): libgit2 again, same answer.
+# Another .git folder at the same place (a new inode): libgit2 again, same answer. The view
+# is not mounted: the .git folder (and the state in it) is moved, copied and chowned below.
+"$ARB" --workdir "$R" workspace unmount w >/dev/null
 "$ARB" --workdir "$R" workspace list >/dev/null
 mv "$R/.git" "$R/.git.old" && cp -a "$R/.git.old" "$R/.git" && rm -rf "$R/.git.old"
 expect_eq yes "$(git2_loaded "$ARB" --workdir "$R" workspace list)" "a new .git folder: libgit2 again"
@@ -72,7 +74,7 @@ cp -a "$R" "$T/copy"
 expect_eq yes "$(git2_loaded "$ARB" --workdir "$T/copy" workspace list)" "a copied repository: libgit2"
 expect_status 0 "project info in the copy" -- "$ARB" --workdir "$T/copy" project info --json
 expect_eq "$T/copy" "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["root"])')" "the copy's own root"
-expect_match "^root $T/copy\$" "$(cat "$T/copy/.arborinth/repo.cache")" "the copy's cache names its root"
+expect_match "^root $T/copy\$" "$(cat "$T/copy/.git/arborinth/repo.cache")" "the copy's cache names its root"
 
 # A repository inside the project is found, not the project around it.
 "$ARB" --workdir "$R" workspace list >/dev/null

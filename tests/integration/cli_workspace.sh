@@ -14,28 +14,28 @@ first=$(git -C "$R" rev-parse HEAD~1)
 origin_state() {
 	git -C "$R" for-each-ref --format='%(refname) %(objectname)'
 	git -C "$R" config --get-regexp '^remote\.' || true
-	ls -A "$R/.arborinth/workspaces" 2>/dev/null || true
-	sqlite3 "$R/.arborinth/state.db" 'SELECT name FROM workspaces ORDER BY name' 2>/dev/null || true
-	grep -F "$R/.arborinth/workspaces" /proc/self/mountinfo | awk '{print $5}' || true
+	ls -A "$R/.git/arborinth/workspaces" 2>/dev/null || true
+	sqlite3 "$R/.git/arborinth/state.db" 'SELECT name FROM workspaces ORDER BY name' 2>/dev/null || true
+	grep -F "$R/.git/arborinth/workspaces" /proc/self/mountinfo | awk '{print $5}' || true
 }
 
 expect_status 0 "create" -- A workspace create w1 --json
 expect_eq "$base" "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["base_commit"])')" "create --json base"
-expect_eq "$R/.arborinth/workspaces/w1/workdir" "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["workdir"])')" "create --json workdir"
+expect_eq "$R/.git/arborinth/workspaces/w1/workdir" "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["workdir"])')" "create --json workdir"
 for d in workdir tmp cache home layer git run; do
-	[ -d "$R/.arborinth/workspaces/w1/$d" ] && pass || fail "missing $d/"
+	[ -d "$R/.git/arborinth/workspaces/w1/$d" ] && pass || fail "missing $d/"
 done
-grep -qx '/.arborinth/' "$R/.git/info/exclude" && pass || fail "exclude entry"
+grep -qs arborinth "$R/.git/info/exclude" && fail "an exclude entry (the state is in .git)" || pass
 expect_eq "" "$(git -C "$R" status --porcelain)" "origin status stays clean"
 expect_eq "$base" "$(git -C "$R" rev-parse refs/arborinth/w1)" "origin ref at base"
-expect_eq "$R/.arborinth/workspaces/w1/export.git" "$(git -C "$R" config remote.arborinth/w1.url)" "remote url: the export, never the gitdir"
-expect_match "first" "$(git --git-dir="$R/.arborinth/workspaces/w1/git" log --format=%s)" "git --git-dir log shows history"
-expect_eq "$base" "$(git --git-dir="$R/.arborinth/workspaces/w1/git" rev-parse HEAD)" "gitdir HEAD at base"
+expect_eq "$R/.git/arborinth/workspaces/w1/export.git" "$(git -C "$R" config remote.arborinth/w1.url)" "remote url: the export, never the gitdir"
+expect_match "first" "$(git --git-dir="$R/.git/arborinth/workspaces/w1/git" log --format=%s)" "git --git-dir log shows history"
+expect_eq "$base" "$(git --git-dir="$R/.git/arborinth/workspaces/w1/git" rev-parse HEAD)" "gitdir HEAD at base"
 git -C "$R" fetch -q arborinth/w1 && pass || fail "git fetch arborinth/w1"
 
 expect_status 0 "create --rev" -- A workspace create old --rev HEAD~1
-expect_eq "$first" "$(git --git-dir="$R/.arborinth/workspaces/old/git" rev-parse HEAD)" "--rev base"
-expect_eq "hello" "$(cat "$R/.arborinth/workspaces/old/workdir/README")" "view shows the --rev tree"
+expect_eq "$first" "$(git --git-dir="$R/.git/arborinth/workspaces/old/git" rev-parse HEAD)" "--rev base"
+expect_eq "hello" "$(cat "$R/.git/arborinth/workspaces/old/workdir/README")" "view shows the --rev tree"
 
 expect_status 0 "list" -- A workspace list
 expect_match "^w1 +${base:0:12} +yes" "$(printf '%s\n' "$OUT" | grep '^w1 ')" "list row"
@@ -98,13 +98,13 @@ ok=0
 for p in "${pids[@]}"; do wait "$p" && ok=$((ok + 1)); done
 expect_eq 1 "$ok" "concurrent creates of one name: exactly one wins"
 expect_eq 1 "$(A workspace list --json | python3 -c 'import json,sys; print(sum(w["name"]=="same" for w in json.load(sys.stdin)))')" "one row for the contested name"
-expect_eq "$(ls -A "$R/.arborinth/workspaces" | grep -c '^\.')" 0 "no staging folders left"
+expect_eq "$(ls -A "$R/.git/arborinth/workspaces" | grep -c '^\.')" 0 "no staging folders left"
 
 # shell --jail none: status and signals pass through.
 expect_status 7 "shell exit status" -- A shell w1 --jail none -- sh -c 'exit 7'
 expect_status 143 "shell killed by signal" -- A shell w1 --jail none -- sh -c 'kill -TERM $$'
 expect_status 0 "shell cwd" -- A shell w1 --jail none -- pwd
-expect_eq "$R/.arborinth/workspaces/w1/workdir" "$OUT" "shell runs in the workdir"
+expect_eq "$R/.git/arborinth/workspaces/w1/workdir" "$OUT" "shell runs in the workdir"
 
 # delete refuses while a session runs: its box would keep writing into a removed workspace.
 rm -f "$T/ready" "$T/go"
@@ -115,17 +115,17 @@ expect_status 1 "delete while a session runs" -- A workspace delete w1
 expect_match "^arborinth: session [0-9]+ of w1 is running; delete it when that session has ended" \
 	"$ERR" "the refusal names the running session"
 expect_one_line_error "delete while a session runs"
-[ -d "$R/.arborinth/workspaces/w1/workdir" ] && pass || fail "the refused delete removed the workspace"
+[ -d "$R/.git/arborinth/workspaces/w1/workdir" ] && pass || fail "the refused delete removed the workspace"
 alive "$bg" && pass || fail "the refused delete ended the session"
 touch "$T/go"
 wait "$bg" || fail "the session did not end well after the refused delete"
 
 # delete removes folder, ref, remote and row, and unmounts (control: the session has ended).
 expect_status 0 "delete" -- A workspace delete w1
-[ ! -e "$R/.arborinth/workspaces/w1" ] && pass || fail "folder left"
+[ ! -e "$R/.git/arborinth/workspaces/w1" ] && pass || fail "folder left"
 git -C "$R" rev-parse -q --verify refs/arborinth/w1 >/dev/null && fail "ref left" || pass
 git -C "$R" config remote.arborinth/w1.url >/dev/null && fail "remote left" || pass
-grep -qF "$R/.arborinth/workspaces/w1/workdir" /proc/self/mountinfo && fail "mount left" || pass
+grep -qF "$R/.git/arborinth/workspaces/w1/workdir" /proc/self/mountinfo && fail "mount left" || pass
 expect_status 1 "info after delete" -- A workspace info w1
 expect_status 0 "recreate after delete" -- A workspace create w1
 

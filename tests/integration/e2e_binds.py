@@ -108,7 +108,7 @@ def test_binds(E):
     home = E.write("binds/home.toml", 'rw = ["~"]\n')
     cp = E.arb("shell", "b1", "--binds", home, "--", "true")
     C.eq(2, cp.returncode, "binding all of $HOME refused (%s)" % cp.stderr)
-    guard = E.write("binds/guard.toml", f'rw = ["{E.repo}/.arborinth"]\n')
+    guard = E.write("binds/guard.toml", f'rw = ["{E.repo}/.git/arborinth"]\n')
     cp = E.arb("shell", "b1", "--binds", guard, "--", "true")
     C.one_line_error(cp, 2, "guard", "mount under a guard refused")
     cyc = E.write("binds/cyc.toml", 'include = ["cyc.toml"]\n')

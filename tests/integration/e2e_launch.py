@@ -211,12 +211,12 @@ def test_limits(E):
                           (["--cpus", "0"], "--cpus '0'"),
                           (["--pids", "-3"], "--pids '-3'")):
         C.one_line_error(E.arb("codex", "lim2", *args), 2, pattern, "codex " + " ".join(args))
-    C.ok(not os.path.exists(os.path.join(E.repo, ".arborinth", "workspaces", "lim2")),
+    C.ok(not os.path.exists(os.path.join(E.repo, ".git", "arborinth", "workspaces", "lim2")),
          "a refused limit created no workspace")
 
 
 def test_errors(E):
-    ws_before = sorted(os.listdir(os.path.join(E.repo, ".arborinth", "workspaces")))
+    ws_before = sorted(os.listdir(os.path.join(E.repo, ".git", "arborinth", "workspaces")))
     cp = E.arb("claude", "n1", env={"PATH": "/usr/bin:/bin", KEYVAR["claude"]: "k"})
     C.one_line_error(cp, 1, "npm install -g @anthropic-ai/claude-code", "missing client")
     cp = E.arb("codex", "n1", env={"PATH": "/usr/bin:/bin"})
@@ -304,7 +304,7 @@ def test_errors(E):
                env=dict(xdg, OPENAI_API_KEY="k"))
     C.one_line_error(cp, 1, "--model 'anthropic/x' is not of provider 'openai'",
                      "opencode: --model of another provider")
-    C.eq(ws_before, sorted(os.listdir(os.path.join(E.repo, ".arborinth", "workspaces"))),
+    C.eq(ws_before, sorted(os.listdir(os.path.join(E.repo, ".git", "arborinth", "workspaces"))),
          "failed launches created no workspace")
     cp = E.arb("claude", "--help")
     C.ok(cp.returncode == 0 and "ANTHROPIC_BASE_URL" in cp.stdout, "claude --help")

@@ -148,7 +148,7 @@ class Env:
             return [json.loads(line) for line in f if line.strip()]
 
     def ws(self, name):
-        return os.path.join(self.repo, ".arborinth", "workspaces", name)
+        return os.path.join(self.repo, ".git", "arborinth", "workspaces", name)
 
     def close(self):
         for p in self.procs:

@@ -59,8 +59,8 @@ git -C "$R" status >/dev/null # settles the index's stat data before the hash
 origin_before=$(tree_hash "$R/.git/objects"; sha256sum <"$R/.git/index"; tree_hash "$R/.git/refs/heads"; cd "$R" && git status --porcelain=v1 -uall | LC_ALL=C sort)
 
 expect_status 0 "create --dirty" -- "$ARB" --workdir "$R" workspace create --dirty w
-V="$R/.arborinth/workspaces/w/workdir"
-L="$R/.arborinth/workspaces/w/layer"
+V="$R/.git/arborinth/workspaces/w/workdir"
+L="$R/.git/arborinth/workspaces/w/layer"
 
 expect_eq "modified" "$(tail -n1 "$V/README")" "unstaged modification"
 expect_eq "staged" "$(tail -n1 "$V/src/main.c")" "staged modification"
@@ -84,7 +84,7 @@ expect_eq "README" "$(readlink "$V/run.sh")" "file became a symlink"
 expect_eq "staged then reverted" "$(cat "$V/revert.txt")" "staged then reverted"
 [ ! -e "$V/debug.log" ] && [ ! -e "$V/build" ] && pass || fail "ignored files stay behind"
 cmp -s "$R/big.bin" "$V/big.bin" && pass || fail "larger file copied whole"
-[ ! -e "$L/.arborinth" ] && pass || fail "the state directory is not carried"
+[ ! -e "$L/.git" ] && [ ! -e "$L/.arborinth" ] && pass || fail "the state directory is not carried"
 # Unchanged files are not copied: only the 11 dirty regular files are in the layer.
 expect_eq 11 "$(find "$L" -type f | wc -l)" "only the dirty files are in the layer"
 
@@ -106,20 +106,20 @@ expect_status 0 "mount" -- "$ARB" --workdir "$R" workspace mount w
 
 # Without --dirty the view is the clean base.
 expect_status 0 "create clean" -- "$ARB" --workdir "$R" workspace create c
-expect_eq "" "$(git -C "$R/.arborinth/workspaces/c/workdir" status --porcelain)" "clean without --dirty"
+expect_eq "" "$(git -C "$R/.git/arborinth/workspaces/c/workdir" status --porcelain)" "clean without --dirty"
 
 # A clean origin: --dirty carries nothing.
 C="$T/clean"
 mkrepo "$C"
 expect_status 0 "create --dirty on a clean origin" -- "$ARB" --workdir "$C" workspace create --dirty d
-expect_eq "" "$(git -C "$C/.arborinth/workspaces/d/workdir" status --porcelain)" "clean origin, clean view"
-expect_eq 0 "$(find "$C/.arborinth/workspaces/d/layer" -mindepth 1 | wc -l)" "empty layer"
+expect_eq "" "$(git -C "$C/.git/arborinth/workspaces/d/workdir" status --porcelain)" "clean origin, clean view"
+expect_eq 0 "$(find "$C/.git/arborinth/workspaces/d/layer" -mindepth 1 | wc -l)" "empty layer"
 
 # Atomic: a failure after the copy leaves no workspace, no staging directory, no ref.
 ARBORINTH_FAULT=staging expect_status 1 "create --dirty with a fault" -- \
 	"$ARB" --workdir "$R" workspace create --dirty f
-[ ! -e "$R/.arborinth/workspaces/f" ] && pass || fail "no workspace after a failed create"
-expect_eq "" "$(find "$R/.arborinth/workspaces" -maxdepth 1 -name '.new-*')" "no staging left"
+[ ! -e "$R/.git/arborinth/workspaces/f" ] && pass || fail "no workspace after a failed create"
+expect_eq "" "$(find "$R/.git/arborinth/workspaces" -maxdepth 1 -name '.new-*')" "no staging left"
 expect_eq "" "$(git -C "$R" for-each-ref refs/arborinth/f)" "no origin ref left"
 # An unreadable dirty file fails the create cleanly (only checkable when not root).
 if [ "$(id -u)" != 0 ]; then
@@ -127,7 +127,7 @@ if [ "$(id -u)" != 0 ]; then
 	expect_status 1 "create --dirty with an unreadable file" -- \
 		"$ARB" --workdir "$R" workspace create --dirty u
 	expect_match "unreadable.txt" "$ERR" "the error names the file"
-	[ ! -e "$R/.arborinth/workspaces/u" ] && pass || fail "nothing left after the failure"
+	[ ! -e "$R/.git/arborinth/workspaces/u" ] && pass || fail "nothing left after the failure"
 	rm -f "$R/unreadable.txt"
 fi
 finish

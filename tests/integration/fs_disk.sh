@@ -51,14 +51,14 @@ cd "$R"
 expect_status 1 "bad --disk" -- "$ARB" workspace create bad --disk 2Q
 expect_one_line_error "bad --disk"
 expect_match "disk" "$ERR" "the error names --disk"
-[ ! -e "$R/.arborinth/workspaces/bad" ] && pass || fail "no workspace made by a bad --disk"
+[ ! -e "$R/.git/arborinth/workspaces/bad" ] && pass || fail "no workspace made by a bad --disk"
 for bad in -1 "" 1.5G 10GB5 9999999999999T " 5M"; do
 	expect_status 1 "bad --disk '$bad'" -- "$ARB" workspace create bad --disk "$bad"
 done
 
 expect_status 0 "create --disk 2M" -- "$ARB" workspace create w --disk 2M
-W=$R/.arborinth/workspaces/w/workdir
-expect_match "disk budget 2097152 bytes" "$(cat "$R/.arborinth/workspaces/w/run/fs.log")" \
+W=$R/.git/arborinth/workspaces/w/workdir
+expect_match "disk budget 2097152 bytes" "$(cat "$R/.git/arborinth/workspaces/w/run/fs.log")" \
 	"the daemon took the budget"
 
 # CONTROL: under the budget a write works.
@@ -136,17 +136,17 @@ expect_status 0 "another workspace" -- "$ARB" workspace create w2
 # The usage survives a remount (the budget is kept with the workspace)...
 expect_status 0 "unmount" -- "$ARB" workspace unmount w
 expect_status 0 "mount" -- "$ARB" workspace mount w
-expect_match "disk budget 2097152 bytes, [0-9]+ used" "$(tail -1 "$R/.arborinth/workspaces/w/run/fs.log")" \
+expect_match "disk budget 2097152 bytes, [0-9]+ used" "$(tail -1 "$R/.git/arborinth/workspaces/w/run/fs.log")" \
 	"budget kept"
-expect_match "used \(saved; read in" "$(tail -1 "$R/.arborinth/workspaces/w/run/fs.log")" \
+expect_match "used \(saved; read in" "$(tail -1 "$R/.git/arborinth/workspaces/w/run/fs.log")" \
 	"a clean unmount saved the usage"
 fill w "past the budget after a remount" a.bin 1048576
 expect_match "errno 28" "$OUT" "usage kept across a clean remount"
 # After a crash (nothing saved) the layer is measured again.
-kill -9 "$(cat "$R/.arborinth/workspaces/w/run/daemon.pid")"
+kill -9 "$(cat "$R/.git/arborinth/workspaces/w/run/daemon.pid")"
 sleep 0.2
 expect_status 0 "mount after kill -9" -- "$ARB" workspace mount w
-expect_match "used \(measured in" "$(tail -1 "$R/.arborinth/workspaces/w/run/fs.log")" \
+expect_match "used \(measured in" "$(tail -1 "$R/.git/arborinth/workspaces/w/run/fs.log")" \
 	"measured after a crash"
 fill w "past the budget after a crash" a.bin 1048576
 expect_match "errno 28" "$OUT" "usage measured again at mount"

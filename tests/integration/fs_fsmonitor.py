@@ -93,7 +93,7 @@ def run_seed(seed, nops, c):
         c.eq(b, a, "seed %d: status agrees after the remount" % seed)
 
         # A killed daemon's journal is gone: its tokens get "/".
-        pidfile = os.path.join(fx.repo, ".arborinth", "workspaces", fx.name, "run", "daemon.pid")
+        pidfile = os.path.join(fx.repo, ".git", "arborinth", "workspaces", fx.name, "run", "daemon.pid")
         with open(pidfile) as f:
             pid = int(f.read())
         os.kill(pid, signal.SIGKILL)
@@ -131,7 +131,7 @@ def made_up_files(c):
         c.ok(not any(n.startswith("arborinth-fsmonitor") for n in os.listdir(g)),
              "the made-up files are not listed")
         c.ok(not any(n.startswith("arborinth-fsmonitor") for n in
-                     os.listdir(os.path.join(fx.repo, ".arborinth", "workspaces", fx.name, "git"))),
+                     os.listdir(os.path.join(fx.repo, ".git", "arborinth", "workspaces", fx.name, "git"))),
              "nor written into the gitdir")
     finally:
         fx.cleanup()

@@ -21,11 +21,11 @@ git -C "$T/repo" commit -q -m many
 git -C "$T/repo" checkout -q main
 # Prime the state dir so the hash below covers the origin only.
 "$ARB" --workdir "$T/repo" project info >/dev/null
-origin_before=$(cd "$T/repo" && git status --porcelain; tree_hash "$T/repo/.git"; find "$T/repo" -path "$T/repo/.git" -prune -o -path "$T/repo/.arborinth" -prune -o -type f -print0 | sort -z | xargs -0 sha256sum)
+origin_before=$(cd "$T/repo" && git status --porcelain; tree_hash "$T/repo/.git"; find "$T/repo" -path "$T/repo/.git" -prune -o -type f -print0 | sort -z | xargs -0 sha256sum)
 
 expect_status 0 "create" -- "$ARB" --workdir "$T/repo" workspace create w
-V="$T/repo/.arborinth/workspaces/w/workdir"
-BLOBS="$T/repo/.arborinth/blobs"
+V="$T/repo/.git/arborinth/workspaces/w/workdir"
+BLOBS="$T/repo/.git/arborinth/blobs"
 
 expect_eq "" "$(git -C "$V" status --porcelain)" "status clean right after create"
 nblobs=$(find "$BLOBS" -type f 2>/dev/null | wc -l)
@@ -88,7 +88,7 @@ expect_eq "move src" "$(git -C "$T/repo" log -1 --format=%s refs/remotes/arborin
 expect_status 0 "unmount" -- "$ARB" --workdir "$T/repo" workspace unmount w
 git -C "$T/repo" fetch -q arborinth/w && pass || fail "fetch while unmounted"
 
-origin_after=$(cd "$T/repo" && git status --porcelain; tree_hash "$T/repo/.git"; find "$T/repo" -path "$T/repo/.git" -prune -o -path "$T/repo/.arborinth" -prune -o -type f -print0 | sort -z | xargs -0 sha256sum)
+origin_after=$(cd "$T/repo" && git status --porcelain; tree_hash "$T/repo/.git"; find "$T/repo" -path "$T/repo/.git" -prune -o -type f -print0 | sort -z | xargs -0 sha256sum)
 # fetch adds remote-tracking refs and objects to the origin's .git; compare the worktree part.
 expect_eq "$(printf '%s\n' "$origin_before" | tail -n +3)" "$(printf '%s\n' "$origin_after" | tail -n +3)" "origin worktree byte-identical"
 
@@ -97,7 +97,7 @@ mkrepo "$T/repo2"
 "$ARB" --workdir "$T/repo2" project info >/dev/null
 "$ARB" --workdir "$T/repo2" workspace create x >/dev/null
 h1=$(tree_hash "$T/repo2/.git"; cd "$T/repo2" && git ls-files -s | sha256sum)
-V2="$T/repo2/.arborinth/workspaces/x/workdir"
+V2="$T/repo2/.git/arborinth/workspaces/x/workdir"
 printf 'z\n' >"$V2/README"
 git -C "$V2" add -A && git -C "$V2" -c user.email=a@b -c user.name=agent commit -q -m z
 git -C "$V2" gc -q 2>/dev/null || true
@@ -107,7 +107,7 @@ expect_eq "$h1" "$h2" "origin .git byte-identical while the workspace works"
 
 # Two workspaces are independent; a later origin commit does not show through.
 "$ARB" --workdir "$T/repo2" workspace create y >/dev/null
-V3="$T/repo2/.arborinth/workspaces/y/workdir"
+V3="$T/repo2/.git/arborinth/workspaces/y/workdir"
 expect_eq "hello" "$(head -1 "$V3/README")" "second workspace sees the base, not the first's edit"
 [ -d "$V3/src" ] && pass || fail "second workspace keeps src"
 printf 'origin change\n' >"$T/repo2/README"
@@ -120,14 +120,14 @@ expect_eq "" "$(git -C "$V3" status --porcelain)" "second workspace still clean"
 mkrepo "$T/repo3"
 "$ARB" --workdir "$T/repo3" workspace create a >/dev/null
 "$ARB" --workdir "$T/repo3" workspace create b >/dev/null
-IA="$T/repo3/.arborinth/workspaces/a/git/index"
-IB="$T/repo3/.arborinth/workspaces/b/git/index"
-CACHE="$T/repo3/.arborinth/index-cache/$(git -C "$T/repo3" rev-parse HEAD)"
+IA="$T/repo3/.git/arborinth/workspaces/a/git/index"
+IB="$T/repo3/.git/arborinth/workspaces/b/git/index"
+CACHE="$T/repo3/.git/arborinth/index-cache/$(git -C "$T/repo3" rev-parse HEAD)"
 expect_eq "$(stat -c %i "$CACHE")" "$(stat -c %i "$IA")" "a links the shared index"
 expect_eq "$(stat -c %i "$CACHE")" "$(stat -c %i "$IB")" "b links the shared index"
 shared=$(sha256sum <"$CACHE")
-VA="$T/repo3/.arborinth/workspaces/a/workdir"
-VB="$T/repo3/.arborinth/workspaces/b/workdir"
+VA="$T/repo3/.git/arborinth/workspaces/a/workdir"
+VB="$T/repo3/.git/arborinth/workspaces/b/workdir"
 # Writing the index in place through the view (not git's lock-and-rename) gets a private copy,
 # also after the view has read it (git status: the daemon then holds the shared file open).
 # (--no-optional-locks: status would otherwise write the index to store the fsmonitor token.)
@@ -146,13 +146,13 @@ expect_match "M  README" "$(git -C "$VB" status --porcelain)" "control: b staged
 # The private copy is made under a temporary name in .git: whatever the workload put there
 # (a FIFO that would block the daemon, a hard link the copy would truncate) is replaced.
 "$ARB" --workdir "$T/repo3" workspace create c >/dev/null
-VC="$T/repo3/.arborinth/workspaces/c/workdir"
-expect_eq "$(stat -c %i "$CACHE")" "$(stat -c %i "$T/repo3/.arborinth/workspaces/c/git/index")" "c links the shared index"
+VC="$T/repo3/.git/arborinth/workspaces/c/workdir"
+expect_eq "$(stat -c %i "$CACHE")" "$(stat -c %i "$T/repo3/.git/arborinth/workspaces/c/git/index")" "c links the shared index"
 mkfifo "$VC/.git/.index.arborinth-unshare"
 expect_status 0 "in-place write with a FIFO at the temporary name" -- timeout 20 \
 	python3 -c "import sys; f=open(sys.argv[1],'r+b'); f.write(b'YYYY'); f.close()" "$VC/.git/index"
 expect_eq "$shared" "$(sha256sum <"$CACHE")" "the shared index is untouched"
-expect_eq "YYYY" "$(head -c4 "$T/repo3/.arborinth/workspaces/c/git/index")" "control: c got its own copy"
+expect_eq "YYYY" "$(head -c4 "$T/repo3/.git/arborinth/workspaces/c/git/index")" "control: c got its own copy"
 "$ARB" --workdir "$T/repo3" workspace delete a --force >/dev/null
 "$ARB" --workdir "$T/repo3" workspace delete b --force >/dev/null
 "$ARB" --workdir "$T/repo3" workspace delete c --force >/dev/null

@@ -58,7 +58,7 @@ mkrepo "$T/repo"
 cd "$T/repo"
 mkdir notes && echo head >notes/HEAD && git add notes && git commit -q -m notes
 expect_status 0 "create" -- "$ARB" workspace create w
-V=$T/repo/.arborinth/workspaces/w/workdir
+V=$T/repo/.git/arborinth/workspaces/w/workdir
 # The config hosts read is the one a new workspace has (fs/hostgit.c, core/gitdir.c).
 expect_eq "$(git config -f "$V/.git/config" --list 2>&1)" \
 	"$("$ARB" shell w -- git config -f .git/config --list 2>&1)" \
@@ -141,7 +141,7 @@ cd "$T/repo"
 	git -C sub -c core.fsmonitor=false -c user.name=a -c user.email=a@b commit --no-verify -q --allow-empty -m one &&
 	git -C sub config x.y z && test \"\$(git -C sub config x.y)\" = z && echo ok >>/tmp/saw; sleep 3" &
 bg=$!
-WT=$T/repo/.arborinth/workspaces/w/tmp
+WT=$T/repo/.git/arborinth/workspaces/w/tmp
 for _ in $(seq 100); do [ -s "$WT/saw" ] && break; sleep 0.1; done
 (cd "$V" && git status >/dev/null 2>&1 && cd sub && git status >/dev/null 2>&1) || true
 expect_eq "" "$(marks)" "host git during a box session ran nothing"

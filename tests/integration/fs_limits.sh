@@ -11,8 +11,8 @@ mkrepo "$T/repo"
 # The daemon inherits the limit of the process that mounts the view.
 expect_status 0 "create with a low descriptor limit" -- \
 	bash -c "ulimit -n 1024 && exec \"$ARB\" --workdir \"$T/repo\" workspace create lim"
-V="$T/repo/.arborinth/workspaces/lim/workdir"
-PID=$(cat "$T/repo/.arborinth/workspaces/lim/run/daemon.pid")
+V="$T/repo/.git/arborinth/workspaces/lim/workdir"
+PID=$(cat "$T/repo/.git/arborinth/workspaces/lim/run/daemon.pid")
 expect_match "Max open files +1024 +1024" "$(cat /proc/$PID/limits)" "daemon runs with the low limit"
 
 # Control: the limit is real for this daemon's children of the same shape (a process with
@@ -43,7 +43,7 @@ expect_eq "file 2999" "$(cat "$V/many/f02999")" "last file's content"
 expect_eq "$(printf 'file 7\nagain')" "$(cat "$V/many/f00007")" "rewritten file's content"
 nfd=$(ls /proc/$PID/fd | wc -l)
 if [ "$nfd" -lt 1024 ]; then pass; else fail "daemon holds $nfd descriptors"; fi
-if grep -q "Too many open files" "$T/repo/.arborinth/workspaces/lim/run/fs.log" 2>/dev/null; then
+if grep -q "Too many open files" "$T/repo/.git/arborinth/workspaces/lim/run/fs.log" 2>/dev/null; then
 	fail "EMFILE in the daemon log"
 else
 	pass

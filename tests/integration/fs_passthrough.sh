@@ -12,8 +12,8 @@ command -v python3 >/dev/null || skip "no python3"
 mkrepo "$T/repo"
 cd "$T/repo"
 expect_status 0 "create --io passthrough" -- "$ARB" workspace create p --io passthrough
-V="$T/repo/.arborinth/workspaces/p/workdir"
-RUN="$T/repo/.arborinth/workspaces/p/run"
+V="$T/repo/.git/arborinth/workspaces/p/workdir"
+RUN="$T/repo/.git/arborinth/workspaces/p/run"
 expect_status 0 "info" -- "$ARB" workspace info p
 io=$(sed -n 's/^io: *//p' <<<"$OUT")
 if [ "$(id -u)" = 0 ] && grep -q " fuse_passthrough_write_iter$" /proc/kallsyms 2>/dev/null; then
@@ -38,7 +38,7 @@ for i in range(48):
 os.close(fd)' "$V/big.bin"
 want=$(python3 -c 'import hashlib; print(hashlib.sha256(b"".join(bytes([65 + i % 26]) * 65536 for i in range(48))).hexdigest())')
 expect_eq "$want" "$(sha256sum <"$V/big.bin" | cut -d' ' -f1)" "read back through the view"
-expect_eq "$want" "$(sha256sum <"$T/repo/.arborinth/workspaces/p/layer/big.bin" | cut -d' ' -f1)" \
+expect_eq "$want" "$(sha256sum <"$T/repo/.git/arborinth/workspaces/p/layer/big.bin" | cut -d' ' -f1)" \
 	"the upper layer holds it"
 expect_eq "3145728" "$(stat -c %s "$V/big.bin")" "size through the view"
 

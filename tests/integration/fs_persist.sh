@@ -6,8 +6,8 @@
 
 mkrepo "$T/repo"
 "$ARB" --workdir "$T/repo" workspace create p >/dev/null
-V="$T/repo/.arborinth/workspaces/p/workdir"
-RUN="$T/repo/.arborinth/workspaces/p/run"
+V="$T/repo/.git/arborinth/workspaces/p/workdir"
+RUN="$T/repo/.git/arborinth/workspaces/p/run"
 
 state() { (cd "$V" && find . -path ./.git -prune -o -printf '%p %y %m %s %l\n' | LC_ALL=C sort && find . -path ./.git -prune -o -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum); }
 
@@ -62,7 +62,7 @@ wait_dead "$pid" && pass || fail "daemon still running after fusermount3 -u"
 # delete unmounts first and leaves nothing.
 "$ARB" --workdir "$T/repo" workspace mount p >/dev/null
 expect_status 0 "delete mounted" -- "$ARB" --workdir "$T/repo" workspace delete p --force
-[ ! -e "$T/repo/.arborinth/workspaces/p" ] && pass || fail "workspace folder left after delete"
-grep -qF "$T/repo/.arborinth/workspaces/p/workdir" /proc/self/mountinfo && fail "mount left after delete" || pass
+[ ! -e "$T/repo/.git/arborinth/workspaces/p" ] && pass || fail "workspace folder left after delete"
+grep -qF "$T/repo/.git/arborinth/workspaces/p/workdir" /proc/self/mountinfo && fail "mount left after delete" || pass
 
 finish

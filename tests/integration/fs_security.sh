@@ -14,8 +14,8 @@ outside_state() { stat -c '%a %h %s %Y %U' "$T/outside/secret"; sha256sum <"$T/o
 before=$(outside_state)
 
 "$ARB" --workdir "$T/repo" workspace create s >/dev/null
-V="$T/repo/.arborinth/workspaces/s/workdir"
-L="$T/repo/.arborinth/workspaces/s/layer"
+V="$T/repo/.git/arborinth/workspaces/s/workdir"
+L="$T/repo/.git/arborinth/workspaces/s/layer"
 
 # A symlink the workload makes, pointing out of the workspace.
 ln -s "$T/outside/secret" "$V/evil"
@@ -64,7 +64,7 @@ expect_status 1 "mknod of a whiteout" -- mknod "$V/wh" c 0 0
 expect_status 0 "control: mknod of a fifo" -- mknod "$V/fifo" p
 # arborinth's own xattrs cannot be set or seen through the view: it has no xattrs at all
 # (fs/ops_xattr.c); the upper layer's are on the real directory.
-setfattr -n user.arborinth.x -v y "$T/repo/.arborinth/workspaces/s/layer" 2>/dev/null || true
+setfattr -n user.arborinth.x -v y "$T/repo/.git/arborinth/workspaces/s/layer" 2>/dev/null || true
 expect_status 1 "set reserved xattr" -- setfattr -n user.arborinth.opaque -v y "$V/src"
 expect_match "not supported" "$ERR" "refused as unsupported"
 expect_status 0 "control: set an ordinary xattr natively" -- setfattr -n user.ok -v y "$T/repo/README"
@@ -73,7 +73,7 @@ expect_eq "" "$(getfattr -d -m 'user.arborinth' "$V" 2>/dev/null)" "reserved xat
 
 # The blob cache is never written through the view.
 cat "$V/README" >/dev/null
-blob=$(find "$T/repo/.arborinth/blobs" -type f | head -1)
+blob=$(find "$T/repo/.git/arborinth/blobs" -type f | head -1)
 [ -n "$blob" ] && pass || fail "reading materialised a blob"
 h1=$(sha256sum <"$blob")
 printf 'rewritten\n' >"$V/README"
@@ -81,6 +81,6 @@ printf 'more\n' >>"$V/run.sh"
 truncate -s 1 "$V/src/main.c"
 expect_eq "$h1" "$(sha256sum <"$blob")" "blob cache file unchanged after writes to the view"
 expect_eq "444" "$(stat -c %a "$blob")" "blob cache file is read-only"
-expect_eq "" "$(find "$T/repo/.arborinth/blobs" -type f ! -perm 0444)" "every cached blob read-only"
+expect_eq "" "$(find "$T/repo/.git/arborinth/blobs" -type f ! -perm 0444)" "every cached blob read-only"
 
 finish

@@ -31,12 +31,12 @@ git add lower.bin && git commit -q -m lower
 # daemon answers INIT, before the mount is reported ready).
 mount_with() {
 	echo "$1" >"$P"
-	if [ -d "$T/repo/.arborinth/workspaces/$2" ]; then
+	if [ -d "$T/repo/.git/arborinth/workspaces/$2" ]; then
 		expect_status 0 "mount $2" -- "$ARB" workspace mount "$2"
 	else
 		expect_status 0 "create $2" -- "$ARB" workspace create "$2"
 	fi
-	stat "$T/repo/.arborinth/workspaces/$2/workdir" >/dev/null
+	stat "$T/repo/.git/arborinth/workspaces/$2/workdir" >/dev/null
 	restore_param
 }
 transport() {
@@ -44,8 +44,8 @@ transport() {
 }
 mount_with 1 u
 mount_with 0 d
-U="$T/repo/.arborinth/workspaces/u/workdir"
-D="$T/repo/.arborinth/workspaces/d/workdir"
+U="$T/repo/.git/arborinth/workspaces/u/workdir"
+D="$T/repo/.git/arborinth/workspaces/d/workdir"
 ncpu=$(python3 -c 'import os; print(os.cpu_count())') # here every possible CPU is online
 expect_eq "io_uring ($ncpu queues, one per CPU)" "$(transport u)" "info: the ring, one queue per CPU"
 expect_eq "/dev/fuse (io_uring is off: /sys/module/fuse/parameters/enable_uring is 0)" \
@@ -130,8 +130,8 @@ print("\n".join(log))
 PY
 PY=$(python3 -c 'import os, sys; print(os.path.realpath(sys.executable))')
 ln -s "$PY" "$T/ur-writer"
-upid=$(cat "$T/repo/.arborinth/workspaces/u/run/daemon.pid")
-dpid=$(cat "$T/repo/.arborinth/workspaces/d/run/daemon.pid")
+upid=$(cat "$T/repo/.git/arborinth/workspaces/u/run/daemon.pid")
+dpid=$(cat "$T/repo/.git/arborinth/workspaces/d/run/daemon.pid")
 before=$(ring_switches "$upid")
 expect_status 0 "workload on the io_uring view" -- "$T/ur-writer" "$T/work.py" "$U"
 got_u=$OUT
@@ -172,7 +172,7 @@ PYA
 # kill -9: what write() returned is in the layer; the next mount chooses again.
 exec 7>"$U/at-kill.txt"
 printf 'written before the kill\n' >&7
-pid=$(cat "$T/repo/.arborinth/workspaces/u/run/daemon.pid")
+pid=$(cat "$T/repo/.git/arborinth/workspaces/u/run/daemon.pid")
 kill -9 "$pid"
 exec 7>&-
 wait_dead "$pid" || fail "daemon survived kill -9"
@@ -184,7 +184,7 @@ mount_with 1 u
 expect_eq "io_uring ($ncpu queues, one per CPU)" "$(transport u)" "and on again"
 
 # Unmount ends the daemon and its ring threads promptly.
-pid=$(cat "$T/repo/.arborinth/workspaces/u/run/daemon.pid")
+pid=$(cat "$T/repo/.git/arborinth/workspaces/u/run/daemon.pid")
 start=$(date +%s%N)
 expect_status 0 "unmount" -- "$ARB" workspace unmount u
 wait_dead "$pid" || fail "daemon still running after unmount"

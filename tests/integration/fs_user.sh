@@ -27,7 +27,7 @@ as_user bash -c "cd '$U' && mkdir r && cd r && git init -q && git config user.em
 expect_status 0 "create as $user" -- as_user "$ARB" --workdir "$U/r" workspace create u
 expect_status 0 "shell as $user" -- as_user "$ARB" --workdir "$U/r" shell u -- sh -c 'id -un; echo x >> f; cat f'
 expect_eq "$(printf '%s\nhi\nx' "$user")" "$OUT" "jailed shell as $user sees and writes the view"
-expect_eq "$user" "$(stat -c %U "$U/r/.arborinth/workspaces/u/layer/f")" "upper file owned by the user"
+expect_eq "$user" "$(stat -c %U "$U/r/.git/arborinth/workspaces/u/layer/f")" "upper file owned by the user"
 expect_status 0 "delete as $user" -- as_user "$ARB" --workdir "$U/r" workspace delete u --force
 
 # Passthrough needs CAP_SYS_ADMIN: asked for by an ordinary user, the view says why it
@@ -37,8 +37,8 @@ expect_status 0 "create --io passthrough as $user" -- \
 expect_status 0 "info as $user" -- as_user "$ARB" --workdir "$U/r" workspace info pt
 expect_match "io: +daemon \(passthrough unavailable: no CAP_SYS_ADMIN\)" "$OUT" \
 	"an ordinary user's view falls back to the daemon"
-expect_status 0 "write as $user" -- as_user sh -c "echo new > '$U/r/.arborinth/workspaces/pt/workdir/n' &&
-	cat '$U/r/.arborinth/workspaces/pt/workdir/n'"
+expect_status 0 "write as $user" -- as_user sh -c "echo new > '$U/r/.git/arborinth/workspaces/pt/workdir/n' &&
+	cat '$U/r/.git/arborinth/workspaces/pt/workdir/n'"
 expect_eq "new" "$OUT" "and writes through it"
 expect_status 0 "delete as $user" -- as_user "$ARB" --workdir "$U/r" workspace delete pt --force
 

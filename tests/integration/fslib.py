@@ -145,7 +145,7 @@ class Fixture:
         return self.view(name)
 
     def view(self, name=None):
-        return os.path.join(self.repo, ".arborinth", "workspaces", name or self.name, "workdir")
+        return os.path.join(self.repo, ".git", "arborinth", "workspaces", name or self.name, "workdir")
 
     @property
     def root(self):
@@ -157,7 +157,7 @@ class Fixture:
     def sanitizer_reports(self):
         """Reports a view daemon's sanitizer wrote to its log (run/fs.log)."""
         out = []
-        wsdir = os.path.join(self.repo, ".arborinth", "workspaces")
+        wsdir = os.path.join(self.repo, ".git", "arborinth", "workspaces")
         for name in os.listdir(wsdir):
             log = os.path.join(wsdir, name, "run", "fs.log")
             if os.path.exists(log):
@@ -168,11 +168,11 @@ class Fixture:
         return out
 
     def cleanup(self):
-        for name in os.listdir(os.path.join(self.repo, ".arborinth", "workspaces")):
+        for name in os.listdir(os.path.join(self.repo, ".git", "arborinth", "workspaces")):
             if not name.startswith("."):
                 self.arb("workspace", "unmount", name, check=False)
         reports = self.sanitizer_reports()
-        for name in os.listdir(os.path.join(self.repo, ".arborinth", "workspaces")):
+        for name in os.listdir(os.path.join(self.repo, ".git", "arborinth", "workspaces")):
             if not name.startswith("."):
                 self.arb("workspace", "delete", name, "--force", check=False)
         if reports:

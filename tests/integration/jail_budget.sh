@@ -87,7 +87,7 @@ repo=$1 limit=$2 mode=$3
 shift 3
 ulimit -u "$limit"
 cd "$repo"
-tmp=$repo/.arborinth/workspaces/w/tmp
+tmp=$repo/.git/arborinth/workspaces/w/tmp
 rm -f "$tmp/count" "$tmp/done"
 python3 "$U/probe.py" "host-$mode" "$tmp" >"$U/host.out" 2>&1 &
 host=$!
@@ -100,8 +100,8 @@ as_user() { runuser -u "$user" -- env HOME="/home/$user" TMPDIR="$U" ARB="$ARB" 
 as_user bash -c "cd '$U' && mkdir r && cd r && git init -q && git config user.email a@b &&
 	git config user.name a && echo hi > f && git add f && git commit -qm init"
 expect_status 0 "create as $user" -- as_user "$ARB" --workdir "$U/r" workspace create w
-cp "$U/probe.py" "$U/r/.arborinth/workspaces/w/tmp/"
-chown "$user" "$U/r/.arborinth/workspaces/w/tmp/probe.py"
+cp "$U/probe.py" "$U/r/.git/arborinth/workspaces/w/tmp/"
+chown "$user" "$U/r/.git/arborinth/workspaces/w/tmp/probe.py"
 
 # --- processes --------------------------------------------------------------------------------
 LIMIT=80
@@ -145,7 +145,7 @@ echo "measured: --inotify $USER_INO: the box opened $ctl_n, the user: $ctl_res" 
 [ "$ctl_n" -gt "$box_n" ] && pass || fail "control: --inotify $USER_INO let the box open only $ctl_n"
 expect_match "^refused: Too many open files" "$ctl_res" \
 	"control: without the budget the user cannot open an inotify instance"
-as_user touch "$U/r/.arborinth/workspaces/w/tmp/done"
+as_user touch "$U/r/.git/arborinth/workspaces/w/tmp/done"
 expect_status 0 "--inotify 5 as $user" -- as_user bash -c "cd '$U/r' && '$ARB' shell w --inotify 5 -- python3 /tmp/probe.py inotify /tmp"
 expect_eq "5" "$OUT" "--inotify 5: five instances"
 expect_status 0 "delete as $user" -- as_user "$ARB" --workdir "$U/r" workspace delete w

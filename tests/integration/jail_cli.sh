@@ -50,7 +50,7 @@ guard_error "tmpfs:$HOME/.cache" "the guard at $HOME"
 guard_error "tmpfs:/run" "the guard at /run \(host sockets"
 guard_error "ro:$T/data:/run/user/x" "the guard at /run"
 guard_error "ro:$T/data:$T/repo/x" "the guard at $T/repo \(origin checkout"
-guard_error "tmpfs:$T/repo/.arborinth/workspaces/w2" "the guard at $T/repo"
+guard_error "tmpfs:$T/repo/.git/arborinth/workspaces/w2" "the guard at $T/repo"
 ln -s /run "$T/runlink"
 guard_error "tmpfs:$T/runlink/x" "destination /run/x is at or below the guard at /run"
 # Sources that would reopen what a mount hides.

@@ -53,7 +53,7 @@ cd "$R"
 
 # The budget: 8 MiB into the home of a 4 MiB workspace.
 expect_status 0 "create --disk 4M" -- "$ARB" workspace create b --disk 4M
-H=$R/.arborinth/workspaces/b/home
+H=$R/.git/arborinth/workspaces/b/home
 # CONTROL: 1 MiB, and a second for the guard to look, runs to the end.
 expect_status 0 "1 MiB under a 4 MiB budget" -- write_paced b '$HOME/small' 1 1
 expect_eq "done 1" "$OUT" "the control box ran to its end"
@@ -104,7 +104,7 @@ if [ "$(id -u)" = 0 ] && [ -z "${ARB_GUARD_USER:-}" ]; then
 	after=$(free_now)
 	expect_match "^done|^enospc|^$" "$OUT" "the box ran"
 	expect_one_line_error "the reserve's message"
-	expect_match "^arborinth: --disk: the disk holding $S/repo/.arborinth/workspaces/r/tmp \\(the box's tmp\\) fell below its reserve of 16 MiB" \
+	expect_match "^arborinth: --disk: the disk holding $S/repo/.git/arborinth/workspaces/r/tmp \\(the box's tmp\\) fell below its reserve of 16 MiB" \
 		"$ERR" "the message names the folder and the reserve"
 	reserve=$((16 << 20))
 	over=$((reserve - after))
@@ -118,7 +118,7 @@ if [ "$(id -u)" = 0 ] && [ -z "${ARB_GUARD_USER:-}" ]; then
 	end_checkpoint r
 	# Unpaced: dd writes faster than the guard polls; the box's cap on one file (half the
 	# reserve left) stops it first, then the guard stops the box.
-	rm -f "$S/repo/.arborinth/workspaces/r/tmp/big"
+	rm -f "$S/repo/.git/arborinth/workspaces/r/tmp/big"
 	expect_status 123 "dd into /tmp" -- "$ARB" shell r -- dd if=/dev/zero of=/tmp/dd bs=1M count=80
 	expect_match "fell below its reserve of 16 MiB" "$ERR" "dd: the reserve's message"
 	after=$(free_now)

@@ -32,8 +32,8 @@ jail_setup() {
 	# Setup, not under test here: a leak report from create must not stop the jail tests.
 	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 "$ARB" workspace create w >/dev/null
 	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 "$ARB" workspace create w2 >/dev/null
-	WS=$T/repo/.arborinth/workspaces/w
-	WS2=$T/repo/.arborinth/workspaces/w2
+	WS=$T/repo/.git/arborinth/workspaces/w
+	WS2=$T/repo/.git/arborinth/workspaces/w2
 	cp "$PROBE" "$WS/tmp/probe"
 	cp "$ARB_SRC/tests/integration/jail_helper.py" "$WS/tmp/helper.py"
 }

@@ -112,7 +112,7 @@ else
 	expect_eq "$user
 user-changed" "$OUT" "an ordinary user's overlay"
 	expect_eq "user-orig" "$(cat "$U/d/f")" "the user's source is unchanged"
-	expect_eq "$user" "$(stat -c %U "$(echo "$U"/r/.arborinth/workspaces/u/overlay/%2Fmnt.*/upper/f)")" "upper file owned by the user"
+	expect_eq "$user" "$(stat -c %U "$(echo "$U"/r/.git/arborinth/workspaces/u/overlay/%2Fmnt.*/upper/f)")" "upper file owned by the user"
 	expect_status 0 "delete as $user" -- as_user "$U/arborinth" --workdir "$U/r" workspace delete u --force
 fi
 finish

@@ -85,16 +85,16 @@ out=$(inbox "git cat-file -p $old_blob; git log --oneline | wc -l; git blame -s 
 is "$(printf 'first-%s\n2\n2\n0\n3' "$$")" "$out" "old blob, log, blame, status and commit in the box"
 
 # A workspace made before the store existed (or whose store was removed): built at box start.
-rm -rf .arborinth/objects-view
+rm -rf .git/arborinth/objects-view
 out=$(inbox "git log --oneline | wc -l; git cat-file --batch-all-objects --batch")
 has "^3$" "$out" "a workspace without a store: git works in the box"
 hasnt SECRET "$out" "a workspace without a store: no secret either"
-[ -d .arborinth/objects-view ] && ok "the store rebuilt at box start" || bad "no store rebuilt"
+[ -d .git/arborinth/objects-view ] && ok "the store rebuilt at box start" || bad "no store rebuilt"
 
 # The base moves on: the new store starts from the old one (its pack linked) plus one pack.
 printf 'third\n' >>kept.txt && git commit -qam three-origin
 "$ARB" workspace create w3 >/dev/null || bad "create w3"
-links=$(stat -c %h .arborinth/objects-view/"$(git rev-parse HEAD)"/pack/*.pack)
+links=$(stat -c %h .git/arborinth/objects-view/"$(git rev-parse HEAD)"/pack/*.pack)
 is 2 "$links" "the descendant's store links the ancestor's pack"
 is "$(git rev-parse HEAD:kept.txt)" "$("$ARB" shell w3 -- git rev-parse HEAD:kept.txt 2>&1)" \
 	"the descendant's new blob in its box"
@@ -109,7 +109,7 @@ out=$("$ARB" shell f -- sh -c "git cat-file -p HEAD:kept.txt | tail -1; git log 
 has "^x$" "$out" "the fork's box reads w's change through git"
 hasnt SECRET "$out" "the fork's box: no secret"
 for w in w w3 f; do "$ARB" workspace delete "$w" --force >/dev/null || bad "delete $w"; done
-is 1 "$(ls .arborinth/objects-view | wc -l)" "unused stores removed on delete, the newest kept"
+is 1 "$(ls .git/arborinth/objects-view | wc -l)" "unused stores removed on delete, the newest kept"
 EOF
 
 # run WHO: the case's lines, counted as checks here.

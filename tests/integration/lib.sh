@@ -101,8 +101,12 @@ mkrepo() {
 }
 
 # tree_hash DIR: a digest of every path, mode and content under DIR (to show it is unchanged).
+# In a git directory, arborinth's own state (.git/arborinth) is not counted.
 tree_hash() {
-	(cd "$1" && find . -printf '%p %m %s %l\n' | LC_ALL=C sort && find . -type f -print0 |
+	local skip=./.none
+	case $1 in */.git) skip=./arborinth ;; esac
+	(cd "$1" && find . -path "$skip" -prune -o -printf '%p %m %s %l\n' | LC_ALL=C sort &&
+		find . -path "$skip" -prune -o -type f -print0 |
 		LC_ALL=C sort -z | xargs -0 sha256sum) | sha256sum | cut -d' ' -f1
 }
 

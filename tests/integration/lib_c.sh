@@ -49,5 +49,5 @@ OUT=$(cd / && LD_LIBRARY_PATH=$libdir "$T/box_example" "$T/nope" 2>&1) && fail "
 expect_match "^box_example: project: " "$OUT" "a missing project is an error with the message"
 OUT=$(cd "$T/repo" && "$ARB_BUILD/examples/box_example" 2>&1) && pass || fail "build tree example: $OUT"
 expect_match "output: hello from the box" "$OUT" "the build tree's example"
-[ -z "$(ls "$T/repo/.arborinth/workspaces")" ] && pass || fail "no workspace left"
+[ -z "$(ls "$T/repo/.git/arborinth/workspaces")" ] && pass || fail "no workspace left"
 finish

@@ -50,5 +50,5 @@ OUT=$(cd "$T/repo" && pyrun "$T/venv/bin/python" "$ARB_SRC/examples/example.py" 
 expect_match "output: hello from the box" "$OUT" "the example's box printed"
 expect_match "audit: fs create greeting.txt pid [0-9]+ sh" "$OUT" "the example read the audit"
 expect_match "^deleted example-py-" "$OUT" "the example deleted its workspace"
-[ -z "$(ls "$T/repo/.arborinth/workspaces" 2>/dev/null)" ] && pass || fail "no workspace left"
+[ -z "$(ls "$T/repo/.git/arborinth/workspaces" 2>/dev/null)" ] && pass || fail "no workspace left"
 finish

@@ -28,7 +28,7 @@ within() {
 
 scenario() {
 	local R=$T/repo P=$T/private C=$T/control
-	local W=$R/.arborinth/workspaces/w G secret pcommit legit
+	local W=$R/.git/arborinth/workspaces/w G secret pcommit legit
 	G=$W/git
 	mkrepo "$R"
 	# The host's private repository the box must never get objects of.

@@ -34,7 +34,7 @@ arb = Arb(ARB, REPO, C)
 
 def main():
     arb.make_repo("w")
-    ws = os.path.join(REPO, ".arborinth", "workspaces", "w")
+    ws = os.path.join(REPO, ".git", "arborinth", "workspaces", "w")
     shutil.copy(os.path.join(HERE, "box_client.py"), os.path.join(ws, "tmp", "box_client.py"))
     up_log = os.path.join(T, "up.log")
     _, up = start_upstream(P, up_log)

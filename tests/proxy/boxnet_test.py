@@ -33,7 +33,7 @@ C = Checks()
 P = Procs()
 REPO = os.path.join(T, "repo")
 arb = Arb(ARB, REPO, C)
-WS = os.path.join(REPO, ".arborinth", "workspaces")
+WS = os.path.join(REPO, ".git", "arborinth", "workspaces")
 BODY = json.dumps({"model": "m", "max_tokens": 5,
                    "messages": [{"role": "user", "content": "hi"}]}).encode()
 

@@ -50,7 +50,7 @@ def last_session():
 
 def db_bytes():
     data = b""
-    for f in sorted(glob.glob(os.path.join(REPO, ".arborinth", "state.db*"))):
+    for f in sorted(glob.glob(os.path.join(REPO, ".git", "arborinth", "state.db*"))):
         with open(f, "rb") as fh:
             data += fh.read()
     return data
@@ -169,7 +169,7 @@ def raw_connect(target, method="CONNECT", host=None):
 
 
 def part_egress(other):
-    ws = os.path.join(REPO, ".arborinth", "workspaces", "w")
+    ws = os.path.join(REPO, ".git", "arborinth", "workspaces", "w")
     ca, cert, key = make_ca(T, "egress", ["localhost", other])
     shutil.copy(ca, os.path.join(ws, "tmp", "egress-ca.pem"))
     _, tp = start_upstream(P, os.path.join(T, "egress-up.log"), tls=(cert, key))

@@ -1,6 +1,7 @@
 /*
  * tests/unit/check_core.c: names, revisions, the state database, the gitdir and its index,
- * making a mounted view's audit current, the user's list of projects.
+ * making a mounted view's audit current, the user's list of projects, where state lives and
+ * which project a folder in a view belongs to.
  */
 #include <check.h>
 #include <errno.h>
@@ -630,6 +631,73 @@ START_TEST(registry_lists_live_projects_once)
 }
 END_TEST
 
+/* The state directory's place, and the project of a folder in a view found from its path. */
+START_TEST(state_dir_and_view_paths)
+{
+	struct core_view_of v;
+	char *s, path[512], ws[256];
+
+	s = core_state_dir_of("/r", "/r/.git", "/r/.git");
+	ck_assert_str_eq(s, "/r/.git/arborinth");
+	free(s);
+	s = core_state_dir_of("/wt", "/r/.git/worktrees/wt", "/r/.git");
+	ck_assert_str_eq(s, "/r/.git/arborinth/worktrees/wt");
+	free(s);
+	/* Not in a view: no state directory there. */
+	snprintf(path, sizeof(path), "%s/d/e", repo);
+	ck_assert_int_eq(core_view_of(path, &v), -ENOENT);
+	/* The path's shape alone is not enough: the state.db and folders must be there. */
+	snprintf(ws, sizeof(ws), "%s/.git/arborinth/workspaces/w1/workdir", repo);
+	snprintf(path, sizeof(path), "%s/src", ws);
+	ck_assert_int_eq(core_view_of(path, &v), -ENOENT);
+	ck_assert_int_eq(util_mkdir_p(path, 0700), 0);
+	ck_assert_int_eq(core_view_of(path, &v), -ENOENT);
+	snprintf(path, sizeof(path), "%s/.git/arborinth/state.db", repo);
+	ck_assert_int_eq(util_write_file(path, "", 0, 0600), 0);
+	/* Control: now it is a view of repo, at the workdir and below it. */
+	ck_assert_int_eq(core_view_of(ws, &v), 0);
+	ck_assert_str_eq(v.root, repo);
+	ck_assert_str_eq(v.name, "w1");
+	core_view_of_free(&v);
+	snprintf(path, sizeof(path), "%s/src", ws);
+	ck_assert_int_eq(core_view_of(path, &v), 0);
+	ck_assert_str_eq(v.root, repo);
+	snprintf(path, sizeof(path), "%s/.git/arborinth", repo);
+	ck_assert_str_eq(v.state, path);
+	core_view_of_free(&v);
+	/* workdirX, a bad name, a workspace folder but not its workdir: not a view. */
+	snprintf(path, sizeof(path), "%sX", ws);
+	ck_assert_int_eq(util_mkdir_p(path, 0700), 0);
+	ck_assert_int_eq(core_view_of(path, &v), -ENOENT);
+	snprintf(path, sizeof(path), "%s/.git/arborinth/workspaces/.w/workdir", repo);
+	ck_assert_int_eq(util_mkdir_p(path, 0700), 0);
+	ck_assert_int_eq(core_view_of(path, &v), -ENOENT);
+	snprintf(path, sizeof(path), "%s/.git/arborinth/workspaces/w1", repo);
+	ck_assert_int_eq(core_view_of(path, &v), -ENOENT);
+	/* A decoy further right (what a box made in its view): the leftmost, the host's, wins. */
+	snprintf(path, sizeof(path), "%s/x/.git/arborinth/workspaces/w2/workdir", ws);
+	ck_assert_int_eq(util_mkdir_p(path, 0700), 0);
+	ck_assert_int_eq(core_view_of(path, &v), 0);
+	ck_assert_str_eq(v.name, "w1");
+	core_view_of_free(&v);
+	/* A linked worktree's: its root from git's own record, <commondir>/worktrees/ID/gitdir. */
+	snprintf(path, sizeof(path), "%s/.git/arborinth/worktrees/lw/workspaces/l/workdir", repo);
+	ck_assert_int_eq(util_mkdir_p(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/.git/arborinth/worktrees/lw/state.db", repo);
+	ck_assert_int_eq(util_write_file(path, "", 0, 0600), 0);
+	snprintf(path, sizeof(path), "%s/.git/worktrees/lw", repo);
+	ck_assert_int_eq(util_mkdir_p(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/.git/worktrees/lw/gitdir", repo);
+	ck_assert_int_eq(util_write_file(path, "/elsewhere/lw/.git\n", 19, 0600), 0);
+	snprintf(path, sizeof(path), "%s/.git/arborinth/worktrees/lw/workspaces/l/workdir", repo);
+	ck_assert_int_eq(core_view_of(path, &v), 0);
+	ck_assert_str_eq(v.root, "/elsewhere/lw");
+	ck_assert_str_eq(v.name, "l");
+	core_view_of_free(&v);
+	util_err_clear();
+}
+END_TEST
+
 static Suite *core_suite(void)
 {
 	Suite *s = suite_create("core");
@@ -651,6 +719,7 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, objects_view_holds_only_the_history);
 	tcase_add_test(tc, submodules_from_gitmodules);
 	tcase_add_test(tc, registry_lists_live_projects_once);
+	tcase_add_test(tc, state_dir_and_view_paths);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("audit sync");
 	tcase_add_unchecked_fixture(tc, repo_setup, view_teardown);

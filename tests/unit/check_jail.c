@@ -498,7 +498,7 @@ static struct jail_box *make_box(char *const *env, bool net)
 {
 	struct jail_box_config cfg = {
 	    .ws_name = "w",
-	    .ws_root = tpath("repo/.arborinth/workspaces/w"),
+	    .ws_root = tpath("repo/.git/arborinth/workspaces/w"),
 	    .net = net,
 	    .no_tool_managers = no_tool_managers,
 	    .host_env = env,
@@ -506,13 +506,13 @@ static struct jail_box *make_box(char *const *env, bool net)
 	    .box_init = "/bin/sh",
 	};
 	static char paths[8][256];
-	const char *rel[] = {"repo/.arborinth/workspaces/w/workdir",
-			     "repo/.arborinth/workspaces/w/tmp",
-			     "repo/.arborinth/workspaces/w/cache",
-			     "repo/.arborinth/workspaces/w/home",
+	const char *rel[] = {"repo/.git/arborinth/workspaces/w/workdir",
+			     "repo/.git/arborinth/workspaces/w/tmp",
+			     "repo/.git/arborinth/workspaces/w/cache",
+			     "repo/.git/arborinth/workspaces/w/home",
 			     "repo",
 			     "repo/.git/objects",
-			     "repo/.arborinth"};
+			     "repo/.git/arborinth"};
 	const char **slot[] = {&cfg.workdir,  &cfg.tmp,		&cfg.cache,
 			       &cfg.home,     &cfg.origin_root, &cfg.origin_objects,
 			       &cfg.state_dir};
@@ -583,7 +583,7 @@ START_TEST(box_profile)
 	ck_assert(argv_has(b, "--as-pid-1", NULL));
 	ck_assert(argv_has(b, "--seccomp", "3"));
 	ck_assert(!argv_has(b, "--new-session", NULL));
-	ck_assert(argv_has(b, "--chdir", tpath("repo/.arborinth/workspaces/w/workdir")));
+	ck_assert(argv_has(b, "--chdir", tpath("repo/.git/arborinth/workspaces/w/workdir")));
 	ck_assert(argv_has(b, "--relay", "8080=/run/arborinth/p.sock"));
 	ck_assert(argv_has(b, "--ro-bind", tpath("home/bin")));
 	ck_assert(argv_has(b, "--ro-bind", tpath("tools/bin")));
@@ -803,8 +803,8 @@ START_TEST(box_overlay_and_timeout)
 	ck_assert_ptr_nonnull(m);
 	ck_assert_int_eq(m->type, JAIL_MOUNT_OVERLAY);
 	ck_assert_str_eq(m->lower, tpath("data"));
-	ck_assert(
-	    util_str_has_prefix(m->upper, tpath("repo/.arborinth/workspaces/w/overlay/%2Fmnt.")));
+	ck_assert(util_str_has_prefix(m->upper,
+				      tpath("repo/.git/arborinth/workspaces/w/overlay/%2Fmnt.")));
 	ck_assert_ptr_nonnull(strstr(m->upper, "/upper"));
 	ck_assert(argv_has(b, "--bind", m->src));
 	ck_assert_int_eq(jail_box_explain(b, &text), 0);

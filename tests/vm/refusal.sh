@@ -15,7 +15,7 @@ for opt in "--memory 64M" "--cpus 1"; do
 	err=$("$A" shell q $opt -- touch ran 2>&1 >/dev/null) || got=$?
 	if [ "$got" != 0 ] && [ "$(grep -c . <<<"$err")" = 1 ] &&
 		grep -q "cannot place the box on cgroup v2: .*session-1.scope\|cannot place the box on cgroup v2: .*user-[0-9]*.slice is not writable by this user" <<<"$err" &&
-		[ ! -e .arborinth/workspaces/q/workdir/ran ]; then
+		[ ! -e .git/arborinth/workspaces/q/workdir/ran ]; then
 		echo "ok: $opt refused from a session scope: $err"
 	else
 		echo "FAIL (refusal): $opt from a session scope: exit $got: $err"
@@ -39,7 +39,7 @@ else
 	echo "FAIL (refusal): --pids 20 from a session scope: [$out]"
 	fails=$((fails + 1))
 fi
-if "$A" shell q -- touch ran && [ -e .arborinth/workspaces/q/workdir/ran ]; then
+if "$A" shell q -- touch ran && [ -e .git/arborinth/workspaces/q/workdir/ran ]; then
 	echo "ok: control: the box runs there without limits"
 else
 	echo "FAIL (refusal): the box without limits did not run"

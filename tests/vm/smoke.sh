@@ -44,7 +44,7 @@ run 0 "audit --verify" -- "$A" audit s --verify
 run 0 "checkpoint" -- "$A" checkpoint s
 run 0 "log" -- "$A" log s
 run 0 "rewind before session 1" -- "$A" rewind s --before-session 1
-run 0 "after rewind" -- cat .arborinth/workspaces/s/workdir/file
+run 0 "after rewind" -- cat .git/arborinth/workspaces/s/workdir/file
 has '^one$' "$OUT" "rewind gave the file back its state before the session"
 
 # Limits on cgroup v2: a memory hog ended and recorded; a fork bomb held.
@@ -95,6 +95,6 @@ has '^pt$' "$OUT" "the write reads back"
 run 0 "delete the passthrough view" -- "$A" workspace delete p --force
 
 run 0 "delete" -- "$A" workspace delete s --force
-[ ! -e .arborinth/workspaces/s ] && ok "deleted" || bad "the workspace is still there"
+[ ! -e .git/arborinth/workspaces/s ] && ok "deleted" || bad "the workspace is still there"
 echo "ARB-VM: $who: $checks checks, $fails failed"
 [ "$fails" = 0 ]
