@@ -49,6 +49,8 @@ run_all() {
 	expect_status 0 "$who: test_sessions.py" -- "$@" env ARB="$ARB" ARB_JAIL_TMPDIR="$dir" \
 		ARBORINTH_LIBRARY="$LIBSO" PYTHONPATH="$ARB_SRC/python" "${pyenv[@]}" \
 		timeout 240 "$PY" "$ARB_SRC/tests/python/test_sessions.py"
+	expect_match "^Ran 4 tests" "$ERR" "$who: the four Python tests ran"
+	expect_match "^OK$" "$ERR" "$who: and passed"
 }
 
 run_all root "$T/root"
