@@ -4,6 +4,7 @@
  * outside the project uses it.
  *
  *   lib_sessions REPO WORKSPACE
+ *   lib_sessions REPO WORKSPACE timers
  *
  * Creates WORKSPACE in REPO, runs two boxes one after the other, then two and then eight at
  * once from as many threads (each with its own project handle, as the header asks), each box
@@ -13,21 +14,31 @@
  * each session has its start and end checkpoint, and between them its files were added (for
  * the boxes run alone: only its files); the chain verifies. Prints one line per failed check
  * and "ok N sessions"; exits 1 when a check failed, 2 when a box could not run.
+ *
+ * timers: the boxes' own timeouts and signals, three threads at once. One box with a 1 s
+ * timeout sleeps 30 s (stopped: 124, timed out), one without a timeout and one with 20 s do
+ * their work (0, not timed out); then SIGTERM to the process while two boxes sleep reaches
+ * both (143) and the process lives on. Prints "ok timers".
  */
 #include <arborinth.h>
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NBOX 12
 
 struct box_run {
 	const char *repo, *ws;
+	const char *timeout; /* NULL: none */
+	const char *cmd;     /* NULL: the files of the tag */
+	int timed_out;
 	char tag[16];
 	int64_t session;
 	int exit_status, rc;
@@ -62,9 +73,13 @@ static void *run_box(void *arg)
 	snprintf(script, sizeof(script),
 		 "sleep 0.3; echo %s > %s-a.txt; mkdir %s-d; sleep 0.3; echo %s > %s-d/f", r->tag,
 		 r->tag, r->tag, r->tag, r->tag);
+	if (r->cmd)
+		snprintf(script, sizeof(script), "%s", r->cmd);
 	r->rc = arb_project_open(&p, r->repo);
 	if (r->rc == 0)
 		r->rc = arb_box_new(&b, p, r->ws);
+	if (r->rc == 0 && r->timeout)
+		r->rc = arb_box_set_limit(b, "timeout", r->timeout);
 	if (r->rc == 0)
 		r->rc = arb_box_run(&res, b, argv);
 	if (r->rc < 0) {
@@ -72,6 +87,7 @@ static void *run_box(void *arg)
 	} else {
 		r->session = res.session;
 		r->exit_status = res.exit_status;
+		r->timed_out = res.timed_out;
 	}
 	arb_box_free(b);
 	arb_project_free(p);
@@ -230,6 +246,76 @@ static void check_checkpoints(arb_project *p, const char *ws, const struct box_r
 		      (long long)r->session, r->tag, names, want);
 }
 
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* SIGTERM to the process once both boxes' commands run (each made its file in the view). */
+static void *terminate_soon(void *arg)
+{
+	const char *workdir = arg;
+	char a[4096], b[4096];
+
+	snprintf(a, sizeof(a), "%s/sig0-up", workdir);
+	snprintf(b, sizeof(b), "%s/sig1-up", workdir);
+	for (int i = 0; i < 600 && (access(a, F_OK) < 0 || access(b, F_OK) < 0); i++)
+		usleep(100 * 1000);
+	kill(getpid(), SIGTERM);
+	return NULL;
+}
+
+/* Each box's own timeout, and a signal to the process reaching every box. */
+static int timers(const char *repo, const char *ws, const char *workdir)
+{
+	struct box_run r[3] = {
+	    {.repo = repo, .ws = ws, .timeout = "1s", .cmd = "sleep 30", .tag = "late"},
+	    {.repo = repo, .ws = ws, .cmd = "sleep 2; echo x > plain-a.txt", .tag = "plain"},
+	    {.repo = repo, .ws = ws, .timeout = "20s", .cmd = "sleep 2.5", .tag = "roomy"},
+	};
+	struct box_run sig[2] = {
+	    {.repo = repo, .ws = ws, .cmd = "echo > sig0-up; sleep 30", .tag = "sig0"},
+	    {.repo = repo, .ws = ws, .cmd = "echo > sig1-up; sleep 30", .tag = "sig1"},
+	};
+	int64_t t0 = now_ms(), took;
+	pthread_t killer;
+
+	if (run_group(r, 3) < 0)
+		return 2;
+	took = now_ms() - t0;
+	for (size_t i = 0; i < 3; i++)
+		if (r[i].rc < 0)
+			failf("box %s: %s", r[i].tag, r[i].err);
+	if (r[0].exit_status != 124 || !r[0].timed_out)
+		failf("the 1 s box: exit %d, timed out %d", r[0].exit_status, r[0].timed_out);
+	if (r[1].exit_status != 0 || r[1].timed_out || r[2].exit_status != 0 || r[2].timed_out)
+		failf("the other boxes: exit %d and %d, timed out %d and %d (the 1 s box's "
+		      "timeout stopped them?)",
+		      r[1].exit_status, r[2].exit_status, r[1].timed_out, r[2].timed_out);
+	if (took > 15000)
+		failf("three boxes took %lld ms (the timeout did not stop the 30 s sleep)",
+		      (long long)took);
+	t0 = now_ms();
+	if (pthread_create(&killer, NULL, terminate_soon, (void *)workdir) != 0 ||
+	    run_group(sig, 2) < 0)
+		return 2;
+	pthread_join(killer, NULL);
+	took = now_ms() - t0;
+	for (size_t i = 0; i < 2; i++)
+		if (sig[i].rc < 0 || sig[i].exit_status != 128 + SIGTERM)
+			failf("box %s after SIGTERM: rc %d, exit %d: %s", sig[i].tag, sig[i].rc,
+			      sig[i].exit_status, sig[i].err);
+	if (took > 25000)
+		failf("SIGTERM did not stop the boxes (%lld ms)", (long long)took);
+	if (fails)
+		return 1;
+	printf("ok timers\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct box_run runs[NBOX] = {0};
@@ -237,8 +323,8 @@ int main(int argc, char **argv)
 	arb_project *p = NULL;
 	arb_workspace *w = NULL;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: lib_sessions REPO WORKSPACE\n");
+	if (argc != 3 && !(argc == 4 && !strcmp(argv[3], "timers"))) {
+		fprintf(stderr, "usage: lib_sessions REPO WORKSPACE [timers]\n");
 		return 2;
 	}
 	for (size_t i = 0; i < NBOX; i++) {
@@ -257,6 +343,13 @@ int main(int argc, char **argv)
 	    arb_workspace_create(&w, p, argv[2], NULL, 0) < 0) {
 		fprintf(stderr, "lib_sessions: %s\n", arb_error_last());
 		return 2;
+	}
+	if (argc == 4) {
+		int rc = timers(argv[1], argv[2], arb_workspace_workdir(w));
+
+		arb_workspace_free(w);
+		arb_project_free(p);
+		return rc;
 	}
 	arb_workspace_free(w);
 	/* Two one after the other (in this thread), then two and eight at once. */

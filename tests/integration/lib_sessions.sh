@@ -34,6 +34,10 @@ run_all() {
 	expect_match "^ok 12 sessions$" "$OUT" "$who: twelve boxes, twelve sessions, from C"
 	expect_status 0 "$who: audit --verify" -- "$@" "$ARB" --workdir "$dir/repo" audit csess --verify
 	expect_match "^audit of 'csess': ok, [0-9]+ rows" "$OUT" "$who: the chain verifies"
+	# Each box's own timeout; a signal to the process reaches every box.
+	expect_status 0 "$who: lib_sessions timers" -- "$@" timeout 120 "$HELPER" "$dir/repo" tsess timers
+	expect_match "^ok timers$" "$OUT" "$who: timeouts and signals per box"
+	expect_status 0 "$who: delete" -- "$@" "$ARB" --workdir "$dir/repo" workspace delete tsess
 	# The command line: a session per shell, its rows its own.
 	expect_status 0 "$who: cli shell" -- "$@" "$ARB" --workdir "$dir/repo" shell csess -- \
 		sh -c 'echo cli > cli-a.txt'
