@@ -184,7 +184,8 @@ class Workspace:
         {"timeout": "30s", "memory": "512M", "cpus": 1, "pids": 200}. stdin, stdout, stderr:
         None (inherited), a file object or descriptor; capture_output gives stdout and stderr
         on the result; input: bytes (or str with text) for stdin. explain: the resolved box
-        as text instead of a run."""
+        as text instead of a run. Threads may each run one at once: every call is a session
+        of its own (result.session), with its own rows and checkpoints."""
         if args is None:
             args = [os.environ.get("SHELL") or "sh"]
         if isinstance(args, (str, bytes)):
