@@ -10,6 +10,10 @@
  * The caller's gate (the session's audit record and start checkpoint) runs while bwrap
  * builds the box, on the other core when there is one: box-init starts the command only once
  * the gate said go, so nothing of the command runs before them.
+ *
+ * Threads of one process may each run a box at once (the library's callers): each run has a
+ * slot of its own that the signal handlers read (forwarding goes to every box still running)
+ * and a POSIX timer of its own for --timeout, aimed at the thread that waits for the box.
  */
 #include "jail/box_internal.h"
 
@@ -130,7 +134,7 @@ static void on_alarm(int sig, siginfo_t *si, void *uctx)
 	if (v < 0)
 		return;
 	r = &runs[v % RUNS_MAX];
-	if (!in_use(r) || r->gen != v / RUNS_MAX || r->box_over)
+	if (!in_use(r) || r->gen != v / RUNS_MAX || r->box_over || r->bwrap_pid <= 0)
 		return; /* a run that is over */
 	if (!r->timed_out && r->init_pid > 0) {
 		r->timed_out = 1;
@@ -522,9 +526,8 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 	/* Reaped only once no handler can signal it any more (its pid is then free again). */
 	while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
 		;
-	r->box_over = 1;
 	arm(r, 0);
-	r->bwrap_pid = r->init_pid = 0;
+	r->bwrap_pid = r->init_pid = 0; /* nothing of the box is left to signal */
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	handlers_give();
