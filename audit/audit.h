@@ -68,9 +68,15 @@ int audit_db_exec(sqlite3 *db, const char *sql) ARB_MUST_CHECK;
  * seen before its row. When a matched process lives in another pid namespace than the
  * daemon (a bubblewrap box), that namespace is remembered as the session's box_pidns (and
  * stored in the row), so later processes of the box whose parent chain is broken (re-parented
- * orphans, chains deeper than 32) are still linked while the session runs. A process that
- * leaves the leader's tree under --jail none (double fork, re-parented to init) is not linked.
- * The result is memoised per process identity.
+ * orphans, chains deeper than 32) are still linked while the session runs. A launcher that
+ * knows its box's pid namespace says so before the command starts (audit_session_set_box):
+ * a process in the box pid namespace of a running session (itself or an ancestor, looked up
+ * before any leader) belongs to that session, so several boxes of one leader (threads of a
+ * library process) are told apart by the kernel's word, not by anything a box can write. A
+ * process that reaches a leader of several sessions outside their boxes goes to the one
+ * running without a box (--jail none), else the latest. A process that leaves the leader's
+ * tree under --jail none (double fork, re-parented to init) is not linked. The result is
+ * memoised per process identity (never on a leader, which may lead more sessions later).
  */
 struct audit_log;
 
@@ -204,6 +210,14 @@ struct audit_session;
 int audit_session_begin(struct audit_session **out, const char *db_path, const char *ws_id,
 			const char *ws_name, const char *jail, char *const argv[]) ARB_MUST_CHECK;
 int64_t audit_session_id(const struct audit_session *s);
+/*
+ * The session's box: `box` is its pid 1 on the host, whose pid namespace (read now, from
+ * /proc) is stored as the session's box_pidns, so that every process of that namespace is
+ * linked to this session while it runs, before its leader (several sessions of one process,
+ * the library's, share their leader). Call before the box's command starts. -EINVAL when the
+ * namespace is the caller's own or cannot be read.
+ */
+int audit_session_set_box(struct audit_session *s, pid_t box) ARB_MUST_CHECK;
 int audit_session_end(struct audit_session *s, int exit_status) ARB_MUST_CHECK;
 /*
  * A limit of the session's box acted (kind "exec", op "limit"): `option` (--timeout,

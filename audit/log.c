@@ -363,23 +363,60 @@ static void sess_learn_box(struct audit_log *log, struct sess *s, uint64_t pidns
 	sqlite3_finalize(st);
 }
 
-static struct sess *sess_by_leader(struct audit_log *log, const struct audit_proc *a)
+static bool sess_running(const struct sess *s, int64_t time_ns)
 {
+	return time_ns >= s->start_ns && (s->end_ns == 0 || time_ns <= s->end_ns);
+}
+
+/* The running session whose box is pid namespace pidns (namespace inodes are reused). */
+static struct sess *sess_by_box(struct audit_log *log, uint64_t pidns, int64_t time_ns)
+{
+	if (!pidns || pidns == log->self_pidns)
+		return NULL;
 	for (size_t i = 0; i < log->nsess; i++)
-		if (log->sess[i].leader_pid == a->pid && log->sess[i].leader_start == a->start)
+		if (log->sess[i].box_pidns == pidns && sess_running(&log->sess[i], time_ns))
 			return &log->sess[i];
 	return NULL;
 }
 
 /*
+ * The session led by a; *shared when a leads several (a library process runs one session per
+ * box): then the one running at time_ns without a box, else one running, else the latest.
+ */
+static struct sess *sess_by_leader(struct audit_log *log, const struct audit_proc *a,
+				   int64_t time_ns, bool *shared)
+{
+	struct sess *best = NULL;
+	int best_rank = -1;
+	size_t n = 0;
+
+	for (size_t i = 0; i < log->nsess; i++) {
+		struct sess *s = &log->sess[i];
+		int rank;
+
+		if (s->leader_pid != a->pid || s->leader_start != a->start)
+			continue;
+		n++;
+		rank = (sess_running(s, time_ns) ? 2 : 0) + (s->box_pidns == 0);
+		if (rank > best_rank || (rank == best_rank && s->start_ns > best->start_ns)) {
+			best = s;
+			best_rank = rank;
+		}
+	}
+	*shared = n > 1;
+	return best;
+}
+
+/*
  * The session of the process behind an event at time_ns; memoised on the identities: on the
- * chain below a matched leader, on a complete chain (back to a process without parent) that
- * matched nothing, and on the process alone when it matched by pid namespace.
+ * chain below a matched leader (of one session), on a complete chain (back to a process
+ * without parent) that matched nothing, and on the process of a box's namespace.
  */
 static int64_t sess_resolve(struct audit_log *log, struct audit_proc *p, int64_t time_ns)
 {
 	struct audit_proc *a, *decided = NULL;
 	struct sess *s = NULL;
+	bool shared = false;
 	int64_t id = 0;
 
 	if (!p)
@@ -390,26 +427,23 @@ static int64_t sess_resolve(struct audit_log *log, struct audit_proc *p, int64_t
 		if (a->session >= 0) {
 			id = a->session;
 			decided = a;
-		} else if ((s = sess_by_leader(log, a)) != NULL) {
+		} else if ((s = sess_by_box(log, a->pidns, time_ns)) != NULL) {
+			/* The kernel's word: a box's processes cannot leave its namespace. */
 			id = s->id;
 			decided = a;
 			a->session = id;
-			sess_learn_box(log, s, p->pidns);
+		} else if ((s = sess_by_leader(log, a, time_ns, &shared)) != NULL) {
+			/* No memo on the leader itself: it may lead other sessions later. */
+			id = s->id;
+			decided = a;
+			if (!shared)
+				sess_learn_box(log, s, p->pidns);
 		}
 	}
-	if (id == 0 && p->pidns && p->pidns != log->self_pidns) {
-		for (size_t i = 0; i < log->nsess && !id; i++) {
-			s = &log->sess[i];
-			if (s->box_pidns == p->pidns && time_ns >= s->start_ns &&
-			    (s->end_ns == 0 || time_ns <= s->end_ns))
-				id = s->id;
-		}
-		/* The box's namespace may still be learnt from a later event: no "none" memo. */
-		if (id != 0)
-			p->session = id;
-		return id;
-	}
-	if (!decided && p->truncated)
+	/* The box's namespace may still be learnt from a later event: no "none" memo. */
+	if (id == 0 && p->pidns && p->pidns != log->self_pidns)
+		return 0;
+	if (shared || (!decided && p->truncated))
 		return id;
 	for (a = p; a && a != decided; a = a->parent)
 		a->session = id;

@@ -306,6 +306,26 @@ int64_t audit_session_id(const struct audit_session *s)
 	return s->id;
 }
 
+int audit_session_set_box(struct audit_session *s, pid_t box)
+{
+	uint64_t ns = box > 0 ? audit_proc_pidns(box) : 0;
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	/* The launcher's own namespace would name every host process: never a box's. */
+	if (!ns || ns == audit_proc_pidns(0))
+		return util_err(-EINVAL, "the box's pid namespace (pid %d) is not one of its own",
+				(int)box);
+	if (sqlite3_prepare_v2(s->db, "UPDATE audit_sessions SET box_pidns = ? WHERE id = ?", -1,
+			       &st, NULL) != SQLITE_OK)
+		return db_fail(s->db);
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)ns);
+	sqlite3_bind_int64(st, 2, s->id);
+	rc = sqlite3_step(st) == SQLITE_DONE ? 0 : db_fail(s->db);
+	sqlite3_finalize(st);
+	return rc;
+}
+
 int audit_session_end(struct audit_session *s, int exit_status)
 {
 	int64_t end_ns = util_now_ns();

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -257,8 +258,57 @@ int core_ws_checkpoints(struct core_project *p, const struct core_ws *ws, struct
 	return rc;
 }
 
+int core_ws_lock(const struct core_ws *ws)
+{
+	char *path = util_path_join(ws->root, CKPT_LOCK_FILE);
+	int fd, e;
+
+	if (!path)
+		return util_err(-ENOMEM, "out of memory");
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	while (fd >= 0 && flock(fd, LOCK_EX) < 0) {
+		if (errno == EINTR)
+			continue;
+		e = errno;
+		close(fd);
+		fd = -1;
+		errno = e;
+	}
+	if (fd < 0)
+		fd = util_err(-errno, "cannot lock %s: %s", path, strerror(errno));
+	free(path);
+	return fd;
+}
+
+void core_ws_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd); /* the lock goes with the last descriptor of it */
+}
+
+static int checkpoint_locked(struct core_project *p, const struct core_ws *ws,
+			     const struct core_ckpt_opts *o, struct core_ckpt *out);
+
 int core_ws_checkpoint(struct core_project *p, const struct core_ws *ws,
 		       const struct core_ckpt_opts *o, struct core_ckpt *out)
+{
+	int fd, rc;
+
+	memset(out, 0, sizeof(*out));
+	if (o->message && strlen(o->message) > CORE_CKPT_MESSAGE_MAX)
+		return util_err(-EINVAL, "checkpoint message longer than %d bytes",
+				CORE_CKPT_MESSAGE_MAX);
+	/* The number it takes and the parent it names are the last one's, recorded. */
+	fd = core_ws_lock(ws);
+	if (fd < 0)
+		return fd;
+	rc = checkpoint_locked(p, ws, o, out);
+	core_ws_unlock(fd);
+	return rc;
+}
+
+static int checkpoint_locked(struct core_project *p, const struct core_ws *ws,
+			     const struct core_ckpt_opts *o, struct core_ckpt *out)
 {
 	git_repository *repo = NULL;
 	git_commit *parent = NULL, *cm = NULL;
@@ -270,10 +320,6 @@ int core_ws_checkpoint(struct core_project *p, const struct core_ws *ws,
 	char *msg = NULL, ref[64];
 	int rc;
 
-	memset(out, 0, sizeof(*out));
-	if (o->message && strlen(o->message) > CORE_CKPT_MESSAGE_MAX)
-		return util_err(-EINVAL, "checkpoint message longer than %d bytes",
-				CORE_CKPT_MESSAGE_MAX);
 	/* No need to sync the view: a write() through it has reached the layer on return. */
 	rc = ckpt_repo_open(p, ws, &repo);
 	rc = rc ?: last_ckpt(repo, ws, &last, &pid);

@@ -8,6 +8,7 @@
 #define CKPT_CACHE_FILE "checkpoint.cache"
 #define CKPT_BASE_FILE	"checkpoint.base"
 #define CKPT_LAST_FILE	"checkpoint.last"
+#define CKPT_LOCK_FILE	"checkpoint.lock"
 
 struct ckpt_stats {
 	size_t hashed, reused; /* layer files hashed, and known from the cache */

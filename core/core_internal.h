@@ -58,6 +58,14 @@ int core_state_copy(const char *from_dir, const char *name, const char *to_dir,
 void core_git_ready(void);
 
 /*
+ * One checkpoint or export of workspace ws at a time, across threads and processes (several
+ * boxes of a workspace end at once): an exclusive flock() on NAME/checkpoint.lock, taken on
+ * a descriptor of its own. Returns it for core_ws_unlock(), or -errno with a message.
+ */
+int core_ws_lock(const struct core_ws *ws) ARB_MUST_CHECK;
+void core_ws_unlock(int fd);
+
+/*
  * project_cache.c: the origin's paths without libgit2. core_project_cached fills p->root,
  * gitdir and commondir from <real's root>/.git/arborinth/repo.cache when everything they were
  * found from still holds (0), else -ENOENT (nothing set, no message) or -ENOMEM.

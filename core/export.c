@@ -125,11 +125,14 @@ int core_ws_export(struct core_project *p, const struct core_ws *ws, git_oid *ti
 	git_repository *ex = NULL;
 	git_reference *r = NULL;
 	git_odb *odb = NULL;
-	int rc = dir && ref ? 0 : util_err(-ENOMEM, "out of memory");
+	int rc = dir && ref ? 0 : util_err(-ENOMEM, "out of memory"), lock = -1;
 
 	if (copied)
 		*copied = 0;
 	core_git_ready();
+	/* Boxes of one workspace that end at once export one after the other. */
+	if (rc == 0 && (lock = core_ws_lock(ws)) < 0)
+		rc = lock;
 	if (rc == 0 && !core_project_repo(p))
 		rc = -EIO;
 	rc = rc ?: export_ready(p, ws, dir);
@@ -147,6 +150,7 @@ int core_ws_export(struct core_project *p, const struct core_ws *ws, git_oid *ti
 	git_odb_free(odb);
 	git_repository_free(ex);
 	core_wsgit_free(g);
+	core_ws_unlock(lock);
 	free(ref);
 	free(dir);
 	return rc;

@@ -286,6 +286,12 @@ struct arb_run_result {
  * view when it is down, starts the proxy for the backends, records a session in the audit
  * log with a checkpoint at its start and end. 0 when the command ran, whatever its status
  * (in *res); negative errno when the box could not be built or started.
+ *
+ * Every run is a session of its own, its writes linked to it by the box's pid namespace:
+ * threads of one process may run boxes at once (up to 64; each thread with a project
+ * handle of its own), even in one workspace. Signals the process gets (SIGTERM, SIGINT, ...)
+ * go to every box still running. Under jail "none" there is no box: such runs of one process
+ * at the same time cannot be told apart in the audit.
  */
 ARB_EXTERN int arb_box_run(struct arb_run_result *res, arb_box *b, char *const argv[]);
 

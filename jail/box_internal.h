@@ -46,7 +46,8 @@ struct jail_diskguard {
 	const char *dirs[3]; /* tmp, cache, home */
 	int64_t floor[3];    /* the free space below which each one's filesystem trips it */
 	int64_t budget;	     /* 0: the reserve only */
-	void (*stop_box)(void);
+	void (*stop_box)(void *ctx);
+	void *stop_ctx;
 	int stop[2];
 	pthread_t thread;
 	bool running;
@@ -57,7 +58,7 @@ struct jail_diskguard {
 	int64_t base, next_walk, next_below; /* the first look's usage; when to walk again */
 };
 int jail_diskguard_start(struct jail_diskguard *g, const struct jail_box *b,
-			 void (*stop_box)(void)) ARB_MUST_CHECK;
+			 void (*stop_box)(void *ctx), void *ctx) ARB_MUST_CHECK;
 void jail_diskguard_stop(struct jail_diskguard *g);
 /*
  * The largest file the box may write (RLIMIT_FSIZE, set before bwrap runs): what one file

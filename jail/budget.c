@@ -41,6 +41,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -199,12 +200,27 @@ struct helper_args {
 	int fds[4]; /* up (read, write), down (read, write) */
 };
 
+/*
+ * Everything but stdio and the helper's two pipe ends closed: it never execs, and a copy of
+ * another thread's helper pipe (threads may each launch a box) would keep that helper from
+ * ever seeing its end, and both waiting for each other.
+ */
+static void close_others(int a, int b)
+{
+	unsigned lo = (unsigned)(a < b ? a : b), hi = (unsigned)(a < b ? b : a);
+
+	if (lo > 3)
+		syscall(SYS_close_range, 3U, lo - 1, 0U);
+	if (hi > lo + 1)
+		syscall(SYS_close_range, lo + 1, hi - 1, 0U);
+	syscall(SYS_close_range, hi + 1, ~0U, 0U);
+}
+
 static int helper_entry(void *arg)
 {
 	const struct helper_args *a = arg;
 
-	close(a->fds[0]);
-	close(a->fds[3]);
+	close_others(a->fds[1], a->fds[2]);
 	helper_main(a->bud, a->fds[1], a->fds[2]);
 	return 0;
 }

@@ -223,7 +223,8 @@ static void remove_stale(const char *base)
 		if (!util_str_has_prefix(de->d_name, "arborinth-"))
 			continue;
 		pid = strtol(de->d_name + strlen("arborinth-"), &end, 10);
-		if (pid <= 0 || *end || util_pid_alive((pid_t)pid))
+		/* arborinth-PID, or arborinth-PID.TID for a box run by another thread */
+		if (pid <= 0 || (*end && *end != '.') || util_pid_alive((pid_t)pid))
 			continue;
 		path = util_path_join(base, de->d_name);
 		if (path)
@@ -236,6 +237,7 @@ static void remove_stale(const char *base)
 
 int jail_cgroups_create(const struct jail_box *b, struct jail_cgroups *cg)
 {
+	pid_t tid = gettid(); /* one box at a time per thread */
 	int rc = 0;
 
 	*cg = (struct jail_cgroups){0};
@@ -248,7 +250,10 @@ int jail_cgroups_create(const struct jail_box *b, struct jail_cgroups *cg)
 						 controllers[c].option)) < 0)
 			break;
 		remove_stale(b->cg_base[c]);
-		cg->dir[c] = util_asprintf("%s/arborinth-%d", b->cg_base[c], (int)getpid());
+		cg->dir[c] = tid == getpid()
+				 ? util_asprintf("%s/arborinth-%d", b->cg_base[c], (int)tid)
+				 : util_asprintf("%s/arborinth-%d.%d", b->cg_base[c], (int)getpid(),
+						 (int)tid);
 		cg->procs[c] = cg->dir[c] ? util_path_join(cg->dir[c], "cgroup.procs") : NULL;
 		if (!cg->procs[c]) {
 			rc = util_err(-ENOMEM, "out of memory");

@@ -147,7 +147,7 @@ static void trip(struct jail_diskguard *g, int why, int dir, int64_t n)
 	g->tripped = why;
 	g->dir = dir;
 	g->n = n;
-	g->stop_box();
+	g->stop_box(g->stop_ctx);
 }
 
 static int64_t clamp(int64_t v, int64_t lo, int64_t hi)
@@ -208,12 +208,14 @@ static void *guard_main(void *arg)
 	return NULL;
 }
 
-int jail_diskguard_start(struct jail_diskguard *g, const struct jail_box *b, void (*stop_box)(void))
+int jail_diskguard_start(struct jail_diskguard *g, const struct jail_box *b,
+			 void (*stop_box)(void *ctx), void *ctx)
 {
 	sigset_t all, old;
 	int rc;
 
-	*g = (struct jail_diskguard){.stop = {-1, -1}, .dir = -1, .stop_box = stop_box, .base = -1};
+	*g = (struct jail_diskguard){
+	    .stop = {-1, -1}, .dir = -1, .stop_box = stop_box, .stop_ctx = ctx, .base = -1};
 	g->dirs[0] = b->tmp;
 	g->dirs[1] = b->cache_src;
 	g->dirs[2] = b->home_src;

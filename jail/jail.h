@@ -219,8 +219,9 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 		 struct jail_run_stats *stats) ARB_MUST_CHECK;
 
 /*
- * The running box's pid 1 on the host, for jail_box_run()'s gate (the first call waits for
- * bwrap to say it) and done; 0 when none.
+ * The pid 1 on the host of the box the calling thread runs, for jail_box_run()'s gate (the
+ * first call waits for bwrap to say it) and done; 0 when none. Several threads of a process
+ * may each run a box at once (up to 64); signals to the process go to every box still running.
  */
 pid_t jail_box_init_pid(void);
 

@@ -10,6 +10,10 @@
  * The caller's gate (the session's audit record and start checkpoint) runs while bwrap
  * builds the box, on the other core when there is one: box-init starts the command only once
  * the gate said go, so nothing of the command runs before them.
+ *
+ * Threads of one process may each run a box at once (the library's callers): each run has a
+ * slot of its own that the signal handlers read (forwarding goes to every box still running)
+ * and a POSIX timer of its own for --timeout, aimed at the thread that waits for the box.
  */
 #include "jail/box_internal.h"
 
@@ -20,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -29,28 +34,65 @@
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id _sigev_un._tid
+#endif
 
-/* Signal handler state: the handler can reach nothing else. */
-static volatile sig_atomic_t bwrap_pid, init_pid, timed_out, box_over;
+/*
+ * The boxes this process runs (several threads may each run one): all the signal handlers can
+ * reach. A thread claims a slot (used), fills it, and clears it before giving it back; the
+ * handlers read only slots in use. gen tells a slot's runs apart for a late timer signal.
+ */
+#define RUNS_MAX 64
+struct run {
+	int used; /* __atomic */
+	volatile sig_atomic_t bwrap_pid, init_pid, timed_out, box_over, gen;
+	timer_t timer; /* --timeout: a timer of this run's own, aimed at its thread */
+	bool has_timer;
+	int info_fd; /* bwrap's --info-fd until jail_box_init_pid() read it, else -1 */
+};
+static struct run runs[RUNS_MAX];
+/* The calling thread's run, for the gate and done (jail_box_init_pid). */
+static __thread struct run *current;
+
+/* The handlers are ours while any run is: installed by the first, restored by the last. */
+static pthread_mutex_t handlers_lock = PTHREAD_MUTEX_INITIALIZER;
+static int handlers_users;
 
 /* How long the command gets after SIGTERM before the whole box is killed. */
 #define TIMEOUT_GRACE_MS 2000
 
 static const int forwarded[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGINT, SIGQUIT};
+static struct sigaction handlers_old[ARB_ARRAY_LEN(forwarded)], alarm_old;
+
+static bool in_use(const struct run *r)
+{
+	return __atomic_load_n(&r->used, __ATOMIC_ACQUIRE) != 0;
+}
 
 static void forward(int sig, siginfo_t *si, void *uctx)
 {
+	size_t n = 0, over = 0;
+
 	(void)uctx;
+	for (size_t i = 0; i < RUNS_MAX; i++) {
+		if (in_use(&runs[i])) {
+			n++;
+			over += runs[i].box_over != 0;
+		}
+	}
 	/*
-	 * The command is over: nothing is left to forward to, and what runs now (the end
-	 * checkpoint) must not outlive the user's wish to stop it. As if no handler were here.
+	 * Every command is over: nothing is left to forward to, and what runs now (the end
+	 * checkpoints) must not outlive the user's wish to stop it. As if no handler were here.
 	 */
-	if (box_over && (sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT)) {
+	if (n && over == n &&
+	    (sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT)) {
 		signal(sig, SIG_DFL);
 		raise(sig);
 		return;
@@ -58,44 +100,141 @@ static void forward(int sig, siginfo_t *si, void *uctx)
 	/* The terminal sends SIGINT/SIGQUIT to the box's processes itself. */
 	if ((sig == SIGINT || sig == SIGQUIT) && si->si_code != SI_USER && si->si_code != SI_QUEUE)
 		return;
-	if (init_pid > 0)
-		kill(init_pid, sig);
-	else if (bwrap_pid > 0)
-		kill(bwrap_pid, SIGKILL); /* nothing runs yet: stop the setup */
+	for (size_t i = 0; i < RUNS_MAX; i++) {
+		struct run *r = &runs[i];
+
+		if (!in_use(r) || r->box_over)
+			continue;
+		if (r->init_pid > 0)
+			kill(r->init_pid, sig);
+		else if (r->bwrap_pid > 0)
+			kill(r->bwrap_pid, SIGKILL); /* nothing runs yet: stop the setup */
+	}
 }
 
-static void arm(int64_t ms)
+static void arm(struct run *r, int64_t ms)
 {
-	struct itimerval it = {.it_value = {.tv_sec = ms / 1000, .tv_usec = ms % 1000 * 1000}};
+	struct itimerspec it = {.it_value = {.tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000}};
 
-	setitimer(ITIMER_REAL, &it, NULL);
+	if (r->has_timer)
+		timer_settime(r->timer, 0, &it, NULL);
 }
 
 /* --timeout: SIGTERM to the command through box-init, then SIGKILL to the box. */
-static void on_alarm(int sig)
+static void on_alarm(int sig, siginfo_t *si, void *uctx)
 {
+	struct run *r;
+	int v;
+
 	(void)sig;
-	if (!timed_out && init_pid > 0) {
-		timed_out = 1;
-		kill(init_pid, SIGTERM);
-		arm(TIMEOUT_GRACE_MS);
+	(void)uctx;
+	if (si->si_code != SI_TIMER)
+		return; /* not one of our timers */
+	v = si->si_value.sival_int;
+	if (v < 0)
+		return;
+	r = &runs[v % RUNS_MAX];
+	if (!in_use(r) || r->gen != v / RUNS_MAX || r->box_over || r->bwrap_pid <= 0)
+		return; /* a run that is over */
+	if (!r->timed_out && r->init_pid > 0) {
+		r->timed_out = 1;
+		kill(r->init_pid, SIGTERM);
+		arm(r, TIMEOUT_GRACE_MS);
 		return;
 	}
-	timed_out = 2;
+	r->timed_out = 2;
 	/* box-init is pid 1 of the box's pid namespace: all of the box dies with it. */
-	if (init_pid > 0)
-		kill(init_pid, SIGKILL);
-	if (bwrap_pid > 0)
-		kill(bwrap_pid, SIGKILL);
+	if (r->init_pid > 0)
+		kill(r->init_pid, SIGKILL);
+	if (r->bwrap_pid > 0)
+		kill(r->bwrap_pid, SIGKILL);
 }
 
 /* The disk guard's way to stop the box (diskguard.c), as --timeout's kill. */
-static void stop_box(void)
+static void stop_box(void *ctx)
 {
-	if (init_pid > 0)
-		kill(init_pid, SIGKILL);
-	if (bwrap_pid > 0)
-		kill(bwrap_pid, SIGKILL);
+	struct run *r = ctx;
+
+	if (r->init_pid > 0)
+		kill(r->init_pid, SIGKILL);
+	if (r->bwrap_pid > 0)
+		kill(r->bwrap_pid, SIGKILL);
+}
+
+static void handlers_take(void)
+{
+	struct sigaction sa = {.sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART};
+	/* No SA_RESTART: the waits see it. */
+	struct sigaction alarm_sa = {.sa_sigaction = on_alarm, .sa_flags = SA_SIGINFO};
+
+	pthread_mutex_lock(&handlers_lock);
+	if (handlers_users++ == 0) {
+		sigemptyset(&sa.sa_mask);
+		for (size_t i = 0; i < ARB_ARRAY_LEN(forwarded); i++)
+			sigaddset(&sa.sa_mask, forwarded[i]);
+		sigemptyset(&alarm_sa.sa_mask);
+		for (size_t i = 0; i < ARB_ARRAY_LEN(forwarded); i++)
+			sigaction(forwarded[i], &sa, &handlers_old[i]);
+		sigaction(SIGALRM, &alarm_sa, &alarm_old);
+	}
+	pthread_mutex_unlock(&handlers_lock);
+}
+
+static void handlers_give(void)
+{
+	pthread_mutex_lock(&handlers_lock);
+	if (--handlers_users == 0) {
+		sigaction(SIGALRM, &alarm_old, NULL);
+		for (size_t i = 0; i < ARB_ARRAY_LEN(forwarded); i++)
+			sigaction(forwarded[i], &handlers_old[i], NULL);
+	}
+	pthread_mutex_unlock(&handlers_lock);
+}
+
+/* A free slot for this thread's run, with its timer when it has a timeout; NULL: none. */
+static struct run *run_claim(int64_t timeout_ms)
+{
+	for (size_t i = 0; i < RUNS_MAX; i++) {
+		struct run *r = &runs[i];
+		int free_slot = 0;
+
+		if (!__atomic_compare_exchange_n(&r->used, &free_slot, 1, false, __ATOMIC_ACQ_REL,
+						 __ATOMIC_RELAXED))
+			continue;
+		r->gen = (r->gen + 1) % (INT32_MAX / RUNS_MAX);
+		r->info_fd = -1;
+		r->has_timer = false;
+		if (timeout_ms) {
+			struct sigevent ev = {.sigev_notify = SIGEV_THREAD_ID,
+					      .sigev_signo = SIGALRM,
+					      .sigev_value.sival_int = r->gen * RUNS_MAX + (int)i};
+
+			ev.sigev_notify_thread_id = (pid_t)syscall(SYS_gettid);
+			if (timer_create(CLOCK_MONOTONIC, &ev, &r->timer) < 0) {
+				int e = errno;
+
+				__atomic_store_n(&r->used, 0, __ATOMIC_RELEASE);
+				util_err(-e, "cannot create the box's timer: %s", strerror(e));
+				return NULL;
+			}
+			r->has_timer = true;
+		}
+		current = r;
+		return r;
+	}
+	util_err(-EAGAIN, "jail: more than %d boxes at once in one process", RUNS_MAX);
+	return NULL;
+}
+
+static void run_release(struct run *r)
+{
+	if (r->has_timer)
+		timer_delete(r->timer);
+	r->has_timer = false;
+	r->bwrap_pid = r->init_pid = r->timed_out = r->box_over = 0;
+	r->info_fd = -1;
+	current = NULL;
+	__atomic_store_n(&r->used, 0, __ATOMIC_RELEASE);
 }
 
 static int ensure_dirs(const struct jail_box *b)
@@ -291,38 +430,32 @@ static int open_gate(int go_fd, int (*gate)(void *ctx), void *ctx)
 	return rc;
 }
 
-static void restore(struct sigaction *old)
-{
-	for (size_t i = 0; i < ARB_ARRAY_LEN(forwarded); i++)
-		sigaction(forwarded[i], &old[i], NULL);
-}
-
-/* bwrap's --info-fd while jail_box_run() has not read it yet, else -1. */
-static int info_fd = -1;
-
 pid_t jail_box_init_pid(void)
 {
-	if (info_fd >= 0) {
-		init_pid = read_child_pid(info_fd);
-		info_fd = -1;
+	struct run *r = current;
+
+	if (!r)
+		return 0;
+	if (r->info_fd >= 0) {
+		r->init_pid = read_child_pid(r->info_fd);
+		r->info_fd = -1;
 	}
-	return init_pid;
+	return r->init_pid;
 }
 
 int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 		 void (*done)(void *ctx, int status), void *ctx, int *exit_status,
 		 struct jail_run_stats *stats)
 {
-	struct sigaction sa = {.sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART};
-	struct sigaction old[ARB_ARRAY_LEN(forwarded)], old_alarm;
-	struct sigaction alarm_sa = {.sa_handler = on_alarm}; /* no SA_RESTART: waits see it */
-	sigset_t mask;
+	sigset_t block, mask;
 	int seccomp_fd = -1, info[2] = {-1, -1}, ready[2] = {-1, -1}, go[2] = {-1, -1};
 	struct jail_overlays ovl = {0};
 	struct jail_cgroups cg = {0};
 	struct jail_budget bud = {.ns_fd = -1};
 	struct jail_diskguard guard = {.running = false};
+	struct run *r = NULL;
 	pid_t parent = getpid(), pid;
+	siginfo_t si;
 	int64_t fsize;
 	int rc, gate_rc, guard_rc, status = 0, said, done_status = 0;
 
@@ -348,56 +481,58 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 		goto out;
 	}
 	fcntl(ready[0], F_SETFL, O_NONBLOCK);
-	/* Blocked until bwrap_pid is set, so that no signal falls between fork and that. */
-	sigemptyset(&sa.sa_mask);
+	if (!(r = run_claim(b->timeout_ms))) {
+		rc = -EAGAIN;
+		goto out;
+	}
+	/* Blocked (in this thread) until bwrap_pid is set: no signal between fork and that. */
+	sigemptyset(&block);
 	for (size_t i = 0; i < ARB_ARRAY_LEN(forwarded); i++)
-		sigaddset(&sa.sa_mask, forwarded[i]);
-	sigprocmask(SIG_BLOCK, &sa.sa_mask, &mask);
-	for (size_t i = 0; i < ARB_ARRAY_LEN(forwarded); i++)
-		sigaction(forwarded[i], &sa, &old[i]);
-	init_pid = timed_out = box_over = 0;
-	sigaction(SIGALRM, &alarm_sa, &old_alarm);
+		sigaddset(&block, forwarded[i]);
+	pthread_sigmask(SIG_BLOCK, &block, &mask);
+	handlers_take();
 	pid = spawn(&(struct child_args){
 	    b, &cg, &ovl, &bud, parent, fsize, {seccomp_fd, info[1], ready[1], go[1]}});
 	if (pid < 0) {
 		rc = util_err(-errno, "cannot start bwrap: %s", strerror(errno));
-		sigaction(SIGALRM, &old_alarm, NULL);
-		restore(old);
-		sigprocmask(SIG_SETMASK, &mask, NULL);
+		handlers_give();
+		pthread_sigmask(SIG_SETMASK, &mask, NULL);
 		goto out;
 	}
-	bwrap_pid = pid;
-	guard_rc = jail_diskguard_start(&guard, b, stop_box);
+	r->bwrap_pid = pid;
+	guard_rc = jail_diskguard_start(&guard, b, stop_box, r);
 	if (guard_rc < 0)
-		stop_box(); /* no box without its guard */
+		stop_box(r); /* no box without its guard */
 	if (b->timeout_ms)
-		arm(b->timeout_ms);
-	sigprocmask(SIG_SETMASK, &mask, NULL);
+		arm(r, b->timeout_ms);
+	pthread_sigmask(SIG_SETMASK, &mask, NULL);
 	close(info[1]);
 	close(ready[1]);
 	close(go[1]);
 	info[1] = ready[1] = go[1] = -1;
-	info_fd = info[0]; /* the gate may ask for init_pid (jail_box_init_pid) */
+	r->info_fd = info[0]; /* the gate may ask for init_pid (jail_box_init_pid) */
 	gate_rc = open_gate(go[0], gate, ctx);
 	go[0] = -1;
 	(void)jail_box_init_pid();
-	info_fd = -1;
 	said = box_words(ready[0], &done_status);
 	jail_diskguard_stop(&guard); /* the box is down, or nothing of it writes any more */
 	if (said == 2 && done && !guard.tripped) {
-		arm(0); /* the command is over: no timeout may stop the box now */
-		box_over = 1;
+		r->box_over = 1; /* the command is over: no timeout may stop the box now */
+		arm(r, 0);
 		if (stats) /* nothing of the box runs: the counters are final */
 			jail_cgroups_stats(&cg, stats);
 		done(ctx, done_status);
 	}
+	/* Reaped only once no handler can signal it any more (its pid is then free again). */
+	while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+		;
+	arm(r, 0);
+	r->bwrap_pid = r->init_pid = 0; /* nothing of the box is left to signal */
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	arm(0);
-	sigaction(SIGALRM, &old_alarm, NULL);
-	bwrap_pid = init_pid = box_over = 0;
-	restore(old);
-	if (gate_rc < 0) {
+	handlers_give();
+	/* A gate that found no box (-ECHILD: bwrap named no pid 1) leaves the word to bwrap's. */
+	if (gate_rc < 0 && (gate_rc != -ECHILD || said)) {
 		rc = gate_rc; /* its message stands; box-init ran nothing */
 		*exit_status = JAIL_EXIT_SETUP;
 	} else if (guard_rc < 0) {
@@ -406,12 +541,12 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 	} else if (guard.tripped) {
 		*exit_status = JAIL_EXIT_DISK;
 		rc = jail_diskguard_error(&guard);
-	} else if (timed_out) {
+	} else if (r->timed_out) {
 		*exit_status = JAIL_EXIT_TIMEOUT;
 		rc = util_err(-ETIME,
 			      "the box ran out of time after %lld.%03lld s and was stopped%s",
 			      (long long)(b->timeout_ms / 1000), (long long)(b->timeout_ms % 1000),
-			      timed_out == 2 ? " (killed)" : "");
+			      r->timed_out == 2 ? " (killed)" : "");
 	} else if (!said) /* box-init never said the command started */
 		rc = util_err(-ECHILD, "the box could not be started (bwrap %s %d)",
 			      WIFSIGNALED(status) ? "killed by signal" : "exited with status",
@@ -420,6 +555,8 @@ int jail_box_run(const struct jail_box *b, int (*gate)(void *ctx),
 		*exit_status = util_wait_status_to_exit(status);
 out:
 	jail_diskguard_stop(&guard);
+	if (r)
+		run_release(r);
 	if (stats)
 		jail_cgroups_stats(&cg, stats);
 	jail_cgroups_clear(&cg);

@@ -385,7 +385,7 @@ static int run_none(const arb_box *b, const struct core_ws *ws, char *const argv
 		    struct arb_run_result *res)
 {
 	struct audit_session *session = NULL;
-	int rc = lib_session_begin(&session, b->p->core, ws, "none", argv);
+	int rc = lib_session_begin(&session, b->p->core, ws, "none", argv, 0);
 
 	if (rc < 0)
 		return rc;
@@ -416,8 +416,13 @@ struct session_start {
 static int session_start(void *ctx)
 {
 	struct session_start *s = ctx;
-	int rc = lib_session_begin(&s->session, s->b->p->core, s->ws, "bubblewrap", s->argv);
+	/* The box's pid 1 (bwrap says it once the box's namespaces exist) names its processes. */
+	pid_t init = jail_box_init_pid();
+	int rc;
 
+	if (init <= 0)
+		return util_err(-ECHILD, "the box could not be started (bwrap named no pid 1)");
+	rc = lib_session_begin(&s->session, s->b->p->core, s->ws, "bubblewrap", s->argv, init);
 	if (rc < 0)
 		return rc;
 	s->id = audit_session_id(s->session);
@@ -430,7 +435,7 @@ static int session_start(void *ctx)
 	 * request, or one that refuses it, shows the box what it shows the host, which costs the
 	 * box only its own git settings.
 	 */
-	if (core_ws_box_list(s->ws, jail_box_init_pid(), true) < 0) {
+	if (core_ws_box_list(s->ws, init, true) < 0) {
 	}
 	return 0;
 }

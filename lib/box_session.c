@@ -11,9 +11,10 @@
 
 #include "audit/audit.h"
 #include "core/core.h"
+#include "jail/jail.h"
 
 int lib_session_begin(struct audit_session **out, struct core_project *p, const struct core_ws *ws,
-		      const char *jail, char *const cmd[])
+		      const char *jail, char *const cmd[], pid_t box)
 {
 	char *db = util_path_join(core_project_state_dir(p), "state.db");
 	int rc;
@@ -26,7 +27,14 @@ int lib_session_begin(struct audit_session **out, struct core_project *p, const 
 	if (rc < 0)
 		return util_err(rc, "cannot record the session in the audit log: %s",
 				util_err_msg());
-	return 0;
+	/* Without it the box's writes could go to another session of this process: no run. */
+	if (box > 0 && (rc = audit_session_set_box(*out, box)) < 0) {
+		rc = util_err(rc, "cannot record the session's box in the audit log: %s",
+			      util_err_msg());
+		lib_session_end(ws, *out, JAIL_EXIT_SETUP);
+		*out = NULL;
+	}
+	return rc;
 }
 
 void lib_session_end(const struct core_ws *ws, struct audit_session *s, int exit_status)

@@ -96,12 +96,14 @@ int lib_box_env(struct jail_box *b, const char *name, const char *value) ARB_MUS
 
 /*
  * Sessions in the audit log: begin records argv, jail and this process as the leader (call it
- * right before starting the command); end records the exit status and frees s (NULL is fine;
+ * right before starting the command) and, box > 0, the pid namespace of the box whose pid 1
+ * that is, which names the session's processes (one process may run several boxes at once);
+ * end records the exit status and frees s (NULL is fine;
  * a failure to record is a warning on stderr). lib_session_checkpoint: the session's "start"
  * or "end" checkpoint (a failure is a warning: the session runs anyway).
  */
 int lib_session_begin(struct audit_session **out, struct core_project *p, const struct core_ws *ws,
-		      const char *jail, char *const cmd[]) ARB_MUST_CHECK;
+		      const char *jail, char *const cmd[], pid_t box) ARB_MUST_CHECK;
 void lib_session_end(const struct core_ws *ws, struct audit_session *s, int exit_status);
 void lib_session_checkpoint(struct core_project *p, const struct core_ws *ws,
 			    const struct audit_session *s, const char *kind);

@@ -137,10 +137,10 @@ class Workspace:
     def delete(self):
         check(lib.arb_workspace_delete(self.project._h, enc(self.name)))
 
-    def _box(self, jail_backend, mount_specs, env, network, backends, api_key_file, grants,
-             binds, allow_hosts, limits, tool_managers):
+    def _box(self, project, jail_backend, mount_specs, env, network, backends, api_key_file,
+             grants, binds, allow_hosts, limits, tool_managers):
         box = ctypes.c_void_p()
-        check(lib.arb_box_new(ctypes.byref(box), self.project._h, enc(self.name)))
+        check(lib.arb_box_new(ctypes.byref(box), project, enc(self.name)))
         try:
             jail = JailBackend(jail_backend).value
             check(lib.arb_box_set_jail(box, enc(jail)))
@@ -184,15 +184,22 @@ class Workspace:
         {"timeout": "30s", "memory": "512M", "cpus": 1, "pids": 200}. stdin, stdout, stderr:
         None (inherited), a file object or descriptor; capture_output gives stdout and stderr
         on the result; input: bytes (or str with text) for stdin. explain: the resolved box
-        as text instead of a run."""
+        as text instead of a run. Threads may each run one at once: every call is a session
+        of its own (result.session), with its own rows and checkpoints."""
         if args is None:
             args = [os.environ.get("SHELL") or "sh"]
         if isinstance(args, (str, bytes)):
             raise ArborinthInputError("args is a list of words, not a string")
-        box = self._box(jail_backend, mount_specs, env, network, backends, api_key_file,
-                        grants, binds, allow_hosts, limits, tool_managers)
+        # A project handle of the run's own: a handle is for one thread at a time, and
+        # threads may each run a box of this workspace at once (each its own session).
+        project = ctypes.c_void_p()
+        _lib.check(lib.arb_project_open(ctypes.byref(project),
+                                        enc(str(self.project.repo_root_path))))
+        box = None
         files = []
         try:
+            box = self._box(project, jail_backend, mount_specs, env, network, backends,
+                            api_key_file, grants, binds, allow_hosts, limits, tool_managers)
             cargv, keep = _lib.argv(args)
             if explain:
                 out = ctypes.c_void_p()
@@ -237,6 +244,7 @@ class Workspace:
                                  bool(res.timed_out), res.oom_kills, res.forks_refused)
         finally:
             lib.arb_box_free(box)
+            lib.arb_project_free(project)
             for f in files:
                 f.close()
         if check:

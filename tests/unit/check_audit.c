@@ -807,6 +807,101 @@ START_TEST(session_links_pid_namespace)
 }
 END_TEST
 
+/*
+ * Two boxes of one leader (a library process runs a session per box, from threads at once):
+ * each box's processes go to the session that named the box's pid namespace
+ * (audit_session_set_box), not to the leader's first or latest. Before the launcher named
+ * them, both chains reach the same leader: that is the case this tells apart.
+ */
+START_TEST(session_two_boxes_one_leader)
+{
+	char *const argv[] = {"box", NULL};
+	struct audit_log *log = log_open(NULL);
+	int from[2], to[2];
+	pid_t leader, host[2];
+	int64_t sid[2];
+
+	ck_assert_int_eq(pipe(from), 0);
+	ck_assert_int_eq(pipe(to), 0);
+	leader = fork();
+	ck_assert_int_ge(leader, 0);
+	if (leader == 0) {
+		struct audit_session *sess[2] = {NULL, NULL};
+		pid_t helper[2], init;
+		int up[2];
+
+		if (pipe(up) < 0)
+			_exit(1);
+		for (int i = 0; i < 2; i++) {
+			if (audit_session_begin(&sess[i], db_path, "id1", "w1", "bubblewrap",
+						argv) < 0)
+				_exit(1);
+			helper[i] = fork(); /* bwrap: makes the box's pid namespace and pid 1 */
+			if (helper[i] == 0) {
+				if (unshare(CLONE_NEWPID) < 0)
+					_exit(3);
+				init = fork();
+				if (init == 0) {
+					char link[64], c;
+					ssize_t n = readlink("/proc/self", link, sizeof(link) - 1);
+					pid_t me;
+
+					link[n > 0 ? n : 0] = '\0';
+					me = (pid_t)atoi(
+					    link); /* the host's pid: the host's /proc */
+					if (write(up[1], &me, sizeof(me)) != sizeof(me) ||
+					    read(to[0], &c, 1) != 1)
+						_exit(4);
+					_exit(0);
+				}
+				waitpid(init, NULL, 0);
+				_exit(0);
+			}
+			if (read(up[0], &init, sizeof(init)) != sizeof(init) ||
+			    audit_session_set_box(sess[i], init) < 0)
+				_exit(5);
+			sid[i] = audit_session_id(sess[i]);
+			if (write(from[1], &sid[i], sizeof(sid[i])) != sizeof(sid[i]) ||
+			    write(from[1], &init, sizeof(init)) != sizeof(init))
+				_exit(6);
+		}
+		for (int i = 0; i < 2; i++)
+			waitpid(helper[i], NULL, 0);
+		_exit(audit_session_end(sess[0], 0) == 0 && audit_session_end(sess[1], 0) == 0 ? 0
+											       : 7);
+	}
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(read(from[0], &sid[i], sizeof(sid[i])), sizeof(sid[i]));
+		ck_assert_int_eq(read(from[0], &host[i], sizeof(pid_t)), sizeof(pid_t));
+	}
+	ck_assert_int_ne(sid[0], sid[1]);
+	{
+		struct audit_event a = ev_make("create", "box0"), b = ev_make("create", "box1");
+
+		/* The second box first: the leader's latest session is not the answer. */
+		b.pid = host[1];
+		a.pid = host[0];
+		ck_assert_int_eq(audit_log_append(log, &b), 0);
+		ck_assert_int_eq(audit_log_append(log, &a), 0);
+		ck_assert_int_eq(audit_log_flush(log), 0);
+	}
+	ck_assert_int_eq(write(to[1], "xx", 2), 2);
+	wait_ok(leader);
+	audit_log_close(log);
+	ck_assert_int_eq(query_int("SELECT session FROM audit_events WHERE path = 'box0'"), sid[0]);
+	ck_assert_int_eq(query_int("SELECT session FROM audit_events WHERE path = 'box1'"), sid[1]);
+	ck_assert_int_eq(query_int("SELECT count(DISTINCT box_pidns) FROM audit_sessions"), 2);
+	/* The launcher's own namespace is never a box's. */
+	{
+		struct audit_session *s = NULL;
+
+		ck_assert_int_eq(audit_session_begin(&s, db_path, "id1", "w1", "none", argv), 0);
+		ck_assert_int_eq(audit_session_set_box(s, getpid()), -EINVAL);
+		ck_assert_int_eq(audit_session_end(s, 0), 0);
+	}
+}
+END_TEST
+
 /* ---- queries ---- */
 
 static void emit(struct audit_log *log, int64_t t, const char *op, const char *path,
@@ -1135,6 +1230,7 @@ static Suite *audit_suite(void)
 
 		tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
 		tcase_add_test(tc, session_links_pid_namespace);
+		tcase_add_test(tc, session_two_boxes_one_leader);
 		suite_add_tcase(s, tc);
 	} else if (getenv("ARBORINTH_TEST_MUST_RUN")) {
 		fprintf(stderr, "check_audit: the pid namespace test needs root\n");
