@@ -221,6 +221,8 @@ static int ws_create(struct cli_global *g, int argc, char **argv)
 					  (create_dirty ? ARB_WS_DIRTY : 0) |
 					      (allow_other ? ARB_WS_ALLOW_OTHER : 0) | io_flags);
 	}
+	if (rc == 0 && arb_workspace_notes(ws))
+		fprintf(stderr, "arborinth: %s\n", arb_workspace_notes(ws));
 	if (rc < 0)
 		status = fail_lib();
 	else if (json)

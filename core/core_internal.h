@@ -54,6 +54,17 @@ int core_dirty_copy(struct core_project *p, const git_oid *base, const char *lay
 int core_ws_audit_sync_cmd(bool *fsynced, const struct core_ws *ws,
 			   unsigned long cmd) ARB_MUST_CHECK;
 
+/* Dates the index file at path after base_time, so that no entry of the base is racy. */
+int core_index_not_racy(const char *path, int64_t base_time) ARB_MUST_CHECK;
+/*
+ * core/lfs_index.c: after core_gitdir_write, for a base with git LFS files: the index gives
+ * each one whose object the origin has the object's size (what the view shows), and the
+ * config git-lfs's filters. *note (caller frees; NULL when all is well): one line saying how
+ * many have no object and stay pointers.
+ */
+int core_lfs_prepare(struct core_project *p, const char *gitdir, const git_oid *base,
+		     char **note) ARB_MUST_CHECK;
+
 /* Drops the shared index of base_hex when no workspace links it any more (best effort). */
 void core_index_cache_prune(struct core_project *p, const char *base_hex);
 /* Drops the objects views no workspace of db is based on, but the newest (best effort). */

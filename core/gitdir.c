@@ -101,7 +101,7 @@ static int index_fill_stat(git_index *idx, git_odb *odb, int64_t when)
  * ("racily clean"). A base committed this very second would make every file racy, so the
  * index is dated at least one second after the base.
  */
-static int index_not_racy(const char *path, int64_t base_time)
+int core_index_not_racy(const char *path, int64_t base_time)
 {
 	struct timespec t[2];
 
@@ -180,7 +180,7 @@ static int build_index(struct core_project *p, const char *path, const git_oid *
 		rc = util_err(-EIO, "cannot write index: %s", git_error_last()->message);
 		goto out;
 	}
-	rc = index_not_racy(path, git_commit_committer(commit)->when.time);
+	rc = core_index_not_racy(path, git_commit_committer(commit)->when.time);
 out:
 	git_index_free(idx);
 	git_odb_free(odb);

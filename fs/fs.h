@@ -119,6 +119,33 @@ struct fs_lower_stat {
 void fs_lower_stat_of(int64_t base_time, int64_t blob_size, struct fs_lower_stat *out);
 
 /*
+ * git LFS (fs/lfs.c). A file whose base blob is an LFS pointer and whose path the base
+ * commit's .gitattributes marks filter=lfs is shown with the object's content when the
+ * origin's store has it (verified against the pointer's sha256), else as the pointer.
+ * fs_lfs_parse: buf is a pointer exactly as git-lfs writes it (spec v1, no extensions; under
+ * FS_LFS_POINTER_MAX bytes): 0 and *out, else -EINVAL. fs_lfs_tracked: the attribute filter
+ * of path is "lfs" at commit (its .gitattributes, the origin's info/attributes).
+ * fs_lfs_store_open: an O_PATH fd of the origin's object store (<common dir>/lfs/objects, or
+ * lfs.storage from its config), -errno (-ENOENT: none). fs_lfs_object_open: the object of p
+ * for reading, opened beneath store following no link: 0, *out (caller closes) and its stat;
+ * -ENOENT when absent, -EINVAL when not a regular file of p's size. fs_lfs_verify: fd's
+ * content hashes to p's oid (0) or not (-EINVAL).
+ */
+#define FS_LFS_POINTER_MAX 1024
+struct git_repository;
+struct git_oid;
+struct fs_lfs_ptr {
+	char oid[65]; /* sha256, lowercase hex */
+	int64_t size;
+};
+int fs_lfs_parse(const char *buf, size_t len, struct fs_lfs_ptr *out) ARB_MUST_CHECK;
+bool fs_lfs_tracked(struct git_repository *repo, const struct git_oid *commit, const char *path);
+int fs_lfs_store_open(struct git_repository *repo, int *out) ARB_MUST_CHECK;
+int fs_lfs_object_open(int store, const struct fs_lfs_ptr *p, int *out,
+		       struct stat *st) ARB_MUST_CHECK;
+int fs_lfs_verify(int fd, const struct fs_lfs_ptr *p) ARB_MUST_CHECK;
+
+/*
  * git_libgit2_init() for arborinth's processes: the same, minus libssh2's OpenSSL set-up
  * (arborinth never uses libgit2's SSH transport). Pair with git_libgit2_shutdown().
  */
