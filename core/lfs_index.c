@@ -11,6 +11,7 @@
 #include "core/core_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +48,7 @@ static int entry_pointer(git_repository *repo, const git_oid *base, const git_in
 
 /* Gives the entries with an object its size; counts them and the ones without. */
 static int index_sizes(git_repository *repo, const git_oid *base, git_index *idx, int store,
-		       size_t *nfiles, size_t *nmissing)
+		       int blobs, size_t *nfiles, size_t *nmissing)
 {
 	size_t n = git_index_entrycount(idx);
 
@@ -55,7 +56,7 @@ static int index_sizes(git_repository *repo, const git_oid *base, git_index *idx
 		git_index_entry *e = (git_index_entry *)git_index_get_byindex(idx, i);
 		struct fs_lfs_ptr ptr;
 		struct stat st;
-		int fd, rc = entry_pointer(repo, base, e, &ptr);
+		int rc = entry_pointer(repo, base, e, &ptr);
 
 		if (rc <= 0) {
 			if (rc < 0)
@@ -63,11 +64,11 @@ static int index_sizes(git_repository *repo, const git_oid *base, git_index *idx
 			continue;
 		}
 		(*nfiles)++;
-		if (fs_lfs_object_open(store, &ptr, &fd, &st) < 0) {
+		/* The view's own check (fs/lfs_view.c): it shows what this finds. */
+		if (fs_lfs_object_check(store, blobs, &ptr, &st) < 0) {
 			(*nmissing)++;
 			continue;
 		}
-		close(fd);
 		/* In place, as gitdir.c fills them: the size is no part of the index's order. */
 		e->file_size = (uint32_t)ptr.size;
 	}
@@ -100,11 +101,18 @@ int core_lfs_prepare(struct core_project *p, const char *gitdir, const git_oid *
 	git_index *idx = NULL;
 	size_t nfiles = 0, nmissing = 0;
 	char *path = util_path_join(gitdir, "index");
-	int store = -1, rc;
+	char *blobs_dir = util_path_join(p->state_dir, "blobs");
+	int store = -1, blobs = -1, rc;
 
 	*note = NULL;
-	if (!path || !repo) {
-		rc = path ? -EIO : -ENOMEM;
+	if (!path || !blobs_dir || !repo) {
+		rc = path && blobs_dir ? -EIO : -ENOMEM;
+		goto out;
+	}
+	/* The daemon's blob cache, where the hash of each object is checked once. */
+	if (util_mkdir_p(blobs_dir, 0755) < 0 ||
+	    (blobs = open(blobs_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		rc = util_err(-EIO, "cannot open %s", blobs_dir);
 		goto out;
 	}
 	if (fs_lfs_store_open(repo, &store) < 0)
@@ -113,7 +121,7 @@ int core_lfs_prepare(struct core_project *p, const char *gitdir, const git_oid *
 		rc = util_err(-EIO, "cannot read index: %s", git_error_last()->message);
 		goto out;
 	}
-	rc = index_sizes(repo, base, idx, store, &nfiles, &nmissing);
+	rc = index_sizes(repo, base, idx, store, blobs, &nfiles, &nmissing);
 	if (rc < 0 || nfiles == 0)
 		goto out;
 	/* A new file (git renames the lock over it): the shared copy keeps the blob sizes. */
@@ -126,15 +134,17 @@ int core_lfs_prepare(struct core_project *p, const char *gitdir, const git_oid *
 	if (rc == 0)
 		rc = config_append(gitdir);
 	if (rc == 0 && nmissing > 0 &&
-	    !(*note =
-		  util_asprintf("%zu of %zu LFS files have no object in the origin's LFS store, "
-				"so the view shows their pointers: run `git lfs fetch` in the "
-				"origin, then create the workspace again",
-				nmissing, nfiles)))
+	    !(*note = util_asprintf("%zu of %zu LFS files have no good object in the origin's LFS "
+				    "store, so the view shows their pointers: run `git lfs fetch` "
+				    "in the origin",
+				    nmissing, nfiles)))
 		rc = -ENOMEM;
 out:
 	if (store >= 0)
 		close(store);
+	if (blobs >= 0)
+		close(blobs);
+	free(blobs_dir);
 	git_index_free(idx);
 	git_commit_free(commit);
 	free(path);

@@ -144,6 +144,14 @@ int fs_lfs_store_open(struct git_repository *repo, int *out) ARB_MUST_CHECK;
 int fs_lfs_object_open(int store, const struct fs_lfs_ptr *p, int *out,
 		       struct stat *st) ARB_MUST_CHECK;
 int fs_lfs_verify(int fd, const struct fs_lfs_ptr *p) ARB_MUST_CHECK;
+/*
+ * fs_lfs_object_open and fs_lfs_verify, the hash checked once: a marker in the blob cache
+ * (blobs: its directory fd; lfs-ok/<oid>) records the identity (device, inode, size, ctime)
+ * of the object file found good, so later checks of that file only compare it (fstat). 0 and
+ * *st, -ENOENT, or -EINVAL (not a regular file of the size, or another content).
+ */
+int fs_lfs_object_check(int store, int blobs, const struct fs_lfs_ptr *p,
+			struct stat *st) ARB_MUST_CHECK;
 
 /*
  * git_libgit2_init() for arborinth's processes: the same, minus libssh2's OpenSSL set-up

@@ -16,6 +16,8 @@ PKGS=(build-essential cmake ninja-build pkg-config git python3 clang-format cppc
 # systems (mmdebstrap), the image under podman (runc: crun refuses hosts with cgroups in
 # hybrid mode; uidmap for --uidmap).
 PKGS+=(debhelper dpkg-dev fakeroot mmdebstrap podman runc uidmap)
+# tests/integration/fs_lfs.sh: git LFS files in the view, with a local LFS store.
+PKGS+=(git-lfs)
 
 missing=()
 for p in "${PKGS[@]}"; do
