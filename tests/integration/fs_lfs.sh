@@ -131,6 +131,18 @@ W="$T/root"
 mkdir -p "$W"
 scenario root
 
+# lfs.storage in the origin's config (relative: to its .git), as git-lfs reads it.
+s="$T/storage"
+lfs_repo "$s"
+git -C "$s" config lfs.storage lfs-elsewhere
+mkdir "$s/.git/lfs-elsewhere"
+mv "$s/.git/lfs/objects" "$s/.git/lfs-elsewhere/objects"
+expect_status 0 "lfs.storage: create" -- "$ARB" --workdir "$s" workspace create st --json
+expect_eq "" "$ERR" "lfs.storage: every object found, nothing to say"
+V=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["workdir"])' <<<"$OUT")
+expect_status 0 "lfs.storage: big.bin's content" -- cmp "$V/big.bin" "$s/big.bin"
+expect_eq "" "$(git -C "$V" status --porcelain)" "lfs.storage: git status clean"
+
 # As an ordinary user.
 if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null; then
 	user=arbtest
