@@ -64,6 +64,13 @@ int core_index_not_racy(const char *path, int64_t base_time) ARB_MUST_CHECK;
  */
 int core_lfs_prepare(struct core_project *p, const char *gitdir, const git_oid *base,
 		     char **note) ARB_MUST_CHECK;
+/*
+ * A workspace made since the view shows LFS files' objects has a file `lfs-view` in its
+ * folder (core_lfs_view_mark at create): its index says their sizes, so its daemon shows
+ * them (fs_config.lfs); one made before shows pointers, as its index says.
+ */
+int core_lfs_view_mark(const char *root) ARB_MUST_CHECK;
+bool core_lfs_view(const struct core_ws *ws);
 
 /* Drops the shared index of base_hex when no workspace links it any more (best effort). */
 void core_index_cache_prune(struct core_project *p, const char *base_hex);

@@ -150,3 +150,25 @@ out:
 	free(path);
 	return rc;
 }
+
+#define VIEW_MARK "lfs-view"
+
+int core_lfs_view_mark(const char *root)
+{
+	static const char text[] = "git LFS files show their objects (core/lfs_index.c)\n";
+	char *path = util_path_join(root, VIEW_MARK);
+	int rc = path ? util_write_file(path, text, sizeof(text) - 1, 0644) : -ENOMEM;
+
+	free(path);
+	return rc;
+}
+
+bool core_lfs_view(const struct core_ws *ws)
+{
+	char *path = util_path_join(ws->root, VIEW_MARK);
+	struct stat st;
+	bool yes = path && lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+
+	free(path);
+	return yes;
+}

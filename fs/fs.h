@@ -29,6 +29,7 @@ struct fs_config {
 	const char *disk;
 	bool allow_other; /* other users may use the view (FUSE allow_other) */
 	bool passthrough; /* created files are written through FUSE passthrough where possible */
+	bool lfs;	  /* git LFS files show their objects (fs/lfs_view.c); else pointers */
 	int debug;	  /* libfuse debug output to stderr */
 };
 

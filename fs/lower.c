@@ -35,8 +35,9 @@ int fs_lower_init(struct fs *fs)
 		goto out;
 	}
 	fs->base_time = git_commit_committer(commit)->when.time;
-	if (fs_lfs_store_open(fs->repo, &fs->lfs_store) < 0)
-		fs->lfs_store = -1; /* no LFS objects: pointers stay pointers */
+	/* Without --lfs (a workspace made before), or without a store: pointers stay pointers. */
+	if (!fs->cfg->lfs || fs_lfs_store_open(fs->repo, &fs->lfs_store) < 0)
+		fs->lfs_store = -1;
 	fs->root->has_lower = true;
 	fs->root->lower_mode = GIT_FILEMODE_TREE;
 	git_oid_cpy(&fs->root->lower_oid, git_commit_tree_id(commit));

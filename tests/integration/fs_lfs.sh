@@ -139,9 +139,19 @@ mkdir "$s/.git/lfs-elsewhere"
 mv "$s/.git/lfs/objects" "$s/.git/lfs-elsewhere/objects"
 expect_status 0 "lfs.storage: create" -- "$ARB" --workdir "$s" workspace create st --json
 expect_eq "" "$ERR" "lfs.storage: every object found, nothing to say"
-V=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["workdir"])' <<<"$OUT")
+ws=$OUT
+V=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["workdir"])' <<<"$ws")
 expect_status 0 "lfs.storage: big.bin's content" -- cmp "$V/big.bin" "$s/big.bin"
 expect_eq "" "$(git -C "$V" status --porcelain)" "lfs.storage: git status clean"
+# A workspace made before the view showed LFS objects (its index has the pointers' sizes)
+# has no lfs-view file in its folder: its daemon keeps showing pointers, as that index says.
+root=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["root"])' <<<"$ws")
+[ -f "$root/lfs-view" ] && pass || fail "a new workspace is marked lfs-view"
+rm "$root/lfs-view"
+expect_status 0 "unmount" -- "$ARB" --workdir "$s" workspace unmount st
+expect_status 0 "mount" -- "$ARB" --workdir "$s" workspace mount st
+expect_eq "$(git -C "$s" cat-file -p HEAD:big.bin)" "$(cat "$V/big.bin")" \
+	"a workspace without the mark shows the pointer"
 
 # As an ordinary user.
 if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null; then
