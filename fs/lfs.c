@@ -69,7 +69,10 @@ bool fs_lfs_tracked(git_repository *repo, const git_oid *commit, const char *pat
 	git_attr_options opts = GIT_ATTR_OPTIONS_INIT;
 	const char *value = NULL;
 
-	/* The base commit's .gitattributes (and the origin's info/attributes), no system file. */
+	/*
+	 * The base commit's .gitattributes files. libgit2 also reads the origin's own (its
+	 * info/attributes, its index's, core.attributesFile): the origin's owner's, not the box's.
+	 */
 	opts.flags =
 	    GIT_ATTR_CHECK_INDEX_ONLY | GIT_ATTR_CHECK_NO_SYSTEM | GIT_ATTR_CHECK_INCLUDE_COMMIT;
 	git_oid_cpy(&opts.attr_commit_id, commit);
@@ -163,24 +166,31 @@ int fs_lfs_object_open(int store, const struct fs_lfs_ptr *p, int *out, struct s
 int fs_lfs_verify(int fd, const struct fs_lfs_ptr *p)
 {
 	static const char hexd[] = "0123456789abcdef";
-	uint8_t buf[1 << 16], digest[SHA256_DIGEST_SIZE];
+	const size_t bufsize = 1 << 17;
+	uint8_t *buf = malloc(bufsize), digest[SHA256_DIGEST_SIZE];
 	struct sha256_ctx c;
 	int64_t off = 0;
 	char hex[65];
+	int rc = 0;
 
+	if (!buf)
+		return -ENOMEM;
 	sha256_init(&c);
-	while (off < p->size) {
-		ssize_t n = pread(fd, buf, sizeof(buf), off);
+	while (off < p->size && rc == 0) {
+		ssize_t n = pread(fd, buf, bufsize, off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EINVAL; /* shorter than it said */
+		if (n <= 0) {
+			rc = n < 0 ? -errno : -EINVAL; /* 0: shorter than it said */
+			break;
+		}
 		sha256_update(&c, (size_t)n, buf);
 		off += n;
 	}
+	free(buf);
+	if (rc < 0)
+		return rc;
 	sha256_digest(&c, sizeof(digest), digest);
 	for (size_t i = 0; i < sizeof(digest); i++) {
 		hex[2 * i] = hexd[digest[i] >> 4];
