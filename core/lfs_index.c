@@ -94,21 +94,62 @@ static int config_append(const char *gitdir)
 	return rc;
 }
 
-int core_lfs_prepare(struct core_project *p, const char *gitdir, const git_oid *base, char **note)
+#define VIEW_MARK "lfs-view"
+
+static int view_mark(const char *root)
+{
+	static const char text[] = "git LFS files show their objects (core/lfs_index.c)\n";
+	char *path = util_path_join(root, VIEW_MARK);
+	int rc = path ? util_write_file(path, text, sizeof(text) - 1, 0644) : -ENOMEM;
+
+	free(path);
+	return rc;
+}
+
+/* Whether a .gitattributes of the base says filter=lfs: else no file can be an LFS file. */
+static bool base_uses_lfs(git_repository *repo, git_index *idx)
+{
+	size_t n = git_index_entrycount(idx);
+	bool yes = false;
+
+	for (size_t i = 0; i < n && !yes; i++) {
+		const git_index_entry *e = git_index_get_byindex(idx, i);
+		const char *slash = strrchr(e->path, '/');
+		git_blob *blob = NULL;
+
+		if (strcmp(slash ? slash + 1 : e->path, ".gitattributes") ||
+		    git_blob_lookup(&blob, repo, &e->id) < 0)
+			continue;
+		yes = memmem(git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob),
+			     "filter=lfs", 10) != NULL;
+		git_blob_free(blob);
+	}
+	return yes;
+}
+
+int core_lfs_prepare(struct core_project *p, const char *root, const git_oid *base, char **note)
 {
 	git_repository *repo = core_project_repo(p);
 	git_commit *commit = NULL;
 	git_index *idx = NULL;
 	size_t nfiles = 0, nmissing = 0;
-	char *path = util_path_join(gitdir, "index");
+	char *gitdir = util_path_join(root, "git");
+	char *path = util_path_join(root, "git/index");
 	char *blobs_dir = util_path_join(p->state_dir, "blobs");
 	int store = -1, blobs = -1, rc;
 
 	*note = NULL;
-	if (!path || !blobs_dir || !repo) {
-		rc = path && blobs_dir ? -EIO : -ENOMEM;
+	if (!gitdir || !path || !blobs_dir || !repo) {
+		rc = gitdir && path && blobs_dir ? -EIO : -ENOMEM;
 		goto out;
 	}
+	if (git_commit_lookup(&commit, repo, base) < 0 || git_index_open(&idx, path) < 0) {
+		rc = util_err(-EIO, "cannot read index: %s", git_error_last()->message);
+		goto out;
+	}
+	rc = 0;
+	if (!base_uses_lfs(repo, idx))
+		goto out;
 	/* The daemon's blob cache, where the hash of each object is checked once. */
 	if (util_mkdir_p(blobs_dir, 0755) < 0 ||
 	    (blobs = open(blobs_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
@@ -117,10 +158,6 @@ int core_lfs_prepare(struct core_project *p, const char *gitdir, const git_oid *
 	}
 	if (fs_lfs_store_open(repo, &store) < 0)
 		store = -1; /* every LFS file is then a pointer */
-	if (git_commit_lookup(&commit, repo, base) < 0 || git_index_open(&idx, path) < 0) {
-		rc = util_err(-EIO, "cannot read index: %s", git_error_last()->message);
-		goto out;
-	}
 	rc = index_sizes(repo, base, idx, store, blobs, &nfiles, &nmissing);
 	if (rc < 0 || nfiles == 0)
 		goto out;
@@ -133,6 +170,8 @@ int core_lfs_prepare(struct core_project *p, const char *gitdir, const git_oid *
 		rc = core_index_not_racy(path, git_commit_committer(commit)->when.time);
 	if (rc == 0)
 		rc = config_append(gitdir);
+	if (rc == 0)
+		rc = view_mark(root);
 	if (rc == 0 && nmissing > 0 &&
 	    !(*note = util_asprintf("%zu of %zu LFS files have no good object in the origin's LFS "
 				    "store, so the view shows their pointers: run `git lfs fetch` "
@@ -145,20 +184,9 @@ out:
 	if (blobs >= 0)
 		close(blobs);
 	free(blobs_dir);
+	free(gitdir);
 	git_index_free(idx);
 	git_commit_free(commit);
-	free(path);
-	return rc;
-}
-
-#define VIEW_MARK "lfs-view"
-
-int core_lfs_view_mark(const char *root)
-{
-	static const char text[] = "git LFS files show their objects (core/lfs_index.c)\n";
-	char *path = util_path_join(root, VIEW_MARK);
-	int rc = path ? util_write_file(path, text, sizeof(text) - 1, 0644) : -ENOMEM;
-
 	free(path);
 	return rc;
 }

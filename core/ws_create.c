@@ -51,9 +51,7 @@ static int make_staging(struct core_project *p, const char *name, const git_oid 
 
 		rc = git ? core_gitdir_write(p, git, name, base) : -ENOMEM;
 		if (rc == 0)
-			rc = core_lfs_prepare(p, git, base, note);
-		if (rc == 0)
-			rc = core_lfs_view_mark(dir);
+			rc = core_lfs_prepare(p, dir, base, note);
 		free(git);
 	}
 	if (rc == 0) {

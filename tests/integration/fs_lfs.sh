@@ -79,6 +79,8 @@ scenario() {
 	expect_eq 1 "$(printf '%s\n' "$ERR" | grep -c .)" "$who: in one line"
 	V=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["workdir"])' <<<"$ws")
 	gitdir=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["root"])' <<<"$ws")/git
+	expect_eq "git-lfs filter-process" "$(git config --file "$gitdir/config" filter.lfs.process)" \
+		"$who: the workspace's config has git-lfs's filters"
 
 	# Content and size of the ones the origin has.
 	expect_status 0 "$who: big.bin's content" -- "${R[@]}" cmp "$V/big.bin" "$r/big.bin"
@@ -152,6 +154,13 @@ expect_status 0 "unmount" -- "$ARB" --workdir "$s" workspace unmount st
 expect_status 0 "mount" -- "$ARB" --workdir "$s" workspace mount st
 expect_eq "$(git -C "$s" cat-file -p HEAD:big.bin)" "$(cat "$V/big.bin")" \
 	"a workspace without the mark shows the pointer"
+# A base without LFS: no mark, no filter config, the daemon never looks for pointers.
+mkrepo "$T/plain" >/dev/null
+expect_status 0 "plain: create" -- "$ARB" --workdir "$T/plain" workspace create p --json
+root=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["root"])' <<<"$OUT")
+[ ! -e "$root/lfs-view" ] && pass || fail "a base without LFS files is not marked lfs-view"
+expect_eq "" "$(git config --file "$root/git/config" --get-regexp '^filter\.lfs' || true)" \
+	"and its config has no LFS filter"
 
 # As an ordinary user.
 if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null; then
