@@ -240,6 +240,8 @@ static int ws_create(struct cli_global *g, int argc, char **argv)
 	}
 	if (rc == 0 && arb_project_note(p))
 		fprintf(stderr, "note: %s\n", arb_project_note(p));
+	if (rc == 0 && arb_workspace_notes(ws))
+		fprintf(stderr, "arborinth: %s\n", arb_workspace_notes(ws));
 	if (rc < 0)
 		status = fail_lib();
 	else if (json)

@@ -104,6 +104,10 @@ GIT_FWD(int, git_apply,
 	(git_repository * repo, git_diff *diff, git_apply_location_t location,
 	 const git_apply_options *options),
 	(repo, diff, location, options))
+GIT_FWD(int, git_attr_get_ext,
+	(const char **value_out, git_repository *repo, git_attr_options *opts, const char *path,
+	 const char *name),
+	(value_out, repo, opts, path, name))
 GIT_FREE(git_blob_free, (git_blob * blob), blob)
 GIT_FWD(int, git_blob_lookup, (git_blob * *blob, git_repository *repo, const git_oid *id),
 	(blob, repo, id))
@@ -129,6 +133,9 @@ GIT_FWD(const char *, git_commit_summary, (git_commit * commit), (commit))
 GIT_FWD(git_time_t, git_commit_time, (const git_commit *commit), (commit))
 GIT_FWD(int, git_commit_tree, (git_tree * *tree_out, const git_commit *commit), (tree_out, commit))
 GIT_FWD(const git_oid *, git_commit_tree_id, (const git_commit *commit), (commit))
+GIT_FREE(git_config_free, (git_config * cfg), cfg)
+GIT_FWD(int, git_config_get_string_buf, (git_buf * out, const git_config *cfg, const char *name),
+	(out, cfg, name))
 GIT_FWD(int, git_diff_find_similar, (git_diff * diff, const git_diff_find_options *options),
 	(diff, options))
 GIT_FREE(git_diff_free, (git_diff * diff), diff)
@@ -264,6 +271,7 @@ GIT_FWD(int, git_remote_set_url, (git_repository * repo, const char *remote, con
 	(repo, remote, url))
 GIT_FWD(const char *, git_remote_url, (const git_remote *remote), (remote))
 GIT_FWD(const char *, git_repository_commondir, (const git_repository *repo), (repo))
+GIT_FWD(int, git_repository_config_snapshot, (git_config * *out, git_repository *repo), (out, repo))
 GIT_FREE(git_repository_free, (git_repository * repo), repo)
 GIT_FWD(int, git_repository_head, (git_reference * *out, git_repository *repo), (out, repo))
 GIT_FWD(int, git_repository_is_bare, (const git_repository *repo), (repo))

@@ -89,6 +89,7 @@ struct core_ws {
 	char *workdir, *tmp, *cache, *home, *layer, *gitdir, *run;
 	bool mounted;
 	pid_t daemon_pid; /* 0 when not running */
+	char *notes;	  /* create: what the user should know of the new view, or NULL */
 };
 void core_ws_free(struct core_ws *ws);
 

@@ -98,6 +98,21 @@ int core_dirty_copy(struct core_project *p, const git_oid *base, const char *lay
 int core_ws_audit_sync_cmd(bool *fsynced, const struct core_ws *ws,
 			   unsigned long cmd) ARB_MUST_CHECK;
 
+/* Dates the index file at path after base_time, so that no entry of the base is racy. */
+int core_index_not_racy(const char *path, int64_t base_time) ARB_MUST_CHECK;
+/*
+ * core/lfs_index.c: after core_gitdir_write into root/git, for a base with git LFS files (a
+ * .gitattributes with filter=lfs, and pointers at paths it names): the index gives each one
+ * whose object the origin has the object's size (what the view shows), the config git-lfs's
+ * filters, and root a file `lfs-view`. *note (caller frees; NULL when all is well): one line
+ * saying how many have no object and stay pointers. core_lfs_view: ws has `lfs-view`, so its
+ * daemon shows LFS objects (fs_config.lfs); a workspace made before this, or whose base has
+ * no LFS file, shows blobs as they are, as its index says.
+ */
+int core_lfs_prepare(struct core_project *p, const char *root, const git_oid *base,
+		     char **note) ARB_MUST_CHECK;
+bool core_lfs_view(const struct core_ws *ws);
+
 /* Drops the shared index of base_hex when no workspace links it any more (best effort). */
 void core_index_cache_prune(struct core_project *p, const char *base_hex);
 /* Drops the objects views no workspace of db is based on, but the newest (best effort). */

@@ -323,7 +323,8 @@ int core_ws_mount(struct core_project *p, struct core_ws *ws, unsigned int flags
 				 .ws_name = ws->name,
 				 .disk = disk,
 				 .allow_other = allow_other,
-				 .passthrough = passthrough};
+				 .passthrough = passthrough,
+				 .lfs = core_lfs_view(ws)};
 	/* The descriptor's number goes in the last slot (spawn). */
 	argv = fs_config_argv(&cfg, "arborinth", "", &argc);
 	if (!argv)

@@ -32,6 +32,7 @@ void core_ws_free(struct core_ws *ws)
 	free(ws->layer);
 	free(ws->gitdir);
 	free(ws->run);
+	free(ws->notes);
 	free(ws);
 }
 

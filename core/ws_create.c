@@ -27,7 +27,7 @@ static int random_hex(char *buf, size_t bytes)
 }
 
 static int make_staging(struct core_project *p, const char *name, const git_oid *base,
-			unsigned int flags, char **out)
+			unsigned int flags, char **out, char **note)
 {
 	char *dir = util_asprintf("%s/workspaces/.new-%s.XXXXXX", p->state_dir, name);
 	int rc = 0;
@@ -50,6 +50,8 @@ static int make_staging(struct core_project *p, const char *name, const git_oid 
 		char *git = util_path_join(dir, "git");
 
 		rc = git ? core_gitdir_write(p, git, name, base) : -ENOMEM;
+		if (rc == 0)
+			rc = core_lfs_prepare(p, dir, base, note);
 		free(git);
 	}
 	if (rc == 0) {
@@ -220,7 +222,7 @@ int core_ws_create(struct core_project *p, const char *name, const char *rev, st
 int core_ws_create_opts(struct core_project *p, const char *name, const char *rev,
 			unsigned int flags, struct core_ws **out)
 {
-	char *wsdir = NULL, *staging = NULL, *root = NULL;
+	char *wsdir = NULL, *staging = NULL, *root = NULL, *note = NULL;
 	struct core_ws *existing = NULL;
 	sqlite3 *db = NULL;
 	git_oid base;
@@ -252,14 +254,19 @@ int core_ws_create_opts(struct core_project *p, const char *name, const char *re
 	}
 	rc = util_mkdir_p(wsdir, 0755);
 	if (rc == 0)
-		rc = make_staging(p, name, &base, flags, &staging);
+		rc = make_staging(p, name, &base, flags, &staging, &note);
 	if (rc == 0)
 		rc = create_commit(p, db, name, &base, staging, root);
 	if (staging)
 		(void)util_rm_rf(staging);
 	if (rc == 0)
 		rc = mount_new(p, name, flags, out);
+	if (rc == 0 && out && *out) {
+		(*out)->notes = note;
+		note = NULL;
+	}
 out:
+	free(note);
 	free(wsdir);
 	free(staging);
 	free(root);

@@ -5,7 +5,7 @@
  *
  *   PROGRAM __fs-daemon --mountpoint DIR --layer DIR --gitdir DIR --repo DIR --blobs DIR
  *     --base COMMIT [--pidfile FILE] [--db FILE --ws-id ID --ws-name NAME] [--disk SIZE]
- *     [--share private|other] [--io daemon|passthrough] [--debug] [--ready-fd FD]
+ *     [--share private|other] [--io daemon|passthrough] [--lfs] [--debug] [--ready-fd FD]
  */
 #include "fs/fs.h"
 
@@ -59,6 +59,8 @@ char **fs_config_argv(const struct fs_config *cfg, const char *program, const ch
 	v[n++] = cfg->allow_other ? "other" : "private";
 	v[n++] = "--io";
 	v[n++] = cfg->passthrough ? "passthrough" : "daemon";
+	if (cfg->lfs)
+		v[n++] = "--lfs";
 	if (cfg->debug)
 		v[n++] = "--debug";
 	if (ready_fd) {
@@ -72,7 +74,7 @@ char **fs_config_argv(const struct fs_config *cfg, const char *program, const ch
 
 int fs_config_parse(struct fs_config *cfg, int *ready_fd, int argc, char **argv)
 {
-	struct option opts[ARB_ARRAY_LEN(strs) + 5] = {{0}};
+	struct option opts[ARB_ARRAY_LEN(strs) + 6] = {{0}};
 	size_t n = 0;
 	int c;
 
@@ -84,6 +86,7 @@ int fs_config_parse(struct fs_config *cfg, int *ready_fd, int argc, char **argv)
 	opts[n++] = (struct option){"debug", no_argument, NULL, 'D'};
 	opts[n++] = (struct option){"share", required_argument, NULL, 's'};
 	opts[n++] = (struct option){"io", required_argument, NULL, 'I'};
+	opts[n++] = (struct option){"lfs", no_argument, NULL, 'L'};
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
@@ -100,6 +103,8 @@ int fs_config_parse(struct fs_config *cfg, int *ready_fd, int argc, char **argv)
 			*ready_fd = (int)fd;
 		} else if (c == 'D') {
 			cfg->debug = 1;
+		} else if (c == 'L') {
+			cfg->lfs = true;
 		} else if (c == 's' && (!strcmp(optarg, "private") || !strcmp(optarg, "other"))) {
 			cfg->allow_other = !strcmp(optarg, "other");
 		} else if (c == 's') {

@@ -103,7 +103,7 @@ static int fs_setup(struct fs *fs, const struct fs_config *cfg)
 	int fd, rc;
 
 	fs->cfg = cfg;
-	fs->layer_fd = fs->gitdir_fd = fs->blobs_fd = fs->devfd = -1;
+	fs->layer_fd = fs->gitdir_fd = fs->blobs_fd = fs->devfd = fs->lfs_store = -1;
 	fs->uid = getuid();
 	fs->gid = getgid();
 	fs_house_limits(fs); /* after raise_nofile() */
@@ -164,6 +164,8 @@ static void fs_teardown(struct fs *fs)
 		close(fs->gitdir_fd);
 	if (fs->blobs_fd >= 0)
 		close(fs->blobs_fd);
+	if (fs->lfs_store >= 0)
+		close(fs->lfs_store);
 	pthread_mutex_destroy(&fs->lock);
 }
 

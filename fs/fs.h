@@ -29,6 +29,7 @@ struct fs_config {
 	const char *disk;
 	bool allow_other; /* other users may use the view (FUSE allow_other) */
 	bool passthrough; /* created files are written through FUSE passthrough where possible */
+	bool lfs;	  /* git LFS files show their objects (fs/lfs_view.c); else pointers */
 	int debug;	  /* libfuse debug output to stderr */
 };
 
@@ -169,6 +170,41 @@ int fs_submodules_find(const char *gitdir, const char *base_hex, struct fs_submo
 void fs_submodules_free(struct fs_submodule *v, size_t n);
 /* A submodule name git would accept and that stays under modules/ (fs/submods.c). */
 bool fs_submodule_name_ok(const char *name);
+
+/*
+ * git LFS (fs/lfs.c). A file whose base blob is an LFS pointer and whose path the base
+ * commit's .gitattributes marks filter=lfs is shown with the object's content when the
+ * origin's store has it (verified against the pointer's sha256), else as the pointer.
+ * fs_lfs_parse: buf is a pointer exactly as git-lfs writes it (spec v1, no extensions; under
+ * FS_LFS_POINTER_MAX bytes): 0 and *out, else -EINVAL. fs_lfs_tracked: the attribute filter
+ * of path is "lfs" at commit (its .gitattributes, the origin's info/attributes).
+ * fs_lfs_store_open: an O_PATH fd of the origin's object store (<common dir>/lfs/objects, or
+ * lfs.storage from its config), -errno (-ENOENT: none). fs_lfs_object_open: the object of p
+ * for reading, opened beneath store following no link: 0, *out (caller closes) and its stat;
+ * -ENOENT when absent, -EINVAL when not a regular file of p's size. fs_lfs_verify: fd's
+ * content hashes to p's oid (0) or not (-EINVAL).
+ */
+#define FS_LFS_POINTER_MAX 1024
+struct git_repository;
+struct git_oid;
+struct fs_lfs_ptr {
+	char oid[65]; /* sha256, lowercase hex */
+	int64_t size;
+};
+int fs_lfs_parse(const char *buf, size_t len, struct fs_lfs_ptr *out) ARB_MUST_CHECK;
+bool fs_lfs_tracked(struct git_repository *repo, const struct git_oid *commit, const char *path);
+int fs_lfs_store_open(struct git_repository *repo, int *out) ARB_MUST_CHECK;
+int fs_lfs_object_open(int store, const struct fs_lfs_ptr *p, int *out,
+		       struct stat *st) ARB_MUST_CHECK;
+int fs_lfs_verify(int fd, const struct fs_lfs_ptr *p) ARB_MUST_CHECK;
+/*
+ * fs_lfs_object_open and fs_lfs_verify, the hash checked once: a marker in the blob cache
+ * (blobs: its directory fd; lfs-ok/<oid>) records the identity (device, inode, size, ctime)
+ * of the object file found good, so later checks of that file only compare it (fstat). 0 and
+ * *st, -ENOENT, or -EINVAL (not a regular file of the size, or another content).
+ */
+int fs_lfs_object_check(int store, int blobs, const struct fs_lfs_ptr *p,
+			struct stat *st) ARB_MUST_CHECK;
 
 /*
  * git_libgit2_init() for arborinth's processes: the same, minus libssh2's OpenSSL set-up

@@ -54,6 +54,8 @@ struct fs_node {
 	uint64_t gen;
 	struct fs_listing *listing;
 	bool lower_from_xattr; /* directory's lower tree set by FS_XATTR_TREE (moved dir) */
+	/* lfs_view.c: a file shown with this LFS object's content; NULL: its blob's */
+	struct fs_lfs_node *lfs;
 
 	/* upper */
 	int fd;	     /* O_PATH|O_NOFOLLOW, -1 when lower only */
@@ -191,6 +193,7 @@ struct fs {
 	int blobs_fd;
 	git_repository *repo; /* under lock */
 	char *repo_path;      /* for per-thread handles */
+	int lfs_store;	      /* the origin's LFS objects (fs_lfs_store_open); -1: none */
 	git_oid base;
 	int64_t base_time;	   /* committer time of the base commit */
 	struct fs_submodule *subs; /* lower_sub.c: the base's submodules (read-only once set) */
@@ -368,6 +371,21 @@ int fs_lower_open_blob(struct fs *fs, const git_oid *oid, int *fd) ARB_MUST_CHEC
 /* Symlink target of a lower symlink. Caller frees. */
 int fs_lower_readlink(struct fs *fs, const git_oid *oid, char **out) ARB_MUST_CHECK;
 mode_t fs_lower_type(uint32_t git_mode);
+
+/*
+ * lfs_view.c: a lower file that git LFS tracks, shown with the object's content.
+ * fs_lfs_view_probe (fs->lock held): when n's blob of *size bytes is an LFS pointer that the
+ * origin's store resolves to a good object, sets n->lfs and *size to the object's size.
+ * fs_lfs_view_open (no lock): the object for reading, if it is still the file verified.
+ */
+struct fs_lfs_node {
+	struct fs_lfs_ptr ptr;
+	dev_t dev;
+	ino_t ino;
+	struct timespec ctime;
+};
+void fs_lfs_view_probe(struct fs *fs, struct fs_node *n, size_t *size);
+int fs_lfs_view_open(struct fs *fs, const struct fs_lfs_node *l, int *out) ARB_MUST_CHECK;
 
 /* upper.c: copy-up, whiteouts and markers. Require fs->lock. */
 int fs_upper_dir(struct fs *fs, struct fs_node *dir) ARB_MUST_CHECK; /* ensure dir exists */

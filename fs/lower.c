@@ -35,6 +35,9 @@ int fs_lower_init(struct fs *fs)
 		goto out;
 	}
 	fs->base_time = git_commit_committer(commit)->when.time;
+	/* Without --lfs (a workspace made before), or without a store: pointers stay pointers. */
+	if (!fs->cfg->lfs || fs_lfs_store_open(fs->repo, &fs->lfs_store) < 0)
+		fs->lfs_store = -1;
 	fs->root->has_lower = true;
 	fs->root->lower_mode = GIT_FILEMODE_TREE;
 	git_oid_cpy(&fs->root->lower_oid, git_commit_tree_id(commit));
@@ -109,6 +112,7 @@ int fs_lower_size(struct fs *fs, struct fs_node *n, int64_t *size)
 		return -EIO;
 	}
 	git_odb_free(odb);
+	fs_lfs_view_probe(fs, n, &len);
 	n->lower_size = (int64_t)len;
 	*size = n->lower_size;
 	return 0;

@@ -260,6 +260,7 @@ static void node_free(struct fs *fs, struct fs_node *n)
 	free(n->wpend); /* NULL in practice: pending writes are recorded before a node goes */
 	fs_listing_free(n->listing);
 	git_tree_free(n->lower_tree);
+	free(n->lfs);
 	free(n->synth);
 	free(n->name);
 	free(n);

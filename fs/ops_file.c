@@ -23,12 +23,15 @@ static int real_flags(int flags)
 	return flags & (O_ACCMODE | O_APPEND | O_TRUNC | O_SYNC | O_DSYNC | O_NOATIME);
 }
 
-/* Opens the blob cache file for lower node data (no lock held). */
-static int open_lower(struct fs *fs, const git_oid *oid, int64_t size, int *out)
+/* Opens the blob cache file (or lfs's LFS object) for lower node data (no lock held). */
+static int open_lower(struct fs *fs, const git_oid *oid, const struct fs_lfs_node *lfs,
+		      int64_t size, int *out)
 {
 	struct stat st;
 	int rc, fd = -1;
 
+	if (lfs->ptr.oid[0])
+		return fs_lfs_view_open(fs, lfs, out);
 	for (int attempt = 0; attempt < 2; attempt++) {
 		rc = fs_lower_open_blob(fs, oid, &fd);
 		if (rc < 0)
@@ -102,6 +105,7 @@ static int32_t choose_io(struct fs *fs, fuse_req_t req, struct fs_handle *h)
 /* Opens node n (fs->lock held on entry and on return; dropped while reading blobs). */
 static int open_node(struct fs *fs, struct fs_node *n, int flags, struct fs_handle **out)
 {
+	struct fs_lfs_node lfs = {0};
 	git_oid oid;
 	int64_t size = -1;
 	int fd, rc;
@@ -122,9 +126,11 @@ static int open_node(struct fs *fs, struct fs_node *n, int flags, struct fs_hand
 		git_oid_cpy(&oid, &n->lower_oid);
 		if (fs_lower_size(fs, n, &size) < 0)
 			size = -1; /* unknown: skip the torn-file check */
-		n->refs++;	   /* keep n while the lock is dropped */
+		if (n->lfs)
+			lfs = *n->lfs;
+		n->refs++; /* keep n while the lock is dropped */
 		fs_unlock(fs);
-		rc = open_lower(fs, &oid, size, &fd);
+		rc = open_lower(fs, &oid, &lfs, size, &fd);
 		pthread_mutex_lock(&fs->lock);
 		n->refs--;
 		if (rc < 0)
@@ -369,6 +375,7 @@ static int node_io_begin(struct fs *fs, fuse_ino_t ino, bool write, const struct
 			 struct node_io *io)
 {
 	struct fs_node *n = fs_node_get(fs, ino);
+	struct fs_lfs_node lfs = {0};
 	int64_t size = -1;
 	git_oid oid;
 	int rc = 0;
@@ -394,8 +401,10 @@ static int node_io_begin(struct fs *fs, fuse_ino_t ino, bool write, const struct
 	git_oid_cpy(&oid, &n->lower_oid);
 	if (fs_lower_size(fs, n, &size) < 0)
 		size = -1;
+	if (n->lfs)
+		lfs = *n->lfs;
 	fs_unlock(fs);
-	rc = open_lower(fs, &oid, size, &io->fd);
+	rc = open_lower(fs, &oid, &lfs, size, &io->fd);
 	pthread_mutex_lock(&fs->lock);
 	io->owned = io->lower = rc == 0;
 	return rc;

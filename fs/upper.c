@@ -203,7 +203,8 @@ static int blob_tmpfile(struct fs *fs, struct fs_node *n, int dirfd, int *out, c
 	int src = -1, tmp;
 	int rc;
 
-	rc = fs_lower_open_blob(fs, &n->lower_oid, &src);
+	rc = n->lfs ? fs_lfs_view_open(fs, n->lfs, &src)
+		    : fs_lower_open_blob(fs, &n->lower_oid, &src);
 	if (rc < 0)
 		return rc;
 	tmp = layer_tmpfile(fs, dirfd, mode, named, len);

@@ -173,6 +173,12 @@ ARB_EXTERN const char *arb_workspace_cache(const arb_workspace *ws);
 ARB_EXTERN const char *arb_workspace_remote(const arb_workspace *ws);
 ARB_EXTERN const char *arb_workspace_state(const arb_workspace *ws);
 ARB_EXTERN int64_t arb_workspace_created_ns(const arb_workspace *ws);
+/*
+ * What arb_workspace_create has to tell of the new view (for example that some git LFS files
+ * are shown as pointers for want of their objects), one line each; NULL when nothing, and
+ * for a workspace got any other way.
+ */
+ARB_EXTERN const char *arb_workspace_notes(const arb_workspace *ws);
 /* The mounted view's I/O path: "passthrough" or "daemon (why)"; NULL when not mounted. */
 ARB_EXTERN const char *arb_workspace_io(const arb_workspace *ws);
 /*

@@ -240,6 +240,11 @@ int64_t arb_workspace_created_ns(const arb_workspace *ws)
 	return ws->core->created_ns;
 }
 
+const char *arb_workspace_notes(const arb_workspace *ws)
+{
+	return ws->core->notes;
+}
+
 int arb_workspace_mounted(const arb_workspace *ws)
 {
 	return ws->core->mounted;

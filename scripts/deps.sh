@@ -18,6 +18,8 @@ PKGS=(build-essential cmake ninja-build pkg-config git python3 clang-format cppc
 PKGS+=(debhelper dpkg-dev fakeroot mmdebstrap podman runc uidmap)
 # tests/integration/ws_filesystems.sh: a repository on btrfs, xfs (loop images) and bindfs.
 PKGS+=(btrfs-progs xfsprogs bindfs)
+# tests/integration/fs_lfs.sh: git LFS files in the view, with a local LFS store.
+PKGS+=(git-lfs)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -110,6 +110,7 @@ class Workspace:
         ws.created_ns = lib.arb_workspace_created_ns(h)
         ws.io = dec(lib.arb_workspace_io(h))  # as it was when got: None when not mounted
         ws.transport = dec(lib.arb_workspace_transport(h))  # io_uring or /dev/fuse, likewise
+        ws.notes = dec(lib.arb_workspace_notes(h))  # create's, e.g. LFS files left as pointers
         return ws
 
     def __repr__(self):

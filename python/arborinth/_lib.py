@@ -117,6 +117,7 @@ _protos = {
     "arb_workspace_io": (ctypes.c_char_p, [P]),
     "arb_workspace_transport": (ctypes.c_char_p, [P]),
     "arb_workspace_created_ns": (ctypes.c_int64, [P]),
+    "arb_workspace_notes": (ctypes.c_char_p, [P]),
     "arb_workspace_mounted": (ctypes.c_int, [P]),
     "arb_workspace_daemon_pid": (ctypes.c_int64, [P]),
     "arb_workspace_mount": (ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_uint]),

@@ -37,7 +37,7 @@ run_all() {
 	# Each box's own timeout; a signal to the process reaches every box.
 	expect_status 0 "$who: lib_sessions timers" -- "$@" timeout 120 "$HELPER" "$dir/repo" tsess timers
 	expect_match "^ok timers$" "$OUT" "$who: timeouts and signals per box"
-	expect_status 0 "$who: delete" -- "$@" "$ARB" --workdir "$dir/repo" workspace delete tsess
+	expect_status 0 "$who: delete" -- "$@" "$ARB" --workdir "$dir/repo" workspace delete --force tsess
 	# The command line: a session per shell, its rows its own.
 	expect_status 0 "$who: cli shell" -- "$@" "$ARB" --workdir "$dir/repo" shell csess -- \
 		sh -c 'echo cli > cli-a.txt'
@@ -49,7 +49,7 @@ run_all() {
 		--session "$sid" --kind fs --json
 	paths=$(printf '%s\n' "$OUT" | sed -n 's/.*"path":"\([^"]*\)".*/\1/p' | sort -u)
 	expect_eq "cli-a.txt" "$paths" "$who: the cli session has its file, and only it"
-	expect_status 0 "$who: delete" -- "$@" "$ARB" --workdir "$dir/repo" workspace delete csess
+	expect_status 0 "$who: delete" -- "$@" "$ARB" --workdir "$dir/repo" workspace delete --force csess
 	expect_status 0 "$who: test_sessions.py" -- "$@" env ARB="$ARB" ARB_JAIL_TMPDIR="$dir" \
 		ARBORINTH_LIBRARY="$LIBSO" PYTHONPATH="$ARB_SRC/python" "${pyenv[@]}" \
 		timeout 240 "$PY" "$ARB_SRC/tests/python/test_sessions.py"

@@ -698,6 +698,58 @@ START_TEST(state_dir_and_view_paths)
 }
 END_TEST
 
+/* fs_lfs_parse takes a pointer exactly as git-lfs writes it, and nothing like it. */
+START_TEST(lfs_pointers)
+{
+	static const char good[] =
+	    "version https://git-lfs.github.com/spec/v1\n"
+	    "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca2"
+	    "4d17e2393\nsize 12345\n";
+	static const char *const bad[] = {
+	    /* CRLF, upper-case hex, a short oid, a leading zero, a sign, no size, no newline */
+	    "version https://git-lfs.github.com/spec/v1\r\noid sha256:4d7a214614ab2935c943f9e0ff"
+	    "69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 1\n",
+	    "version https://git-lfs.github.com/spec/v1\noid sha256:4D7A214614ab2935c943f9e0ff69"
+	    "d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 1\n",
+	    "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69"
+	    "d22eadbb8f32b1258daaa5e2ca24d17e239\nsize 1\n",
+	    "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69"
+	    "d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 01\n",
+	    "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69"
+	    "d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize -1\n",
+	    "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69"
+	    "d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize \n",
+	    "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69"
+	    "d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 1",
+	    /* more lines: an extension (its content needs another filter), trailing text */
+	    "version https://git-lfs.github.com/spec/v1\next-0-foo sha256:4d7a214614ab2935c943f9e"
+	    "0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\noid sha256:4d7a214614ab2935c943f9e0ff69d"
+	    "22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 1\n",
+	    "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69"
+	    "d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 1\nx y\n",
+	    /* another version, or a too large size */
+	    "version https://hawser.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69d2"
+	    "2eadbb8f32b1258daaa5e2ca24d17e2393\nsize 1\n",
+	    "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69"
+	    "d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 99999999999999999999\n",
+	};
+	struct fs_lfs_ptr p;
+	char big[FS_LFS_POINTER_MAX + 8];
+
+	ck_assert_int_eq(fs_lfs_parse(good, strlen(good), &p), 0);
+	ck_assert_str_eq(p.oid, "4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393");
+	ck_assert_int_eq(p.size, 12345);
+	ck_assert_int_eq(fs_lfs_parse(good, strlen(good) - 1, &p), -EINVAL);
+	for (size_t i = 0; i < ARB_ARRAY_LEN(bad); i++)
+		ck_assert_msg(fs_lfs_parse(bad[i], strlen(bad[i]), &p) == -EINVAL, "accepted #%zu",
+			      i);
+	/* The right form padded past the limit: a pointer is under 1024 bytes. */
+	memset(big, '\n', sizeof(big));
+	memcpy(big, good, strlen(good));
+	ck_assert_int_eq(fs_lfs_parse(big, sizeof(big), &p), -EINVAL);
+}
+END_TEST
+
 static Suite *core_suite(void)
 {
 	Suite *s = suite_create("core");
@@ -710,6 +762,9 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, entry_names);
 	tcase_add_test(tc, open_beneath);
 	tcase_add_test(tc, submodule_names);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("lfs pointers");
+	tcase_add_test(tc, lfs_pointers);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("repository");
 	tcase_add_checked_fixture(tc, repo_setup, repo_teardown);
