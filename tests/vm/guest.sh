@@ -25,7 +25,7 @@ for w in $(cat /proc/cmdline); do
 	esac
 done
 result() {
-	echo "ARB-VM-RESULT: $1 (kernel $(uname -r))"
+	echo "ARB-VM-RESULT: $1 (kernel $(uname -r), $(cut -d' ' -f1 /proc/uptime) s after boot)"
 	sync
 	echo o >/proc/sysrq-trigger 2>/dev/null
 	poweroff -f
@@ -79,7 +79,7 @@ fi
 # asks the system manager to move a process from a root-owned cgroup; this guest has no system
 # manager, so the shell's cgroup is a root-owned one below user@UID.service, which the user
 # manager may move processes out of itself.
-echo "ARB-VM: a systemd user manager for $user"
+echo "ARB-VM: a systemd user manager for $user ($(cut -d' ' -f1 /proc/uptime) s after boot)"
 svc=$cg/user.slice/user-$uid.slice/user@$uid.service
 mkdir -p /run/user/$uid /run/systemd/system $svc/init.scope $svc/login.slice/term.scope
 chown "$user" /run/user/$uid $svc/init.scope $svc/init.scope/* && chmod 0700 /run/user/$uid

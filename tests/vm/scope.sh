@@ -1,12 +1,13 @@
 #!/bin/bash
-# tests/vm/scope.sh BUILD SCOPES [stuck]: run by an ordinary user whose own cgroup's parent it may not
-# write, while its systemd user manager runs (guest.sh starts a real `systemd --user`):
-# --memory, --pids and --cpus go into a transient scope with Delegate=yes that arborinth asks
-# the manager for over D-Bus. A memory hog ended and the kill in the audit, a fork hog held,
-# the scope seen from outside while a box runs (the box's cgroup beside arborinth's leaf, its
-# limits written), and doctor naming that route. SCOPES is where the manager makes scopes
-# (user@UID.service/app.slice). Controls: the route 1 precondition (the parent not writable),
-# and the hog without the limit. With `stuck`: from where the manager may not move us.
+# tests/vm/scope.sh BUILD SCOPES [stuck]: run by an ordinary user whose own cgroup's parent
+# it may not write, while its systemd user manager runs (guest.sh starts a real
+# `systemd --user`): --memory, --pids and --cpus go into a transient scope with Delegate=yes
+# that arborinth asks the manager for over D-Bus. A memory hog ended and the kill in the
+# audit, a fork hog held, --timeout, the scope seen from outside while a box runs (the box's
+# cgroup beside arborinth's leaf, its limits written), doctor naming that route. SCOPES is
+# where the manager makes scopes (user@UID.service/app.slice). Controls: the set-up (the
+# parent not writable), the hog without the limit. `stuck`: from where the manager may not
+# move us.
 set -u
 A=$1/cli/arborinth scopes=$2
 fails=0
@@ -69,9 +70,18 @@ print("forked", n)'
 out=$("$A" shell q --pids 20 -- python3 -c "$pids" 2>&1)
 has '^forked 1[0-9]$' "$out" "--pids 20 holds a fork hog in the manager's scope"
 has 'the box reached its limit of 20 processes' "$out" "--pids says what it did"
+got=0
+out=$("$A" shell q --timeout 2s --memory 64M -- sh -c 'echo started; sleep 60' 2>&1) || got=$?
+if [ "$got" = 124 ] && grep -q '^started$' <<<"$out" &&
+	grep -q -- '--timeout: the box ran out of time' <<<"$out"; then
+	ok "--timeout stops a sleeper in the manager's scope"
+else
+	bad "--timeout 2s: exit $got: $out"
+fi
 out=$("$A" audit q --kind exec --json 2>&1)
 has '"path": ?"--memory"' "$out" "the audit records the --memory kill"
 has '"path": ?"--pids"' "$out" "the audit records the refused forks"
+has '"path": ?"--timeout"' "$out" "the audit records the timeout"
 "$A" audit q --verify >/dev/null 2>&1 && ok "audit --verify" || bad "audit --verify"
 
 # From outside while a box runs: our leaf and the box's cgroup in a scope of the manager.
