@@ -258,8 +258,9 @@ int jail_cgroups_create(const struct jail_box *b, struct jail_cgroups *cg)
 			scoped = NULL;
 			rc = jail_cg2_scope_base(controllers[c].name, controllers[c].option,
 						 &scoped);
-			if (rc < 0 && c == CG_PIDS && b->pids_default) {
-				util_err_clear(); /* the default budget: RLIMIT_NPROC alone */
+			/* As in jail_box_set_limits: RLIMIT_NPROC alone, but not for root. */
+			if (rc < 0 && c == CG_PIDS && (b->pids_default || geteuid() != 0)) {
+				util_err_clear();
 				rc = 0;
 				continue;
 			}
