@@ -153,6 +153,25 @@ bool jail_cg2_is(const char *dir);
 int jail_cg2_base(const char *controller, const char *option, char **out) ARB_MUST_CHECK;
 /* Switches controller on for base's children when it is not; -errno with a message. */
 int jail_cg2_prepare(const char *base, const char *controller, const char *option) ARB_MUST_CHECK;
+/*
+ * As jail_cg2_base, and where our parent is not writable: a transient scope with Delegate=yes
+ * from the systemd user manager (jail_cg2_scope), this process moved into its leaf
+ * "supervisor", and the scope as *out. Moves this process; -errno with a message.
+ */
+int jail_cg2_scope_base(const char *controller, const char *option, char **out) ARB_MUST_CHECK;
+/* cg_base of a limit that goes into a user manager's scope, made when the box runs. */
+#define JAIL_CG_SCOPE "a scope of the systemd user manager (made when the box runs)"
+
+/* ---- the systemd user manager's scope (cgscope.c) -------------------------------------- */
+
+/* Whether a user manager may answer: its private socket, or the user bus, is there. */
+bool jail_cg2_manager(void);
+/*
+ * Asks the user manager for a transient scope with Delegate=yes holding this process and
+ * waits until this process is in it. 0, or -errno with a message naming `option`.
+ */
+int jail_cg2_scope(const char *option) ARB_MUST_CHECK;
+
 /* Writes the v2 limit file(s) of controller in dir (memory: bytes, pids: count, cpu: milli). */
 int jail_cg2_write_limit(const char *dir, const char *controller, int64_t value) ARB_MUST_CHECK;
 

@@ -14,7 +14,8 @@
  * The hierarchies come from a table: the cgroup v1 controllers (memory, pids, cpu), as a
  * hybrid host such as this project's CI mounts them, writable by root; a controller only on
  * the unified hierarchy (cgroup v2, most hosts today) is placed by cgroup2.c, below our
- * cgroup's parent when this user may write it (root's, or a subtree delegated by systemd).
+ * cgroup's parent when this user may write it (root's, or a subtree delegated by systemd),
+ * else in a scope the systemd user manager delegates when the box runs (cgscope.c).
  */
 #include "jail/box_internal.h"
 
@@ -109,6 +110,12 @@ static int usable_base(size_t c, char **base)
 	char *b = find_base(controllers[c].name), *probe = NULL;
 	int rc = b ? 0 : jail_cg2_base(controllers[c].name, controllers[c].option, &b);
 
+	/* Not ours on cgroup v2, but a user manager runs: its scope, made when the box runs. */
+	if (rc == -EACCES && jail_cg2_manager()) {
+		util_err_clear();
+		*base = strdup(JAIL_CG_SCOPE);
+		return *base ? 0 : util_err(-ENOMEM, "out of memory");
+	}
 	probe = b ? util_path_join(b, "cgroup.procs") : NULL;
 	if (rc == 0 && (access(b, W_OK) < 0 || !probe || access(probe, F_OK) < 0))
 		rc = util_err(-EACCES,
@@ -238,22 +245,40 @@ static void remove_stale(const char *base)
 int jail_cgroups_create(const struct jail_box *b, struct jail_cgroups *cg)
 {
 	pid_t tid = gettid(); /* one box at a time per thread */
+	char *scoped = NULL;
 	int rc = 0;
 
 	*cg = (struct jail_cgroups){0};
 	for (size_t c = 0; c < ARB_ARRAY_LEN(controllers) && rc == 0; c++) {
-		if (!limit_of(&b->limits, c) || !b->cg_base[c])
-			continue;
-		bool v2 = jail_cg2_is(b->cg_base[c]);
+		const char *base = b->cg_base[c];
 
-		if (v2 && (rc = jail_cg2_prepare(b->cg_base[c], controllers[c].name,
-						 controllers[c].option)) < 0)
+		if (!limit_of(&b->limits, c) || !base)
+			continue;
+		/* The user manager's scope (cgscope.c); once in it, our parent is the scope. */
+		if (!strcmp(base, JAIL_CG_SCOPE)) {
+			free(scoped);
+			scoped = NULL;
+			rc = jail_cg2_scope_base(controllers[c].name, controllers[c].option,
+						 &scoped);
+			/* As in jail_box_set_limits: RLIMIT_NPROC alone, but not for root. */
+			if (rc < 0 && c == CG_PIDS && (b->pids_default || geteuid() != 0)) {
+				util_err_clear();
+				rc = 0;
+				continue;
+			}
+			if (rc < 0)
+				break;
+			base = scoped;
+		}
+		bool v2 = jail_cg2_is(base);
+
+		if (v2 &&
+		    (rc = jail_cg2_prepare(base, controllers[c].name, controllers[c].option)) < 0)
 			break;
-		remove_stale(b->cg_base[c]);
-		cg->dir[c] = tid == getpid()
-				 ? util_asprintf("%s/arborinth-%d", b->cg_base[c], (int)tid)
-				 : util_asprintf("%s/arborinth-%d.%d", b->cg_base[c], (int)getpid(),
-						 (int)tid);
+		remove_stale(base);
+		cg->dir[c] = tid == getpid() ? util_asprintf("%s/arborinth-%d", base, (int)tid)
+					     : util_asprintf("%s/arborinth-%d.%d", base,
+							     (int)getpid(), (int)tid);
 		cg->procs[c] = cg->dir[c] ? util_path_join(cg->dir[c], "cgroup.procs") : NULL;
 		if (!cg->procs[c]) {
 			rc = util_err(-ENOMEM, "out of memory");
@@ -274,6 +299,7 @@ int jail_cgroups_create(const struct jail_box *b, struct jail_cgroups *cg)
 			rc = write_value(cg->dir[c], controllers[c].files[f],
 					 file_value(&b->limits, c, f), f > 0 && c == CG_MEMORY);
 	}
+	free(scoped);
 	if (rc < 0)
 		jail_cgroups_clear(cg);
 	return rc;
@@ -333,19 +359,30 @@ int jail_limits_probe(char *why, size_t len)
 
 	why[0] = '\0';
 	for (size_t c = 0; c < ARB_ARRAY_LEN(controllers); c++) {
-		char *base = find_base(controllers[c].name);
-		const char *state = !base		     ? "no cgroup v1 controller"
-				    : access(base, W_OK) < 0 ? "its cgroup is not writable"
-							     : NULL;
-		int n;
+		char *base = find_base(controllers[c].name), *v2 = NULL;
+		const char *state = NULL;
+		int n, e;
 
-		if (state)
+		if (base)
+			state = access(base, W_OK) < 0 ? "not writable on cgroup v1"
+						       : "can be placed (cgroup v1)";
+		else if ((e = jail_cg2_base(controllers[c].name, controllers[c].option, &v2)) == 0)
+			state = "can be placed (a cgroup v2 subtree this user may write)";
+		else if (e == -EACCES && jail_cg2_manager())
+			state = "can be placed (a scope of the systemd user manager)";
+		else if (e == -EACCES)
+			state = "no writable cgroup and no systemd user manager";
+		else
+			state = "the controller is not there";
+		util_err_clear();
+		if (strncmp(state, "can be placed", 13))
 			rc = -ENOTSUP;
 		n = snprintf(why + used, len - used, "%s%s %s", used ? ", " : "",
-			     controllers[c].option, state ? state : "can be placed");
+			     controllers[c].option, state);
 		if (n > 0 && (size_t)n < len - used)
 			used += (size_t)n;
 		free(base);
+		free(v2);
 	}
 	return rc;
 }

@@ -5,7 +5,9 @@
  * common ancestor's cgroup.procs; so the box's cgroup is a sibling of ours, below our parent,
  * when that parent is ours to write: root's own cgroup on a host without systemd, or a subtree
  * systemd delegated to the user (user@UID.service and what is below it). The controller is
- * switched on in the parent's cgroup.subtree_control when it is not already.
+ * switched on in the parent's cgroup.subtree_control when it is not already. Where the parent
+ * is not ours, the systemd user manager delegates a scope to us (cgscope.c): we move into a
+ * leaf of it and the scope is the parent.
  */
 #include "jail/box_internal.h"
 
@@ -124,9 +126,10 @@ int jail_cg2_base(const char *controller, const char *option, char **out)
 	}
 	if (access(parent, W_OK) < 0 || access(procs, W_OK) < 0) {
 		rc = util_err(-EACCES,
-			      "%s: cannot place the box on cgroup v2: %s is not writable by this "
-			      "user (run from a delegated cgroup, such as one made by "
-			      "'systemd-run --user --scope -p Delegate=yes', or as root)",
+			      "%s: cannot place limits on cgroup v2: no writable cgroup (%s is "
+			      "not this user's) and no systemd user manager (run inside "
+			      "'systemd-run --user --scope -p Delegate=yes', or see arborinth "
+			      "doctor)",
 			      option, parent);
 		goto out;
 	}
@@ -138,6 +141,39 @@ out:
 	free(parent);
 	free(procs);
 	return rc;
+}
+
+/* Moves this process into a leaf "supervisor" of the cgroup it is in (a delegated scope). */
+static int cg2_into_leaf(const char *option)
+{
+	char *mnt = cg2_mount(), *own = mnt ? cg2_own() : NULL;
+	char *leaf = own ? util_asprintf("%s%s/supervisor", mnt, own) : NULL;
+	int rc = 0;
+
+	if (!leaf)
+		rc = util_err(-ENOENT, "%s: this process has no cgroup v2", option);
+	else if (mkdir(leaf, 0755) < 0 && errno != EEXIST)
+		rc = util_err(-errno, "%s: cannot create %s in the delegated scope: %s", option,
+			      leaf, strerror(errno));
+	if (rc == 0)
+		rc = jail_cg_write(leaf, "cgroup.procs", "0", false);
+	free(leaf);
+	free(own);
+	free(mnt);
+	return rc;
+}
+
+int jail_cg2_scope_base(const char *controller, const char *option, char **out)
+{
+	int rc = jail_cg2_base(controller, option, out);
+
+	if (rc != -EACCES || !jail_cg2_manager())
+		return rc;
+	util_err_clear();
+	rc = jail_cg2_scope(option);
+	if (rc == 0)
+		rc = cg2_into_leaf(option);
+	return rc < 0 ? rc : jail_cg2_base(controller, option, out);
 }
 
 int jail_cg2_prepare(const char *base, const char *controller, const char *option)

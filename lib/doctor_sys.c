@@ -211,8 +211,8 @@ static int check_cgroups(struct doctor *d)
 						  : "unknown";
 	rc = jail_limits_probe(why, sizeof(why));
 	return doctor_add(d, "limits", rc == 0 ? ARB_CHECK_OK : ARB_CHECK_DEGRADED, false,
-			  "run as root, or give this user a delegated cgroup (on systemd: "
-			  "systemd-run --user --scope -p Delegate=yes)",
+			  "run as root, from a delegated cgroup (systemd-run --user --scope -p "
+			  "Delegate=yes), or where this user's systemd user manager runs",
 			  "%s; %s", kind, why);
 }
 

@@ -5,11 +5,12 @@ set -euo pipefail
 
 PKGS=(build-essential cmake ninja-build pkg-config git python3 clang-format cppcheck
       libfuse3-dev fuse3 libgit2-dev libmbedtls-dev libsqlite3-dev sqlite3 libseccomp-dev liburing-dev check
-      libjansson-dev libcurl4-openssl-dev libssl-dev nettle-dev zlib1g-dev libdeflate-dev libhttp-parser-dev bubblewrap libcap2-bin iproute2 procps psmisc
+      libjansson-dev libcurl4-openssl-dev libssl-dev nettle-dev zlib1g-dev libdeflate-dev libhttp-parser-dev libsystemd-dev bubblewrap libcap2-bin iproute2 procps psmisc
       util-linux attr tmux python3-venv python3-setuptools python3-pip
-      qemu-system-x86 busybox-static kmod cpio xz-utils zstd
+      qemu-system-x86 busybox-static kmod cpio xz-utils zstd systemd
       nodejs clang) # qemu-system-x86 ... zstd: the VM lane (tests/vm: Debian's kernels under
-                    # QEMU); nodejs (with npm: nodesource's package here; on stock Debian add
+                    # QEMU; systemd: its user manager in the guest); nodejs (with npm:
+                    # nodesource's package here; on stock Debian add
                     # npm) for the real agent clients in e2e_real_clients; clang for the
                     # libFuzzer target
 # tests/pkg (label pkg): the Debian packages (debhelper, dpkg-dev), fresh Debian 12 and 13

@@ -2,7 +2,8 @@
 # tests/vm/guest.sh: PID 1 of the test VM after switch_root (tests/vm/init). Mounts what a
 # Debian machine has (proc, sys, cgroup v2, /dev/pts, a tmpfs for work), lays out cgroups the
 # way systemd does for a logged-in user (a delegated user@UID.service), runs smoke.sh as root
-# and as an ordinary user, prints one ARB-VM-RESULT line and powers off.
+# and as an ordinary user, refusal.sh, then scope.sh with a real systemd user manager, prints
+# one ARB-VM-RESULT line and powers off.
 # Kernel command line: arb.build=DIR (the build tree) arb.src=DIR (the source tree).
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 mount -t proc proc /proc
@@ -24,7 +25,7 @@ for w in $(cat /proc/cmdline); do
 	esac
 done
 result() {
-	echo "ARB-VM-RESULT: $1 (kernel $(uname -r))"
+	echo "ARB-VM-RESULT: $1 (kernel $(uname -r), $(cut -d' ' -f1 /proc/uptime) s after boot)"
 	sync
 	echo o >/proc/sysrq-trigger 2>/dev/null
 	poweroff -f
@@ -70,6 +71,33 @@ echo "ARB-VM: refusal from a session scope as $user"
 if ! bash -c "echo \$\$ >$cg/user.slice/user-$uid.slice/session-1.scope/cgroup.procs &&
 	cd /vmtmp/$user && exec runuser -u $user -- env HOME=/home/$user TMPDIR=/vmtmp/$user \
 	bash '$src/tests/vm/refusal.sh' '$build'"; then
+	status=FAIL
+fi
+# A real systemd user manager (systemd --user, started as logind would, in user@UID.service
+# with its runtime directory), and the user's shell in a cgroup whose parent it may not write:
+# the limits go into a scope the manager delegates (scope.sh). On a systemd host the manager
+# asks the system manager to move a process from a root-owned cgroup; this guest has no system
+# manager, so the shell's cgroup is a root-owned one below user@UID.service, which the user
+# manager may move processes out of itself.
+echo "ARB-VM: a systemd user manager for $user ($(cut -d' ' -f1 /proc/uptime) s after boot)"
+svc=$cg/user.slice/user-$uid.slice/user@$uid.service
+mkdir -p /run/user/$uid /run/systemd/system $svc/init.scope $svc/login.slice/term.scope
+chown "$user" /run/user/$uid $svc/init.scope $svc/init.scope/* && chmod 0700 /run/user/$uid
+bash -c "echo \$\$ >$svc/init.scope/cgroup.procs && exec runuser -u $user -- env XDG_RUNTIME_DIR=/run/user/$uid \
+	/lib/systemd/systemd --user" >/vmtmp/user-manager.log 2>&1 &
+for _ in $(seq 150); do
+	[ -S /run/user/$uid/systemd/private ] && break
+	sleep 0.2
+done
+if ! bash -c "echo \$\$ >$svc/login.slice/term.scope/cgroup.procs &&
+	cd /vmtmp/$user && exec runuser -u $user -- env HOME=/home/$user TMPDIR=/vmtmp/$user \
+	XDG_RUNTIME_DIR=/run/user/$uid bash '$src/tests/vm/scope.sh' '$build' '$svc/app.slice'"; then
+	tail -20 /vmtmp/user-manager.log
+	status=FAIL
+fi
+if ! bash -c "echo \$\$ >$cg/user.slice/user-$uid.slice/session-1.scope/cgroup.procs &&
+	cd /vmtmp/$user && exec runuser -u $user -- env HOME=/home/$user TMPDIR=/vmtmp/$user \
+	XDG_RUNTIME_DIR=/run/user/$uid bash '$src/tests/vm/scope.sh' '$build' '$svc/app.slice' stuck"; then
 	status=FAIL
 fi
 trap - ERR

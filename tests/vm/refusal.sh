@@ -1,8 +1,9 @@
 #!/bin/bash
 # tests/vm/refusal.sh BUILD: run by an ordinary user from a cgroup it may not write (a login
-# session's scope): --memory and --cpus are refused with one line naming the cgroup and what
-# to do, nothing run; --pids holds there without a cgroup (RLIMIT_NPROC, jail/budget.c); the
-# same box without limits runs.
+# session's scope) with no systemd user manager: --memory and --cpus are refused with one line
+# naming the cgroup and both routes that are missing, nothing run; doctor says the same;
+# --pids holds there without a cgroup (RLIMIT_NPROC, jail/budget.c); the same box without
+# limits runs.
 set -u
 A=$1/cli/arborinth
 fails=0
@@ -14,7 +15,7 @@ for opt in "--memory 64M" "--cpus 1"; do
 	got=0
 	err=$("$A" shell q $opt -- touch ran 2>&1 >/dev/null) || got=$?
 	if [ "$got" != 0 ] && [ "$(grep -c . <<<"$err")" = 1 ] &&
-		grep -q "cannot place the box on cgroup v2: .*session-1.scope\|cannot place the box on cgroup v2: .*user-[0-9]*.slice is not writable by this user" <<<"$err" &&
+		grep -q "cannot place limits on cgroup v2: no writable cgroup (.*user-[0-9]*.slice is not this user's) and no systemd user manager (run inside 'systemd-run --user --scope -p Delegate=yes', or see arborinth doctor)" <<<"$err" &&
 		[ ! -e .git/arborinth/workspaces/q/workdir/ran ]; then
 		echo "ok: $opt refused from a session scope: $err"
 	else
@@ -22,6 +23,13 @@ for opt in "--memory 64M" "--cpus 1"; do
 		fails=$((fails + 1))
 	fi
 done
+out=$("$A" doctor 2>&1)
+if grep -q 'limits .*--memory no writable cgroup and no systemd user manager' <<<"$out"; then
+	echo "ok: doctor says neither route is there"
+else
+	echo "FAIL (refusal): doctor: $(grep limits <<<"$out")"
+	fails=$((fails + 1))
+fi
 hog='import os
 n = 0
 for i in range(60):

@@ -20,6 +20,7 @@ skip() {
 [ "$(id -u)" = 0 ] || skip "the VM lane runs as root (it shares / over 9p)"
 command -v qemu-system-x86_64 >/dev/null || skip "no qemu-system-x86_64"
 command -v busybox >/dev/null || skip "no busybox (busybox-static)"
+[ -x /lib/systemd/systemd ] || skip "no /lib/systemd/systemd (systemd: the guest's user manager)"
 mkdir -p "$cache"
 kdir=$(bash "$src/tests/vm/kernel.sh" "$suite" "$cache")
 initrd=$kdir/initrd.gz
