@@ -129,6 +129,9 @@ GIT_FWD(const char *, git_commit_summary, (git_commit * commit), (commit))
 GIT_FWD(git_time_t, git_commit_time, (const git_commit *commit), (commit))
 GIT_FWD(int, git_commit_tree, (git_tree * *tree_out, const git_commit *commit), (tree_out, commit))
 GIT_FWD(const git_oid *, git_commit_tree_id, (const git_commit *commit), (commit))
+GIT_FREE(git_config_free, (git_config * cfg), cfg)
+GIT_FWD(int, git_config_get_string, (const char **out, const git_config *cfg, const char *name),
+	(out, cfg, name))
 GIT_FWD(int, git_diff_find_similar, (git_diff * diff, const git_diff_find_options *options),
 	(diff, options))
 GIT_FREE(git_diff_free, (git_diff * diff), diff)
@@ -190,17 +193,19 @@ GIT_FWD(int, git_object_peel,
 	(git_object * *peeled, const git_object *object, git_object_t target_type),
 	(peeled, object, target_type))
 GIT_FWD(const char *, git_object_type2string, (git_object_t type), (type))
+GIT_FWD(int, git_odb_add_disk_alternate, (git_odb * odb, const char *path), (odb, path))
 GIT_FWD(int, git_odb_exists, (git_odb * db, const git_oid *id), (db, id))
 GIT_FREE(git_odb_free, (git_odb * db), db)
 GIT_FWD(int, git_odb_hash, (git_oid * out, const void *data, size_t len, git_object_t type),
 	(out, data, len, type))
 GIT_FWD(int, git_odb_hashfile, (git_oid * out, const char *path, git_object_t type),
 	(out, path, type))
+GIT_FWD(int, git_odb_new, (git_odb * *out), (out))
 GIT_FWD(const void *, git_odb_object_data, (git_odb_object * object), (object))
-GIT_FWD(int, git_odb_open, (git_odb * *out, const char *objects_dir), (out, objects_dir))
 GIT_FREE(git_odb_object_free, (git_odb_object * object), object)
 GIT_FWD(size_t, git_odb_object_size, (git_odb_object * object), (object))
 GIT_FWD(git_object_t, git_odb_object_type, (git_odb_object * object), (object))
+GIT_FWD(int, git_odb_open, (git_odb * *out, const char *objects_dir), (out, objects_dir))
 GIT_FWD(int, git_odb_read, (git_odb_object * *out, git_odb *db, const git_oid *id), (out, db, id))
 GIT_FWD(int, git_odb_read_header,
 	(size_t * len_out, git_object_t *type_out, git_odb *db, const git_oid *id),
@@ -234,6 +239,7 @@ GIT_FWD(int, git_reference_name_to_id, (git_oid * out, git_repository *repo, con
 	(out, repo, name))
 GIT_FWD(int, git_reference_next, (git_reference * *out, git_reference_iterator *iter), (out, iter))
 GIT_FWD(int, git_reference_remove, (git_repository * repo, const char *name), (repo, name))
+GIT_FWD(int, git_reference_resolve, (git_reference * *out, const git_reference *ref), (out, ref))
 GIT_FWD(int, git_reference_set_target,
 	(git_reference * *out, git_reference *ref, const git_oid *id, const char *log_message),
 	(out, ref, id, log_message))
@@ -257,6 +263,7 @@ GIT_FWD(int, git_remote_set_url, (git_repository * repo, const char *remote, con
 	(repo, remote, url))
 GIT_FWD(const char *, git_remote_url, (const git_remote *remote), (remote))
 GIT_FWD(const char *, git_repository_commondir, (const git_repository *repo), (repo))
+GIT_FWD(int, git_repository_config_snapshot, (git_config * *out, git_repository *repo), (out, repo))
 GIT_FREE(git_repository_free, (git_repository * repo), repo)
 GIT_FWD(int, git_repository_head, (git_reference * *out, git_repository *repo), (out, repo))
 GIT_FWD(int, git_repository_is_bare, (const git_repository *repo), (repo))

@@ -117,6 +117,13 @@ int core_ws_delete(struct core_project *p, const char *name) ARB_MUST_CHECK;
  */
 int core_objects_view(struct core_project *p, const char *base_hex, char **out) ARB_MUST_CHECK;
 /*
+ * Brings the origin's branches and tags into the workspace's gitdir again (as at create:
+ * core/origin_refs.c) and the objects they reach into its read-only store, before a box
+ * starts; the view must be mounted (the refs are written through it). A no-op for a
+ * workspace made before it had that store. -errno with a message.
+ */
+int core_ws_origin_refresh(struct core_project *p, const struct core_ws *ws) ARB_MUST_CHECK;
+/*
  * `workspace delete --purge`: deletes the workspace if it exists, then removes the audit
  * history of every workspace ever called name (two transactions: a failed purge leaves the
  * history, and running it again finishes). -ENOENT when there is neither.

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "audit/audit.h"
 #include "binds/binds.h"
@@ -257,17 +258,23 @@ static int make_box(const arb_box *spec, const struct core_ws *ws, struct proxy 
 	struct jail_box *b = NULL;
 	const char *helpers = lib_helper_dir();
 	char *init = helpers ? util_path_join(helpers, "arborinth_box_init") : NULL;
-	char *objects = NULL;
+	char *objects = NULL, *store = NULL;
+	struct stat st;
 	int rc;
 
 	cfg.box_init = init;
 	/* Not the origin's whole store: the base's history only (built for older workspaces). */
 	rc = core_objects_view(p, ws->base_commit, &objects);
 	cfg.objects_view = objects;
+	/* Made by core_ws_origin_refresh (older workspaces have none). */
+	if (rc == 0 && (store = util_path_join(ws->root, "origin-objects")) &&
+	    stat(store, &st) == 0 && S_ISDIR(st.st_mode))
+		cfg.origin_store = store;
 	if (rc == 0)
 		rc = jail_box_new(&b, &cfg);
 	free(init);
 	free(objects);
+	free(store);
 
 	if (rc < 0)
 		return rc;
@@ -336,7 +343,9 @@ static int open_ws(const arb_box *b, bool explain, struct core_ws **ws)
 	if (rc == 0)
 		rc = core_ws_get(b->p->core, b->ws_name, ws);
 	/* The view may be down (after a reboot, say): bring it up; explain changes nothing. */
-	if (rc == 0 && !explain && (rc = core_ws_mount(b->p->core, *ws, 0)) < 0) {
+	if (rc == 0 && !explain && (rc = core_ws_mount(b->p->core, *ws, 0)) == 0)
+		rc = core_ws_origin_refresh(b->p->core, *ws); /* the origin's branches as now */
+	if (rc < 0 && *ws) {
 		core_ws_free(*ws);
 		*ws = NULL;
 	}

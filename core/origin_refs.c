@@ -1,0 +1,205 @@
+/*
+ * core/origin_refs.c: the origin's branches and tags, shown read-only in a workspace.
+ *
+ * The origin's refs/heads/X become refs/remotes/origin/X in the workspace's gitdir and its
+ * refs/tags/X stay refs/tags/X, so `git log origin/main`, `git rebase origin/main` and
+ * `git describe` work in the box; create also makes a local branch of the origin's current
+ * one (`git log main`), refs/remotes/origin/HEAD, and sets it as the workspace branch's
+ * upstream (core/gitdir.c). They are written at create and again at each box start
+ * (core_ws_origin_refresh): remote-tracking refs replaced, tags only added (a tag the box
+ * moved stays the box's). Before any ref is written, the objects they reach are put in the
+ * workspace's own read-only store NAME/origin-objects (core_objects_tips), the second line of
+ * the gitdir's alternates; the base's store has the rest.
+ *
+ * Nothing flows back: what the box does to these refs stays in its gitdir, and host commands
+ * read only the branch arborinth/NAME from it (core/ws_read.c). The gitdir is the box's, so at
+ * refresh it is written through the mounted view (the daemon sees every write), one
+ * component at a time without following a symlink (core_open_beneath).
+ */
+#include "core/core_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void core_origin_refs_clear(struct core_origin_refs *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		free(r->names[i]);
+	free(r->names);
+	free(r->ids);
+	free(r->head);
+	memset(r, 0, sizeof(*r));
+}
+
+static int refs_push(struct core_origin_refs *r, const char *name, const git_oid *id)
+{
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? 2 * r->cap : 64;
+		char **names = realloc(r->names, cap * sizeof(*names));
+		git_oid *ids = names ? realloc(r->ids, cap * sizeof(*ids)) : NULL;
+
+		if (names)
+			r->names = names;
+		if (!ids)
+			return -ENOMEM;
+		r->ids = ids;
+		r->cap = cap;
+	}
+	if (!(r->names[r->n] = strdup(name)))
+		return -ENOMEM;
+	r->ids[r->n++] = *id;
+	return 0;
+}
+
+static int refs_glob(git_repository *repo, const char *glob, struct core_origin_refs *r)
+{
+	git_reference_iterator *it = NULL;
+	git_reference *ref;
+	int rc = git_reference_iterator_glob_new(&it, repo, glob) < 0 ? -EIO : 0;
+
+	while (rc == 0 && git_reference_next(&ref, it) == 0) {
+		git_reference *res = NULL;
+
+		/* A symbolic ref under refs/heads is shown as what it names (or left out). */
+		if (git_reference_resolve(&res, ref) == 0 && git_reference_target(res))
+			rc = refs_push(r, git_reference_name(ref), git_reference_target(res));
+		git_reference_free(res);
+		git_reference_free(ref);
+	}
+	git_reference_iterator_free(it);
+	if (rc == -EIO)
+		return util_err(rc, "cannot list the origin's %s: %s", glob,
+				git_error_last()->message);
+	return rc < 0 ? util_err(rc, "out of memory") : 0;
+}
+
+int core_origin_refs_read(struct core_project *p, struct core_origin_refs *out)
+{
+	git_repository *repo = core_project_repo(p);
+	struct core_head head = {0};
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!repo)
+		return -EIO;
+	rc = refs_glob(repo, "refs/heads/*", out);
+	rc = rc ?: refs_glob(repo, "refs/tags/*", out);
+	/* The origin's current branch, for a local branch of its name and the upstream. */
+	if (rc == 0 && core_project_head(p, &head) == 0 && head.branch && !head.unborn &&
+	    strncmp(head.branch, "arborinth/", 10) && strcmp(head.branch, "arborinth"))
+		out->head = strdup(head.branch);
+	free(head.branch);
+	if (rc < 0)
+		core_origin_refs_clear(out);
+	return rc;
+}
+
+/* The directory of refname's last component beneath gitfd, made when missing: fd or -errno. */
+static int ref_dir(int gitfd, const char *refname, const char **leaf)
+{
+	char comp[256];
+	int cur = fcntl(gitfd, F_DUPFD_CLOEXEC, 0);
+	const char *s = refname;
+
+	if (cur < 0)
+		return -errno;
+	for (const char *sl; cur >= 0 && (sl = strchr(s, '/')); s = sl + 1) {
+		size_t n = (size_t)(sl - s);
+		int fd;
+
+		if (n == 0 || n >= sizeof(comp)) {
+			close(cur);
+			return -EINVAL;
+		}
+		memcpy(comp, s, n);
+		comp[n] = '\0';
+		fd = core_open_beneath(cur, comp, O_RDONLY | O_DIRECTORY, 0);
+		if (fd < 0 && errno == ENOENT && mkdirat(cur, comp, 0755) == 0)
+			fd = core_open_beneath(cur, comp, O_RDONLY | O_DIRECTORY, 0);
+		if (fd < 0)
+			fd = -errno;
+		close(cur);
+		cur = fd;
+	}
+	*leaf = s;
+	return cur;
+}
+
+/* gitfd/refname = text; with keep, an existing name (whatever it is) is left alone. */
+static int put_ref(int gitfd, const char *refname, const char *text, bool keep)
+{
+	const char *leaf = NULL;
+	struct stat st;
+	int dir = ref_dir(gitfd, refname, &leaf), rc = 0;
+
+	if (dir < 0)
+		return dir;
+	if (!core_entry_name_ok(leaf, strlen(leaf)))
+		rc = -EINVAL;
+	else if (!keep || fstatat(dir, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		rc = util_write_file_at(dir, leaf, text, strlen(text), 0644, (uid_t)-1, (gid_t)-1);
+	close(dir);
+	return rc;
+}
+
+int core_origin_refs_write(int gitfd, const struct core_origin_refs *r, bool create)
+{
+	char line[GIT_OID_HEXSZ + 2];
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < r->n; i++) {
+		const char *name = r->names[i];
+		char *dest = NULL;
+		bool branch = !strncmp(name, "refs/heads/", 11);
+
+		snprintf(line, sizeof(line), "%s\n", git_oid_tostr_s(&r->ids[i]));
+		dest = branch ? util_asprintf("refs/remotes/origin/%s", name + 11) : strdup(name);
+		if (!dest)
+			return util_err(-ENOMEM, "out of memory");
+		rc = put_ref(gitfd, dest, line, !branch);
+		if (rc == 0 && create && branch && r->head && !strcmp(name + 11, r->head))
+			rc = put_ref(gitfd, name, line, true); /* `git log main` */
+		if (rc < 0)
+			rc = util_err(rc, "cannot write %s in the workspace's gitdir: %s", dest,
+				      strerror(-rc));
+		free(dest);
+	}
+	if (rc == 0 && create && r->head) {
+		char *sym = util_asprintf("ref: refs/remotes/origin/%s\n", r->head);
+
+		rc = sym ? put_ref(gitfd, "refs/remotes/origin/HEAD", sym, false) : -ENOMEM;
+		free(sym);
+	}
+	return rc;
+}
+
+int core_ws_origin_refresh(struct core_project *p, const struct core_ws *ws)
+{
+	struct core_origin_refs r = {0};
+	char *store = util_path_join(ws->root, CORE_ORIGIN_OBJECTS);
+	char *git = util_path_join(ws->workdir, ".git");
+	struct stat st;
+	int rc = store && git ? 0 : -ENOMEM, gitfd = -1;
+
+	/* A workspace made before its gitdir named the store has none: nothing to refresh. */
+	if (rc < 0 || lstat(store, &st) < 0 || !S_ISDIR(st.st_mode))
+		goto out;
+	core_git_ready();
+	rc = core_origin_refs_read(p, &r);
+	rc = rc ?: core_objects_tips(p, ws->base_commit, store, r.ids, r.n);
+	if (rc == 0 && (gitfd = open(git, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		rc = util_err(-errno, "cannot open %s: %s", git, strerror(errno));
+	rc = rc ?: core_origin_refs_write(gitfd, &r, false);
+out:
+	if (gitfd >= 0)
+		close(gitfd);
+	core_origin_refs_clear(&r);
+	free(store);
+	free(git);
+	return rc < 0 ? rc : 0;
+}
