@@ -18,8 +18,10 @@
  */
 #include "core/core_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,7 +132,23 @@ static int ref_dir(int gitfd, const char *refname, const char **leaf)
 	return cur;
 }
 
-/* gitfd/refname = text; with keep, an existing name (whatever it is) is left alone. */
+/* Whether dir/leaf is a regular file holding exactly text (read without blocking). */
+static bool holds(int dir, const char *leaf, const char *text)
+{
+	char buf[128];
+	size_t len = strlen(text);
+	int fd = core_open_read_beneath(dir, leaf, false);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	return n >= 0 && (size_t)n == len && !memcmp(buf, text, len);
+}
+
+/*
+ * gitfd/refname = text, unless it holds that already; with keep, an existing name (whatever it
+ * is) is left alone.
+ */
 static int put_ref(int gitfd, const char *refname, const char *text, bool keep)
 {
 	const char *leaf = NULL;
@@ -141,7 +159,7 @@ static int put_ref(int gitfd, const char *refname, const char *text, bool keep)
 		return dir;
 	if (!core_entry_name_ok(leaf, strlen(leaf)))
 		rc = -EINVAL;
-	else if (!keep || fstatat(dir, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	else if (keep ? fstatat(dir, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0 : !holds(dir, leaf, text))
 		rc = util_write_file_at(dir, leaf, text, strlen(text), 0644, (uid_t)-1, (gid_t)-1);
 	close(dir);
 	return rc;
@@ -178,16 +196,104 @@ int core_origin_refs_write(int gitfd, const struct core_origin_refs *r, bool cre
 	return rc;
 }
 
+/* FNV-1a over len bytes, continuing from h. */
+static uint64_t fnv(uint64_t h, const void *data, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ ((const unsigned char *)data)[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static uint64_t fnv_stat(uint64_t h, const char *name, const struct stat *st)
+{
+	int64_t v[4] = {(int64_t)st->st_ino, (int64_t)st->st_size, (int64_t)st->st_mtim.tv_sec,
+			(int64_t)st->st_mtim.tv_nsec};
+
+	h = fnv(h, name, strlen(name) + 1);
+	return fnv(h, v, sizeof(v));
+}
+
+/* Every directory under dir/name (depth bounded) into h: a ref written renames into one. */
+static uint64_t fnv_dirs(uint64_t h, int dir, const char *name, int depth)
+{
+	int fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	struct stat st;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return fnv(h, "-", 1);
+	}
+	if (fstat(dirfd(d), &st) == 0)
+		h = fnv_stat(h, name, &st);
+	while (depth < 16 && (e = readdir(d)))
+		if (e->d_name[0] != '.' && e->d_type == DT_DIR)
+			h = fnv_dirs(h, dirfd(d), e->d_name, depth + 1);
+	closedir(d);
+	return h;
+}
+
+/*
+ * What the origin's refs look like from outside, without libgit2: HEAD, packed-refs,
+ * reftable's list, and every directory under refs/heads and refs/tags (git writes a ref by
+ * renaming its lock file into its directory). Equal to the last refresh's: nothing to do.
+ */
+static uint64_t origin_stamp(const struct core_project *p)
+{
+	static const char *const files[] = {"packed-refs", "reftable/tables.list"};
+	int common = open(p->commondir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char *head = util_path_join(p->gitdir, "HEAD");
+	uint64_t h = 0xcbf29ce484222325ull;
+	struct stat st;
+
+	if (head && stat(head, &st) == 0)
+		h = fnv_stat(h, "HEAD", &st);
+	for (size_t i = 0; common >= 0 && i < ARB_ARRAY_LEN(files); i++)
+		if (fstatat(common, files[i], &st, 0) == 0)
+			h = fnv_stat(h, files[i], &st);
+	if (common >= 0) {
+		h = fnv_dirs(h, common, "refs", 16); /* refs/ itself: refs/tags made anew */
+		h = fnv_dirs(h, common, "refs/heads", 0);
+		h = fnv_dirs(h, common, "refs/tags", 0);
+		close(common);
+	}
+	free(head);
+	return h;
+}
+
+/* The box's refs/remotes/origin as the view shows it: one the box removed is written again. */
+static uint64_t box_stamp(const struct core_ws *ws)
+{
+	char *path = util_asprintf("%s/.git/refs/remotes/origin", ws->workdir);
+	struct stat st;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	if (path && lstat(path, &st) == 0)
+		h = fnv_stat(h, "origin", &st);
+	free(path);
+	return h;
+}
+
 int core_ws_origin_refresh(struct core_project *p, const struct core_ws *ws)
 {
 	struct core_origin_refs r = {0};
 	char *store = util_path_join(ws->root, CORE_ORIGIN_OBJECTS);
 	char *git = util_path_join(ws->workdir, ".git");
+	char *stamp_path = util_path_join(ws->root, "origin-refs.stamp"), *old = NULL;
+	char stamp[40];
 	struct stat st;
-	int rc = store && git ? 0 : -ENOMEM, gitfd = -1;
+	size_t len;
+	int rc = store && git && stamp_path ? 0 : -ENOMEM, gitfd = -1;
 
 	/* A workspace made before its gitdir named the store has none: nothing to refresh. */
 	if (rc < 0 || lstat(store, &st) < 0 || !S_ISDIR(st.st_mode))
+		goto out;
+	/* The origin's refs, and the box's copy of its branches, as at the last refresh. */
+	snprintf(stamp, sizeof(stamp), "%016llx %016llx\n", (unsigned long long)origin_stamp(p),
+		 (unsigned long long)box_stamp(ws));
+	if (util_read_file(stamp_path, &old, &len) == 0 && !strcmp(old, stamp))
 		goto out;
 	core_git_ready();
 	rc = core_origin_refs_read(p, &r);
@@ -195,7 +301,14 @@ int core_ws_origin_refresh(struct core_project *p, const struct core_ws *ws)
 	if (rc == 0 && (gitfd = open(git, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		rc = util_err(-errno, "cannot open %s: %s", git, strerror(errno));
 	rc = rc ?: core_origin_refs_write(gitfd, &r, false);
+	if (rc == 0) /* a hint only: without it, the next start refreshes */
+		snprintf(stamp + 17, sizeof(stamp) - 17, "%016llx\n",
+			 (unsigned long long)box_stamp(ws));
+	if (rc == 0 && util_write_file(stamp_path, stamp, strlen(stamp), 0644) < 0)
+		util_err_clear();
 out:
+	free(stamp_path);
+	free(old);
 	if (gitfd >= 0)
 		close(gitfd);
 	core_origin_refs_clear(&r);

@@ -343,8 +343,14 @@ static int open_ws(const arb_box *b, bool explain, struct core_ws **ws)
 	if (rc == 0)
 		rc = core_ws_get(b->p->core, b->ws_name, ws);
 	/* The view may be down (after a reboot, say): bring it up; explain changes nothing. */
-	if (rc == 0 && !explain && (rc = core_ws_mount(b->p->core, *ws, 0)) == 0)
-		rc = core_ws_origin_refresh(b->p->core, *ws); /* the origin's branches as now */
+	if (rc == 0 && !explain && (rc = core_ws_mount(b->p->core, *ws, 0)) == 0 &&
+	    core_ws_origin_refresh(b->p->core, *ws) < 0) {
+		/* The box still works, on the refs it had (what it broke in its gitdir, say). */
+		fprintf(stderr,
+			"arborinth: warning: the origin's branches were not refreshed: %s\n",
+			util_err_msg());
+		util_err_clear();
+	}
 	if (rc < 0 && *ws) {
 		core_ws_free(*ws);
 		*ws = NULL;

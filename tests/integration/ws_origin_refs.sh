@@ -120,6 +120,27 @@ checks() {
 	expect_eq "$(printf 'box work\nadvanced\nsecond\nv2\nwfile')" "$OUT" \
 		"refreshed at the next shell: rebase onto the new origin/main, its tag there"
 
+	# New branches (a new directory), packed refs: seen at the next start too.
+	git -C "$O" branch topic/x HEAD~1
+	git -C "$O" pack-refs --all
+	git -C "$O" branch -f feat HEAD
+	expect_status 0 "new refs" -- "$ARB" shell w -- git rev-parse origin/topic/x origin/feat
+	expect_eq "$(git -C "$O" rev-parse topic/x feat)" "$OUT" "a new nested branch and a packed one refreshed"
+
+	# The box plants a symlink where the refresh writes: nothing is written through it, the
+	# box still starts (a warning), and the target is untouched.
+	mkdir "$d/target"
+	git -C "$O" -c commit.gpgSign=false commit -q --allow-empty -m bump
+	expect_status 0 "plant" -- "$ARB" shell w -- sh -c \
+		"rm -rf .git/refs/remotes/origin && ln -s '$d/target' .git/refs/remotes/origin"
+	git -C "$O" -c commit.gpgSign=false commit -q --allow-empty -m bump2
+	expect_status 0 "repair" -- "$ARB" shell w -- sh -c 'rm .git/refs/remotes/origin'
+	expect_match "warning: the origin's branches were not refreshed" "$ERR" "the refresh refuses the symlink"
+	expect_eq "" "$(ls -A "$d/target")" "nothing written through the box's symlink"
+	expect_status 0 "repaired" -- "$ARB" shell w -- git rev-parse origin/main
+	expect_eq "$(git -C "$O" rev-parse main)" "$OUT" "refreshed again once the box removed it"
+	expect_status 0 "reset" -- "$ARB" shell w -- git reset -q --hard origin/main~1
+
 	# --- nothing flows back ----------------------------------------------------------------
 	local before after
 	before=$(git -C "$O" for-each-ref --format='%(refname) %(objectname)')
