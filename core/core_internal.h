@@ -43,12 +43,13 @@ int core_gitdir_write(struct core_project *p, const char *gitdir, const char *na
 /*
  * The origin's branches and tags as a workspace shows them (core/origin_refs.c): names
  * (refs/heads/X, refs/tags/X) with their ids, and the origin's current branch (NULL when
- * detached or unborn). core_origin_refs_write puts them into the gitdir gitfd (branches as
- * refs/remotes/origin/X, tags added only); with create also the local branch of the current
- * one and refs/remotes/origin/HEAD. Their objects go first into the workspace's store
- * NAME/CORE_ORIGIN_OBJECTS: core_objects_tips (core/objects_view.c) copies there what the n
- * tips reach beyond the base's store and earlier copies, each copy a directory published
- * whole and named in the store's info/alternates.
+ * detached or unborn). core_origin_refs_write puts them into the gitdir gitfd: without last
+ * (create) as one packed-refs (branches as refs/remotes/origin/X, tags, the local branch of
+ * the current one) and refs/remotes/origin/HEAD; with last (what the previous call wrote) the
+ * branches as loose refs where they differ, and the tags not in last. Their objects go first into
+ * the workspace's store NAME/CORE_ORIGIN_OBJECTS: core_objects_tips (core/objects_view.c) copies
+ * there what the n tips reach beyond the base's store and earlier copies, each copy a directory
+ * published whole and named in the store's info/alternates.
  */
 #define CORE_ORIGIN_OBJECTS "origin-objects"
 struct core_origin_refs {
@@ -59,7 +60,11 @@ struct core_origin_refs {
 };
 int core_origin_refs_read(struct core_project *p, struct core_origin_refs *out) ARB_MUST_CHECK;
 void core_origin_refs_clear(struct core_origin_refs *r);
-int core_origin_refs_write(int gitfd, const struct core_origin_refs *r, bool create) ARB_MUST_CHECK;
+int core_origin_refs_write(int gitfd, const struct core_origin_refs *r,
+			   const struct core_origin_refs *last) ARB_MUST_CHECK;
+/* The refs given to the workspace last (NAME/CORE_ORIGIN_REFS_LAST): new tags are added. */
+#define CORE_ORIGIN_REFS_LAST "origin-refs.last"
+int core_origin_refs_save(const char *path, const struct core_origin_refs *r) ARB_MUST_CHECK;
 int core_objects_tips(struct core_project *p, const char *base_hex, const char *store,
 		      const git_oid *tips, size_t n) ARB_MUST_CHECK;
 

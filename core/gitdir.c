@@ -310,7 +310,7 @@ int core_gitdir_write(struct core_project *p, const char *gitdir, const char *na
 		int fd = open(gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 		rc = fd < 0 ? util_err(-errno, "cannot open %s: %s", gitdir, strerror(errno))
-			    : core_origin_refs_write(fd, refs, true);
+			    : core_origin_refs_write(fd, refs, NULL);
 		if (fd >= 0)
 			close(fd);
 	}

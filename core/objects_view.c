@@ -583,7 +583,8 @@ static int tips_alternates(const char *store, const struct store_ent *v, size_t 
 	int rc = text && path && info ? util_mkdir_p(info, 0755) : -ENOMEM;
 
 	for (size_t i = 0; rc == 0 && i < n; i++) {
-		char *t = util_asprintf("%s%s/%s\n", text, store, v[i].hex);
+		/* Relative to the store (git reads them so): it was made in a staging directory. */
+		char *t = util_asprintf("%s%s\n", text, v[i].hex);
 
 		free(text);
 		if (!(text = t))

@@ -165,34 +165,158 @@ static int put_ref(int gitfd, const char *refname, const char *text, bool keep)
 	return rc;
 }
 
-int core_origin_refs_write(int gitfd, const struct core_origin_refs *r, bool create)
+/* Where name (refs/heads/X or refs/tags/X) goes in the workspace; caller frees. */
+static char *dest_of(const char *name)
 {
-	char line[GIT_OID_HEXSZ + 2];
-	int rc = 0;
+	if (!strncmp(name, "refs/heads/", 11))
+		return util_asprintf("refs/remotes/origin/%s", name + 11);
+	return strdup(name);
+}
+
+struct line {
+	char *dest;
+	const git_oid *id;
+};
+
+static int line_order(const void *a, const void *b)
+{
+	return strcmp(((const struct line *)a)->dest, ((const struct line *)b)->dest);
+}
+
+/*
+ * At create, in one file: packed-refs (sorted, as git writes it) with every branch as
+ * refs/remotes/origin/X, every tag, and the local branch of the origin's current one.
+ */
+static int write_packed(int gitfd, const struct core_origin_refs *r)
+{
+	struct line *v = calloc(r->n + 1, sizeof(*v)); /* + the local branch */
+	size_t n = 0, len = 0;
+	char *text = NULL;
+	FILE *f = NULL;
+	int rc = v ? 0 : -ENOMEM;
 
 	for (size_t i = 0; rc == 0 && i < r->n; i++) {
 		const char *name = r->names[i];
-		char *dest = NULL;
-		bool branch = !strncmp(name, "refs/heads/", 11);
 
+		if (!(v[n++] = (struct line){dest_of(name), &r->ids[i]}).dest)
+			rc = -ENOMEM;
+		else if (r->head && !strncmp(name, "refs/heads/", 11) &&
+			 !strcmp(name + 11, r->head) &&
+			 !(v[n++] = (struct line){strdup(name), &r->ids[i]}).dest)
+			rc = -ENOMEM; /* `git log main` */
+	}
+	if (rc == 0 && n)
+		qsort(v, n, sizeof(*v), line_order);
+	if (rc == 0 && !(f = open_memstream(&text, &len)))
+		rc = -ENOMEM;
+	if (f) {
+		fputs("# pack-refs with: sorted \n", f);
+		for (size_t i = 0; i < n; i++)
+			fprintf(f, "%s %s\n", git_oid_tostr_s(v[i].id), v[i].dest);
+		if (fclose(f) != 0)
+			rc = -ENOMEM;
+	}
+	if (rc == 0)
+		rc =
+		    util_write_file_at(gitfd, "packed-refs", text, len, 0644, (uid_t)-1, (gid_t)-1);
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i].dest);
+	free(v);
+	free(text);
+	return rc;
+}
+
+static int name_order(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int core_origin_refs_write(int gitfd, const struct core_origin_refs *r,
+			   const struct core_origin_refs *last)
+{
+	char line[GIT_OID_HEXSZ + 2];
+	char **known = NULL;
+	int rc = 0;
+
+	if (!last) { /* create */
+		rc = write_packed(gitfd, r);
+		if (rc == 0 && r->head) {
+			char *sym = util_asprintf("ref: refs/remotes/origin/%s\n", r->head);
+
+			rc = sym ? put_ref(gitfd, "refs/remotes/origin/HEAD", sym, false) : -ENOMEM;
+			free(sym);
+		}
+		return rc < 0 ? util_err(rc,
+					 "cannot write the origin's refs in the workspace's "
+					 "gitdir: %s",
+					 strerror(-rc))
+			      : 0;
+	}
+	/* The tags given before, to add only new ones (what the box did with those is its own). */
+	if (last->n && !(known = malloc(last->n * sizeof(*known))))
+		return util_err(-ENOMEM, "out of memory");
+	if (known) {
+		memcpy(known, last->names, last->n * sizeof(*known));
+		qsort(known, last->n, sizeof(*known), name_order);
+	}
+	for (size_t i = 0; rc == 0 && i < r->n; i++) {
+		const char *name = r->names[i];
+		bool branch = !strncmp(name, "refs/heads/", 11);
+		char *dest;
+
+		if (!branch && known && bsearch(&name, known, last->n, sizeof(*known), name_order))
+			continue;
 		snprintf(line, sizeof(line), "%s\n", git_oid_tostr_s(&r->ids[i]));
-		dest = branch ? util_asprintf("refs/remotes/origin/%s", name + 11) : strdup(name);
-		if (!dest)
-			return util_err(-ENOMEM, "out of memory");
+		if (!(dest = dest_of(name))) {
+			rc = util_err(-ENOMEM, "out of memory");
+			break;
+		}
 		rc = put_ref(gitfd, dest, line, !branch);
-		if (rc == 0 && create && branch && r->head && !strcmp(name + 11, r->head))
-			rc = put_ref(gitfd, name, line, true); /* `git log main` */
 		if (rc < 0)
 			rc = util_err(rc, "cannot write %s in the workspace's gitdir: %s", dest,
 				      strerror(-rc));
 		free(dest);
 	}
-	if (rc == 0 && create && r->head) {
-		char *sym = util_asprintf("ref: refs/remotes/origin/%s\n", r->head);
+	free(known);
+	return rc;
+}
 
-		rc = sym ? put_ref(gitfd, "refs/remotes/origin/HEAD", sym, false) : -ENOMEM;
-		free(sym);
+int core_origin_refs_save(const char *path, const struct core_origin_refs *r)
+{
+	size_t len = 0;
+	char *text = NULL;
+	FILE *f = open_memstream(&text, &len);
+	int rc = f ? 0 : -ENOMEM;
+
+	for (size_t i = 0; f && i < r->n; i++)
+		fprintf(f, "%s %s\n", git_oid_tostr_s(&r->ids[i]), r->names[i]);
+	if (f && fclose(f) != 0)
+		rc = -ENOMEM;
+	rc = rc ?: util_write_file(path, text, len, 0644);
+	free(text);
+	return rc;
+}
+
+/* What core_origin_refs_save wrote (arborinth's own file); a missing one is empty. */
+static int refs_load(const char *path, struct core_origin_refs *out)
+{
+	char *text = NULL, *save = NULL;
+	size_t len = 0;
+	int rc = util_read_file(path, &text, &len);
+
+	memset(out, 0, sizeof(*out));
+	if (rc < 0) {
+		util_err_clear();
+		return rc == -ENOENT ? 0 : rc;
 	}
+	for (char *l = strtok_r(text, "\n", &save); rc == 0 && l; l = strtok_r(NULL, "\n", &save)) {
+		git_oid id;
+
+		if (strlen(l) > GIT_OID_HEXSZ + 1 && l[GIT_OID_HEXSZ] == ' ' &&
+		    git_oid_fromstrn(&id, l, GIT_OID_HEXSZ) == 0)
+			rc = refs_push(out, l + GIT_OID_HEXSZ + 1, &id);
+	}
+	free(text);
 	return rc;
 }
 
@@ -282,10 +406,12 @@ int core_ws_origin_refresh(struct core_project *p, const struct core_ws *ws)
 	char *store = util_path_join(ws->root, CORE_ORIGIN_OBJECTS);
 	char *git = util_path_join(ws->workdir, ".git");
 	char *stamp_path = util_path_join(ws->root, "origin-refs.stamp"), *old = NULL;
+	char *last_path = util_path_join(ws->root, CORE_ORIGIN_REFS_LAST);
+	struct core_origin_refs last = {0};
 	char stamp[40];
 	struct stat st;
 	size_t len;
-	int rc = store && git && stamp_path ? 0 : -ENOMEM, gitfd = -1;
+	int rc = store && git && stamp_path && last_path ? 0 : -ENOMEM, gitfd = -1;
 
 	/* A workspace made before its gitdir named the store has none: nothing to refresh. */
 	if (rc < 0 || lstat(store, &st) < 0 || !S_ISDIR(st.st_mode))
@@ -300,7 +426,9 @@ int core_ws_origin_refresh(struct core_project *p, const struct core_ws *ws)
 	rc = rc ?: core_objects_tips(p, ws->base_commit, store, r.ids, r.n);
 	if (rc == 0 && (gitfd = open(git, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		rc = util_err(-errno, "cannot open %s: %s", git, strerror(errno));
-	rc = rc ?: core_origin_refs_write(gitfd, &r, false);
+	rc = rc ?: refs_load(last_path, &last);
+	rc = rc ?: core_origin_refs_write(gitfd, &r, &last);
+	rc = rc ?: core_origin_refs_save(last_path, &r);
 	if (rc == 0) /* a hint only: without it, the next start refreshes */
 		snprintf(stamp + 17, sizeof(stamp) - 17, "%016llx\n",
 			 (unsigned long long)box_stamp(ws));
@@ -312,6 +440,8 @@ out:
 	if (gitfd >= 0)
 		close(gitfd);
 	core_origin_refs_clear(&r);
+	core_origin_refs_clear(&last);
+	free(last_path);
 	free(store);
 	free(git);
 	return rc < 0 ? rc : 0;

@@ -37,17 +37,21 @@ static int write_git(struct core_project *p, const char *dir, const char *root, 
 	char hex[GIT_OID_HEXSZ + 1];
 	char *store = util_path_join(dir, CORE_ORIGIN_OBJECTS);
 	char *final = util_path_join(root, CORE_ORIGIN_OBJECTS);
-	char *git = util_path_join(dir, "git");
+	char *git = util_path_join(dir, "git"), *last = NULL;
 	int rc = store && final && git ? 0 : -ENOMEM;
 
 	git_oid_tostr(hex, sizeof(hex), base);
 	rc = rc ?: core_origin_refs_read(p, &refs);
 	rc = rc ?: core_objects_tips(p, hex, store, refs.ids, refs.n);
 	rc = rc ?: core_gitdir_write(p, git, name, base, final, &refs);
+	if (rc == 0 && !(last = util_path_join(dir, CORE_ORIGIN_REFS_LAST)))
+		rc = -ENOMEM;
+	rc = rc ?: core_origin_refs_save(last, &refs);
 	core_origin_refs_clear(&refs);
 	free(store);
 	free(final);
 	free(git);
+	free(last);
 	return rc;
 }
 

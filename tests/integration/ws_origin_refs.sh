@@ -60,7 +60,7 @@ fsm_check() {
 
 # The checks, in $1 (a fresh directory) as whoever runs them; $2: the new git or "".
 checks() {
-	local d=$1 NEW=$2 O W OUT2 head1 main0 feat
+	local d=$1 NEW=$2 O V head1 main0 feat
 	O="$d/o"
 	export HOME="$d/home" XDG_CONFIG_HOME="$d/home/.config"
 	mkdir -p "$HOME/.config"
@@ -96,6 +96,10 @@ checks() {
 	main0=$(git -C "$O" rev-parse main)
 	cd "$O"
 	expect_status 0 "create" -- "$ARB" workspace create w
+	V=$(sed -n 's/^ *workdir: *//p' <<<"$OUT")
+	expect_status 0 "host git in the view" -- git -C "$V" \
+		cat-file -p origin/feat:feat.txt
+	expect_eq "feat" "$OUT" "right after create, the view's git reads the origin's branch"
 
 	# --- the origin's refs in the box ------------------------------------------------------
 	expect_status 0 "refs in the box" -- "$ARB" shell w -- sh -c \
