@@ -343,15 +343,7 @@ static int open_ws(const arb_box *b, bool explain, struct core_ws **ws)
 	if (rc == 0)
 		rc = core_ws_get(b->p->core, b->ws_name, ws);
 	/* The view may be down (after a reboot, say): bring it up; explain changes nothing. */
-	if (rc == 0 && !explain && (rc = core_ws_mount(b->p->core, *ws, 0)) == 0 &&
-	    core_ws_origin_refresh(b->p->core, *ws) < 0) {
-		/* The box still works, on the refs it had (what it broke in its gitdir, say). */
-		fprintf(stderr,
-			"arborinth: warning: the origin's branches were not refreshed: %s\n",
-			util_err_msg());
-		util_err_clear();
-	}
-	if (rc < 0 && *ws) {
+	if (rc == 0 && !explain && (rc = core_ws_mount(b->p->core, *ws, 0)) < 0) {
 		core_ws_free(*ws);
 		*ws = NULL;
 	}
@@ -394,6 +386,22 @@ out:
 
 /* ---- running ----------------------------------------------------------------------------- */
 
+/*
+ * The origin's branches and tags as they are now, written through the view once the session
+ * is in the audit log (the daemon ties a writer to a session by its process; a write of this
+ * process before the session began would tie it to none, and the box's writes with it).
+ */
+static void origin_refresh(const arb_box *b, const struct core_ws *ws)
+{
+	if (core_ws_origin_refresh(b->p->core, ws) < 0) {
+		/* The box still works, on the refs it had (what it broke in its gitdir, say). */
+		fprintf(stderr,
+			"arborinth: warning: the origin's branches were not refreshed: %s\n",
+			util_err_msg());
+		util_err_clear();
+	}
+}
+
 static int run_none(const arb_box *b, const struct core_ws *ws, char *const argv[],
 		    struct arb_run_result *res)
 {
@@ -403,6 +411,7 @@ static int run_none(const arb_box *b, const struct core_ws *ws, char *const argv
 	if (rc < 0)
 		return rc;
 	res->session = audit_session_id(session);
+	origin_refresh(b, ws);
 	lib_session_checkpoint(b->p->core, ws, session, "start");
 	rc = jail_none_run(ws->workdir, argv, b->stdio, &res->exit_status);
 	if (rc < 0)
@@ -436,6 +445,7 @@ static int session_start(void *ctx)
 	s->id = audit_session_id(s->session);
 	/* The proxy's records belong to this session from the box's first request. */
 	lib_proxy_set_session(s->net, s->session);
+	origin_refresh(s->b, s->ws);
 	lib_session_checkpoint(s->b->p->core, s->ws, s->session, "start");
 	/*
 	 * git in the box sees the gitdir as the box wrote it, git on the host does not

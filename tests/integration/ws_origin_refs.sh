@@ -118,6 +118,11 @@ checks() {
 	expect_status 0 "box commit" -- "$ARB" shell w -- sh -c \
 		'echo w >wfile && git add wfile && git commit -qm "box work" && git log --format=%an -1'
 	expect_eq 'Ada "Box" Tester' "$OUT" "git commit in the box with the user's identity"
+	# The refresh (the origin changed) wrote through the view before the box: the box's
+	# writes are still its session's in the audit.
+	expect_status 0 "audit" -- "$ARB" audit w --json
+	expect_match '"path":"wfile".*"session":[0-9]+' "$(grep '"op":"create"' <<<"$OUT")" \
+		"the box's writes after a refresh belong to its session"
 	expect_status 0 "rebase" -- "$ARB" shell w -- sh -c \
 		'git rebase -q origin/main 2>&1 && git log --format=%s -3 && git describe --tags --abbrev=0 &&
 		 git diff --name-only origin/main'
