@@ -5,11 +5,15 @@
  * refs/tags/X stay refs/tags/X, so `git log origin/main`, `git rebase origin/main` and
  * `git describe` work in the box; create also makes a local branch of the origin's current
  * one (`git log main`), refs/remotes/origin/HEAD, and sets it as the workspace branch's
- * upstream (core/gitdir.c). They are written at create and again at each box start
- * (core_ws_origin_refresh): remote-tracking refs replaced, tags only added (a tag the box
- * moved stays the box's). Before any ref is written, the objects they reach are put in the
- * workspace's own read-only store NAME/origin-objects (core_objects_tips), the second line of
- * the gitdir's alternates; the base's store has the rest.
+ * upstream (core/gitdir.c). Create writes them as one packed-refs (git.git's 1,008 tags as
+ * loose files took 15 s of fsyncs); each box start (core_ws_origin_refresh, once its session
+ * is in the audit) writes loose refs where they changed: branches set again, tags added when
+ * new since the last refresh (NAME/origin-refs.last: a tag the box moved stays the box's).
+ * A start when neither the origin's refs nor the box's refs/remotes/origin changed since
+ * (NAME/origin-refs.stamp, stat() only) does nothing. Before any ref is written, the objects
+ * they reach are put in the workspace's own read-only store NAME/origin-objects
+ * (core_objects_tips), the second line of the gitdir's alternates; the base's store has the
+ * rest.
  *
  * Nothing flows back: what the box does to these refs stays in its gitdir, and host commands
  * read only the branch arborinth/NAME from it (core/ws_read.c). The gitdir is the box's, so at
