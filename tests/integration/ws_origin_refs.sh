@@ -49,6 +49,11 @@ fsm_check() {
 		"echo more >>run.sh && $g status --porcelain 2>&1 && $g ls-files -f src/main.c"
 	if grep -q "incompatible" <<<"$OUT"; then fail "$name: $OUT"; else pass; fi
 	expect_match "^h src/main.c" "$OUT" "$name: the view's fsmonitor answers used (fsmonitor-valid)"
+	# git on the host in the view reads the daemon's config (fs/hostgit.c): the same.
+	expect_status 0 "host status with $name" -- sh -c \
+		"cd '$V' && $g status --porcelain 2>&1 && $g ls-files -f src/main.c"
+	if grep -q "incompatible" <<<"$OUT"; then fail "host $name: $OUT"; else pass; fi
+	expect_match "^h src/main.c" "$OUT" "host $name: the view's fsmonitor answers used"
 	[ "$g" != git ] || return 0
 	expect_status 0 "CONTROL" -- "$ARB" shell w "$@" -- sh -c \
 		"$g -c fsmonitor.allowRemote=false status --porcelain 2>&1 &&
