@@ -159,11 +159,15 @@ checks() {
 	local before after
 	before=$(git -C "$O" for-each-ref --format='%(refname) %(objectname)')
 	expect_status 0 "box moves refs" -- "$ARB" shell w -- sh -c \
-		'git update-ref refs/remotes/origin/main HEAD && git tag -f v1 HEAD >/dev/null &&
-		 git update-ref refs/heads/main HEAD && git rev-parse origin/main v1^{commit} main'
-	head1=$(printf '%s\n' "$OUT" | head -1)
-	expect_eq "$(printf '%s\n%s\n%s' "$head1" "$head1" "$head1")" "$OUT" \
-		"CONTROL: the box's own moves are visible in the box"
+		'echo m >merged.txt && git add merged.txt && git commit -qm merged &&
+		 f=$(git commit-tree HEAD^{tree} -p HEAD -m forged) &&
+		 git update-ref refs/remotes/origin/main $f && git update-ref refs/heads/main $f &&
+		 git tag -f v1 HEAD >/dev/null && git rev-parse HEAD origin/main main v1^{commit}'
+	local forged
+	head1=$(printf '%s\n' "$OUT" | sed -n 1p)
+	forged=$(printf '%s\n' "$OUT" | sed -n 2p)
+	expect_eq "$(printf '%s\n%s\n%s\n%s' "$head1" "$forged" "$forged" "$head1")" "$OUT" \
+		"CONTROL: the box's own moves (origin/main and main at a forged commit) are visible in the box"
 	expect_status 0 "export" -- "$ARB" export w
 	expect_status 0 "shell again" -- "$ARB" shell w -- git rev-parse v1^{commit}
 	expect_eq "$head1" "$OUT" "a tag the box moved stays the box's at refresh"
@@ -172,8 +176,11 @@ checks() {
 	expect_eq "$before" "$after" "the origin's branches and tags unchanged by the box"
 	expect_eq "$(git -C "$O" for-each-ref --format='%(refname) %(objectname)' refs/remotes/arborinth/w/)" \
 		"refs/remotes/arborinth/w/arborinth/w $head1" "export and fetch took the workspace branch only"
-	expect_eq "$(git -C "$O" rev-parse main)" "$(git -C "$O" rev-parse refs/heads/main)" \
-		"the box's refs/remotes/origin/main never reached the origin"
+	expect_status 0 "merge" -- "$ARB" merge w
+	expect_status 0 "merged" -- git merge-base --is-ancestor "$head1" main
+	expect_status 1 "the forged commit" -- git cat-file -e "$forged"
+	expect_eq "" "$(git branch -a --contains "$head1" 2>/dev/null | grep -v -e main -e arborinth/w)" \
+		"merge took the workspace branch, never the box's origin/main (its commit is not in the origin)"
 
 	# --- what the box does not see ---------------------------------------------------------
 	expect_status 0 "other ws" -- "$ARB" workspace create other
