@@ -134,6 +134,8 @@ GIT_FWD(git_time_t, git_commit_time, (const git_commit *commit), (commit))
 GIT_FWD(int, git_commit_tree, (git_tree * *tree_out, const git_commit *commit), (tree_out, commit))
 GIT_FWD(const git_oid *, git_commit_tree_id, (const git_commit *commit), (commit))
 GIT_FREE(git_config_free, (git_config * cfg), cfg)
+GIT_FWD(int, git_config_get_string, (const char **out, const git_config *cfg, const char *name),
+	(out, cfg, name))
 GIT_FWD(int, git_config_get_string_buf, (git_buf * out, const git_config *cfg, const char *name),
 	(out, cfg, name))
 GIT_FWD(int, git_diff_find_similar, (git_diff * diff, const git_diff_find_options *options),
@@ -204,6 +206,7 @@ GIT_FWD(int, git_odb_hash, (git_oid * out, const void *data, size_t len, git_obj
 	(out, data, len, type))
 GIT_FWD(int, git_odb_hashfile, (git_oid * out, const char *path, git_object_t type),
 	(out, path, type))
+GIT_FWD(int, git_odb_new, (git_odb * *out), (out))
 GIT_FWD(const void *, git_odb_object_data, (git_odb_object * object), (object))
 GIT_FREE(git_odb_object_free, (git_odb_object * object), object)
 GIT_FWD(size_t, git_odb_object_size, (git_odb_object * object), (object))
@@ -247,6 +250,7 @@ GIT_FWD(int, git_reference_next, (git_reference * *out, git_reference_iterator *
 GIT_FWD(int, git_reference_peel, (git_object * *out, const git_reference *ref, git_object_t type),
 	(out, ref, type))
 GIT_FWD(int, git_reference_remove, (git_repository * repo, const char *name), (repo, name))
+GIT_FWD(int, git_reference_resolve, (git_reference * *out, const git_reference *ref), (out, ref))
 GIT_FWD(int, git_reference_set_target,
 	(git_reference * *out, git_reference *ref, const git_oid *id, const char *log_message),
 	(out, ref, id, log_message))

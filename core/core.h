@@ -157,6 +157,13 @@ int core_ws_busy(const struct core_ws *ws, char **out) ARB_MUST_CHECK;
  */
 int core_objects_view(struct core_project *p, const char *base_hex, char **out) ARB_MUST_CHECK;
 /*
+ * Brings the origin's branches and tags into the workspace's gitdir again (as at create:
+ * core/origin_refs.c) and the objects they reach into its read-only store, before a box
+ * starts; the view must be mounted (the refs are written through it). A no-op for a
+ * workspace made before it had that store. -errno with a message.
+ */
+int core_ws_origin_refresh(struct core_project *p, const struct core_ws *ws) ARB_MUST_CHECK;
+/*
  * Submodules (core/submodules.c). core_submodules: those of base_hex as the view shows them
  * (fs_submodules_find on the origin; free with fs_submodules_free). core_objects_view_sub:
  * the store a box is shown for a submodule the origin initialised, the same as

@@ -79,8 +79,38 @@ void core_project_cache_write(const struct core_project *p);
  * refs/heads/arborinth/NAME, alternates to the origin's objects, config, and an index whose
  * stat data matches what the view reports. Reads no blob content (only object headers).
  */
+struct core_origin_refs;
 int core_gitdir_write(struct core_project *p, const char *gitdir, const char *name,
-		      const git_oid *base) ARB_MUST_CHECK;
+		      const git_oid *base, const char *store,
+		      const struct core_origin_refs *refs) ARB_MUST_CHECK;
+
+/*
+ * The origin's branches and tags as a workspace shows them (core/origin_refs.c): names
+ * (refs/heads/X, refs/tags/X) with their ids, and the origin's current branch (NULL when
+ * detached or unborn). core_origin_refs_write puts them into the gitdir gitfd: without last
+ * (create) as one packed-refs (branches as refs/remotes/origin/X, tags, the local branch of
+ * the current one) and refs/remotes/origin/HEAD; with last (what the previous call wrote) the
+ * branches as loose refs where they differ, and the tags not in last. Their objects go first into
+ * the workspace's store NAME/CORE_ORIGIN_OBJECTS: core_objects_tips (core/objects_view.c) copies
+ * there what the n tips reach beyond the base's store and earlier copies, each copy a directory
+ * published whole and named in the store's info/alternates.
+ */
+#define CORE_ORIGIN_OBJECTS "origin-objects"
+struct core_origin_refs {
+	char **names;
+	git_oid *ids;
+	size_t n, cap;
+	char *head;
+};
+int core_origin_refs_read(struct core_project *p, struct core_origin_refs *out) ARB_MUST_CHECK;
+void core_origin_refs_clear(struct core_origin_refs *r);
+int core_origin_refs_write(int gitfd, const struct core_origin_refs *r,
+			   const struct core_origin_refs *last) ARB_MUST_CHECK;
+/* The refs given to the workspace last (NAME/CORE_ORIGIN_REFS_LAST): new tags are added. */
+#define CORE_ORIGIN_REFS_LAST "origin-refs.last"
+int core_origin_refs_save(const char *path, const struct core_origin_refs *r) ARB_MUST_CHECK;
+int core_objects_tips(struct core_project *p, const char *base_hex, const char *store,
+		      const git_oid *tips, size_t n) ARB_MUST_CHECK;
 
 /*
  * `--dirty`: writes into the layer directory `layer` what the origin's working tree has that

@@ -21,7 +21,16 @@ static const char ws_config[] = "[core]\n"
 				"\ttrustctime = false\n"
 				/* the view's daemon answers git's fsmonitor (fs/fsmon.c) */
 				"\tfsmonitor = .git/arborinth-fsmonitor\n"
-				"\tuntrackedCache = true\n";
+				"\tuntrackedCache = true\n"
+				/*
+				 * git 2.55 and newer take every FUSE file system for a remote one
+				 * and turn fsmonitor off on it ("incompatible with fsmonitor"),
+				 * the hook's too, unless allowRemote; their own daemon's socket
+				 * would go beside the gitdir, on the view: /tmp is the box's own.
+				 */
+				"[fsmonitor]\n"
+				"\tallowRemote = true\n"
+				"\tsocketDir = /tmp\n";
 
 /*
  * git checks out files one at a time by default, and in a view each file is a few round
@@ -30,13 +39,88 @@ static const char ws_config[] = "[core]\n"
  * worker 3.78 s, 2 2.93 s, 4 2.12 s, 8 1.96 s (bench/installs.sh's checkout; over io_uring the
  * same within noise). Twice the CPUs, 4 to 16.
  */
-static char *ws_config_text(void)
+static long checkout_workers(void)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	long workers = cpus > 0 ? 2 * cpus : 4;
 
-	workers = workers < 4 ? 4 : workers > 16 ? 16 : workers;
-	return util_asprintf("%s[checkout]\n\tworkers = %ld\n", ws_config, workers);
+	return workers < 4 ? 4 : workers > 16 ? 16 : workers;
+}
+
+/* v as a quoted config value, or NULL when it holds a control character (or no memory). */
+static char *config_quote(const char *v)
+{
+	char *out = malloc(2 * strlen(v) + 3), *o = out;
+
+	if (!out)
+		return NULL;
+	*o++ = '"';
+	for (const unsigned char *c = (const unsigned char *)v; *c; c++) {
+		if (*c < 0x20 || *c == 0x7f) {
+			free(out);
+			return NULL;
+		}
+		if (*c == '"' || *c == '\\')
+			*o++ = '\\';
+		*o++ = (char)*c;
+	}
+	*o++ = '"';
+	*o = '\0';
+	return out;
+}
+
+/*
+ * The user's git identity, as git run as the user in the origin sees it (libgit2 reads the
+ * same files: system, global, XDG, the origin's own, their includes), carried over as values:
+ * user.name, user.email, init.defaultBranch. Nothing else: no credential helper, signing key,
+ * include or program; signing is turned off, since no key is in the box.
+ */
+static char *identity_text(struct core_project *p)
+{
+	static const char *const keys[][2] = {
+	    {"user.name", "[user]\n\tname"},
+	    {"user.email", "[user]\n\temail"},
+	    {"init.defaultBranch", "[init]\n\tdefaultBranch"},
+	};
+	git_repository *repo = core_project_repo(p);
+	git_config *cfg = NULL;
+	char *text = strdup("[commit]\n\tgpgSign = false\n[tag]\n\tgpgSign = false\n");
+
+	if (repo && text && git_repository_config_snapshot(&cfg, repo) < 0)
+		cfg = NULL;
+	for (size_t i = 0; cfg && text && i < ARB_ARRAY_LEN(keys); i++) {
+		const char *v = NULL;
+		char *q = NULL, *t;
+
+		if (git_config_get_string(&v, cfg, keys[i][0]) < 0 || !(q = config_quote(v)))
+			continue;
+		t = util_asprintf("%s%s = %s\n", text, keys[i][1], q);
+		free(q);
+		free(text);
+		text = t;
+	}
+	git_config_free(cfg);
+	return text;
+}
+
+static char *ws_config_text(struct core_project *p, const char *name,
+			    const struct core_origin_refs *refs)
+{
+	char *id = identity_text(p), *up = NULL, *text = NULL;
+
+	/* The workspace branch follows the origin's current one: `git status`, `git rebase`. */
+	if (refs && refs->head && !strpbrk(name, "\"\\") && !strpbrk(refs->head, "\"\\"))
+		up = util_asprintf("[branch \"arborinth/%s\"]\n\tremote = .\n"
+				   "\tmerge = refs/remotes/origin/%s\n",
+				   name, refs->head);
+	else
+		up = strdup("");
+	if (id && up)
+		text = util_asprintf("%s[checkout]\n\tworkers = %ld\n%s%s", ws_config,
+				     checkout_workers(), id, up);
+	free(id);
+	free(up);
+	return text;
 }
 
 static int write_text(const char *dir, const char *name, const char *text)
@@ -190,7 +274,7 @@ out:
 }
 
 int core_gitdir_write(struct core_project *p, const char *gitdir, const char *name,
-		      const git_oid *base)
+		      const git_oid *base, const char *store, const struct core_origin_refs *refs)
 {
 	char hex[GIT_OID_HEXSZ + 1];
 	char *head = NULL, *ref = NULL, *alt = NULL, *branch = NULL, *config = NULL;
@@ -203,8 +287,10 @@ int core_gitdir_write(struct core_project *p, const char *gitdir, const char *na
 	head = util_asprintf("ref: refs/heads/arborinth/%s\n", name);
 	branch = util_asprintf("refs/heads/arborinth/%s", name);
 	ref = util_asprintf("%s\n", hex);
-	alt = util_asprintf("%s\n", p->objects);
-	config = ws_config_text();
+	/* The second store: the origin's branches' and tags' objects (core/origin_refs.c). */
+	alt = store ? util_asprintf("%s\n%s\n", p->objects, store)
+		    : util_asprintf("%s\n", p->objects);
+	config = ws_config_text(p, name, refs);
 	if (!head || !branch || !ref || !alt || !config) {
 		rc = -ENOMEM;
 		goto out;
@@ -222,6 +308,14 @@ int core_gitdir_write(struct core_project *p, const char *gitdir, const char *na
 		rc = write_index(p, gitdir, base);
 	if (rc == 0)
 		rc = core_submodules_write(p, gitdir, base);
+	if (rc == 0 && refs) {
+		int fd = open(gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		rc = fd < 0 ? util_err(-errno, "cannot open %s: %s", gitdir, strerror(errno))
+			    : core_origin_refs_write(fd, refs, NULL);
+		if (fd >= 0)
+			close(fd);
+	}
 out:
 	free(head);
 	free(branch);

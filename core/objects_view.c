@@ -377,26 +377,26 @@ static char *ancestor_store(git_repository *repo, const char *dir, const git_oid
 	return found;
 }
 
-/* Writes the store of base into tmp (an empty directory): -errno, message. */
-static int build_into(git_repository *repo, const char *objects, const char *dir, const char *tmp,
-		      const git_oid *base)
+/*
+ * Writes into tmp (an objects directory) every object the n tips reach in repo (whose object
+ * directory is objects) that prev (NULL: none) lacks; prev must be whole (what it has, it has
+ * below too). -errno, message.
+ */
+static int walk_into(git_repository *repo, const char *objects, const char *tmp, git_odb *prev,
+		     const git_oid *tips, size_t n)
 {
-	struct build b = {0};
-	char *prev = repo ? ancestor_store(repo, dir, base) : NULL;
+	struct build b = {.prev = prev};
 	int rc = repo ? 0 : -EIO, out = -1;
 
-	if (rc == 0 && prev)
-		rc = link_store(prev, tmp);
-	if (rc == 0 && prev && git_odb_open(&b.prev, prev) < 0)
-		rc = util_err(-EIO, "objects view: %s", git_error_last()->message);
 	if (rc == 0 && git_repository_odb(&b.origin, repo) < 0)
 		rc = util_err(-EIO, "objects view: %s", git_error_last()->message);
 	rc = rc ?: ckpt_odb_open(tmp, &b.out);
 	if (rc == 0 && (out = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		rc = util_err(-errno, "cannot open %s: %s", tmp, strerror(errno));
 	rc = rc ?: core_objsrc_open(objects, out, &b.src);
-	if (rc == 0 && push(&b, base, KIND_WALK) < 0)
-		rc = util_err(-ENOMEM, "out of memory");
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (push(&b, &tips[i], KIND_WALK) < 0)
+			rc = util_err(-ENOMEM, "out of memory");
 	while (rc == 0 && b.n) {
 		struct todo t = b.stack[--b.n];
 
@@ -408,9 +408,25 @@ static int build_into(git_repository *repo, const char *objects, const char *dir
 		close(out);
 	ckpt_odb_free(b.out);
 	git_odb_free(b.origin);
-	git_odb_free(b.prev);
 	free(b.seen.slot);
 	free(b.stack);
+	return rc;
+}
+
+/* Writes the store of base into tmp (an empty directory): -errno, message. */
+static int build_into(git_repository *repo, const char *objects, const char *dir, const char *tmp,
+		      const git_oid *base)
+{
+	git_odb *prev_odb = NULL;
+	char *prev = repo ? ancestor_store(repo, dir, base) : NULL;
+	int rc = repo ? 0 : -EIO;
+
+	if (rc == 0 && prev)
+		rc = link_store(prev, tmp);
+	if (rc == 0 && prev && git_odb_open(&prev_odb, prev) < 0)
+		rc = util_err(-EIO, "objects view: %s", git_error_last()->message);
+	rc = rc ?: walk_into(repo, objects, tmp, prev_odb, base, 1);
+	git_odb_free(prev_odb);
 	free(prev);
 	return rc;
 }
@@ -676,4 +692,128 @@ void core_objects_view_prune(struct core_project *p, sqlite3 *db)
 out:
 	free(v);
 	free(dir);
+}
+
+/* ---- the origin's branches and tags (core_objects_tips) --------------------------------- */
+
+static int oid_order(const void *a, const void *b)
+{
+	return git_oid_cmp(a, b);
+}
+
+/* The name of a set of tips: the hash of their sorted ids, as hex. */
+static int tips_digest(const git_oid *tips, size_t n, char hex[GIT_OID_HEXSZ + 1])
+{
+	git_oid *v = n ? malloc(n * sizeof(*v)) : NULL;
+	char *text = malloc(n * (GIT_OID_HEXSZ + 1) + 1);
+	git_oid d;
+	int rc = 0;
+
+	if ((n && !v) || !text) {
+		rc = util_err(-ENOMEM, "out of memory");
+		goto out;
+	}
+	if (n)
+		memcpy(v, tips, n * sizeof(*v));
+	if (n)
+		qsort(v, n, sizeof(*v), oid_order);
+	text[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		git_oid_tostr(text + i * (GIT_OID_HEXSZ + 1), GIT_OID_HEXSZ + 1, &v[i]);
+		text[i * (GIT_OID_HEXSZ + 1) + GIT_OID_HEXSZ] = '\n';
+	}
+	if (git_odb_hash(&d, text, n * (GIT_OID_HEXSZ + 1), GIT_OBJECT_BLOB) < 0)
+		rc = util_err(-EIO, "objects view: %s", git_error_last()->message);
+	else
+		git_oid_tostr(hex, GIT_OID_HEXSZ + 1, &d);
+out:
+	free(v);
+	free(text);
+	return rc;
+}
+
+/* store/info/alternates: every part of the store, so git reads them all. */
+static int tips_alternates(const char *store, const struct store_ent *v, size_t n)
+{
+	char *text = strdup(""), *path = util_asprintf("%s/info/alternates", store);
+	char *info = util_path_join(store, "info");
+	int rc = text && path && info ? util_mkdir_p(info, 0755) : -ENOMEM;
+
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		/* Relative to the store (git reads them so): it was made in a staging directory. */
+		char *t = util_asprintf("%s%s\n", text, v[i].hex);
+
+		free(text);
+		if (!(text = t))
+			rc = -ENOMEM;
+	}
+	rc = rc ?: util_write_file(path, text, strlen(text), 0644);
+	free(text);
+	free(path);
+	free(info);
+	return rc < 0 ? util_err(rc, "cannot write %s/info/alternates", store) : 0;
+}
+
+int core_objects_tips(struct core_project *p, const char *base_hex, const char *store,
+		      const git_oid *tips, size_t n)
+{
+	char hex[GIT_OID_HEXSZ + 1];
+	char *base = NULL, *final = NULL, *tmp = NULL;
+	struct store_ent *v = NULL;
+	git_odb *prev = NULL;
+	size_t nv = 0;
+	struct stat st;
+	int rc = core_objects_view(p, base_hex, &base);
+
+	rc = rc ?: tips_digest(tips, n, hex);
+	rc = rc ?: util_mkdir_p(store, 0755);
+	if (rc == 0 && !(final = util_path_join(store, hex)))
+		rc = -ENOMEM;
+	if (rc == 0 && lstat(final, &st) == 0 && S_ISDIR(st.st_mode))
+		goto alternates; /* this set of tips was copied already */
+	if (rc == 0 && !(tmp = util_asprintf("%s/.new-%s.XXXXXX", store, hex)))
+		rc = -ENOMEM;
+	if (rc == 0 && (!mkdtemp(tmp) || chmod(tmp, 0755) < 0)) {
+		rc = util_err(-errno, "cannot create %s: %s", tmp, strerror(errno));
+		free(tmp);
+		tmp = NULL;
+	}
+	/* What is there already: the base's store and every earlier part, each whole. */
+	if (rc == 0 && (git_odb_new(&prev) < 0 || git_odb_add_disk_alternate(prev, base) < 0))
+		rc = util_err(-EIO, "objects view: %s", git_error_last()->message);
+	rc = rc ?: stores_list(store, &v, &nv);
+	for (size_t i = 0; rc == 0 && i < nv; i++) {
+		char *part = util_path_join(store, v[i].hex);
+
+		if (!part || git_odb_add_disk_alternate(prev, part) < 0)
+			rc = util_err(-EIO, "objects view: cannot open %s", part ? part : store);
+		free(part);
+	}
+	if (rc == 0) {
+		core_git_ready();
+		rc = walk_into(core_project_repo(p), core_project_objects_dir(p), tmp, prev, tips,
+			       n);
+	}
+	/* Published whole; a concurrent copy of the same tips that came first is as good. */
+	if (rc == 0) {
+		int r = util_rename_dir_noreplace(AT_FDCWD, tmp, AT_FDCWD, final);
+
+		if (r < 0 && r != -EEXIST && r != -ENOTEMPTY)
+			rc = util_err(r, "cannot create %s: %s", final, strerror(-r));
+	}
+alternates:
+	free(v);
+	v = NULL;
+	if (rc == 0 && (rc = stores_list(store, &v, &nv)) == 0)
+		rc = tips_alternates(store, v, nv);
+	if (tmp)
+		(void)util_rm_rf(tmp);
+	if (rc == 0)
+		drop_leftovers(store);
+	git_odb_free(prev);
+	free(v);
+	free(tmp);
+	free(final);
+	free(base);
+	return rc;
 }

@@ -13,8 +13,11 @@
  *     copied beside its place, checked against the source, renamed into place, and only then
  *     removed from the old folder (core/state_copy.c);
  *  3. point the origin's remotes whose URL was under the old folder (arborinth/NAME, each a
- *     workspace's export.git) at the new one. No other stored path names the state directory:
- *     alternates name the origin's objects, the views' daemons get theirs on the command
+ *     workspace's export.git) at the new one, and the line of each workspace gitdir's
+ *     alternates that names its store of the origin's branches (NAME/origin-objects; read
+ *     and replaced beneath the gitdir, no link followed: the box writes there). No other
+ *     stored path names the state directory: the other alternates name the origin's
+ *     objects, the views' daemons get theirs on the command
  *     line, workspace paths are made from the state directory, and state.db's rows (hash
  *     chained) keep what was true when they were written;
  *  4. mount the views of the journal again, then remove the journal.
@@ -205,6 +208,75 @@ out:
 	return rc;
 }
 
+/* Opens the path of components beneath dir, each a directory, following no link: fd or -1. */
+static int open_dirs_beneath(int dir, const char *const *names, size_t n)
+{
+	int fd = dup(dir);
+
+	for (size_t i = 0; fd >= 0 && i < n; i++) {
+		int next = core_open_read_beneath(fd, names[i], true);
+
+		close(fd);
+		fd = next;
+	}
+	return fd;
+}
+
+/* Step 3 too: in NAME/git/objects/info/alternates, the line naming NAME/origin-objects. */
+static int fix_alternates(struct move *m, int wsdir, const char *name)
+{
+	const char *const path[] = {name, "git", "objects", "info"};
+	char *from = util_asprintf("%s/workspaces/%s/%s", m->old, name, CORE_ORIGIN_OBJECTS);
+	char *to = util_asprintf("%s/workspaces/%s/%s", m->p->state_dir, name, CORE_ORIGIN_OBJECTS);
+	struct util_buf out = {0};
+	char buf[65536], *save = NULL;
+	int info = -1, fd = -1, rc = 0;
+	bool changed = false;
+	ssize_t len;
+
+	if (!from || !to) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	info = open_dirs_beneath(wsdir, path, ARB_ARRAY_LEN(path));
+	fd = info < 0 ? -1 : core_open_read_beneath(info, "alternates", false);
+	if (fd < 0)
+		goto out; /* none (or not a plain file): nothing of ours to fix */
+	len = read(fd, buf, sizeof(buf) - 1);
+	if (len < 0 || (size_t)len == sizeof(buf) - 1)
+		goto out; /* unreadable, or not what we wrote: left as it is */
+	buf[len] = '\0';
+	for (char *l = strtok_r(buf, "\n", &save); l && rc == 0; l = strtok_r(NULL, "\n", &save)) {
+		bool ours = !strcmp(l, from);
+
+		changed |= ours;
+		rc = util_buf_put(&out, ours ? to : l, strlen(ours ? to : l));
+		rc = rc ?: util_buf_put(&out, "\n", 1);
+	}
+	if (rc == 0 && changed) {
+		static const char tmp[] = "alternates.arborinth-upgrade";
+		int w;
+
+		(void)unlinkat(info, tmp, 0);
+		w = core_open_beneath(info, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (w < 0 || util_write_all(w, out.s, out.n) < 0 || fsync(w) < 0 ||
+		    renameat(info, tmp, info, "alternates") < 0)
+			rc = util_err(-errno, "%s/workspaces/%s: cannot update its alternates: %s",
+				      m->p->state_dir, name, strerror(errno));
+		if (w >= 0)
+			close(w);
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	if (info >= 0)
+		close(info);
+	free(out.s);
+	free(from);
+	free(to);
+	return rc;
+}
+
 static int fix_remotes(struct move *m)
 {
 	git_repository *repo = core_project_repo(m->p);
@@ -223,6 +295,7 @@ static int fix_remotes(struct move *m)
 			continue;
 		}
 		rc = fix_remote(m, repo, e->d_name);
+		rc = rc ?: fix_alternates(m, dirfd(d), e->d_name);
 	}
 	if (d)
 		closedir(d);

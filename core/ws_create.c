@@ -26,8 +26,37 @@ static int random_hex(char *buf, size_t bytes)
 	return 0;
 }
 
-static int make_staging(struct core_project *p, const char *name, const git_oid *base,
-			unsigned int flags, char **out, char **note)
+/*
+ * The origin's branches and tags: their objects into staging's store first, then the gitdir
+ * (whose alternates name the store where it will be: root's).
+ */
+static int write_git(struct core_project *p, const char *dir, const char *root, const char *name,
+		     const git_oid *base)
+{
+	struct core_origin_refs refs = {0};
+	char hex[GIT_OID_HEXSZ + 1];
+	char *store = util_path_join(dir, CORE_ORIGIN_OBJECTS);
+	char *final = util_path_join(root, CORE_ORIGIN_OBJECTS);
+	char *git = util_path_join(dir, "git"), *last = NULL;
+	int rc = store && final && git ? 0 : -ENOMEM;
+
+	git_oid_tostr(hex, sizeof(hex), base);
+	rc = rc ?: core_origin_refs_read(p, &refs);
+	rc = rc ?: core_objects_tips(p, hex, store, refs.ids, refs.n);
+	rc = rc ?: core_gitdir_write(p, git, name, base, final, &refs);
+	if (rc == 0 && !(last = util_path_join(dir, CORE_ORIGIN_REFS_LAST)))
+		rc = -ENOMEM;
+	rc = rc ?: core_origin_refs_save(last, &refs);
+	core_origin_refs_clear(&refs);
+	free(store);
+	free(final);
+	free(git);
+	free(last);
+	return rc;
+}
+
+static int make_staging(struct core_project *p, const char *name, const char *root,
+			const git_oid *base, unsigned int flags, char **out, char **note)
 {
 	char *dir = util_asprintf("%s/workspaces/.new-%s.XXXXXX", p->state_dir, name);
 	int rc = 0;
@@ -46,14 +75,10 @@ static int make_staging(struct core_project *p, const char *name, const git_oid 
 		rc = !d ? -ENOMEM : mkdir(d, 0755) < 0 ? -errno : 0;
 		free(d);
 	}
-	if (rc == 0) {
-		char *git = util_path_join(dir, "git");
-
-		rc = git ? core_gitdir_write(p, git, name, base) : -ENOMEM;
-		if (rc == 0)
-			rc = core_lfs_prepare(p, dir, base, note);
-		free(git);
-	}
+	if (rc == 0)
+		rc = write_git(p, dir, root, name, base);
+	if (rc == 0)
+		rc = core_lfs_prepare(p, dir, base, note);
 	if (rc == 0) {
 		char *ex = util_path_join(dir, "export.git");
 
@@ -254,7 +279,7 @@ int core_ws_create_opts(struct core_project *p, const char *name, const char *re
 	}
 	rc = util_mkdir_p(wsdir, 0755);
 	if (rc == 0)
-		rc = make_staging(p, name, &base, flags, &staging, &note);
+		rc = make_staging(p, name, root, &base, flags, &staging, &note);
 	if (rc == 0)
 		rc = create_commit(p, db, name, &base, staging, root);
 	if (staging)

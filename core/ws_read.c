@@ -166,21 +166,27 @@ static bool exists_beneath(const struct core_wsgit *g, const char *path)
 	return fstatat(g->dir, path, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT;
 }
 
-/* objects/info/alternates: absent, or exactly what core_gitdir_write wrote. */
-static int check_alternates(const struct core_wsgit *g, const char *origin_objects)
+/*
+ * objects/info/alternates: absent, or exactly what core_gitdir_write wrote: the origin's
+ * objects, and (since workspaces show the origin's branches) NAME/origin-objects.
+ */
+static int check_alternates(const struct core_wsgit *g, const char *origin_objects,
+			    const char *root)
 {
 	char *text = NULL, *want = util_asprintf("%s\n", origin_objects);
+	char *want2 = util_asprintf("%s\n%s/%s\n", origin_objects, root, CORE_ORIGIN_OBJECTS);
 	size_t len = 0;
-	int rc = want ? read_beneath(g, "objects/info/alternates", REF_MAX, &text, &len)
-		      : util_err(-ENOMEM, "out of memory");
+	int rc = want && want2 ? read_beneath(g, "objects/info/alternates", REF_MAX, &text, &len)
+			       : util_err(-ENOMEM, "out of memory");
 
 	if (rc == -ENOENT)
 		rc = 0;
-	else if (rc == 0 && strcmp(text, want) != 0)
+	else if (rc == 0 && strcmp(text, want) != 0 && strcmp(text, want2) != 0)
 		rc = refuse(g, -EPERM, "objects/info/alternates",
 			    "names a store other than the origin's objects");
 	free(text);
 	free(want);
+	free(want2);
 	return rc;
 }
 
@@ -261,7 +267,7 @@ int core_wsgit_open(struct core_wsgit **out, struct core_project *p, const struc
 		rc = refuse(g, -EPERM, "commondir", "exists (it would name another repository)");
 	if (rc == 0 && exists_beneath(g, "objects/info/http-alternates"))
 		rc = refuse(g, -EPERM, "objects/info/http-alternates", "exists");
-	rc = rc ?: check_alternates(g, p->objects);
+	rc = rc ?: check_alternates(g, p->objects, ws->root);
 	rc = rc ?: check_packed(g);
 	rc = rc ?: check_refs_dir(g, "refs", 0);
 	if (rc < 0) {

@@ -45,6 +45,8 @@ static const char host_config[] =
     "\ttrustctime = false\n"
     "\tfsmonitor = .git/" FS_FSMON_NAME "\n"
     "\tuntrackedCache = true\n"
+    "[fsmonitor]\n"
+    "\tallowRemote = true\n"
     "[checkout]\n"
     "\tworkers = %ld\n";
 

@@ -28,6 +28,7 @@ void jail_box_free(struct jail_box *b)
 	free(b->origin_root);
 	free(b->origin_objects);
 	free(b->objects_view);
+	free(b->origin_store);
 	free(b->state_dir);
 	free(b->home);
 	free(b->home_real);
@@ -194,6 +195,8 @@ static int copy_config(struct jail_box *b, const struct jail_box_config *cfg)
 	if (rc == 0)
 		rc = norm_cfg(cfg->objects_view ? cfg->objects_view : cfg->origin_objects,
 			      "objects view", &b->objects_view);
+	if (rc == 0 && cfg->origin_store)
+		rc = norm_cfg(cfg->origin_store, "origin store", &b->origin_store);
 	for (char *const *e = cfg->host_env ? cfg->host_env : environ; rc == 0 && *e; e++)
 		jail_strv_push(&b->host, *e);
 	return rc < 0 ? rc : jail_strv_ok(&b->host);

@@ -88,6 +88,11 @@ static int add_origin(struct jail_box *b)
 				  b->origin_objects, NULL,
 				  "at the origin's object store, the objects of the base's history "
 				  "only, so git in the box sees history");
+	if (rc == 0 && b->origin_store)
+		rc = jail_box_add(b, JAIL_MOUNT_RO, JAIL_FROM_DEFAULT, 0, 0, b->origin_store,
+				  b->origin_store, NULL,
+				  "what the origin's branches and tags reach, read-only: git log "
+				  "origin/main in the box");
 	if (rc == 0)
 		rc = jail_box_add(b, JAIL_MOUNT_RW, JAIL_FROM_DEFAULT, JAIL_MOUNT_BOX_WRITABLE, 0,
 				  b->workdir, b->workdir, NULL, "the workspace view, read-write");

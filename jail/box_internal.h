@@ -10,6 +10,7 @@ struct jail_box {
 	/* Inputs, normalised. */
 	char *ws_name, *ws_root, *workdir, *tmp, *cache_src, *home_src;
 	char *origin_root, *origin_objects, *objects_view, *state_dir;
+	char *origin_store; /* NULL: none */
 	bool net;
 	struct jail_strv host; /* copy of the host environment */
 	/* Resolved from the host. */

@@ -81,6 +81,12 @@ struct jail_box_config {
 	 * only (core_objects_view). NULL: origin_objects itself.
 	 */
 	const char *objects_view;
+	/*
+	 * The workspace's store of what the origin's branches and tags reach beyond the base
+	 * (core/origin_refs.c), bound read-only at its own path (the gitdir's second alternate).
+	 * NULL: none.
+	 */
+	const char *origin_store;
 };
 
 struct jail_box;

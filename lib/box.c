@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "audit/audit.h"
 #include "binds/binds.h"
@@ -257,19 +258,25 @@ static int make_box(const arb_box *spec, const struct core_ws *ws, struct proxy 
 	struct jail_box *b = NULL;
 	const char *helpers = lib_helper_dir();
 	char *init = helpers ? util_path_join(helpers, "arborinth_box_init") : NULL;
-	char *objects = NULL;
+	char *objects = NULL, *store = NULL;
+	struct stat st;
 	int rc;
 
 	cfg.box_init = init;
 	/* Not the origin's whole store: the base's history only (built for older workspaces). */
 	rc = core_objects_view(p, ws->base_commit, &objects);
 	cfg.objects_view = objects;
+	/* Made by core_ws_origin_refresh (older workspaces have none). */
+	if (rc == 0 && (store = util_path_join(ws->root, "origin-objects")) &&
+	    stat(store, &st) == 0 && S_ISDIR(st.st_mode))
+		cfg.origin_store = store;
 	if (rc == 0)
 		rc = jail_box_new(&b, &cfg);
 	free(init);
 	free(objects);
 	if (rc == 0)
 		rc = lib_box_submodules(b, p, ws->base_commit);
+	free(store);
 
 	if (rc < 0)
 		return rc;
@@ -381,6 +388,22 @@ out:
 
 /* ---- running ----------------------------------------------------------------------------- */
 
+/*
+ * The origin's branches and tags as they are now, written through the view once the session
+ * is in the audit log (the daemon ties a writer to a session by its process; a write of this
+ * process before the session began would tie it to none, and the box's writes with it).
+ */
+static void origin_refresh(const arb_box *b, const struct core_ws *ws)
+{
+	if (core_ws_origin_refresh(b->p->core, ws) < 0) {
+		/* The box still works, on the refs it had (what it broke in its gitdir, say). */
+		fprintf(stderr,
+			"arborinth: warning: the origin's branches were not refreshed: %s\n",
+			util_err_msg());
+		util_err_clear();
+	}
+}
+
 static int run_none(const arb_box *b, const struct core_ws *ws, char *const argv[],
 		    struct arb_run_result *res)
 {
@@ -390,6 +413,7 @@ static int run_none(const arb_box *b, const struct core_ws *ws, char *const argv
 	if (rc < 0)
 		return rc;
 	res->session = audit_session_id(session);
+	origin_refresh(b, ws);
 	lib_session_checkpoint(b->p->core, ws, session, "start");
 	rc = jail_none_run(ws->workdir, argv, b->stdio, &res->exit_status);
 	if (rc < 0)
@@ -428,6 +452,7 @@ static int session_start(void *ctx)
 	s->id = audit_session_id(s->session);
 	/* The proxy's records belong to this session from the box's first request. */
 	lib_proxy_set_session(s->net, s->session);
+	origin_refresh(s->b, s->ws);
 	lib_session_checkpoint(s->b->p->core, s->ws, s->session, "start");
 	/*
 	 * git in the box sees the gitdir as the box wrote it, git on the host does not

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The box reads only the objects of its base commit's history: not a `.env` once staged and
-# unstaged (a dangling blob), not `git stash -u`'s untracked files, not another branch, neither
-# through git nor by reading the object files themselves; each probe with a control that
-# shows the secret is there on the host, and that the history the box may read is readable.
+# The box reads only the objects of its base commit's history and of the origin's branches and
+# tags (shown as origin/*, core/origin_refs.c): not a `.env` once staged and unstaged (a
+# dangling blob), not `git stash -u`'s untracked files, neither through git nor by reading the
+# object files themselves; each probe with a control that shows the secret is there on the
+# host, and that the history the box may read is readable.
 # As root and, when root can switch, as an ordinary user.
 export TMPDIR=${ARB_JAIL_TMPDIR:-/var/tmp}
 . "$(dirname "$0")/lib.sh"
@@ -29,13 +30,13 @@ printf 'first-%s\n' "$$" >kept.txt && mkdir sub && printf 'sub\n' >sub/f && seq 
 git add -A && git commit -qm one
 old_blob=$(git rev-parse HEAD:kept.txt)
 printf 'second\n' >>kept.txt && echo end >>big.txt && git commit -qam two
-git checkout -q -b side && printf 'SIDE-SECRET\n' >side.txt && git add side.txt &&
+git checkout -q -b side && printf 'SIDE-BRANCH\n' >side.txt && git add side.txt &&
 	git commit -qm side && git checkout -q main
 printf 'ENV-SECRET\n' >.env && git add .env && git rm -q --cached .env && rm .env
 printf 'STASH-SECRET\n' >notes.txt && git stash -q -u
 env_blob=$(printf 'ENV-SECRET\n' | git hash-object --stdin)
 stash_blob=$(printf 'STASH-SECRET\n' | git hash-object --stdin)
-side_blob=$(printf 'SIDE-SECRET\n' | git hash-object --stdin)
+side_blob=$(printf 'SIDE-BRANCH\n' | git hash-object --stdin)
 # Half packed: the stash and the branch go into gc's pack beside the base's objects.
 git gc -q 2>/dev/null
 obj=$(cd .git/objects && pwd -P)
@@ -67,9 +68,12 @@ deltas=$(git verify-pack -v .git/objects/pack/*.idx | awk '$2 == "blob" && NF >=
 "$ARB" workspace create w >/dev/null || bad "create w"
 inbox() { "$ARB" shell w -- sh -c "$1" 2>&1 | tr -d '\0'; }
 out=$(inbox "git cat-file -e $env_blob && echo FOUND-env; git cat-file -e $stash_blob && echo FOUND-stash;
-	git cat-file -e $side_blob && echo FOUND-side; git cat-file -p $env_blob; git cat-file -p $stash_blob")
+	git cat-file -p $env_blob; git cat-file -p $stash_blob")
 hasnt FOUND "$out" "cat-file -e of the secrets fails in the box"
 hasnt SECRET "$out" "cat-file -p of the secrets in the box"
+# The origin's other branch is shown, by design: its history is the user's to read.
+has SIDE-BRANCH "$(inbox "git cat-file -p $side_blob; git show origin/side:side.txt")" \
+	"control: the origin's branch side is readable in the box (origin/side)"
 out=$(inbox "git cat-file --batch-all-objects --batch")
 hasnt SECRET "$out" "--batch-all-objects in the box"
 has "first-" "$out" "control: --batch-all-objects in the box prints the base's history"

@@ -97,6 +97,7 @@ scenario() {
 	# Plant 3: a FIFO as packed-refs and a commondir. The box can make both in its .git;
 	# they are made here from outside because the session's own end checkpoint reading a
 	# FIFO is issue 25's checkpoint part (another branch).
+	mv "$G/packed-refs" "$G/packed-refs.keep" # the origin's branches and tags
 	mkfifo "$G/packed-refs"
 	# CONTROL: git reading the gitdir hangs on it.
 	expect_status 124 "CONTROL: a plain fetch from the gitdir hangs on the FIFO" -- \
@@ -106,7 +107,7 @@ scenario() {
 	within 10 "fork --from with a FIFO packed-refs" -- "${ARBW[@]}" workspace create f2 --from w
 	expect_status 0 "git fetch arborinth/w with the FIFO there" -- \
 		timeout -s KILL 30 git -C "$R" fetch -q arborinth/w
-	rm "$G/packed-refs"
+	mv "$G/packed-refs.keep" "$G/packed-refs"
 	ln -s "$P/.git" "$G/commondir.target"
 	echo "$P/.git" >"$G/commondir"
 	within 10 "merge with a commondir" -- "${ARBW[@]}" merge w

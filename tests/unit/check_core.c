@@ -631,6 +631,76 @@ START_TEST(registry_lists_live_projects_once)
 }
 END_TEST
 
+/* Objects in the store dir/part (an objects directory). */
+static size_t part_count(const char *dir, const char *part)
+{
+	char *path = util_path_join(dir, part);
+	git_odb *odb = NULL;
+	size_t n = 0;
+
+	ck_assert_int_eq(git_odb_open(&odb, path), 0);
+	ck_assert_int_eq(git_odb_foreach(odb, count_one, &n), 0);
+	git_odb_free(odb);
+	free(path);
+	return n;
+}
+
+START_TEST(objects_tips_copy_what_branches_add)
+{
+	struct core_project *p = NULL;
+	struct core_head h = {0};
+	git_oid tips[2], side_blob, old_blob;
+	char cmd[512], *store = util_asprintf("%s/.tips", repo), *alt = NULL, *text = NULL;
+	char part[GIT_OID_HEXSZ + 1];
+	git_odb *odb = NULL;
+	size_t len = 0;
+
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && git checkout -qb side && printf SIDE > s && git add s && "
+		 "git commit -qm side && git checkout -q -",
+		 repo);
+	ck_assert_int_eq(system(cmd), 0);
+	hash_text("SIDE", false, &side_blob);
+	hash_text("abc", false, &old_blob);
+	ck_assert_int_eq(core_project_open(&p, repo), 0);
+	ck_assert_int_eq(core_project_head(p, &h), 0);
+	ck_assert_int_eq(core_rev_resolve(p, "side", &tips[0]), 0);
+	ck_assert_int_eq(core_rev_resolve(p, "HEAD", &tips[1]), 0);
+	ck_assert_msg(core_objects_tips(p, h.commit, store, tips, 1) == 0, "%s", util_err_msg());
+	/* One part, named relatively (the store is made in a staging directory). */
+	alt = util_path_join(store, "info/alternates");
+	ck_assert_int_eq(util_read_file(alt, &text, &len), 0);
+	ck_assert_uint_eq(len, GIT_OID_HEXSZ + 1);
+	snprintf(part, sizeof(part), "%.*s", GIT_OID_HEXSZ, text);
+	/* What side adds beyond the base: its commit, its root tree, the new blob; no more. */
+	ck_assert_uint_eq(part_count(store, part), 3);
+	{
+		char *path = util_path_join(store, part);
+
+		ck_assert_int_eq(git_odb_open(&odb, path), 0);
+		free(path);
+	}
+	ck_assert(git_odb_exists(odb, &side_blob));
+	ck_assert(git_odb_exists(odb, &tips[0]));
+	ck_assert(!git_odb_exists(odb, &old_blob));
+	/* The same tips again: nothing new. More tips, all there already: an empty part. */
+	ck_assert_int_eq(core_objects_tips(p, h.commit, store, tips, 1), 0);
+	free(text);
+	ck_assert_int_eq(util_read_file(alt, &text, &len), 0);
+	ck_assert_uint_eq(len, GIT_OID_HEXSZ + 1);
+	ck_assert_int_eq(core_objects_tips(p, h.commit, store, tips, 2), 0);
+	free(text);
+	ck_assert_int_eq(util_read_file(alt, &text, &len), 0);
+	ck_assert_uint_eq(len, 2 * (GIT_OID_HEXSZ + 1));
+	git_odb_free(odb);
+	free(h.branch);
+	free(text);
+	free(alt);
+	free(store);
+	core_project_free(p);
+}
+END_TEST
+
 /* The state directory's place, and the project of a folder in a view found from its path. */
 START_TEST(state_dir_and_view_paths)
 {
@@ -775,6 +845,7 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, submodules_from_gitmodules);
 	tcase_add_test(tc, registry_lists_live_projects_once);
 	tcase_add_test(tc, state_dir_and_view_paths);
+	tcase_add_test(tc, objects_tips_copy_what_branches_add);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("audit sync");
 	tcase_add_unchecked_fixture(tc, repo_setup, view_teardown);
