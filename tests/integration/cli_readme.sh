@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The README as a newcomer meets it: at most 10 KB, every relative link in it and in docs/
-# names a file that exists, and its "A first session" commands, run as they are written, do
+# The README as a newcomer meets it: at most 10 KB, every relative link in it, in
+# BENCHMARKS.md and in docs/ names a file that exists, and its "A first session" commands, run as they are written, do
 # what it says (a workspace, a box's commit, log and diff, the merge, the delete), as root and
 # as an ordinary user. Controls: the size and link checks fail on a file made to fail them.
 . "$(dirname "$0")/lib.sh"
@@ -33,8 +33,8 @@ for f in sys.argv[3:]:
 sys.exit(bad)
 PY
 }
-expect_status 0 "README.md and docs/ link only to files that exist" -- \
-	broken_links "$README" $(find "$ARB_SRC/docs" -name '*.md')
+expect_status 0 "README.md, BENCHMARKS.md and docs/ link only to files that exist" -- \
+	broken_links "$README" "$ARB_SRC/BENCHMARKS.md" $(find "$ARB_SRC/docs" -name '*.md')
 [ -z "$OUT" ] || printf '%s\n' "$OUT" >&2
 printf 'see [x](no-such-page.md)\n' >"$T/broken.md"
 expect_status 1 "control: a link to a missing page is found" -- broken_links "$T/broken.md"
