@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The README as a newcomer meets it: at most 10 KB, every relative link in it, in
-# BENCHMARKS.md and in docs/ names a file that exists, and its "A first session" commands, run as they are written, do
-# what it says (a workspace, a box's commit, log and diff, the merge, the delete), as root and
-# as an ordinary user. Controls: the size and link checks fail on a file made to fail them.
+# BENCHMARKS.md and in docs/ names a file that exists, and its "A first session" commands,
+# run as they are written, do what it says (a workspace, a box's commit, log and diff, the
+# merge, the delete), as root and as an ordinary user. Controls: the size and link checks
+# fail on a file made to fail them.
 . "$(dirname "$0")/lib.sh"
 README="$ARB_SRC/README.md"
 
