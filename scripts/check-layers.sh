@@ -2,7 +2,7 @@
 # scripts/check-layers.sh: the architecture's rules, checked on the sources (CI runs it next
 # to the format check). Exit 1 with one line per violation.
 #
-#  1. Each folder includes only the modules below it (ARCHITECTURE in the README):
+#  1. Each folder includes only the modules below it (docs/internals.md):
 #       util   -> (nothing)
 #       audit  -> util             binds -> util
 #       jail   -> util             proxy -> util

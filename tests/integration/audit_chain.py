@@ -2,7 +2,7 @@
 
 A workspace's real audit (file operations through the mounted view, a non-UTF-8 file name, a
 `shell` session) is checked by `audit NAME --verify`, exported as a bundle and checked with
-`audit --verify=FILE`, and by a verifier written here from README.md's description alone
+`audit --verify=FILE`, and by a verifier written here from docs/audit.md's description alone
 (the chain must be checkable without arborinth). Then single rows are edited, deleted,
 moved, reordered or retyped with sqlite3 (and single bundle lines edited, dropped, swapped
 or cut) on copies: each must be reported with the seq of the row, exit 1; the untouched

@@ -9,7 +9,7 @@ explicit times and with "now", writes to others' files and to a set-ID file, har
 others' files, unlink and rename in the sticky directory, changes to base files. Every
 result (the stat of what was made or changed, or the errno) must be the same on both, and so
 must the trees at the end (type, mode, owner, group, size of every entry), except where the
-README says the view differs (a 0/0 character device, user.arborinth.* xattrs). Controls: a
+docs/workspaces.md says the view differs (a 0/0 character device, user.arborinth.* xattrs). Controls: a
 private mount refuses the other users; the native run really shows both outcomes (refusals
 and successes) for each unprivileged user. Without user_allow_other in /etc/fuse.conf, a
 user that is not root gets a one-line error from create --allow-other and no workspace.
@@ -176,7 +176,7 @@ def refused_without_fuse_conf(fx, c):
 
 
 def reserved(view, native, c):
-    """Where the view must differ (README, Known limits): the names it keeps for itself."""
+    """Where the view must differ (docs/workspaces.md, Known limits): the names it keeps for itself."""
     def attempt(top):
         out = []
         for name, fn in (
