@@ -304,10 +304,14 @@ def model(pages):
             glob = [(n, v) for names, v, _ in p.options for n in names]
             continue
         c = {"summary": p.summary, "subs": {}, "pos": [], "opts": []}
-        for names, value, _ in p.options:
+        c["only"] = {}  # option -> the sub-commands its description starts with: "(create)"
+        for names, value, desc in p.options:
             v = re.match(r"^\*([A-Z][A-Z0-9_]*)\*", value or "")
+            only = re.match(r"^\(([a-z, ]+)\) ", desc[0] if desc else "")
             for n in names:
                 c["opts"].append((n, KINDS.get(v.group(1), "any") if v else ""))
+                if only:
+                    c["only"][n] = only.group(1).replace(",", " ").split()
         for line in p.synopsis:
             words, pos = synopsis_words(line)
             if not words or words[0] != p.cmd:
@@ -319,6 +323,11 @@ def model(pages):
                 c["pos"] = kinds
         cmds[p.cmd] = c
     return cmds, glob
+
+
+def sub_opts(c, sub):
+    """The options of command c that sub-command sub takes."""
+    return [n for n, _ in c["opts"] if sub in c["only"].get(n, [sub])]
 
 
 def check_word(w):
@@ -371,8 +380,11 @@ def bash(pages):
            "\tdone",
            "\tif [ -z \"$cmd\" ]; then",
            "\t\tcase $prev in --workdir | -C) _arborinth_kind dir; return ;; esac",
-           "\t\tCOMPREPLY=($(compgen -W \"%s %s\" -- \"$cur\"))"
-           % (" ".join(check_word(c) for c in cmds), " ".join(check_word(n) for n, _ in glob)),
+           "\t\tif [ \"${cur#-}\" != \"$cur\" ]; then",
+           "\t\t\tCOMPREPLY=($(compgen -W \"%s\" -- \"$cur\"))" % " ".join(check_word(n) for n, _ in glob),
+           "\t\telse",
+           "\t\t\tCOMPREPLY=($(compgen -W \"%s\" -- \"$cur\"))" % " ".join(check_word(c) for c in cmds),
+           "\t\tfi",
            "\t\treturn",
            "\tfi",
            "\t_arborinth_spec",
@@ -408,7 +420,8 @@ def bash(pages):
             out.append("\t\tsubs=\"%s\"" % " ".join(check_word(s) for s in c["subs"]))
             out.append("\t\tcase $sub in")
             for s, kinds in c["subs"].items():
-                out.append("\t\t%s) pos=(%s) ;;" % (s, " ".join(k or "none" for k in kinds)))
+                out.append("\t\t%s) pos=(%s); opts=\"%s\" ;;"
+                           % (s, " ".join(k or "none" for k in kinds), " ".join(sub_opts(c, s))))
             out.append("\t\tesac")
         elif name == "help":
             out.append("\t\tpos=(command)")
@@ -513,7 +526,8 @@ def zsh(pages):
             out.append("    subs=(%s)" % " ".join(c["subs"]))
             out.append("    case $sub in")
             for s, kinds in c["subs"].items():
-                out.append("    %s) pos=(%s) ;;" % (s, " ".join(k or "none" for k in kinds)))
+                out.append("    %s) pos=(%s); opts=(%s) ;;"
+                           % (s, " ".join(k or "none" for k in kinds), " ".join(sub_opts(c, s))))
             out.append("    esac")
         elif name == "help":
             out.append("    pos=(command)")
@@ -644,8 +658,10 @@ def fish(pages):
                 extra = " -x -a '(__arborinth_ckpt)'"
             elif k:
                 extra = " -x"
-            out.append("complete -c arborinth -n '__fish_seen_subcommand_from %s' %s%s"
-                       % (name, flag, extra))
+            cond = "__fish_seen_subcommand_from %s" % name
+            if n in c["only"]:
+                cond += "; and __fish_seen_subcommand_from %s" % " ".join(c["only"][n])
+            out.append("complete -c arborinth -n '%s' %s%s" % (cond, flag, extra))
     out += ["complete -c arborinth -n '__arborinth_at ws' -a '(__arborinth_ws)'",
             "complete -c arborinth -n '__arborinth_at ckpt' -a '(__arborinth_ckpt)'",
             "complete -c arborinth -n '__arborinth_at file' -F",
