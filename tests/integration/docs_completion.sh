@@ -7,8 +7,9 @@
 . "$(dirname "$0")/lib.sh"
 
 for s in zsh fish; do command -v $s >/dev/null || skip "$s is not installed"; done
-# What cmake --install puts where the shells and man look (the package installs the same).
-cmake --install "$ARB_BUILD" --prefix "$T/inst" >/dev/null
+# What cmake --install puts where the shells and man look (the package installs the same): the
+# install script of docs/ (the whole project's would write its manifest into the build tree).
+cmake -DCMAKE_INSTALL_PREFIX="$T/inst" -P "$ARB_BUILD/docs/cmake_install.cmake" >/dev/null
 share=$T/inst/share
 for f in bash-completion/completions/arborinth zsh/vendor-completions/_arborinth \
 	fish/vendor_completions.d/arborinth.fish man/man1/arborinth.1 man/man1/arborinth-shell.1; do
