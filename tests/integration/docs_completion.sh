@@ -66,6 +66,7 @@ for sh in bash zsh fish; do
 		"$sh: an option of a sub-command (delete's --force, not create's --from)"
 	expect_eq "--from " "$($c 'arborinth workspace create x --fr')" "$sh: create's --from"
 	expect_eq "--timeout " "$($c 'arborinth shell x --time')" "$sh: an option of shell"
+	expect_match "(^| )bash " "$($c 'arborinth shell x -- bas')" "$sh: a command after --"
 done
 expect_status 0 "workspace create" -- "$ARB" workspace create first
 for sh in bash zsh fish; do
