@@ -116,6 +116,29 @@ def main():
         check(cp.returncode == 2 and "--frobnicate" in cp.stderr and
               "--frobnicate" not in run("--list-options", "shell", cwd=empty).stdout,
               "control: what --list-options omits, the command refuses")
+    # The format is enforced: a page that is not in it is an error naming its line.
+    good = "# arborinth-x(1) -- x\n\n## SYNOPSIS\n`arborinth x`\n\n## DESCRIPTION\nX.\n"
+    bad = {"a title without (1)": good.replace("(1)", ""),
+           "an option without a colon": good + "\n## OPTIONS\n* `--json`\n  Json.\n",
+           "an option without a description": good + "\n## OPTIONS\n* `--json`:\n",
+           "an option not in backticks": good + "\n## OPTIONS\n* --json:\n  Json.\n",
+           "no DESCRIPTION": good.replace("## DESCRIPTION", "## DESCRIPTIONS")}
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "arborinth-x.md")
+        for what, text in [("control: a page in the format", None)] + list(bad.items()):
+            with open(path, "w") as f:
+                f.write(good + "\n## OPTIONS\n* `-j`, `--json` *X*:\n  Json.\n"
+                        if text is None else text)
+            try:
+                page = docgen.Page(path)
+                err = None
+            except docgen.PageError as e:
+                err = str(e)
+            if text is None:
+                check(err is None and page.option_names() == ["-j", "--json"], what)
+            else:
+                check(err is not None and err.startswith(path + ":"),
+                      "a page with %s is refused (%s)" % (what, err))
     print("%d failure(s)" % fails)
     return 1 if fails else 0
 
