@@ -200,7 +200,7 @@ def roff_blocks(lines):
 def man(page, version):
     name = page.name
     out = ['.TH "%s" "1" "" "arborinth %s" "Arborinth Manual"' % (name.upper(), version),
-           ".SH NAME", "%s \\- %s" % (name, roff_escape(plain(page.summary))), ".SH SYNOPSIS"]
+           ".nh", ".ad l", ".SH NAME", "%s \\- %s" % (name, roff_escape(plain(page.summary))), ".SH SYNOPSIS"]
     for i, l in enumerate(page.synopsis):
         out += ([".br"] if i else []) + [roff_inline(l.strip())]
     for title, _, lines in page.sections:

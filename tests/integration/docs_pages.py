@@ -75,6 +75,9 @@ def main():
         for p in pages:
             if p.cmd:
                 check(p.cmd in listed, "page %s is a command --help lists" % p.name)
+        overview = "\n".join(byname[""].section("COMMANDS"))
+        for cmd in listed:
+            check("`arborinth %s`" % cmd in overview, "arborinth.md's COMMANDS names %s" % cmd)
         # Options, both ways.
         shell = None
         for p in pages:
