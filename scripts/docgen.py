@@ -164,6 +164,12 @@ def blocks(lines):
                 j += 1
             out.append(("code", lines[i + 1:j]))
             i = j + 1
+        elif line.startswith("|"):
+            j = i
+            while j < len(lines) and lines[j].startswith("|"):
+                j += 1
+            out.append(("table", lines[i:j]))
+            i = j
         elif line.startswith("* ") or line.startswith("- "):
             j = i + 1
             while j < len(lines) and lines[j].startswith("  ") and lines[j].strip():
@@ -173,7 +179,7 @@ def blocks(lines):
         else:
             j = i
             while (j < len(lines) and lines[j].strip() and not lines[j].startswith("```")
-                   and not lines[j].startswith("* ") and not lines[j].startswith("- ")):
+                   and not lines[j].startswith(("* ", "- ", "|"))):
                 j += 1
             out.append(("para", [l.strip() for l in lines[i:j]]))
             i = j
@@ -181,6 +187,18 @@ def blocks(lines):
 
 
 # ---- man ---------------------------------------------------------------------------------------
+
+def table_rows(rows):
+    """A markdown table as a tagged list: the first cell the tag, the others its text."""
+    out = []
+    for n, row in enumerate(rows):
+        cells = [c.strip().replace("\0", "|")
+                 for c in row.replace("\\|", "\0").strip().strip("|").split("|")]
+        if n == 0 or re.match(r"^[-: ]*$", "".join(cells)):
+            continue  # the header and the separator
+        out += [".TP", roff_inline(cells[0]), roff_inline(" ".join(c for c in cells[1:] if c))]
+    return out
+
 
 def roff_blocks(lines):
     out = []
@@ -192,6 +210,8 @@ def roff_blocks(lines):
             out += [".fi", ".RE"]
         elif kind == "item":
             out += [".IP \\(bu 2"] + [roff_inline(l) for l in body]
+        elif kind == "table":
+            out += table_rows(body)
         else:
             out += [".PP"] + [roff_inline(l) for l in body]
     return out
