@@ -26,9 +26,10 @@ cp "$share/bash-completion/completions/arborinth" "$T/c/bash"
 cp "$share/zsh/vendor-completions/_arborinth" "$T/c/zsh"
 cp "$share/fish/vendor_completions.d/arborinth.fish" "$T/c/fish"
 C=$T/c
-export PATH=$(dirname "$ARB"):$PATH
+PATH=$(dirname "$ARB"):$PATH
+export PATH
 mkrepo "$T/repo"
-cd "$T/repo"
+cd "$T/repo" || exit 1
 
 # bash LINE: what the bash function offers for LINE (the last word is completed).
 bash_c() {
