@@ -15,6 +15,8 @@ enum { CLI_OK = 0, CLI_ERR = 1, CLI_USAGE = 2 };
 /* Options every command understands; set before the command name or among its own options. */
 struct cli_global {
 	const char *workdir; /* --workdir DIR, default "." */
+	bool list_options; /* --list-options: cli_getopt prints the command's options, runs nothing
+			    */
 };
 
 struct cli_cmd {
@@ -81,7 +83,12 @@ struct arb_agent;
 int cli_agent_go(struct arb_agent *a, const char *name);
 int cli_box_fail(const char *cmd);
 
-/* Command entry points, their help texts and sub-command tables. */
+/*
+ * Command entry points, their help texts and sub-command tables. The help texts of the commands
+ * with a page (cmd_NAME_usage, cli_main_usage_head/_tail) are generated at build time from
+ * docs/commands/arborinth-NAME.md (scripts/docgen.py).
+ */
+extern const char cli_main_usage_head[], cli_main_usage_tail[], cmd_help_usage[];
 extern const char cmd_project_usage[], cmd_workspace_usage[], cmd_shell_usage[],
     cmd_fs_daemon_usage[];
 extern const struct cli_cmd cmd_project_subs[], cmd_workspace_subs[];

@@ -13,37 +13,6 @@
 
 #include "include/arborinth.h"
 
-const char cmd_audit_usage[] =
-    "usage: arborinth audit NAME [options]\n"
-    "\n"
-    "Shows what happened in workspace NAME, oldest first: time, process, operation, path(s),\n"
-    "size and result of every file system change, the commands run with 'shell', and every\n"
-    "request of their boxes to the proxy (credential proxy and --allow-host tunnels).\n"
-    "Works whether or not the workspace is mounted, and after 'workspace delete' (until\n"
-    "'workspace delete --purge').\n"
-    "\n"
-    "  --since TIME     only from TIME: 10m, 2h, 3d, 1w ago, 2024-05-01, '2024-05-01 12:00'\n"
-    "                   (local), 2024-05-01T12:00:00Z, @EPOCH_SECONDS\n"
-    "  --until TIME     only up to TIME\n"
-    "  --path GLOB      only paths matching GLOB ('*' also matches '/': 'src/*')\n"
-    "  --op OP[,OP]     only these operations (create write truncate unlink mkdir rmdir\n"
-    "                   rename link symlink chmod chown utimens setxattr removexattr mknod\n"
-    "                   gap exec exit request tunnel unattributed unattributed-delete)\n"
-    "  --kind KIND      fs (file system), exec (shell sessions) or net (proxy requests and\n"
-    "                   tunnels); may be repeated\n"
-    "  --session ID     only what session ID did\n"
-    "  --failed         only failed operations and non-zero exits\n"
-    "  --all            include .git/ internals (hidden by default)\n"
-    "  --summary        one line per path: added/modified/deleted/renamed, operations,\n"
-    "                   bytes written, first and last change\n"
-    "  --json           one JSON object per line (fields in README.md)\n"
-    "  --follow         keep printing new events as they arrive (Ctrl-C stops)\n"
-    "  --verify         check the hash chain of NAME's audit: the first broken link (exit 1)\n"
-    "                   or 'ok' with the row count and the head hash\n"
-    "  --verify=FILE    check a bundle written by --export (no NAME)\n"
-    "  --export FILE    write NAME's audit as a verifiable bundle (JSON lines; '-': stdout)\n"
-    "  --workdir DIR    the repository (default: the current directory)\n";
-
 static const struct cli_cmd audit_cmd = {"audit", NULL, cmd_audit, NULL, cmd_audit_usage};
 
 #define MAX_OPS 32

@@ -12,35 +12,6 @@
 
 #include "include/arborinth.h"
 
-const char cmd_checkpoint_usage[] =
-    "usage: arborinth checkpoint NAME [-m MSG] [--json]\n"
-    "\n"
-    "Records workspace NAME's whole view as it is now (tracked, untracked and ignored files,\n"
-    "deletions, executable bits, symlinks; .git excluded) as a commit in the workspace's own\n"
-    "object store, on refs/arborinth/checkpoints/N; its branch, index and HEAD are not\n"
-    "touched. Every shell and launcher session checkpoints at its start and its end.\n"
-    "'arborinth log NAME' lists them.\n"
-    "\n"
-    "  -m, --message MSG  what the checkpoint is (one line; default \"checkpoint\")\n"
-    "  --json             print the checkpoint as a JSON object\n";
-
-const char cmd_rewind_usage[] =
-    "usage: arborinth rewind NAME (--to CKPT | --before-session N) [--json]\n"
-    "\n"
-    "Gives workspace NAME's whole view the state of checkpoint CKPT (its number, or any tree\n"
-    "'arborinth diff' accepts), or the state before session N started. Checkpoints first, so\n"
-    "a rewind can itself be undone (arborinth rewind NAME --to THAT). Refused while a session\n"
-    "of NAME runs. Files come back with content, executable bit and symlinks as git holds\n"
-    "them; empty directories and other modes do not. Recorded in the audit as one 'rewind' row.\n";
-
-const char cmd_restore_usage[] =
-    "usage: arborinth restore NAME PATH... (--at CKPT | --before-session N)\n"
-    "\n"
-    "Gives single paths of workspace NAME (files, symlinks or whole directories, relative to\n"
-    "its workdir) back the state they had at checkpoint CKPT or before session N; a path that\n"
-    "did not exist then is removed. Written through the view, so the audit records each\n"
-    "change.\n";
-
 /* A workspace name, checked as the command line checks it. */
 static int check_name(const char *cmd, const char *name)
 {

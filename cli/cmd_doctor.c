@@ -7,22 +7,6 @@
 
 #include "include/arborinth.h"
 
-const char cmd_doctor_usage[] =
-    "usage: arborinth doctor [--workdir DIR] [--json]\n"
-    "\n"
-    "Checks what arborinth needs of this machine and says for each check ok,\n"
-    "degraded (works, with less) or MISSING, with the one line that fixes it:\n"
-    "bubblewrap and user namespaces (by making a box), /dev/fuse and fusermount3,\n"
-    "user_allow_other, whether --memory/--pids/--cpus can be placed (the cgroup\n"
-    "version), FUSE passthrough and io_uring, the file system the repository is on,\n"
-    "and the agent clients on PATH with whether a credential is present (never\n"
-    "printed). Changes nothing.\n"
-    "\n"
-    "Exit status: 0 when everything required is there, 1 when something required is\n"
-    "missing.\n"
-    "\n"
-    "  --json   the checks as a JSON array of {name, status, required, detail, fix}\n";
-
 static const char *const status_word[] = {"ok", "degraded", "missing"};
 
 static json_t *checks_json(const struct arb_check *v, size_t n)

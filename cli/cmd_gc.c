@@ -8,23 +8,6 @@
 
 #include "include/arborinth.h"
 
-const char cmd_gc_usage[] =
-    "usage: arborinth gc [--dry-run] [--purge] [--json]\n"
-    "\n"
-    "Removes what no workspace of the repository uses, and reports the bytes reclaimed:\n"
-    "the views' blob cache (only while no view is mounted: a running view reads it),\n"
-    "shared indexes and objects views of commits no workspace is based on, folders left\n"
-    "by interrupted creates and deletes, and refs/arborinth/NAME and remotes\n"
-    "arborinth/NAME of no workspace (left by an earlier failure). Also drops projects\n"
-    "that are gone from the user's list (workspace list --all). Safe while other\n"
-    "workspaces are created, used or deleted.\n"
-    "\n"
-    "  --dry-run   say what would be removed and how many bytes; change nothing\n"
-    "  --purge     also remove the audit history of deleted workspaces and the folders\n"
-    "              of no workspace\n"
-    "  --json      machine-readable output\n"
-    "  --workdir DIR  the repository (default: the current directory)\n";
-
 struct gc_out {
 	json_t *items; /* --json: the list; else printed as they come */
 	bool dry;

@@ -7,16 +7,6 @@
 
 #include "include/arborinth.h"
 
-const char cmd_grant_usage[] =
-    "usage: arborinth grant list [--json]\n"
-    "\n"
-    "Lists the grants --grant NAME adds to a box (shell and the agent launchers): named\n"
-    "bundles of read-only mounts of a toolchain's host installation, PATH entries and\n"
-    "variables that keep its caches in the workspace. Entries for paths the host lacks are\n"
-    "skipped. Grants apply before bind files (--binds), so a user's file wins.\n"
-    "\n"
-    "  --json   one JSON document: [{\"name\", \"summary\", \"items\": [...]}]\n";
-
 static const struct cli_cmd grant_cmd = {"grant", NULL, cmd_grant, NULL, cmd_grant_usage};
 
 int cmd_grant(struct cli_global *g, int argc, char **argv)

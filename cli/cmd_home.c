@@ -9,31 +9,6 @@
 
 #include "include/arborinth.h"
 
-const char cmd_merge_usage[] =
-    "usage: arborinth merge NAME [--json]\n"
-    "\n"
-    "Merges workspace NAME's branch (arborinth/NAME: what was committed in it) into the\n"
-    "origin's current branch: a fast-forward when possible, else a merge commit. Conflicts\n"
-    "are listed and nothing is changed; so is it when the origin's own uncommitted changes\n"
-    "are in the way. No hook or configuration of the workspace runs.\n";
-
-const char cmd_apply_usage[] =
-    "usage: arborinth apply NAME\n"
-    "\n"
-    "Applies workspace NAME's changes against its base, committed and not (the view as it is\n"
-    "now), to the origin's working tree as unstaged changes. Checked whole first: when a file\n"
-    "in the origin is not as the workspace's base has it, or a path the workspace adds exists,\n"
-    "nothing is written. Never touches the origin's index or branch.\n";
-
-const char cmd_export_usage[] =
-    "usage: arborinth export NAME [--json]\n"
-    "\n"
-    "Copies workspace NAME's branch (arborinth/NAME) into its export repository, the one the\n"
-    "origin's remote arborinth/NAME points at, so that `git fetch arborinth/NAME` brings it:\n"
-    "the workspace's gitdir is checked first and only the branch's own objects are taken.\n"
-    "Done by itself at the end of each session and by merge. Refused, with one line naming\n"
-    "it, when the box planted something there (alternates, symlinked refs, commondir, FIFOs).\n";
-
 static int one_name(struct cli_global *g, const char *name, int argc, char **argv, bool *json,
 		    const char *usage)
 {

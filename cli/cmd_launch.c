@@ -11,64 +11,6 @@
 
 #include "include/arborinth.h"
 
-/* The options every launcher's help lists. */
-#define LAUNCH_COMMON_OPTS                                                                         \
-	"  --rev REV            base NAME on REV when creating it (default HEAD)\n"                \
-	"  --client PATH        the client binary (default: found on PATH); bound read-only\n"     \
-	"                       at its host path in the box\n"                                     \
-	"  --model MODEL        the model (default: the host's setting, when there is one)\n"      \
-	"  --upstream URL       send the client's API calls to URL instead of the provider\n"      \
-	"  --api-key-file FILE  the real API key, read on the host (default: the variable)\n"      \
-	"  --auth login|api-key|none\n"                                                            \
-	"                       the credential: the host's login, an API key, or none (default:\n" \
-	"                       a key when one is given, else the host's login)\n"                 \
-	"  --no-upstream-auth   the same as --auth none: the upstream gets no credential\n"        \
-	"  --token-url URL      where the host's login is refreshed (default: the client's own)\n" \
-	"  --grant NAME         a toolchain bundle (repeatable; 'arborinth grant list')\n"         \
-	"  --binds FILE         a bind file (repeatable; applied after grants)\n"                  \
-	"  --mount SPEC, --env NAME[=VALUE]\n"                                                     \
-	"                       as for 'arborinth shell'\n"                                        \
-	"  --timeout D, --memory SIZE, --cpus N, --pids N, --inotify N, --no-tool-managers\n"      \
-	"                       as for 'arborinth shell'\n"                                        \
-	"  --net                share the host's network; the proxy then listens on the host's\n"  \
-	"                       127.0.0.1 and the client reads the session's token from a file\n"  \
-	"  --explain            print the resolved box and the client's argv, run nothing\n"
-
-const char cmd_claude_usage[] =
-    "usage: arborinth claude NAME [OPTIONS] [-- CLAUDE ARGS...]\n"
-    "\n"
-    "Runs Claude Code in workspace NAME (created from --rev when missing) inside a box. Its API\n"
-    "calls go through the credential proxy: ANTHROPIC_BASE_URL is the in-box relay and\n"
-    "ANTHROPIC_API_KEY a placeholder; the real key ($ANTHROPIC_API_KEY or --api-key-file) stays\n"
-    "on the host. CLAUDE_CONFIG_DIR is NAME's home/.claude, so sessions persist per\n"
-    "workspace; non-essential traffic is off. Arguments after -- go to claude unchanged.\n"
-    "\n" LAUNCH_COMMON_OPTS;
-
-const char cmd_codex_usage[] =
-    "usage: arborinth codex NAME [OPTIONS] [-- CODEX ARGS...]\n"
-    "\n"
-    "Runs Codex in workspace NAME (created from --rev when missing) inside a box. Its API\n"
-    "calls go through the credential proxy: OPENAI_BASE_URL is the in-box relay and\n"
-    "OPENAI_API_KEY/CODEX_API_KEY a placeholder; the real key ($OPENAI_API_KEY or\n"
-    "--api-key-file) stays on the host. CODEX_HOME is NAME's home/.codex. The host's model and\n"
-    "reasoning effort (~/.codex/config.toml) are passed as -c overrides. Arguments after -- go\n"
-    "to codex unchanged.\n"
-    "\n" LAUNCH_COMMON_OPTS;
-
-const char cmd_opencode_usage[] =
-    "usage: arborinth opencode NAME [OPTIONS] [-- OPENCODE ARGS...]\n"
-    "\n"
-    "Runs OpenCode in workspace NAME (created from --rev when missing) inside a box, with a\n"
-    "provider config (OPENCODE_CONFIG_CONTENT) whose baseURL is the in-box relay and whose key\n"
-    "is a placeholder; the real key stays on the host: --api-key-file, else the provider's\n"
-    "variable, else the host's OpenCode login store (auth.json), else the provider's\n"
-    "options.apiKey in the host's opencode.json(c). Auto-update, model list fetches, default\n"
-    "plugins, LSP downloads and sharing are off. Arguments after -- go to opencode.\n"
-    "\n" LAUNCH_COMMON_OPTS
-    "  --provider P         anthropic, openai, or an OpenAI-compatible provider of the\n"
-    "                       host's OpenCode config (default: the host's model's provider,\n"
-    "                       else anthropic)\n";
-
 /* Options with their names in arb_agent_set (val: 1000 + their index), values or not. */
 #define OPT(name, arg, i)                                                                          \
 	{                                                                                          \

@@ -14,22 +14,6 @@
 
 #include "include/arborinth.h"
 
-const char cmd_log_usage[] =
-    "usage: arborinth log NAME [--json]\n"
-    "\n"
-    "Lists workspace NAME's sessions (shell and launcher runs) with their command, start, end,\n"
-    "exit status and what they changed (files, lines added and removed, between the session's\n"
-    "start and end checkpoints), and the checkpoints, oldest first.\n";
-
-const char cmd_diff_usage[] =
-    "usage: arborinth diff NAME [FROM [TO] | --session N] [--stat | --name-status]\n"
-    "                           [-- PATH...]\n"
-    "\n"
-    "Shows in git's diff format what changed in workspace NAME between FROM (default: 'base',\n"
-    "the commit it was made from) and TO (default: 'view', the view now, uncommitted and\n"
-    "untracked files included), or what session N changed. FROM and TO are checkpoint numbers,\n"
-    "'base', 'view', or revisions of the workspace's repository (its branch, commit ids).\n";
-
 struct session {
 	int64_t id, start_ns, end_ns;
 	int exit; /* -1: still running, or ended without a record */

@@ -7,12 +7,6 @@
 
 #include "include/arborinth.h"
 
-const char cmd_project_usage[] =
-    "usage: arborinth project info [--workdir DIR] [--json]\n"
-    "\n"
-    "Shows the repository arborinth works on: its root, git dir, HEAD\n"
-    "commit and branch (or detached), and the number of workspaces.\n";
-
 static int project_info(struct cli_global *g, int argc, char **argv);
 
 const struct cli_cmd cmd_project_subs[] = {

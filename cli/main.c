@@ -6,24 +6,21 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char main_usage[] =
-    "usage: arborinth [--workdir DIR] COMMAND [ARGS...]\n"
-    "\n"
-    "Run untrusted code against a git repository in copy-on-write workspaces.\n"
-    "\n"
-    "Commands:\n"
-    "%s"
-    "\n"
-    "Any other COMMAND runs the plugin arborinth-COMMAND from PATH, if there is one.\n"
-    "\n"
-    "Global options:\n"
-    "  --workdir DIR   the repository to work on (default: the current directory)\n"
-    "  -h, --help      this help; 'arborinth help COMMAND' for one command\n"
-    "  -V, --version   print the version\n";
+/* The global options (their help: docs/commands/arborinth.md); val: what run() does. */
+enum { OPT_HELP, OPT_VERSION, OPT_WORKDIR, OPT_LIST };
+static const struct {
+	const char *lng, *shrt;
+	int val;
+} main_opts[] = {
+    {"--help", "-h", OPT_HELP},
+    {"--version", "-V", OPT_VERSION},
+    {"--workdir", "-C", OPT_WORKDIR},
+    {"--list-options", NULL, OPT_LIST},
+    {0},
+};
 
 const struct cli_cmd cli_commands[] = {
-    {"help", NULL, cmd_help, "show help for a command",
-     "usage: arborinth help [COMMAND [SUB-COMMAND]]\n\nShows help for a command.\n"},
+    {"help", NULL, cmd_help, "show help for a command", cmd_help_usage},
     {"project", NULL, cmd_project, "inspect the repository", cmd_project_usage, cmd_project_subs},
     {"workspace", NULL, cmd_workspace, "create, list, inspect and delete workspaces",
      cmd_workspace_usage, cmd_workspace_subs},
@@ -60,19 +57,26 @@ static void print_main_help(FILE *f)
 		if (c->summary)
 			off += (size_t)snprintf(list + off, sizeof(list) - off, "  %-12s %s\n",
 						c->name, c->summary);
-	fprintf(f, main_usage, list);
+	fprintf(
+	    f,
+	    "%sCommands:\n%s\nAny other COMMAND runs the plugin arborinth-COMMAND from PATH, if "
+	    "there is one.\n%s",
+	    cli_main_usage_head, list, cli_main_usage_tail);
 }
 
 int cmd_help(struct cli_global *g, int argc, char **argv)
 {
 	const struct cli_cmd *c;
 
-	(void)g;
+	if (g->list_options)
+		return CLI_OK; /* no options */
 	if (argc < 2) {
 		print_main_help(stdout);
 		return CLI_OK;
 	}
-	c = cli_cmd_find(cli_commands, argv[1]);
+	/* `help --help`: its own help */
+	c = cli_cmd_find(cli_commands,
+			 strcmp(argv[1], "--help") && strcmp(argv[1], "-h") ? argv[1] : "help");
 	if (!c)
 		return cli_fail(CLI_USAGE, "unknown command '%s' (see 'arborinth --help')",
 				argv[1]);
@@ -95,25 +99,43 @@ static int run(int argc, char **argv)
 
 	while (i < argc && argv[i][0] == '-') {
 		const char *a = argv[i];
+		int o = 0;
 
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+		while (main_opts[o].lng && strcmp(a, main_opts[o].lng) != 0 &&
+		       (!main_opts[o].shrt || strcmp(a, main_opts[o].shrt) != 0))
+			o++;
+		if (!main_opts[o].lng && !strncmp(a, "--workdir=", 10)) {
+			g.workdir = a + 10;
+			i++;
+			continue;
+		}
+		if (!main_opts[o].lng)
+			return cli_fail(CLI_USAGE, "unknown option '%s' (see 'arborinth --help')",
+					a);
+		switch (main_opts[o].val) {
+		case OPT_HELP:
 			print_main_help(stdout);
 			return CLI_OK;
-		} else if (!strcmp(a, "--version") || !strcmp(a, "-V")) {
+		case OPT_VERSION:
 			printf("arborinth %s\n", ARB_VERSION);
 			return CLI_OK;
-		} else if (!strcmp(a, "--workdir") || !strcmp(a, "-C")) {
+		case OPT_LIST:
+			g.list_options = true;
+			i++;
+			break;
+		default: /* OPT_WORKDIR */
 			if (i + 1 >= argc)
 				return cli_fail(CLI_USAGE, "option '%s' needs a value", a);
 			g.workdir = argv[i + 1];
 			i += 2;
-		} else if (!strncmp(a, "--workdir=", 10)) {
-			g.workdir = a + 10;
-			i++;
-		} else {
-			return cli_fail(CLI_USAGE, "unknown option '%s' (see 'arborinth --help')",
-					a);
 		}
+	}
+	if (i >= argc && g.list_options) {
+		for (int o = 0; main_opts[o].lng; o++)
+			printf("%s\n%s%s", main_opts[o].lng,
+			       main_opts[o].shrt ? main_opts[o].shrt : "",
+			       main_opts[o].shrt ? "\n" : "");
+		return CLI_OK;
 	}
 	if (i >= argc) {
 		print_main_help(stderr);
@@ -121,6 +143,8 @@ static int run(int argc, char **argv)
 	}
 	c = cli_cmd_find(cli_commands, argv[i]);
 	/* Not a built-in: a plugin, arborinth-NAME on PATH (built-ins always win). */
+	if (!c && g.list_options)
+		return cli_fail(CLI_USAGE, "unknown command '%s'", argv[i]);
 	if (!c)
 		return cli_plugin_run(argv[i], argc - i, argv + i);
 	return c->fn(&g, argc - i, argv + i);

@@ -11,9 +11,11 @@ out=$(cd "$out" && pwd)
 cd "$src"
 files=$(git ls-files -co --exclude-standard | while read -r f; do [ -f "$f" ] && echo "$f"; done)
 # The key leaves out what no package holds (the tests' scripts, documents), so editing them
-# does not rebuild.
-key=$(printf '%s\n' "$files" | grep -v -e '^tests/pkg/' -e '^docs/' -e '\.md$' |
-	xargs -d '\n' sha256sum | sha256sum | cut -d' ' -f1)
+# does not rebuild; but the command pages make the man pages, completions and --help.
+key=$({
+	printf '%s\n' "$files" | grep -v -e '^tests/pkg/' -e '^docs/' -e '\.md$'
+	printf '%s\n' "$files" | grep -e '^docs/commands/' -e '^docs/CMakeLists.txt$'
+} | xargs -d '\n' sha256sum | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$out/key" 2>/dev/null)" = "$key" ] && ls "$out"/arborinth_*.deb >/dev/null 2>&1; then
 	echo "debs.sh: packages up to date in $out" >&2
 	exit 0
