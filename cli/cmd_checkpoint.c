@@ -34,12 +34,14 @@ const char cmd_rewind_usage[] =
     "them; empty directories and other modes do not. Recorded in the audit as one 'rewind' row.\n";
 
 const char cmd_restore_usage[] =
-    "usage: arborinth restore NAME PATH... (--at CKPT | --before-session N)\n"
+    "usage: arborinth restore NAME PATH... (--at CKPT | --before-session N) [--json]\n"
     "\n"
     "Gives single paths of workspace NAME (files, symlinks or whole directories, relative to\n"
     "its workdir) back the state they had at checkpoint CKPT or before session N; a path that\n"
-    "did not exist then is removed. Written through the view, so the audit records each\n"
-    "change.\n";
+    "did not exist then is removed; a path that is in neither is an error and nothing\n"
+    "changes. Written through the view, so the audit records each change.\n"
+    "\n"
+    "  --json   print {\"workspace\", \"from\", \"paths\"} as a JSON object\n";
 
 /* A workspace name, checked as the command line checks it. */
 static int check_name(const char *cmd, const char *name)
@@ -190,7 +192,9 @@ int cmd_restore(struct cli_global *g, int argc, char **argv)
 	int64_t before = 0;
 	arb_project *p = NULL;
 	char what[64];
-	int status = parse_target(g, &cmd, argc, argv, "--at", &to, &before, NULL);
+	bool json = false;
+	int status = parse_target(g, &cmd, argc, argv, "--at", &to, &before, &json);
+	json_t *paths = NULL;
 	int n;
 
 	if (status != -1)
@@ -204,7 +208,13 @@ int cmd_restore(struct cli_global *g, int argc, char **argv)
 	    arb_restore(p, argv[optind], to, before, (const char *const *)argv + optind + 1,
 			(size_t)n) < 0)
 		status = fail_lib();
-	else
+	else if (json && (paths = json_array()))
+		for (int i = 0; i < n; i++)
+			json_array_append_new(paths, util_json_bytes(argv[optind + 1 + i]));
+	if (status == CLI_OK && json)
+		status = cli_json_print(json_pack("{s:s, s:o, s:o}", "workspace", argv[optind],
+						  "from", util_json_bytes(what), "paths", paths));
+	else if (status == CLI_OK)
 		printf("restored %d path%s of %s from %s\n", n, n == 1 ? "" : "s", argv[optind],
 		       cli_q(what));
 	arb_project_free(p);

@@ -18,12 +18,14 @@ const char cmd_merge_usage[] =
     "are in the way. No hook or configuration of the workspace runs.\n";
 
 const char cmd_apply_usage[] =
-    "usage: arborinth apply NAME\n"
+    "usage: arborinth apply NAME [--json]\n"
     "\n"
     "Applies workspace NAME's changes against its base, committed and not (the view as it is\n"
     "now), to the origin's working tree as unstaged changes. Checked whole first: when a file\n"
     "in the origin is not as the workspace's base has it, or a path the workspace adds exists,\n"
-    "nothing is written. Never touches the origin's index or branch.\n";
+    "nothing is written. Never touches the origin's index or branch.\n"
+    "\n"
+    "  --json   print {\"workspace\", \"files\"} (the paths changed) as a JSON object\n";
 
 const char cmd_export_usage[] =
     "usage: arborinth export NAME [--json]\n"
@@ -112,7 +114,8 @@ int cmd_apply(struct cli_global *g, int argc, char **argv)
 {
 	arb_project *p = NULL;
 	size_t files = 0;
-	int status = one_name(g, "apply", argc, argv, NULL, cmd_apply_usage);
+	bool json = false;
+	int status = one_name(g, "apply", argc, argv, &json, cmd_apply_usage);
 	const char *name = argv[optind];
 
 	if (status != -1)
@@ -120,6 +123,9 @@ int cmd_apply(struct cli_global *g, int argc, char **argv)
 	status = CLI_OK;
 	if (arb_project_open(&p, g->workdir) < 0 || arb_apply(&files, p, name) < 0)
 		status = cli_fail(CLI_ERR, "%s", arb_error_last());
+	else if (json)
+		status = cli_json_print(
+		    json_pack("{s:s, s:I}", "workspace", name, "files", (json_int_t)files));
 	else
 		printf("applied %zu changed path%s of %s to the origin's working tree (unstaged)\n",
 		       files, files == 1 ? "" : "s", name);

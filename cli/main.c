@@ -3,11 +3,12 @@
 #include "lib/lib_internal.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 static const char main_usage[] =
-    "usage: arborinth [--workdir DIR] COMMAND [ARGS...]\n"
+    "usage: arborinth [--workdir DIR] [--no-pager] COMMAND [ARGS...]\n"
     "\n"
     "Run untrusted code against a git repository in copy-on-write workspaces.\n"
     "\n"
@@ -18,6 +19,7 @@ static const char main_usage[] =
     "\n"
     "Global options:\n"
     "  --workdir DIR   the repository to work on (default: the current directory)\n"
+    "  --no-pager      never send diff's and log's output to a pager\n"
     "  -h, --help      this help; 'arborinth help COMMAND' for one command\n"
     "  -V, --version   print the version\n";
 
@@ -102,6 +104,9 @@ static int run(int argc, char **argv)
 		} else if (!strcmp(a, "--version") || !strcmp(a, "-V")) {
 			printf("arborinth %s\n", ARB_VERSION);
 			return CLI_OK;
+		} else if (!strcmp(a, "--no-pager")) {
+			g.no_pager = true;
+			i++;
 		} else if (!strcmp(a, "--workdir") || !strcmp(a, "-C")) {
 			if (i + 1 >= argc)
 				return cli_fail(CLI_USAGE, "option '%s' needs a value", a);
@@ -137,7 +142,8 @@ int main(int argc, char **argv)
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		if (errno != EPIPE)
 			fprintf(stderr, "arborinth: cannot write output: %s\n", strerror(errno));
-		return status ? status : CLI_ERR;
+		status = status ? status : CLI_ERR;
 	}
+	cli_pager_finish();
 	return status;
 }
