@@ -32,7 +32,12 @@
 	"                       as for 'arborinth shell'\n"                                        \
 	"  --net                share the host's network; the proxy then listens on the host's\n"  \
 	"                       127.0.0.1 and the client reads the session's token from a file\n"  \
-	"  --explain            print the resolved box and the client's argv, run nothing\n"
+	"  --explain            print the resolved box and the client's argv, run nothing; it\n"   \
+	"                       works without the client, a credential or the workspace, and\n"    \
+	"                       says what is missing or would be created\n"                        \
+	"  --json               with --explain: {\"command\", \"workspace\", \"notes\": "          \
+	"[{\"about\",\n"                                                                           \
+	"                       \"missing\", \"text\"}], \"box\"} as a JSON object\n"
 
 const char cmd_claude_usage[] =
     "usage: arborinth claude NAME [OPTIONS] [-- CLAUDE ARGS...]\n"
@@ -96,6 +101,7 @@ static const struct option launch_opts[] = {
     OPT("no-tool-managers", no_argument, 18),
     OPT("inotify", required_argument, 19),
     {"explain", no_argument, NULL, 'x'},
+    {"json", no_argument, NULL, 'j'},
     {0},
 };
 #undef OPT
@@ -108,7 +114,7 @@ static int fail(const char *name)
 
 /* Options and arguments into a new agent (*out); -1 to go on, else the exit status. */
 static int parse(struct cli_global *g, const struct cli_cmd *cmd, int argc, char **argv,
-		 arb_project **p, arb_agent **out, bool *explain)
+		 arb_project **p, arb_agent **out, bool *explain, bool *json)
 {
 	struct {
 		const char *name, *value;
@@ -126,14 +132,18 @@ static int parse(struct cli_global *g, const struct cli_cmd *cmd, int argc, char
 	while ((c = cli_getopt(g, cmd, dd, argv, "", launch_opts, &status)) != -1) {
 		if (c == -2)
 			goto out;
-		if (c == 'x') {
-			*explain = true;
+		if (c == 'x' || c == 'j') {
+			*(c == 'x' ? explain : json) = true;
 			continue;
 		}
 		v[n].name = launch_opts[c - 1000].name;
 		v[n++].value = optarg;
 	}
 	status = CLI_USAGE;
+	if (*json && !*explain) {
+		status = cli_usage_error(cmd->name, "--json goes with --explain");
+		goto out;
+	}
 	if (optind >= dd) {
 		status = cli_usage_error(cmd->name, "missing workspace NAME");
 		goto out;
@@ -168,16 +178,53 @@ out:
 	return status;
 }
 
+/* A note ("about: [missing: ]text") as {"about", "missing", "text"}. */
+static json_t *note_json(const char *note)
+{
+	const char *colon = strstr(note, ": ");
+	char about[32] = "note";
+	size_t n = colon ? (size_t)(colon - note) : sizeof(about);
+	bool missing;
+
+	if (n < sizeof(about) && !memchr(note, ' ', n)) {
+		memcpy(about, note, n);
+		about[n] = '\0';
+		note = colon + 2;
+	}
+	missing = !strncmp(note, "missing: ", 9);
+	return json_pack("{s:s, s:b, s:o}", "about", about, "missing", missing, "text",
+			 util_json_bytes(missing ? note + 9 : note));
+}
+
+/* --explain --json: the notes and the box's text. */
+static int explain_json(arb_agent *a, const char *name, const char *ws, const char *const *notes,
+			size_t n)
+{
+	json_t *arr = json_array();
+	char *text = NULL;
+
+	for (size_t i = 0; arr && i < n; i++)
+		json_array_append_new(arr, note_json(notes[i]));
+	if (arb_agent_explain(&text, a) < 0) {
+		json_decref(arr);
+		return fail(name);
+	}
+	arr = json_pack("{s:s, s:s, s:o, s:o}", "command", name, "workspace", ws, "notes", arr,
+			"box", util_json_bytes(text));
+	arb_free(text);
+	return cli_json_print(arr);
+}
+
 static int launch(struct cli_global *g, const char *name, const char *usage, int argc, char **argv)
 {
 	struct cli_cmd cmd = {name, NULL, NULL, NULL, usage, NULL};
 	const char *const *notes;
 	arb_project *p = NULL;
 	arb_agent *a = NULL;
-	bool explain = false;
+	bool explain = false, json = false;
 	char *text = NULL;
 	size_t n = 0;
-	int status = parse(g, &cmd, argc, argv, &p, &a, &explain);
+	int status = parse(g, &cmd, argc, argv, &p, &a, &explain, &json);
 
 	if (status != -1)
 		goto out;
@@ -187,6 +234,10 @@ static int launch(struct cli_global *g, const char *name, const char *usage, int
 	}
 	/* --explain: the credential and the MCP servers first; a run says the MCP servers. */
 	notes = arb_agent_notes(a, &n);
+	if (json) {
+		status = explain_json(a, name, argv[optind], notes, n);
+		goto out;
+	}
 	for (size_t i = 0; i < n; i++)
 		if (explain)
 			printf("%s\n", notes[i]);

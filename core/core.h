@@ -110,6 +110,12 @@ int core_ws_create_opts(struct core_project *p, const char *name, const char *re
 			unsigned int flags, struct core_ws **out) ARB_MUST_CHECK;
 /* -ENOENT (with message) for an unknown workspace. */
 int core_ws_get(struct core_project *p, const char *name, struct core_ws **out) ARB_MUST_CHECK;
+/*
+ * The workspace `name` would be if created at rev (NULL: HEAD), for --explain: its paths and
+ * base, nothing created; state "planned", id "". A usage error for a name create refuses.
+ */
+int core_ws_planned(struct core_project *p, const char *name, const char *rev,
+		    struct core_ws **out) ARB_MUST_CHECK;
 /* All workspaces by name. Caller frees each and the array. */
 int core_ws_list(struct core_project *p, struct core_ws ***out, size_t *n) ARB_MUST_CHECK;
 int core_ws_count(struct core_project *p, size_t *n) ARB_MUST_CHECK;

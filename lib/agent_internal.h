@@ -80,8 +80,9 @@ struct launch {
 	char **mcp_notes;
 	size_t n_mcp_notes;
 	json_t *mcp_box;
-	char *credential_note; /* owned: "credential: ..." (never a secret) */
-	arb_project *project;  /* borrowed: where the workspace is */
+	char *credential_note;	 /* owned: "credential: ..." (never a secret) */
+	bool missing_credential; /* --explain without one: shown as --auth none */
+	arb_project *project;	 /* borrowed: where the workspace is */
 	bool prepared;
 };
 
