@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "include/arborinth.h"
 
@@ -215,6 +216,28 @@ static int explain_json(arb_agent *a, const char *name, const char *ws, const ch
 	return cli_json_print(arr);
 }
 
+/*
+ * After an interactive run: the launcher's command that resumes the client's session in the
+ * box (the client's own hint would run it on the host, outside the box).
+ */
+static void resume_hint(const struct cli_global *g, arb_agent *a, const char *name, const char *ws)
+{
+	char *args = NULL;
+
+	if (!isatty(STDIN_FILENO) || !isatty(STDERR_FILENO) || arb_agent_resume_args(&args, a) != 1)
+		return;
+	if (strcmp(g->workdir, "."))
+		fprintf(stderr,
+			"arborinth: resume this session in its box: arborinth --workdir %s %s "
+			"%s -- %s\n",
+			cli_q(g->workdir), name, ws, args);
+	else
+		fprintf(stderr,
+			"arborinth: resume this session in its box: arborinth %s %s -- %s\n", name,
+			ws, args);
+	arb_free(args);
+}
+
 static int launch(struct cli_global *g, const char *name, const char *usage, int argc, char **argv)
 {
 	struct cli_cmd cmd = {name, NULL, NULL, NULL, usage, NULL};
@@ -250,6 +273,7 @@ static int launch(struct cli_global *g, const char *name, const char *usage, int
 		arb_free(text);
 	} else {
 		status = cli_agent_go(a, name);
+		resume_hint(g, a, name, argv[optind]);
 	}
 out:
 	arb_agent_free(a);

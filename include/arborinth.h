@@ -345,6 +345,12 @@ ARB_EXTERN const char *const *arb_agent_notes(const arb_agent *a, size_t *n);
 ARB_EXTERN int arb_agent_explain(char **out, arb_agent *a);
 /* Runs the client in its box and waits (prepared without explain), as arb_box_run. */
 ARB_EXTERN int arb_agent_run(struct arb_run_result *res, arb_agent *a);
+/*
+ * After arb_agent_run: the client arguments that resume the session the run wrote ("--resume
+ * ID" for Claude Code, "resume ID" for Codex) into *out (free with arb_free) and 1, or NULL
+ * and 0 when there is none.
+ */
+ARB_EXTERN int arb_agent_resume_args(char **out, const arb_agent *a);
 
 /* ---- the audit log ----------------------------------------------------------------------- */
 

@@ -388,6 +388,7 @@ struct arb_agent {
 	char **argv;  /* the client's: EXE FIXED... USER... (strings borrowed) */
 	char **notes; /* credential and MCP lines, NULL-terminated */
 	size_t n_notes;
+	int64_t run_ns; /* when arb_agent_run started the client */
 };
 
 static const struct launch_client *const clients[] = {&launch_claude, &launch_codex,
@@ -723,5 +724,12 @@ int arb_agent_run(struct arb_run_result *res, arb_agent *a)
 	*res = (struct arb_run_result){0};
 	if (!a->l.prepared || a->l.explain)
 		return lib_input_err(util_err(-EINVAL, "the launch is not prepared to run"));
+	a->run_ns = util_now_ns();
 	return arb_box_run(res, a->box, a->argv);
+}
+
+int arb_agent_resume_args(char **out, const arb_agent *a)
+{
+	*out = a->run_ns ? launch_resume_args(&a->l, a->run_ns) : NULL;
+	return *out ? 1 : 0;
 }

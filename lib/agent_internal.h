@@ -130,4 +130,10 @@ json_t *launch_opencode_host_config(const struct launch *l, char **source);
 
 extern const struct launch_client launch_claude, launch_codex, launch_opencode;
 
+/*
+ * After a run (lib/agent_resume.c): the client arguments that resume the session it wrote
+ * in the workspace's home since since_ns ("--resume ID"), or NULL. Caller frees.
+ */
+char *launch_resume_args(const struct launch *l, int64_t since_ns);
+
 #endif

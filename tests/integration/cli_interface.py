@@ -20,6 +20,7 @@ import os
 import pty
 import select
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -33,14 +34,15 @@ ESC = "\x1b["
 MARK = "P|"
 
 
-def on_pty(args, env=None, timeout=60):
-    """args with stdout and stderr on a new pty: (exit status, what the terminal got)."""
+def on_pty(args, env=None, timeout=60, stdin_tty=False):
+    """args with stdout and stderr (and stdin_tty: stdin) on a new pty: (exit status, what
+    the terminal got)."""
     e = dict(os.environ)
     e.update(env or {})
     e = {k: v for k, v in e.items() if v is not None}
     master, slave = pty.openpty()
-    p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=e,
-                         close_fds=True)
+    p = subprocess.Popen(args, stdin=slave if stdin_tty else subprocess.DEVNULL, stdout=slave,
+                         stderr=slave, env=e, close_fds=True)
     os.close(slave)
     out = b""
     end = time.time() + timeout
@@ -236,6 +238,44 @@ def test_explain(fx):
          j["notes"])
 
 
+FAKE_CLAUDE = """#!/bin/sh
+mkdir -p "$CLAUDE_CONFIG_DIR/projects/-work"
+printf '{}\\n' > "$CLAUDE_CONFIG_DIR/projects/-work/$SESSION_NAME.jsonl"
+echo "Resume this session with: claude --resume $SESSION_NAME"
+"""
+
+
+def test_resume_hint(fx):
+    """After an interactive run, the launcher names its own command to resume the session
+    (the client's hint would run it outside the box). Controls: not a terminal, no hint; a
+    session file whose name is not a UUID, no hint."""
+    client = os.path.join(fx.tmp, "fake-claude")
+    with open(client, "w") as f:
+        f.write(FAKE_CLAUDE)
+    os.chmod(client, 0o755)
+    uuid = "0123abcd-4567-89ef-0123-456789abcdef"
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(8)
+        up = "http://127.0.0.1:%d" % srv.getsockname()[1]
+        args = [ARB, "--workdir", fx.repo, "claude", fx.name, "--client", client, "--upstream",
+                up]
+        env = {"ANTHROPIC_API_KEY": "k", "SESSION_NAME": uuid, "https_proxy": None,
+               "HTTPS_PROXY": None, "http_proxy": None, "all_proxy": None}
+        rc, out = on_pty(args + ["--env", "SESSION_NAME=" + uuid], env, stdin_tty=True)
+        C.eq(0, rc, "fake claude on a terminal (%r)" % out[-400:])
+        want = "arborinth: resume this session in its box: arborinth --workdir %s claude %s " \
+               "-- --resume %s" % (fx.repo, fx.name, uuid)
+        C.ok(want in out, "the hint names the launcher's command (%r)" % out[-400:])
+        cp = fslib.run(*args, "--env", "SESSION_NAME=" + uuid,
+                       env={k: v for k, v in env.items() if v})
+        C.ok(cp.returncode == 0 and "resume this session" not in cp.stderr,
+             "control: not a terminal, no hint (%r)" % cp.stderr)
+        rc, out = on_pty(args + ["--env", "SESSION_NAME=not-a-uuid"], env, stdin_tty=True)
+        C.ok(rc == 0 and "resume this session" not in out,
+             "control: a name that is not a UUID gives no hint (%r)" % out[-300:])
+
+
 def run_all(fx):
     view = fx.root
     with open(os.path.join(view, "README"), "w") as f:
@@ -250,6 +290,7 @@ def run_all(fx):
     test_restore(fx)
     test_apply(fx)
     test_explain(fx)
+    test_resume_hint(fx)
 
 
 def as_user():
