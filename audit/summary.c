@@ -119,6 +119,21 @@ static void apply(struct path_state *p, const struct audit_row *r, enum effect e
 		p->e.bytes += r->size;
 }
 
+/* p's operations and bytes into dst; p is as if never seen (entries skip it). */
+static void fold_into(struct path_state *dst, struct path_state *p)
+{
+	dst->e.ops += p->e.ops - 1; /* the rename counted in both */
+	dst->e.bytes += p->e.bytes;
+	if (p->e.first_ns < dst->e.first_ns)
+		dst->e.first_ns = p->e.first_ns;
+	dst->seen_ok = true;
+	dst->existed_before = false;
+	free(p->renamed_to);
+	p->renamed_to = NULL;
+	p->e = (struct audit_summary_entry){.first_ns = INT64_MAX};
+	p->seen_ok = p->existed_before = p->exists = false;
+}
+
 int audit_summary_add(struct audit_summary *s, const struct audit_row *r)
 {
 	static const char *const creating[] = {"create", "mkdir", "symlink", "mknod", "link", NULL};
@@ -149,6 +164,13 @@ int audit_summary_add(struct audit_summary *s, const struct audit_row *r)
 		apply(p2, r, !strcmp(r->op, "rename") ? CREATE : KEEP, NULL);
 	}
 	apply(p, r, eff, !strcmp(r->op, "rename") ? r->path2 : NULL);
+	/*
+	 * A file made in this window and then moved is one file: the destination's entry ("added")
+	 * takes its operations, and the name it had is not listed (unless made again).
+	 */
+	if (p2 && !strcmp(r->op, "rename") && r->result == 0 && p->seen_ok && !p->existed_before &&
+	    p != p2)
+		fold_into(p2, p);
 	return 0;
 }
 
@@ -170,6 +192,8 @@ static int by_path(const void *a, const void *b)
 
 size_t audit_summary_entries(struct audit_summary *s, const struct audit_summary_entry **out)
 {
+	size_t n = 0;
+
 	free(s->out);
 	s->out = calloc(s->n ? s->n : 1, sizeof(*s->out));
 	if (!s->out) {
@@ -179,14 +203,17 @@ size_t audit_summary_entries(struct audit_summary *s, const struct audit_summary
 	for (size_t i = 0; i < s->n; i++) {
 		struct path_state *p = s->items[i];
 
-		s->out[i] = p->e;
-		s->out[i].path = p->path;
-		s->out[i].status = status_of(p);
-		s->out[i].renamed_to = p->exists ? NULL : p->renamed_to;
+		if (!p->e.ops) /* folded into where it moved */
+			continue;
+		s->out[n] = p->e;
+		s->out[n].path = p->path;
+		s->out[n].status = status_of(p);
+		s->out[n].renamed_to = p->exists ? NULL : p->renamed_to;
+		n++;
 	}
-	qsort(s->out, s->n, sizeof(*s->out), by_path);
+	qsort(s->out, n, sizeof(*s->out), by_path);
 	*out = s->out;
-	return s->n;
+	return n;
 }
 
 void audit_summary_free(struct audit_summary *s)

@@ -17,7 +17,20 @@ struct cli_global {
 	const char *workdir; /* --workdir DIR, default "." */
 	bool list_options; /* --list-options: cli_getopt prints the command's options, runs nothing
 			    */
+	bool no_pager;	   /* --no-pager */
 };
+
+/*
+ * Colour and a pager for text output (cli/pager.c): cli_color_parse reads --color[=WHEN]
+ * (a usage error for another WHEN); cli_color_use decides it on stdout as given, so call it
+ * before cli_pager_start, which sends stdout to the pager when it is a terminal (and
+ * g->no_pager is not set); cli_pager_finish (main) waits for the pager.
+ */
+enum cli_color { CLI_COLOR_AUTO, CLI_COLOR_ALWAYS, CLI_COLOR_NEVER };
+int cli_color_parse(const char *cmd, const char *when, enum cli_color *out);
+bool cli_color_use(enum cli_color c);
+void cli_pager_start(const struct cli_global *g);
+void cli_pager_finish(void);
 
 struct cli_cmd {
 	const char *name;

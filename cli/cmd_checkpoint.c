@@ -161,7 +161,9 @@ int cmd_restore(struct cli_global *g, int argc, char **argv)
 	int64_t before = 0;
 	arb_project *p = NULL;
 	char what[64];
-	int status = parse_target(g, &cmd, argc, argv, "--at", &to, &before, NULL);
+	bool json = false;
+	int status = parse_target(g, &cmd, argc, argv, "--at", &to, &before, &json);
+	json_t *paths = NULL;
 	int n;
 
 	if (status != -1)
@@ -175,7 +177,13 @@ int cmd_restore(struct cli_global *g, int argc, char **argv)
 	    arb_restore(p, argv[optind], to, before, (const char *const *)argv + optind + 1,
 			(size_t)n) < 0)
 		status = fail_lib();
-	else
+	else if (json && (paths = json_array()))
+		for (int i = 0; i < n; i++)
+			json_array_append_new(paths, util_json_bytes(argv[optind + 1 + i]));
+	if (status == CLI_OK && json)
+		status = cli_json_print(json_pack("{s:s, s:o, s:o}", "workspace", argv[optind],
+						  "from", util_json_bytes(what), "paths", paths));
+	else if (status == CLI_OK)
 		printf("restored %d path%s of %s from %s\n", n, n == 1 ? "" : "s", argv[optind],
 		       cli_q(what));
 	arb_project_free(p);

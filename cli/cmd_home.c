@@ -87,7 +87,8 @@ int cmd_apply(struct cli_global *g, int argc, char **argv)
 {
 	arb_project *p = NULL;
 	size_t files = 0;
-	int status = one_name(g, "apply", argc, argv, NULL, cmd_apply_usage);
+	bool json = false;
+	int status = one_name(g, "apply", argc, argv, &json, cmd_apply_usage);
 	const char *name = argv[optind];
 
 	if (status != -1)
@@ -95,6 +96,9 @@ int cmd_apply(struct cli_global *g, int argc, char **argv)
 	status = CLI_OK;
 	if (arb_project_open(&p, g->workdir) < 0 || arb_apply(&files, p, name) < 0)
 		status = cli_fail(CLI_ERR, "%s", arb_error_last());
+	else if (json)
+		status = cli_json_print(
+		    json_pack("{s:s, s:I}", "workspace", name, "files", (json_int_t)files));
 	else
 		printf("applied %zu changed path%s of %s to the origin's working tree (unstaged)\n",
 		       files, files == 1 ? "" : "s", name);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "include/arborinth.h"
 
@@ -38,6 +39,7 @@ static const struct option launch_opts[] = {
     OPT("no-tool-managers", no_argument, 18),
     OPT("inotify", required_argument, 19),
     {"explain", no_argument, NULL, 'x'},
+    {"json", no_argument, NULL, 'j'},
     {0},
 };
 #undef OPT
@@ -50,7 +52,7 @@ static int fail(const char *name)
 
 /* Options and arguments into a new agent (*out); -1 to go on, else the exit status. */
 static int parse(struct cli_global *g, const struct cli_cmd *cmd, int argc, char **argv,
-		 arb_project **p, arb_agent **out, bool *explain)
+		 arb_project **p, arb_agent **out, bool *explain, bool *json)
 {
 	struct {
 		const char *name, *value;
@@ -68,14 +70,18 @@ static int parse(struct cli_global *g, const struct cli_cmd *cmd, int argc, char
 	while ((c = cli_getopt(g, cmd, dd, argv, "", launch_opts, &status)) != -1) {
 		if (c == -2)
 			goto out;
-		if (c == 'x') {
-			*explain = true;
+		if (c == 'x' || c == 'j') {
+			*(c == 'x' ? explain : json) = true;
 			continue;
 		}
 		v[n].name = launch_opts[c - 1000].name;
 		v[n++].value = optarg;
 	}
 	status = CLI_USAGE;
+	if (*json && !*explain) {
+		status = cli_usage_error(cmd->name, "--json goes with --explain");
+		goto out;
+	}
 	if (optind >= dd) {
 		status = cli_usage_error(cmd->name, "missing workspace NAME");
 		goto out;
@@ -110,16 +116,75 @@ out:
 	return status;
 }
 
+/* A note ("about: [missing: ]text") as {"about", "missing", "text"}. */
+static json_t *note_json(const char *note)
+{
+	const char *colon = strstr(note, ": ");
+	char about[32] = "note";
+	size_t n = colon ? (size_t)(colon - note) : sizeof(about);
+	bool missing;
+
+	if (n < sizeof(about) && !memchr(note, ' ', n)) {
+		memcpy(about, note, n);
+		about[n] = '\0';
+		note = colon + 2;
+	}
+	missing = !strncmp(note, "missing: ", 9);
+	return json_pack("{s:s, s:b, s:o}", "about", about, "missing", missing, "text",
+			 util_json_bytes(missing ? note + 9 : note));
+}
+
+/* --explain --json: the notes and the box's text. */
+static int explain_json(arb_agent *a, const char *name, const char *ws, const char *const *notes,
+			size_t n)
+{
+	json_t *arr = json_array();
+	char *text = NULL;
+
+	for (size_t i = 0; arr && i < n; i++)
+		json_array_append_new(arr, note_json(notes[i]));
+	if (arb_agent_explain(&text, a) < 0) {
+		json_decref(arr);
+		return fail(name);
+	}
+	arr = json_pack("{s:s, s:s, s:o, s:o}", "command", name, "workspace", ws, "notes", arr,
+			"box", util_json_bytes(text));
+	arb_free(text);
+	return cli_json_print(arr);
+}
+
+/*
+ * After an interactive run: the launcher's command that resumes the client's session in the
+ * box (the client's own hint would run it on the host, outside the box).
+ */
+static void resume_hint(const struct cli_global *g, arb_agent *a, const char *name, const char *ws)
+{
+	char *args = NULL;
+
+	if (!isatty(STDIN_FILENO) || !isatty(STDERR_FILENO) || arb_agent_resume_args(&args, a) != 1)
+		return;
+	if (strcmp(g->workdir, "."))
+		fprintf(stderr,
+			"arborinth: resume this session in its box: arborinth --workdir %s %s "
+			"%s -- %s\n",
+			cli_q(g->workdir), name, ws, args);
+	else
+		fprintf(stderr,
+			"arborinth: resume this session in its box: arborinth %s %s -- %s\n", name,
+			ws, args);
+	arb_free(args);
+}
+
 static int launch(struct cli_global *g, const char *name, const char *usage, int argc, char **argv)
 {
 	struct cli_cmd cmd = {name, NULL, NULL, NULL, usage, NULL};
 	const char *const *notes;
 	arb_project *p = NULL;
 	arb_agent *a = NULL;
-	bool explain = false;
+	bool explain = false, json = false;
 	char *text = NULL;
 	size_t n = 0;
-	int status = parse(g, &cmd, argc, argv, &p, &a, &explain);
+	int status = parse(g, &cmd, argc, argv, &p, &a, &explain, &json);
 
 	if (status != -1)
 		goto out;
@@ -129,6 +194,10 @@ static int launch(struct cli_global *g, const char *name, const char *usage, int
 	}
 	/* --explain: the credential and the MCP servers first; a run says the MCP servers. */
 	notes = arb_agent_notes(a, &n);
+	if (json) {
+		status = explain_json(a, name, argv[optind], notes, n);
+		goto out;
+	}
 	for (size_t i = 0; i < n; i++)
 		if (explain)
 			printf("%s\n", notes[i]);
@@ -141,6 +210,7 @@ static int launch(struct cli_global *g, const char *name, const char *usage, int
 		arb_free(text);
 	} else {
 		status = cli_agent_go(a, name);
+		resume_hint(g, a, name, argv[optind]);
 	}
 out:
 	arb_agent_free(a);

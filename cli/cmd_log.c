@@ -133,14 +133,20 @@ static json_t *session_json(const struct session *s, const struct arb_checkpoint
 		  : json_null());
 }
 
-static void session_print(const struct session *s, const struct arb_diffstat *st, bool known)
+/* git log's colour for a commit's first line. */
+#define C_HEAD "\033[33m"
+#define C_END  "\033[m"
+
+static void session_print(const struct session *s, const struct arb_diffstat *st, bool known,
+			  bool color)
 {
 	char t0[32], t1[32] = "running";
 
 	fmt_time(s->start_ns, t0, sizeof(t0));
 	if (s->ended)
 		fmt_time(s->end_ns, t1, sizeof(t1));
-	printf("session %lld  %s .. %s", (long long)s->id, t0, t1);
+	printf("%ssession %lld%s  %s .. %s", color ? C_HEAD : "", (long long)s->id,
+	       color ? C_END : "", t0, t1);
 	if (s->ended)
 		printf("  exit %d", s->exit);
 	if (known)
@@ -151,12 +157,13 @@ static void session_print(const struct session *s, const struct arb_diffstat *st
 	printf("\n");
 }
 
-static void ckpt_print(const struct arb_checkpoint *c)
+static void ckpt_print(const struct arb_checkpoint *c, bool color)
 {
 	char t[32];
 
 	fmt_time(c->time_ns, t, sizeof(t));
-	printf("checkpoint %u  %s  %.12s  %s", c->seq, t, c->commit, cli_q(c->kind));
+	printf("%scheckpoint %u%s  %s  %.12s  %s", color ? C_HEAD : "", c->seq, color ? C_END : "",
+	       t, c->commit, cli_q(c->kind));
 	if (c->session)
 		printf(" of session %lld", (long long)c->session);
 	if (strcmp(c->kind, "start") && strcmp(c->kind, "end"))
@@ -166,8 +173,11 @@ static void ckpt_print(const struct arb_checkpoint *c)
 
 int cmd_log(struct cli_global *g, int argc, char **argv)
 {
-	static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {0}};
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'}, {"color", optional_argument, NULL, 'c'}, {0}};
 	static const struct cli_cmd cmd = {"log", NULL, NULL, NULL, cmd_log_usage, NULL};
+	enum cli_color when = CLI_COLOR_AUTO;
+	bool color;
 	arb_project *p = NULL;
 	struct arb_checkpoint *c = NULL;
 	struct session *s = NULL;
@@ -181,7 +191,9 @@ int cmd_log(struct cli_global *g, int argc, char **argv)
 	while ((ch = cli_getopt(g, &cmd, argc, argv, "", opts, &status)) != -1) {
 		if (ch == -2)
 			return status;
-		json = true;
+		if (ch == 'c' && cli_color_parse("log", optarg, &when) != CLI_OK)
+			return CLI_USAGE;
+		json = json || ch == 'j';
 	}
 	if (optind != argc - 1)
 		return cli_usage_error(
@@ -196,6 +208,9 @@ int cmd_log(struct cli_global *g, int argc, char **argv)
 		goto out;
 	}
 	status = CLI_OK;
+	color = !json && cli_color_use(when);
+	if (!json)
+		cli_pager_start(g);
 	js = json_array();
 	jc = json_array();
 	/* Oldest first: sessions and the checkpoints that are not a session's own. */
@@ -208,7 +223,7 @@ int cmd_log(struct cli_global *g, int argc, char **argv)
 			if (json)
 				json_array_append_new(jc, cli_ckpt_json(&c[ic]));
 			else if (!c[ic].session)
-				ckpt_print(&c[ic]);
+				ckpt_print(&c[ic], color);
 			ic++;
 			continue;
 		}
@@ -217,7 +232,7 @@ int cmd_log(struct cli_global *g, int argc, char **argv)
 		else if (json)
 			json_array_append_new(js, session_json(&s[is], c, nc, &st, known));
 		else
-			session_print(&s[is], &st, known);
+			session_print(&s[is], &st, known, color);
 		is++;
 	}
 	if (status == CLI_OK && json)
@@ -232,14 +247,47 @@ out:
 	return status;
 }
 
+/* diff --json: the files with their status and lines, and the totals. */
+static int diff_json(arb_project *p, const char *name, const char *from, const char *to,
+		     const char *const *paths, size_t n_paths)
+{
+	struct arb_diff_file *v = NULL;
+	json_int_t add = 0, del = 0;
+	json_t *files;
+	size_t n = 0;
+	char st[2] = "";
+
+	if (arb_diff_files(&v, &n, p, name, from, to, paths, n_paths) < 0)
+		return cli_fail(CLI_ERR, "%s", arb_error_last());
+	files = json_array();
+	for (size_t i = 0; files && i < n; i++) {
+		st[0] = v[i].status;
+		add += (json_int_t)v[i].insertions;
+		del += (json_int_t)v[i].deletions;
+		json_array_append_new(
+		    files, json_pack("{s:s, s:o, s:o, s:I, s:I, s:b}", "status", st, "path",
+				     util_json_bytes(v[i].path), "old_path",
+				     v[i].old_path ? util_json_bytes(v[i].old_path) : json_null(),
+				     "insertions", (json_int_t)v[i].insertions, "deletions",
+				     (json_int_t)v[i].deletions, "binary", v[i].binary));
+	}
+	arb_diff_files_free(v, n);
+	return cli_json_print(json_pack("{s:s, s:o, s:o, s:o, s:I, s:I}", "workspace", name, "from",
+					util_json_bytes(from), "to", util_json_bytes(to), "files",
+					files, "insertions", add, "deletions", del));
+}
+
 int cmd_diff(struct cli_global *g, int argc, char **argv)
 {
-	static const struct option opts[] = {{"session", required_argument, NULL, 's'},
-					     {"stat", no_argument, NULL, 'S'},
-					     {"name-status", no_argument, NULL, 'N'},
-					     {0}};
+	static const struct option opts[] = {
+	    {"session", required_argument, NULL, 's'}, {"stat", no_argument, NULL, 'S'},
+	    {"name-status", no_argument, NULL, 'N'},   {"json", no_argument, NULL, 'j'},
+	    {"color", optional_argument, NULL, 'c'},   {0}};
 	static const struct cli_cmd cmd = {"diff", NULL, NULL, NULL, cmd_diff_usage, NULL};
 	enum arb_diff_format fmt = ARB_DIFF_PATCH;
+	enum cli_color when = CLI_COLOR_AUTO;
+	unsigned int flags = 0;
+	bool json = false;
 	const char *from = "base", *to = "view", *session = NULL, *name;
 	arb_project *p = NULL;
 	struct arb_checkpoint a, b;
@@ -256,8 +304,14 @@ int cmd_diff(struct cli_global *g, int argc, char **argv)
 			return status;
 		if (ch == 's')
 			session = optarg;
-		else if (fmt != ARB_DIFF_PATCH)
-			return cli_usage_error("diff", "--stat and --name-status go alone");
+		else if (ch == 'c' && cli_color_parse("diff", optarg, &when) != CLI_OK)
+			return CLI_USAGE;
+		else if (ch == 'c')
+			continue;
+		else if (fmt != ARB_DIFF_PATCH || json)
+			return cli_usage_error("diff", "--stat, --name-status and --json go alone");
+		else if (ch == 'j')
+			json = true;
 		else
 			fmt = ch == 'S' ? ARB_DIFF_STAT : ARB_DIFF_NAME_STATUS;
 	}
@@ -292,11 +346,22 @@ int cmd_diff(struct cli_global *g, int argc, char **argv)
 			    arb_checkpoint_of_session(&b, p, name, n, "end") == 0 ? b.tree : "view";
 		}
 	}
+	if (status == CLI_OK && json) {
+		status = diff_json(p, name, from, to, (const char *const *)argv + dd + (dd < argc),
+				   (size_t)(argc - dd - (dd < argc)));
+		goto out;
+	}
+	/* Decided on stdout as given: the pager's pipe is a terminal's too. */
+	flags = isatty(STDOUT_FILENO) ? ARB_DIFF_TERMINAL : 0;
+	flags |= cli_color_use(when) ? ARB_DIFF_COLOR : 0;
+	if (status == CLI_OK)
+		cli_pager_start(g);
 	fflush(stdout);
 	if (status == CLI_OK &&
-	    arb_diff(p, name, from, to, (const char *const *)argv + dd + (dd < argc),
-		     (size_t)(argc - dd - (dd < argc)), fmt, STDOUT_FILENO) < 0)
+	    arb_diff_flags(p, name, from, to, (const char *const *)argv + dd + (dd < argc),
+			   (size_t)(argc - dd - (dd < argc)), fmt, flags, STDOUT_FILENO) < 0)
 		status = cli_fail(CLI_ERR, "%s", arb_error_last());
+out:
 	arb_project_free(p);
 	return status;
 }

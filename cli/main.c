@@ -3,20 +3,19 @@
 #include "lib/lib_internal.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 /* The global options (their help: docs/commands/arborinth.md); val: what run() does. */
-enum { OPT_HELP, OPT_VERSION, OPT_WORKDIR, OPT_LIST };
+enum { OPT_HELP, OPT_VERSION, OPT_WORKDIR, OPT_LIST, OPT_NO_PAGER };
 static const struct {
 	const char *lng, *shrt;
 	int val;
 } main_opts[] = {
-    {"--help", "-h", OPT_HELP},
-    {"--version", "-V", OPT_VERSION},
-    {"--workdir", "-C", OPT_WORKDIR},
-    {"--list-options", NULL, OPT_LIST},
-    {0},
+    {"--help", "-h", OPT_HELP},		{"--version", "-V", OPT_VERSION},
+    {"--workdir", "-C", OPT_WORKDIR},	{"--list-options", NULL, OPT_LIST},
+    {"--no-pager", NULL, OPT_NO_PAGER}, {0},
 };
 
 const struct cli_cmd cli_commands[] = {
@@ -123,6 +122,10 @@ static int run(int argc, char **argv)
 			g.list_options = true;
 			i++;
 			break;
+		case OPT_NO_PAGER:
+			g.no_pager = true;
+			i++;
+			break;
 		default: /* OPT_WORKDIR */
 			if (i + 1 >= argc)
 				return cli_fail(CLI_USAGE, "option '%s' needs a value", a);
@@ -161,7 +164,8 @@ int main(int argc, char **argv)
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		if (errno != EPIPE)
 			fprintf(stderr, "arborinth: cannot write output: %s\n", strerror(errno));
-		return status ? status : CLI_ERR;
+		status = status ? status : CLI_ERR;
 	}
+	cli_pager_finish();
 	return status;
 }

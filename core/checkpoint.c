@@ -539,16 +539,17 @@ static int diff_new(git_repository *repo, const git_oid *from, const git_oid *to
 
 int core_ws_diff(struct core_project *p, const struct core_ws *ws, const git_oid *from,
 		 const git_oid *to, const char *const *paths, size_t n_paths,
-		 enum core_diff_format fmt, FILE *f)
+		 enum core_diff_format fmt, unsigned int flags, FILE *f)
 {
 	git_repository *repo = NULL;
 	git_diff *diff = NULL;
-	struct ckpt_patch_out tty = {f, isatty(fileno(f))};
+	struct ckpt_patch_out tty = {f, (flags & CORE_DIFF_TERMINAL) != 0,
+				     (flags & CORE_DIFF_COLOR) != 0};
 	int rc = ckpt_repo_open(p, ws, &repo);
 
 	rc = rc ?: diff_new(repo, from, to, paths, n_paths, &diff);
 	if (rc == 0 && fmt == CORE_DIFF_STAT) {
-		rc = ckpt_stat_print(diff, f);
+		rc = ckpt_stat_print(diff, (flags & CORE_DIFF_COLOR) != 0, f);
 	} else if (rc == 0 && fmt == CORE_DIFF_NAME_STATUS) {
 		/* As `git diff --name-status -M`, paths quoted as git quotes them. */
 		rc = ckpt_name_status_print(diff, f);
@@ -559,6 +560,46 @@ int core_ws_diff(struct core_project *p, const struct core_ws *ws, const git_oid
 	git_diff_free(diff);
 	git_repository_free(repo);
 	return rc;
+}
+
+void core_diff_files_free(struct core_diff_file *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++) {
+		free(v[i].path);
+		free(v[i].old_path);
+	}
+	free(v);
+}
+
+int core_ws_diff_files(struct core_project *p, const struct core_ws *ws, const git_oid *from,
+		       const git_oid *to, const char *const *paths, size_t n_paths,
+		       struct core_diff_file **out, size_t *n)
+{
+	git_repository *repo = NULL;
+	git_diff *diff = NULL;
+	struct core_diff_file *v = NULL;
+	size_t nd = 0;
+	int rc = ckpt_repo_open(p, ws, &repo);
+
+	*out = NULL;
+	*n = 0;
+	rc = rc ?: diff_new(repo, from, to, paths, n_paths, &diff);
+	if (rc == 0) {
+		nd = git_diff_num_deltas(diff);
+		v = calloc(nd ? nd : 1, sizeof(*v));
+		rc = v ? 0 : util_err(-ENOMEM, "out of memory");
+	}
+	if (rc == 0)
+		rc = ckpt_diff_files_fill(diff, v, nd);
+	git_diff_free(diff);
+	git_repository_free(repo);
+	if (rc < 0) {
+		core_diff_files_free(v, nd);
+		return rc;
+	}
+	*out = v;
+	*n = nd;
+	return 0;
 }
 
 int core_ws_diffstat(struct core_project *p, const struct core_ws *ws, const git_oid *from,

@@ -193,7 +193,9 @@ int ckpt_ids_match(const struct ckpt_ids *ids, const struct core_ws *ws, unsigne
  * util_quote (core/diff_print.c). -errno with a message.
  */
 int ckpt_name_status_print(git_diff *diff, FILE *f) ARB_MUST_CHECK;
-int ckpt_stat_print(git_diff *diff, FILE *f) ARB_MUST_CHECK;
+int ckpt_stat_print(git_diff *diff, bool color, FILE *f) ARB_MUST_CHECK;
+/* core_ws_diff_files's entries v[0..n) for the n deltas of diff. */
+int ckpt_diff_files_fill(git_diff *diff, struct core_diff_file *v, size_t n) ARB_MUST_CHECK;
 /*
  * git_diff_print's line callback for the patch format into payload (a struct ckpt_patch_out).
  * The content of a line goes out as it is, so the patch applies, except on a terminal, where
@@ -202,7 +204,8 @@ int ckpt_stat_print(git_diff *diff, FILE *f) ARB_MUST_CHECK;
  */
 struct ckpt_patch_out {
 	FILE *f;
-	bool terminal;
+	bool terminal; /* escape the content's control characters */
+	bool color;    /* git's colours: headers bold, hunks cyan, + green, - red */
 };
 int ckpt_patch_line(const git_diff_delta *d, const git_diff_hunk *h, const git_diff_line *l,
 		    void *payload);

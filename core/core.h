@@ -110,6 +110,12 @@ int core_ws_create_opts(struct core_project *p, const char *name, const char *re
 			unsigned int flags, struct core_ws **out) ARB_MUST_CHECK;
 /* -ENOENT (with message) for an unknown workspace. */
 int core_ws_get(struct core_project *p, const char *name, struct core_ws **out) ARB_MUST_CHECK;
+/*
+ * The workspace `name` would be if created at rev (NULL: HEAD), for --explain: its paths and
+ * base, nothing created; state "planned", id "". A usage error for a name create refuses.
+ */
+int core_ws_planned(struct core_project *p, const char *name, const char *rev,
+		    struct core_ws **out) ARB_MUST_CHECK;
 /* All workspaces by name. Caller frees each and the array. */
 int core_ws_list(struct core_project *p, struct core_ws ***out, size_t *n) ARB_MUST_CHECK;
 int core_ws_count(struct core_project *p, size_t *n) ARB_MUST_CHECK;
@@ -303,10 +309,28 @@ int core_ws_session_ckpt(struct core_project *p, const struct core_ws *ws, int64
 int core_ws_tree(struct core_project *p, const struct core_ws *ws, const char *spec,
 		 git_oid *tree) ARB_MUST_CHECK;
 enum core_diff_format { CORE_DIFF_PATCH, CORE_DIFF_NAME_STATUS, CORE_DIFF_STAT };
+/* flags: for a terminal (content's control characters escaped), in git's colours. */
+#define CORE_DIFF_TERMINAL 0x1
+#define CORE_DIFF_COLOR	   0x2
 /* git's diff of two trees of the workspace (renames found), limited to paths when given. */
 int core_ws_diff(struct core_project *p, const struct core_ws *ws, const git_oid *from,
 		 const git_oid *to, const char *const *paths, size_t n_paths,
-		 enum core_diff_format fmt, FILE *f) ARB_MUST_CHECK;
+		 enum core_diff_format fmt, unsigned int flags, FILE *f) ARB_MUST_CHECK;
+/*
+ * The files of that diff (renames found): status as git's --name-status letter, old_path
+ * only for a rename or copy; lines added and removed (0 for a binary file). free with
+ * core_diff_files_free.
+ */
+struct core_diff_file {
+	char status;
+	bool binary;
+	char *path, *old_path;
+	size_t insertions, deletions;
+};
+int core_ws_diff_files(struct core_project *p, const struct core_ws *ws, const git_oid *from,
+		       const git_oid *to, const char *const *paths, size_t n_paths,
+		       struct core_diff_file **out, size_t *n) ARB_MUST_CHECK;
+void core_diff_files_free(struct core_diff_file *v, size_t n);
 struct core_diffstat {
 	size_t files, insertions, deletions;
 };

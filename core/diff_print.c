@@ -32,35 +32,83 @@ int ckpt_name_status_print(git_diff *diff, FILE *f)
 	return rc;
 }
 
+/* git's colours (color.diff.*'s defaults). */
+#define C_META "\033[1m"
+#define C_FRAG "\033[36m"
+#define C_NEW  "\033[32m"
+#define C_OLD  "\033[31m"
+#define C_END  "\033[m"
+
+static const char *line_color(char origin)
+{
+	switch (origin) {
+	case GIT_DIFF_LINE_FILE_HDR:
+		return C_META;
+	case GIT_DIFF_LINE_HUNK_HDR:
+		return C_FRAG;
+	case GIT_DIFF_LINE_ADDITION:
+		return C_NEW;
+	case GIT_DIFF_LINE_DELETION:
+		return C_OLD;
+	default:
+		return NULL;
+	}
+}
+
+/* s[0..n) as it is, or escaped but for tabs (terminal). */
+static void put_text(const struct ckpt_patch_out *out, const char *s, size_t n)
+{
+	if (!out->terminal) {
+		fwrite(s, 1, n, out->f);
+		return;
+	}
+	for (size_t i = 0, end; i <= n; i = end + 1) {
+		char *raw, *safe;
+
+		for (end = i; end < n && s[end] != '\t'; end++)
+			;
+		raw = strndup(s + i, end - i);
+		safe = raw ? util_quote_text(raw) : NULL;
+		fputs(safe ? safe : "?", out->f);
+		if (end < n)
+			fputc('\t', out->f);
+		free(raw);
+		free(safe);
+	}
+}
+
 int ckpt_patch_line(const git_diff_delta *d, const git_diff_hunk *h, const git_diff_line *l,
 		    void *payload)
 {
 	const struct ckpt_patch_out *out = payload;
 	bool content = l->origin == GIT_DIFF_LINE_CONTEXT || l->origin == GIT_DIFF_LINE_ADDITION ||
 		       l->origin == GIT_DIFF_LINE_DELETION;
+	const char *color = out->color ? line_color(l->origin) : NULL;
 	size_t n = l->content_len;
 
 	(void)d;
 	(void)h;
-	if (content)
-		fputc(l->origin, out->f);
-	if (!out->terminal) {
+	if (!out->terminal && !color) {
+		if (content)
+			fputc(l->origin, out->f);
 		fwrite(l->content, 1, l->content_len, out->f);
 		return 0;
 	}
-	/* Escaped but for tabs and line ends (a file header is several lines). */
-	for (size_t i = 0, end; i <= n; i = end + 1) {
-		char *raw, *safe;
-
-		for (end = i; end < n && l->content[end] != '\t' && l->content[end] != '\n'; end++)
+	/* Line by line (a file header is several), each in its colour, the line end outside. */
+	for (size_t i = 0, end; i < n || (i == 0 && n == 0); i = end + 1) {
+		for (end = i; end < n && l->content[end] != '\n'; end++)
 			;
-		raw = strndup(l->content + i, end - i);
-		safe = raw ? util_quote_text(raw) : NULL;
-		fputs(safe ? safe : "?", out->f);
+		if (color)
+			fputs(color, out->f);
+		if (content && i == 0)
+			fputc(l->origin, out->f);
+		put_text(out, l->content + i, end - i);
+		if (color)
+			fputs(C_END, out->f);
 		if (end < n)
-			fputc(l->content[end], out->f);
-		free(raw);
-		free(safe);
+			fputc('\n', out->f);
+		if (n == 0)
+			break;
 	}
 	return 0;
 }
@@ -148,7 +196,7 @@ static int digits(size_t v)
 }
 
 /* The lines, scaled to a width of 80 columns as libgit2 scales them. */
-static void stat_lines_print(const struct stat_line *l, size_t n, FILE *f)
+static void stat_lines_print(const struct stat_line *l, size_t n, bool color, FILE *f)
 {
 	size_t max_name = 0, max_stat = 0, width = 80;
 	int w_digits;
@@ -184,13 +232,21 @@ static void stat_lines_print(const struct stat_line *l, size_t n, FILE *f)
 		}
 		if (total)
 			fputc(' ', f);
-		for (size_t k = 0; total && k < plus + minus; k++)
-			fputc(k < plus ? '+' : '-', f);
+		if (color && plus)
+			fputs(C_NEW, f);
+		for (size_t k = 0; total && k < plus; k++)
+			fputc('+', f);
+		if (color && minus)
+			fputs(plus ? C_END C_OLD : C_OLD, f);
+		for (size_t k = 0; total && k < minus; k++)
+			fputc('-', f);
+		if (color && (plus || minus))
+			fputs(C_END, f);
 		fputc('\n', f);
 	}
 }
 
-int ckpt_stat_print(git_diff *diff, FILE *f)
+int ckpt_stat_print(git_diff *diff, bool color, FILE *f)
 {
 	size_t n = git_diff_num_deltas(diff);
 	struct stat_line *l = calloc(n ? n : 1, sizeof(*l));
@@ -209,7 +265,7 @@ int ckpt_stat_print(git_diff *diff, FILE *f)
 			git_diff_stats_to_buf(&buf, stats, GIT_DIFF_STATS_SHORT, 0) < 0))
 		rc = util_err(-EIO, "diff: %s", git_error_last()->message);
 	if (rc == 0 && n > 0) { /* as git: nothing for no change */
-		stat_lines_print(l, n, f);
+		stat_lines_print(l, n, color, f);
 		fwrite(buf.ptr, 1, buf.size, f);
 	}
 	for (size_t i = 0; l && i < n; i++)
@@ -217,5 +273,30 @@ int ckpt_stat_print(git_diff *diff, FILE *f)
 	free(l);
 	git_buf_dispose(&buf);
 	git_diff_stats_free(stats);
+	return rc;
+}
+
+int ckpt_diff_files_fill(git_diff *diff, struct core_diff_file *v, size_t n)
+{
+	struct stat_line *l = calloc(n ? n : 1, sizeof(*l));
+	struct stat_walk w = {diff, l, n};
+	int rc = l ? 0 : util_err(-ENOMEM, "out of memory");
+
+	if (rc == 0 && git_diff_print(diff, GIT_DIFF_FORMAT_PATCH, stat_count, &w) < 0)
+		rc = util_err(-EIO, "diff: %s", git_error_last()->message);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		const git_diff_delta *d = git_diff_get_delta(diff, i);
+		bool two = d->status == GIT_DELTA_RENAMED || d->status == GIT_DELTA_COPIED;
+
+		v[i].status = git_diff_status_char(d->status);
+		v[i].binary = l[i].binary;
+		v[i].insertions = l[i].add;
+		v[i].deletions = l[i].del;
+		v[i].path = strdup(d->new_file.path);
+		v[i].old_path = two ? strdup(d->old_file.path) : NULL;
+		if (!v[i].path || (two && !v[i].old_path))
+			rc = util_err(-ENOMEM, "out of memory");
+	}
+	free(l);
 	return rc;
 }

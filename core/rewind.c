@@ -372,6 +372,34 @@ static int remove_at(int dir, const char *name)
 	return util_rm_rf_at(dir, name);
 }
 
+/* Whether path is in the view now: no component followed if a link (the view is the box's). */
+static bool view_has(const struct core_ws *ws, const char *path)
+{
+	char *copy = strdup(path);
+	const char *base = NULL;
+	struct stat st;
+	bool has = false;
+	int fd = copy ? open(ws->workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	char *c = copy, *slash;
+
+	while (fd >= 0 && (slash = strchr(c, '/'))) {
+		int nfd;
+
+		*slash = '\0';
+		nfd = core_open_read_beneath(fd, c, true);
+		close(fd);
+		fd = nfd;
+		c = slash + 1;
+	}
+	base = c;
+	if (fd >= 0)
+		has = fstatat(fd, base, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	if (fd >= 0)
+		close(fd);
+	free(copy);
+	return has;
+}
+
 int core_ws_restore(struct core_project *p, struct core_ws *ws, const git_oid *tree,
 		    const char *const *paths, size_t n)
 {
@@ -385,6 +413,14 @@ int core_ws_restore(struct core_project *p, struct core_ws *ws, const git_oid *t
 	rc = rc ?: ckpt_repo_open(p, ws, &repo);
 	if (rc == 0 && git_tree_lookup(&t, repo, tree) < 0)
 		rc = util_err(-EIO, "restore: %s", git_error_last()->message);
+	/* A path in neither the tree nor the view never existed: refused before any change. */
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		git_tree_entry *e = NULL;
+
+		if (git_tree_entry_bypath(&e, t, paths[i]) < 0 && !view_has(ws, paths[i]))
+			rc = util_err(-ENOENT, "%s", paths[i]);
+		git_tree_entry_free(e);
+	}
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		git_tree_entry *e = NULL;
 		char *path = strdup(paths[i]);

@@ -105,6 +105,35 @@ static int ws_from_row(const struct core_project *p, sqlite3_stmt *st, struct co
 	return 0;
 }
 
+int core_ws_planned(struct core_project *p, const char *name, const char *rev, struct core_ws **out)
+{
+	struct core_ws *ws = NULL;
+	char hex[GIT_OID_HEXSZ + 1];
+	git_oid base;
+	int rc = core_ws_name_check_new(name);
+
+	*out = NULL;
+	if (rc == 0)
+		rc = core_rev_resolve(p, rev ? rev : "HEAD", &base);
+	if (rc == 0 && !(ws = calloc(1, sizeof(*ws))))
+		rc = -ENOMEM;
+	if (rc == 0) {
+		git_oid_tostr(hex, sizeof(hex), &base);
+		ws->id = strdup("");
+		ws->name = strdup(name);
+		ws->base_commit = strdup(hex);
+		ws->state = strdup("planned");
+		rc = ws->id && ws->name && ws->base_commit && ws->state ? ws_fill_paths(p, ws)
+									: -ENOMEM;
+	}
+	if (rc < 0) {
+		core_ws_free(ws);
+		return rc == -ENOMEM ? util_err(rc, "out of memory") : rc;
+	}
+	*out = ws;
+	return 0;
+}
+
 #define WS_COLUMNS "id, name, base_commit, created_ns, state"
 
 int core_ws_get(struct core_project *p, const char *name, struct core_ws **out)

@@ -345,6 +345,12 @@ ARB_EXTERN const char *const *arb_agent_notes(const arb_agent *a, size_t *n);
 ARB_EXTERN int arb_agent_explain(char **out, arb_agent *a);
 /* Runs the client in its box and waits (prepared without explain), as arb_box_run. */
 ARB_EXTERN int arb_agent_run(struct arb_run_result *res, arb_agent *a);
+/*
+ * After arb_agent_run: the client arguments that resume the session the run wrote ("--resume
+ * ID" for Claude Code, "resume ID" for Codex) into *out (free with arb_free) and 1, or NULL
+ * and 0 when there is none.
+ */
+ARB_EXTERN int arb_agent_resume_args(char **out, const arb_agent *a);
 
 /* ---- the audit log ----------------------------------------------------------------------- */
 
@@ -512,6 +518,30 @@ enum arb_diff_format { ARB_DIFF_PATCH, ARB_DIFF_NAME_STATUS, ARB_DIFF_STAT };
 /* git's diff from `from` to `to` (renames found), limited to paths when n > 0, onto fd. */
 ARB_EXTERN int arb_diff(arb_project *p, const char *ws_name, const char *from, const char *to,
 			const char *const *paths, size_t n, enum arb_diff_format fmt, int fd);
+/*
+ * arb_diff with flags: ARB_DIFF_TERMINAL escapes the content's control characters (arb_diff
+ * sets it when fd is a terminal), ARB_DIFF_COLOR adds git's colours.
+ */
+#define ARB_DIFF_TERMINAL 0x1u
+#define ARB_DIFF_COLOR	  0x2u
+ARB_EXTERN int arb_diff_flags(arb_project *p, const char *ws_name, const char *from, const char *to,
+			      const char *const *paths, size_t n, enum arb_diff_format fmt,
+			      unsigned int flags, int fd);
+/*
+ * The same diff's files into a new array of *n (free with arb_diff_files_free): status is
+ * git's --name-status letter (A, D, M, R, C, T), old_path set for R and C only, the lines
+ * added and removed (0 for a binary file).
+ */
+struct arb_diff_file {
+	char status;
+	int binary;
+	char *path, *old_path;
+	size_t insertions, deletions;
+};
+ARB_EXTERN int arb_diff_files(struct arb_diff_file **out, size_t *n, arb_project *p,
+			      const char *ws_name, const char *from, const char *to,
+			      const char *const *paths, size_t n_paths);
+ARB_EXTERN void arb_diff_files_free(struct arb_diff_file *v, size_t n);
 
 /* ---- bringing work home ----------------------------------------------------------------- */
 

@@ -270,24 +270,40 @@ static int check_backend(const struct launch *l)
 	return rc < 0 ? util_err(rc, "%s: %s", l->client->name, util_err_msg()) : 0;
 }
 
-/* Creates NAME at --rev (default HEAD) when missing; with --rev, an existing one must match. */
+/* A launch: an upstream that cannot be reached is said at once, before NAME is made. */
+static int upstream_reach(const struct launch *l)
+{
+	char *spec = launch_backend_spec(l);
+	int rc = spec ? lib_proxy_reach(spec) : util_err(-ENOMEM, "out of memory");
+
+	free(spec);
+	return rc < 0 ? util_err(rc, "%s: %s", l->client->name, util_err_msg()) : 0;
+}
+
+/*
+ * Creates NAME at --rev (default HEAD) when missing; with --rev, an existing one must match.
+ * The upstream is checked after that, before NAME is made.
+ */
 static int ensure_workspace(struct launch *l)
 {
 	struct core_project *p = l->project->core;
 	struct core_ws *ws = NULL;
 	git_oid oid;
 	char hex[GIT_OID_HEXSZ + 1];
+	bool made = false;
 	int rc = core_ws_get(p, l->name, &ws);
 
-	if (rc == -ENOENT && l->explain)
-		rc = util_err(
-		    -ENOENT,
-		    "workspace '%s' does not exist; --explain creates nothing (run without "
-		    "--explain to create it, or 'arborinth workspace create %s')",
-		    l->name, l->name);
-	else if (rc == -ENOENT)
+	if (rc == -ENOENT && l->explain &&
+	    (rc = core_rev_resolve(p, l->rev ? l->rev : "HEAD", &oid)) == 0) {
+		git_oid_tostr(hex, sizeof(hex), &oid);
+		rc = util_err(-ENOENT,
+			      "'%s' does not exist yet: a launch creates it at %s (%.12s); "
+			      "--explain creates nothing",
+			      l->name, l->rev ? l->rev : "HEAD", hex);
+	} else if (rc == -ENOENT && !l->explain && (rc = upstream_reach(l)) == 0) {
 		rc = core_ws_create(p, l->name, l->rev, &ws);
-	else if (rc == 0 && l->rev && (rc = core_rev_resolve(p, l->rev, &oid)) == 0) {
+		made = true;
+	} else if (rc == 0 && l->rev && (rc = core_rev_resolve(p, l->rev, &oid)) == 0) {
 		git_oid_tostr(hex, sizeof(hex), &oid);
 		if (strcmp(hex, ws->base_commit))
 			rc = util_err(
@@ -296,6 +312,8 @@ static int ensure_workspace(struct launch *l)
 			    "only chooses the base of a new one",
 			    l->name, ws->base_commit, l->rev, hex);
 	}
+	if (rc == 0 && ws && !made && !l->explain)
+		rc = upstream_reach(l);
 	if (rc == 0 && ws && !(l->ws_home = strdup(ws->home)))
 		rc = util_err(-ENOMEM, "out of memory");
 	core_ws_free(ws);
@@ -370,6 +388,7 @@ struct arb_agent {
 	char **argv;  /* the client's: EXE FIXED... USER... (strings borrowed) */
 	char **notes; /* credential and MCP lines, NULL-terminated */
 	size_t n_notes;
+	int64_t run_ns; /* when arb_agent_run started the client */
 };
 
 static const struct launch_client *const clients[] = {&launch_claude, &launch_codex,
@@ -632,14 +651,26 @@ int arb_agent_prepare(arb_agent *a, int explain)
 		rc = proxy_listen_loopback(0, &l->tcp_fd, &l->tcp_port);
 	if (rc == 0)
 		rc = find_client(l);
-	if (rc == 0)
+	/* --explain goes on without the client: it says so, and the box runs its bare name. */
+	if (rc == -ENOENT && l->explain) {
+		rc = add_note(a, "client: missing: ", util_err_msg());
+		if (rc == 0 && !(l->exe = strdup(c->program)))
+			rc = util_err(-ENOMEM, "out of memory");
+	} else if (rc == 0) {
 		rc = client_mount_root(l);
+	}
 	if (rc == 0)
 		rc = host_home(l);
 	if (rc == 0 && c->resolve)
 		rc = c->resolve(l);
 	if (rc == 0)
 		rc = choose_auth(l);
+	/* Nor without a credential: the box is shown as with --auth none, and it says so. */
+	if (rc == -ENOKEY && l->explain) {
+		rc = add_note(a, "credential: missing: ", util_err_msg());
+		l->auth = LAUNCH_AUTH_NONE;
+		l->missing_credential = true;
+	}
 	if (rc == 0)
 		rc = c->prepare(l);
 	if (rc == 0 && (rc = launch_mcp(l)) < 0 && rc != -ENOMEM)
@@ -648,14 +679,21 @@ int arb_agent_prepare(arb_agent *a, int explain)
 		rc = check_backend(l);
 	if (rc == 0)
 		rc = ensure_workspace(l);
+	/* Nor for a workspace that does not exist yet: shown as the launch would create it. */
+	if (rc == -ENOENT && l->explain)
+		rc = add_note(a, "workspace: ", util_err_msg());
 	if (rc < 0)
 		return rc;
 	a->extra = (struct lib_box_extra){
 	    apply_extra,   l,	      l->auth == LAUNCH_AUTH_LOGIN ? &l->login : NULL, l->tcp_fd,
 	    l->tcp_tls_fd, l->backend};
-	if (!(l->credential_note = credential_note(l)) || !(a->argv = client_argv(l)))
+	a->extra.plan = l->explain && !l->ws_home;
+	a->extra.plan_rev = l->rev;
+	if (!l->missing_credential && !(l->credential_note = credential_note(l)))
 		return util_err(-ENOMEM, "out of memory");
-	rc = add_note(a, "", l->credential_note);
+	if (!(a->argv = client_argv(l)))
+		return util_err(-ENOMEM, "out of memory");
+	rc = l->credential_note ? add_note(a, "", l->credential_note) : 0;
 	for (size_t i = 0; rc == 0 && i < l->n_mcp_notes; i++)
 		rc = add_note(a, "mcp: ", l->mcp_notes[i]);
 	if (rc == 0)
@@ -686,5 +724,12 @@ int arb_agent_run(struct arb_run_result *res, arb_agent *a)
 	*res = (struct arb_run_result){0};
 	if (!a->l.prepared || a->l.explain)
 		return lib_input_err(util_err(-EINVAL, "the launch is not prepared to run"));
+	a->run_ns = util_now_ns();
 	return arb_box_run(res, a->box, a->argv);
+}
+
+int arb_agent_resume_args(char **out, const arb_agent *a)
+{
+	*out = a->run_ns ? launch_resume_args(&a->l, a->run_ns) : NULL;
+	return *out ? 1 : 0;
 }

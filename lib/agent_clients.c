@@ -389,7 +389,7 @@ const struct launch_client launch_claude = {
     .login_kind = PROXY_LOGIN_CLAUDE,
     .login_backend = "anthropic",
     .login_file = claude_login_file,
-    .login_cmd = "run 'claude login' (or /login in claude) on the host",
+    .login_cmd = "run 'claude auth login' (or /login inside claude) on the host",
 };
 const struct launch_client launch_codex = {
     .name = "codex",

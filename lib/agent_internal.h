@@ -80,8 +80,9 @@ struct launch {
 	char **mcp_notes;
 	size_t n_mcp_notes;
 	json_t *mcp_box;
-	char *credential_note; /* owned: "credential: ..." (never a secret) */
-	arb_project *project;  /* borrowed: where the workspace is */
+	char *credential_note;	 /* owned: "credential: ..." (never a secret) */
+	bool missing_credential; /* --explain without one: shown as --auth none */
+	arb_project *project;	 /* borrowed: where the workspace is */
 	bool prepared;
 };
 
@@ -128,5 +129,11 @@ int launch_mcp(struct launch *l) ARB_MUST_CHECK;
 json_t *launch_opencode_host_config(const struct launch *l, char **source);
 
 extern const struct launch_client launch_claude, launch_codex, launch_opencode;
+
+/*
+ * After a run (lib/agent_resume.c): the client arguments that resume the session it wrote
+ * in the workspace's home since since_ns ("--resume ID"), or NULL. Caller frees.
+ */
+char *launch_resume_args(const struct launch *l, int64_t since_ns);
 
 #endif

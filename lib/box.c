@@ -264,7 +264,11 @@ static int make_box(const arb_box *spec, const struct core_ws *ws, struct proxy 
 
 	cfg.box_init = init;
 	/* Not the origin's whole store: the base's history only (built for older workspaces). */
-	rc = core_objects_view(p, ws->base_commit, &objects);
+	/* A planned workspace (explain) builds nothing: its view of the objects comes at launch. */
+	if (strcmp(ws->state, "planned") != 0)
+		rc = core_objects_view(p, ws->base_commit, &objects);
+	else
+		rc = 0;
 	cfg.objects_view = objects;
 	/* Made by core_ws_origin_refresh (older workspaces have none). */
 	if (rc == 0 && (store = util_path_join(ws->root, "origin-objects")) &&
@@ -344,6 +348,8 @@ static int open_ws(const arb_box *b, bool explain, struct core_ws **ws)
 
 	if (rc == 0)
 		rc = core_ws_get(b->p->core, b->ws_name, ws);
+	if (rc == -ENOENT && explain && b->extra && b->extra->plan)
+		rc = core_ws_planned(b->p->core, b->ws_name, b->extra->plan_rev, ws);
 	/* The view may be down (after a reboot, say): bring it up; explain changes nothing. */
 	if (rc == 0 && !explain && (rc = core_ws_mount(b->p->core, *ws, 0)) < 0) {
 		core_ws_free(*ws);

@@ -114,6 +114,17 @@ static int attach_login(struct proxy_backend **b, size_t n, const struct lib_pro
 	return util_err(-EINVAL, "no backend %s for the login", lg->backend);
 }
 
+int lib_proxy_reach(const char *spec)
+{
+	struct proxy_backend *b = NULL;
+	int rc = proxy_backend_parse(&b, spec);
+
+	if (rc == 0)
+		rc = proxy_backend_reach(b);
+	proxy_backend_free(b);
+	return rc;
+}
+
 int lib_proxy_start(struct proxy **out, struct lib_net_audit **audit, struct core_project *p,
 		    const struct core_ws *ws, const struct lib_proxy_opts *o)
 {

@@ -179,8 +179,23 @@ int arb_restore(arb_project *p, const char *ws_name, const char *to, int64_t bef
 	rc = ws_open(p, ws_name, &ws);
 	if (rc == 0)
 		rc = target_tree(p, ws, to, before_session, &tree);
-	if (rc == 0 && (rc = core_ws_restore(p->core, ws, &tree, paths, n)) == -EINVAL)
+	if (rc == 0 && (rc = core_ws_restore(p->core, ws, &tree, paths, n)) == -ENOENT) {
+		char *path = strdup(util_err_msg()); /* the path core named */
+		char at[64];
+
+		if (to)
+			snprintf(at, sizeof(at), "checkpoint %s", to);
+		else
+			snprintf(at, sizeof(at), "the state before session %lld",
+				 (long long)before_session);
+		rc = lib_input_err(util_err(-ENOENT,
+					    "restore: '%s' is neither in %s nor in %s's view now: "
+					    "nothing restored",
+					    path ? path : "?", at, ws_name));
+		free(path);
+	} else if (rc == -EINVAL) {
 		rc = lib_input_err(rc);
+	}
 	core_ws_free(ws);
 	return rc;
 }

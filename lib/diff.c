@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -43,6 +44,14 @@ int arb_diffstat(struct arb_diffstat *out, arb_project *p, const char *ws_name, 
 int arb_diff(arb_project *p, const char *ws_name, const char *from, const char *to,
 	     const char *const *paths, size_t n, enum arb_diff_format fmt, int fd)
 {
+	return arb_diff_flags(p, ws_name, from, to, paths, n, fmt,
+			      isatty(fd) ? ARB_DIFF_TERMINAL : 0, fd);
+}
+
+int arb_diff_flags(arb_project *p, const char *ws_name, const char *from, const char *to,
+		   const char *const *paths, size_t n, enum arb_diff_format fmt, unsigned int flags,
+		   int fd)
+{
 	struct core_ws *ws = NULL;
 	FILE *f = NULL;
 	git_oid a, b;
@@ -59,9 +68,53 @@ int arb_diff(arb_project *p, const char *ws_name, const char *from, const char *
 				  fmt == ARB_DIFF_STAT		? CORE_DIFF_STAT
 				  : fmt == ARB_DIFF_NAME_STATUS ? CORE_DIFF_NAME_STATUS
 								: CORE_DIFF_PATCH,
+				  (flags & ARB_DIFF_TERMINAL ? CORE_DIFF_TERMINAL : 0) |
+				      (flags & ARB_DIFF_COLOR ? CORE_DIFF_COLOR : 0),
 				  f);
 	if (f && fclose(f) != 0 && rc == 0)
 		rc = util_err(-EIO, "diff: cannot write the output");
 	core_ws_free(ws);
 	return rc;
+}
+
+void arb_diff_files_free(struct arb_diff_file *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++) {
+		free(v[i].path);
+		free(v[i].old_path);
+	}
+	free(v);
+}
+
+int arb_diff_files(struct arb_diff_file **out, size_t *n, arb_project *p, const char *ws_name,
+		   const char *from, const char *to, const char *const *paths, size_t n_paths)
+{
+	struct core_diff_file *cf = NULL;
+	struct arb_diff_file *v = NULL;
+	struct core_ws *ws = NULL;
+	size_t nf = 0;
+	git_oid a, b;
+	int rc;
+
+	lib_err_reset();
+	*out = NULL;
+	*n = 0;
+	rc = open_trees(p, ws_name, from, to, &ws, &a, &b);
+	if (rc == 0)
+		rc = core_ws_diff_files(p->core, ws, &a, &b, paths, n_paths, &cf, &nf);
+	if (rc == 0 && !(v = calloc(nf ? nf : 1, sizeof(*v))))
+		rc = util_err(-ENOMEM, "out of memory");
+	/* The strings move over; cf keeps none. */
+	for (size_t i = 0; rc == 0 && i < nf; i++) {
+		v[i] = (struct arb_diff_file){cf[i].status,   cf[i].binary,	cf[i].path,
+					      cf[i].old_path, cf[i].insertions, cf[i].deletions};
+		cf[i].path = cf[i].old_path = NULL;
+	}
+	core_diff_files_free(cf, nf);
+	core_ws_free(ws);
+	if (rc < 0)
+		return rc;
+	*out = v;
+	*n = nf;
+	return 0;
 }

@@ -144,6 +144,8 @@ struct lib_proxy_opts {
 	int tcp_fd, tcp_tls_fd;
 	const char *tcp_backend;
 };
+/* Whether the upstream of backend spec can be reached (proxy_backend_reach). */
+int lib_proxy_reach(const char *spec) ARB_MUST_CHECK;
 int lib_proxy_start(struct proxy **out, struct lib_net_audit **audit, struct core_project *p,
 		    const struct core_ws *ws, const struct lib_proxy_opts *o) ARB_MUST_CHECK;
 void lib_proxy_set_session(struct lib_net_audit *a, const struct audit_session *s);
@@ -183,6 +185,9 @@ struct lib_box_extra {
 	const struct lib_proxy_login *login;
 	int tcp_fd, tcp_tls_fd;
 	const char *tcp_backend;
+	/* explain only: a workspace that does not exist is shown as created at plan_rev */
+	bool plan;
+	const char *plan_rev;
 };
 /* Borrowed: must outlive the box. */
 void lib_box_set_extra(arb_box *b, const struct lib_box_extra *extra);

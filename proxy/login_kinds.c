@@ -148,7 +148,7 @@ static const char *const claude_keep[] = {"scopes", "subscriptionType", "rateLim
 
 const struct login_kind login_kind_claude = {
     .title = "Claude Code subscription",
-    .fix = "run 'claude login' (or '/login' in claude) on the host, or give an API key",
+    .fix = "run 'claude auth login' (or /login inside claude) on the host, or give an API key",
     .token_url = "https://platform.claude.com/v1/oauth/token",
     .client_id = "9d1c250a-e61b-44d9-88ed-5944d1962f5e",
     .local_path = "/v1/oauth/token",

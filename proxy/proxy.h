@@ -58,6 +58,12 @@ uint16_t proxy_backend_port(const struct proxy_backend *b);
 const char *proxy_backend_key_env(const struct proxy_backend *b);
 /* The host file the key is read from: key-file=, or key-json= (FILE#/pointer); NULL. Borrowed. */
 const char *proxy_backend_key_source(const struct proxy_backend *b);
+/*
+ * Whether b's upstream can be reached (proxy/reach.c): its host resolves and a TCP connection
+ * opens within 3 s (not checked when $https_proxy or the like sends traffic through a proxy).
+ * 0, or -EHOSTUNREACH, -ECONNREFUSED, -ETIMEDOUT... with one line saying which.
+ */
+int proxy_backend_reach(const struct proxy_backend *b) ARB_MUST_CHECK;
 
 /* ---- logins (OAuth tokens kept on the host) -------------------------------------------- */
 

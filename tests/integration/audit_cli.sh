@@ -103,6 +103,21 @@ expect_match "^renamed +1 .* a.txt -> b.txt$" "$(line a.txt)" "summary renamed"
 expect_match "^added +1 " "$(line b.txt)" "summary rename destination"
 expect_match "^unchanged +1 " "$(line missing)" "summary failed only"
 if grep -q '\.git' <<<"$OUT"; then fail "summary shows .git"; else pass; fi
+# A file made in the window and then moved (an editor's save, a tool's temporary file) is
+# one line, the destination's, with all its operations; control: a.txt, which was there
+# before, still shows as renamed (above).
+expect_status 0 "create mv" -- "$ARB" workspace create mv
+printf '%s\n' \
+	"$((T0 + 1 * S))	create	tmp.swp	-	0	-1	parent" \
+	"$((T0 + 2 * S))	write	tmp.swp	-	0	10	parent" \
+	"$((T0 + 3 * S))	rename	tmp.swp	mid.txt	0	-1	parent" \
+	"$((T0 + 4 * S))	rename	mid.txt	final.txt	0	-1	parent" | emit mv
+expect_status 0 "--summary moved" -- "$ARB" audit mv --summary
+expect_eq 2 "$(printf '%s\n' "$OUT" | grep -c .)" "a created-then-moved file is one line under the header ($OUT)"
+expect_match "^added +4 +10 B .* final.txt$" "$OUT" "it is the destination's, with every operation"
+expect_status 0 "--summary moved json" -- "$ARB" audit mv --summary --json
+python3 -c 'import json,sys; r=[json.loads(l) for l in sys.argv[1].splitlines()]; p=[x for x in r if "path" in x and "status" in x]; assert [(x["path"],x["status"],x["ops"]) for x in p]==[("final.txt","added",4)], r' "$OUT" && pass || fail "moved summary json ($OUT)"
+expect_status 0 "delete mv" -- "$ARB" workspace delete mv --purge --force
 
 # --- JSON: one object per line, stable fields
 expect_status 0 "--json" -- "$ARB" audit w --json --path 'src/*'

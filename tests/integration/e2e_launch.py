@@ -10,6 +10,7 @@ or process the box can read (control: the same search finds the placeholder), --
 import json
 import os
 import shutil
+import socket
 import sys
 import time
 
@@ -96,6 +97,7 @@ def main():
             test_opencode(E, os.path.join(E.home, "tools", "opencode"))
             test_errors(E)
             test_limits(E)
+            test_reach(E)
         finally:
             shutil.rmtree(hidden_tmp, ignore_errors=True)
     C.finish()
@@ -137,9 +139,17 @@ def test_claude(E):
          "bwrap" in cp.stdout, "--explain shows mounts, environment and argv")
     C.ok(KEYS["claude"] not in cp.stdout, "--explain shows no key")
     C.eq(n_before, len(E.models_requests()), "--explain ran nothing")
+    # A workspace that does not exist yet: said, the box still shown, nothing created.
     cp = E.arb("claude", "c9", "--explain", env={KEYVAR["claude"]: KEYS["claude"]})
-    C.one_line_error(cp, 1, "--explain creates nothing", "--explain on a missing workspace")
+    C.eq(0, cp.returncode, "--explain on a missing workspace (%s)" % cp.stderr)
+    C.ok("'c9' does not exist yet: a launch creates it at HEAD" in cp.stdout and
+         "--explain creates nothing" in cp.stdout, "--explain says what would be created")
+    C.ok("== mounts by destination" in cp.stdout and
+         "workspaces/c9/workdir" in cp.stdout, "--explain still shows the box")
     C.ok(not os.path.exists(E.ws("c9")), "--explain created no workspace")
+    cp = E.arb("workspace", "list", "--json")
+    C.ok("c9" not in [w["name"] for w in json.loads(cp.stdout)],
+         "--explain added no workspace row")
 
 
 def test_codex(E, client):
@@ -184,13 +194,42 @@ def test_opencode(E, client):
              "opencode openai provider at the relay")
 
 
+def test_reach(E):
+    """An upstream that cannot be reached is said at once, in one line, before anything is
+    created or run: a name that does not resolve, a local port nothing listens on. Control:
+    the fake models server (it listens) launches; --explain checks nothing."""
+    true = shutil.which("true")
+    env = {KEYVAR["claude"]: "k", "https_proxy": "", "HTTPS_PROXY": "", "http_proxy": "",
+           "HTTP_PROXY": "", "all_proxy": "", "ALL_PROXY": ""}
+    with socket.socket() as s:  # a port nothing listens on: bound, never listened
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        for up, pattern in (("http://no-such-host.invalid", "no-such-host.invalid does not "
+                             "resolve"),
+                            ("http://127.0.0.1:%d" % port, "127.0.0.1 port %d cannot be "
+                             "reached (Connection refused)" % port)):
+            t0 = time.time()
+            cp = E.arb("claude", "reach", "--client", true, "--upstream", up, env=env)
+            took = time.time() - t0
+            C.one_line_error(cp, 1, pattern, "unreachable %s" % up)
+            C.ok("the client would retry for minutes" in cp.stderr, "the line says why it matters")
+            C.ok(took < 10, "unreachable %s: failed in %.1f s" % (up, took))
+            C.ok(not os.path.exists(E.ws("reach")), "unreachable %s: no workspace made" % up)
+            cp = E.arb("claude", "reach", "--client", true, "--upstream", up, "--explain",
+                       env=env)
+            C.eq(0, cp.returncode, "--explain does not check the upstream (%s)" % cp.stderr)
+    cp = E.arb("claude", "reach", "--client", true, "--upstream", E.upstream, env=env)
+    C.eq(0, cp.returncode, "control: a listening upstream launches (%s)" % cp.stderr[-300:])
+
+
 def test_limits(E):
     """The launchers pass shell's limits on: --timeout ends the client (exit 124), --explain
     shows every limit and the tool-manager switch; bad values are the launcher's usage
     errors."""
     sleep = shutil.which("sleep")
     t0 = time.time()
-    cp = E.arb("claude", "lim", "--client", sleep, "--timeout", "1s", "--", "30",
+    cp = E.arb("claude", "lim", "--client", sleep, "--upstream", E.upstream, "--timeout", "1s",
+               "--", "30",
                env={KEYVAR["claude"]: "k"}, timeout=120)
     took = time.time() - t0
     C.eq(124, cp.returncode, "--timeout 1s ends the client: exit 124 (%s)" % cp.stderr[-300:])
@@ -243,7 +282,7 @@ def test_errors(E):
     empty = os.path.join(E.t, "no-login")
     os.makedirs(empty, exist_ok=True)
     cp = E.arb("claude", "n1", env={"CLAUDE_CONFIG_DIR": empty})
-    C.one_line_error(cp, 1, "'claude login'", "no key and no login")
+    C.one_line_error(cp, 1, "'claude auth login'", "no key and no login")
     C.ok(os.path.join(empty, ".credentials.json") in cp.stderr, "no login: names the file")
     cp = E.arb("codex", "n1", "--client", "/bin/true", env={"CODEX_HOME": empty})
     C.one_line_error(cp, 1, "'codex login'", "codex: no key and no login")

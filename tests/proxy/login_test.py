@@ -249,7 +249,7 @@ def test_errors(procs, t):
                                  "anthropic=claude:%s@%s" % (path, url)], sock)
         C.ok(p is None, "error %s: the proxy does not start" % what)
         if p is None:
-            C.ok(want in err and "claude login" in err and (path in err or path == t),
+            C.ok(want in err and "claude auth login" in err and (path in err or path == t),
                  "error %s: one line naming the file and the fix (%r)" % (what, err))
             C.ok("REAL" not in err, "error %s: no token in the message" % what)
             C.eq(1, len(err.strip().splitlines()), "error %s: one line" % what)

@@ -965,7 +965,7 @@ START_TEST(login_open_errors)
 
 	ck_assert_int_eq(proxy_login_open(&l, PROXY_LOGIN_CLAUDE, "/nonexistent/x", NULL, NULL),
 			 -ENOENT);
-	ck_assert_ptr_nonnull(strstr(util_err_msg(), "claude login"));
+	ck_assert_ptr_nonnull(strstr(util_err_msg(), "claude auth login"));
 	write_login(path, "{\"tokens\":{\"access_token\":\"x\",\"id_token\":\"not-a-jwt\"}}");
 	ck_assert_int_eq(proxy_login_open(&l, PROXY_LOGIN_CODEX, path, NULL, NULL), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(util_err_msg(), "id_token is not a JWT"));
