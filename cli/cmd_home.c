@@ -10,20 +10,24 @@
 #include "include/arborinth.h"
 
 const char cmd_merge_usage[] =
-    "usage: arborinth merge NAME [--json]\n"
+    "usage: arborinth merge NAME [--check] [--json]\n"
     "\n"
     "Merges workspace NAME's branch (arborinth/NAME: what was committed in it) into the\n"
     "origin's current branch: a fast-forward when possible, else a merge commit. Conflicts\n"
     "are listed and nothing is changed; so is it when the origin's own uncommitted changes\n"
-    "are in the way. No hook or configuration of the workspace runs.\n";
+    "are in the way. No hook or configuration of the workspace runs. A stale workspace (its\n"
+    "base older than the origin's HEAD, which changed since a path it changes) is refused,\n"
+    "naming those paths. --check makes every check and changes nothing.\n";
 
 const char cmd_apply_usage[] =
-    "usage: arborinth apply NAME\n"
+    "usage: arborinth apply NAME [--check]\n"
     "\n"
     "Applies workspace NAME's changes against its base, committed and not (the view as it is\n"
     "now), to the origin's working tree as unstaged changes. Checked whole first: when a file\n"
     "in the origin is not as the workspace's base has it, or a path the workspace adds exists,\n"
-    "nothing is written. Never touches the origin's index or branch.\n";
+    "nothing is written; so when the workspace is stale (the origin changed since its base a\n"
+    "path it changes). Never touches the origin's index or branch. --check makes every check\n"
+    "and changes nothing.\n";
 
 const char cmd_export_usage[] =
     "usage: arborinth export NAME [--json]\n"
@@ -35,18 +39,23 @@ const char cmd_export_usage[] =
     "it, when the box planted something there (alternates, symlinked refs, commondir, FIFOs).\n";
 
 static int one_name(struct cli_global *g, const char *name, int argc, char **argv, bool *json,
-		    const char *usage)
+		    const char *usage, bool *check)
 {
-	static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {0}};
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'}, {"check", no_argument, NULL, 'c'}, {0}};
+	static const struct option check_only[] = {{"check", no_argument, NULL, 'c'}, {0}};
 	const struct cli_cmd cmd = {name, NULL, NULL, NULL, usage, NULL};
+	const struct option *o = json ? (check ? opts : opts + 2) : check ? check_only : opts + 2;
 	int status = CLI_USAGE, ch;
 
 	optind = 0;
-	while ((ch = cli_getopt(g, &cmd, argc, argv, "", json ? opts : opts + 1, &status)) != -1) {
+	while ((ch = cli_getopt(g, &cmd, argc, argv, "", o, &status)) != -1) {
 		if (ch == -2)
 			return status;
-		if (json)
+		if (ch == 'j' && json)
 			*json = true;
+		if (ch == 'c' && check)
+			*check = true;
 	}
 	if (optind != argc - 1)
 		return cli_usage_error(
@@ -62,19 +71,23 @@ int cmd_merge(struct cli_global *g, int argc, char **argv)
 	static const char *const kinds[] = {"up-to-date", "fast-forward", "merge-commit"};
 	arb_project *p = NULL;
 	struct arb_merge m;
-	bool json = false;
-	int status = one_name(g, "merge", argc, argv, &json, cmd_merge_usage);
+	bool json = false, check = false;
+	int status = one_name(g, "merge", argc, argv, &json, cmd_merge_usage, &check);
 	const char *name = argv[optind];
 
 	if (status != -1)
 		return status;
 	status = CLI_OK;
-	if (arb_project_open(&p, g->workdir) < 0 || arb_merge(&m, p, name) < 0)
+	if (arb_project_open(&p, g->workdir) < 0 ||
+	    arb_merge_ext(&m, p, name, check ? ARB_HOME_CHECK : 0) < 0)
 		status = cli_fail(CLI_ERR, "%s", arb_error_last());
 	else if (json)
-		status =
-		    cli_json_print(json_pack("{s:s, s:s, s:s?}", "result", kinds[m.kind], "branch",
-					     m.branch, "commit", *m.commit ? m.commit : NULL));
+		status = cli_json_print(json_pack("{s:s, s:s, s:s?, s:b}", "result", kinds[m.kind],
+						  "branch", m.branch, "commit",
+						  *m.commit ? m.commit : NULL, "check", check));
+	else if (check)
+		printf("merge would be: %s into %s; nothing was changed\n", kinds[m.kind],
+		       cli_q(m.branch));
 	else if (m.kind == ARB_MERGE_UP_TO_DATE)
 		printf("%s already has everything of arborinth/%s\n", cli_q(m.branch), name);
 	else
@@ -90,7 +103,7 @@ int cmd_export(struct cli_global *g, int argc, char **argv)
 	char commit[41];
 	size_t n = 0;
 	bool json = false;
-	int status = one_name(g, "export", argc, argv, &json, cmd_export_usage);
+	int status = one_name(g, "export", argc, argv, &json, cmd_export_usage, NULL);
 	const char *name = argv[optind];
 
 	if (status != -1)
@@ -112,14 +125,19 @@ int cmd_apply(struct cli_global *g, int argc, char **argv)
 {
 	arb_project *p = NULL;
 	size_t files = 0;
-	int status = one_name(g, "apply", argc, argv, NULL, cmd_apply_usage);
+	bool check = false;
+	int status = one_name(g, "apply", argc, argv, NULL, cmd_apply_usage, &check);
 	const char *name = argv[optind];
 
 	if (status != -1)
 		return status;
 	status = CLI_OK;
-	if (arb_project_open(&p, g->workdir) < 0 || arb_apply(&files, p, name) < 0)
+	if (arb_project_open(&p, g->workdir) < 0 ||
+	    arb_apply_ext(&files, p, name, check ? ARB_HOME_CHECK : 0) < 0)
 		status = cli_fail(CLI_ERR, "%s", arb_error_last());
+	else if (check)
+		printf("%zu changed path%s of %s would apply; nothing was changed\n", files,
+		       files == 1 ? "" : "s", name);
 	else
 		printf("applied %zu changed path%s of %s to the origin's working tree (unstaged)\n",
 		       files, files == 1 ? "" : "s", name);
