@@ -117,8 +117,11 @@ int core_ws_merge(struct core_project *p, const struct core_ws *ws, unsigned int
 		return -EIO;
 	if (flags & CORE_HOME_CHECK)
 		return core_ws_merge_check(p, ws, out);
-	if ((rc = core_ws_stale_refuse(p, ws, false)) < 0)
+	/* Checked in memory first (a conflict, a stale workspace): a refusal leaves the origin
+	 * as it was, refs of the remote arborinth/NAME too. */
+	if ((rc = core_ws_merge_check(p, ws, out)) < 0)
 		return rc;
+	memset(out, 0, sizeof(*out));
 	co.checkout_strategy = GIT_CHECKOUT_SAFE;
 	if (git_repository_head(&head, repo) < 0 || !git_reference_is_branch(head)) {
 		git_reference_free(head);

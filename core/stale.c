@@ -218,7 +218,6 @@ int core_ws_merge_check(struct core_project *p, const struct core_ws *ws, struct
 			!git_reference_target(head)))
 		rc = util_err(-EINVAL, "the origin is not on a branch (detached or unborn HEAD): "
 				       "nothing to merge into");
-	rc = rc ?: core_ws_stale_refuse(p, ws, false);
 	rc = rc ?: core_ws_export(p, ws, &tip, NULL);
 	rc = rc ?: side_repo(p, ws, &repo);
 	if (rc < 0)
@@ -247,6 +246,7 @@ int core_ws_merge_check(struct core_project *p, const struct core_ws *ws, struct
 		rc = util_err(-EEXIST, "merging %s into %s conflicts in: %s; nothing was changed",
 			      ws->branch, out->branch, bad ? bad : "?");
 	}
+	rc = rc ?: core_ws_stale_refuse(p, ws, false);
 out:
 	free(bad);
 	git_index_free(idx);

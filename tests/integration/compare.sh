@@ -87,7 +87,8 @@ expect_status 0 "create s1" -- A workspace create s1
 expect_status 0 "create s2" -- A workspace create s2
 expect_status 0 "s1: changes README" -- A shell s1 -- sh -c "echo s1 >> README && $C s1"
 expect_status 0 "s2: changes src/lib/a.txt" -- A shell s2 -- sh -c "echo s2 >> src/lib/a.txt && $C s2"
-printf 'origin moved\n' >"$R/README"
+# The origin changes README too, far from s1's line: no conflict, yet refused as stale.
+printf 'top\n%s\n' "$(cat "$R/README")" >"$R/README"
 git -C "$R" commit -qam "origin moves README"
 head=$(git -C "$R" rev-parse HEAD)
 origin_hash() {
@@ -140,16 +141,16 @@ if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null && [ -u "$(command -v fus
 	as_user() { runuser -u "$user" -- env HOME="$U/home" XDG_STATE_HOME= TMPDIR="$U" "$@"; }
 	UA() { as_user "$U/arborinth" --workdir "$U/r" "$@"; }
 	as_user bash -c "mkdir -p '$U/home' && cd '$U' && mkdir r && cd r && git init -q -b main &&
-		git config user.email a@b && git config user.name a && echo hi > f &&
+		git config user.email a@b && git config user.name a && printf 'a\nb\nc\nd\ne\n' > f &&
 		git add f && git commit -qm init"
 	expect_status 0 "user: create x" -- UA workspace create x
 	expect_status 0 "user: create y" -- UA workspace create y
-	expect_status 0 "user: x works" -- UA shell x -- sh -c "echo x > f && $C x"
+	expect_status 0 "user: x works" -- UA shell x -- sh -c "sed -i s/e/x/ f && $C x"
 	expect_status 0 "user: y works" -- UA shell y -- sh -c "echo y > f"
 	expect_status 0 "user: compare" -- UA compare --json x y
 	expect_eq "f:x,y:True" "$(printf '%s' "$OUT" | js '*[o["path"] + ":" + ",".join(o["workspaces"]) + ":" + str(o["conflict"]) for o in d["overlaps"]]')" \
 		"user: the conflict found"
-	as_user sh -c "cd '$U/r' && echo moved > f && git commit -qam moved"
+	as_user sh -c "cd '$U/r' && sed -i s/a/A/ f && git commit -qam moved"
 	expect_status 1 "user: stale merge refused" -- UA merge x
 	expect_match "workspace x is stale: .*: f;" "$ERR" "user: names f"
 fi
