@@ -118,6 +118,8 @@ int cmd_merge(struct cli_global *g, int argc, char **argv);
 int cmd_apply(struct cli_global *g, int argc, char **argv);
 extern const char cmd_compare_usage[];
 int cmd_compare(struct cli_global *g, int argc, char **argv);
+extern const char cmd_mcp_usage[];
+int cmd_mcp(struct cli_global *g, int argc, char **argv);
 int cmd_export(struct cli_global *g, int argc, char **argv);
 /* Plugins: `arborinth NAME ARGS...` runs arborinth-NAME from PATH (cli/plugin.c). */
 int cli_plugin_run(const char *name, int argc, char **argv);

@@ -37,6 +37,7 @@ const struct cli_cmd cli_commands[] = {
     {"merge", NULL, cmd_merge, "merge a workspace's branch into the origin's", cmd_merge_usage},
     {"apply", NULL, cmd_apply, "apply a workspace's changes to the origin's working tree",
      cmd_apply_usage},
+    {"mcp", NULL, cmd_mcp, "serve the workspaces to an agent over MCP (stdio)", cmd_mcp_usage},
     {"compare", NULL, cmd_compare, "compare workspaces against their common base",
      cmd_compare_usage},
     {"export", NULL, cmd_export, "copy a workspace's branch where `git fetch` reads it",
