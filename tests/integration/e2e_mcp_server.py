@@ -2,10 +2,11 @@
 """`arborinth mcp` driven by a real MCP client (label e2e): Claude Code from npm, on the
 host as an orchestrator, with `arborinth mcp` as its MCP server and the fake model API
 (e2e_fake_models.py --tool-script) asking, turn by turn, to create a workspace, run a
-command in its box, and read compare. The effects are checked where they land: the
+command in its box, fork it and run another, read compare, merge one. The effects are checked where they land: the
 workspace and the file the box wrote in its view (not in the origin checkout), the session
 in the audit (its argv, its exit status), and what compare answered, as the client sent it
-back to the model. Control: a tool the client was not allowed to call never ran.
+back to the model, and the merge in the origin's branch. Control: apply, offered but not
+allowed, never ran.
 """
 import json
 import os
@@ -44,12 +45,19 @@ def install_claude(E):
 def main():
     with Env("mcpsrv") as E:
         claude = install_claude(E)
+        commit = "git -c user.name=agent -c user.email=a@b commit -qm"
         script = [
             {"tool": "mcp__arb__workspace_create", "input": {"name": "agent1"}},
             {"tool": "mcp__arb__shell", "input": {"workspace": "agent1", "argv": [
-                "sh", "-c", "echo from-agent > agent.txt; echo RAN-IN-BOX; exit 5"]}},
-            {"tool": "mcp__arb__compare", "input": {"workspaces": ["agent1"]}},
+                "sh", "-c", "echo from-agent > agent.txt && git add agent.txt && %s agent && "
+                "echo RAN-IN-BOX; exit 5" % commit]}},
+            {"tool": "mcp__arb__workspace_create", "input": {"name": "agent2",
+                                                             "from": "agent1"}},
+            {"tool": "mcp__arb__shell", "input": {"workspace": "agent2", "argv": [
+                "sh", "-c", "echo two > other.txt"]}},
+            {"tool": "mcp__arb__compare", "input": {"workspaces": ["agent1", "agent2"]}},
             {"tool": "mcp__arb__merge", "input": {"workspace": "agent1"}},
+            {"tool": "mcp__arb__apply", "input": {"workspace": "agent2"}},
         ]
         sf = E.write("script.json", json.dumps(script))
         url = E.start_models(REPLY, ["--tool-script", sf])
@@ -60,7 +68,7 @@ def main():
         cp = subprocess.run(
             [claude, "-p", "Create a workspace, run a command in it, compare.",
              "--mcp-config", cfg, "--strict-mcp-config", "--allowedTools",
-             "mcp__arb__workspace_create,mcp__arb__shell,mcp__arb__compare"],
+             "mcp__arb__workspace_create,mcp__arb__shell,mcp__arb__compare,mcp__arb__merge"],
             capture_output=True, text=True, timeout=300, cwd=E.t, stdin=subprocess.DEVNULL,
             env=E.env({"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-ant-fake-e2e",
                        "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}))
@@ -85,8 +93,6 @@ def main():
         C.ok(os.path.isdir(E.ws("agent1")), "the workspace the model asked for exists")
         C.ok(os.path.isfile(os.path.join(E.ws("agent1"), "layer", "agent.txt")),
              "the box's file is in the workspace's layer")
-        C.ok(not os.path.exists(os.path.join(E.repo, "agent.txt")),
-             "... not in the origin checkout")
         # The session in the audit.
         au = E.arb("audit", "agent1", "--json")
         rows = [json.loads(x) for x in au.stdout.splitlines() if x.strip()] \
@@ -101,13 +107,24 @@ def main():
              "the shell tool's output and exit status reached the model (%r)" % results[:3])
         C.ok(any("agent.txt" in t and "workspaces" in t for t in results),
              "compare's answer names the box's file")
-        # Control: merge was offered but not allowed: never ran, the origin as it was.
-        C.eq(head, subprocess.run(["git", "-C", E.repo, "rev-parse", "HEAD"],
-                                  capture_output=True, text=True).stdout.strip(),
-             "merge (not allowed) did not run")
-        cmp = E.arb("compare", "--json", "agent1")
+        # The fork, its own write; compare of both; agent1 merged into the origin.
+        C.ok(os.path.isfile(os.path.join(E.ws("agent2"), "layer", "other.txt")),
+             "the fork's box wrote into the fork")
+        C.ok(any("agent2" in t and "other.txt" in t for t in results),
+             "compare's answer has the fork and its file")
+        C.eq("from-agent\n", subprocess.run(["git", "-C", E.repo, "show", "HEAD:agent.txt"],
+                                            capture_output=True, text=True).stdout,
+             "merge: agent1's commit is in the origin's branch")
+        C.ok(head != subprocess.run(["git", "-C", E.repo, "rev-parse", "HEAD"],
+                                    capture_output=True, text=True).stdout.strip(),
+             "merge: the origin's branch moved")
+        # Control: apply was offered but not allowed: never ran.
+        C.ok(not os.path.exists(os.path.join(E.repo, "other.txt")),
+             "apply (not allowed) did not run: other.txt not in the origin")
+        cmp = E.arb("compare", "--json", "agent1", "agent2")
         got = json.loads(cmp.stdout) if cmp.returncode == 0 else {}
-        C.eq(["agent.txt"], [f["path"] for w in got.get("workspaces", []) for f in w["files"]],
+        C.eq([["agent.txt"], ["agent.txt", "other.txt"]],
+             [[f["path"] for f in w["files"]] for w in got.get("workspaces", [])],
              "compare (CLI) agrees")
     C.finish()
 
