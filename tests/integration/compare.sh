@@ -145,7 +145,7 @@ if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null && [ -u "$(command -v fus
 		git add f && git commit -qm init"
 	expect_status 0 "user: create x" -- UA workspace create x
 	expect_status 0 "user: create y" -- UA workspace create y
-	expect_status 0 "user: x works" -- UA shell x -- sh -c "sed -i s/e/x/ f && $C x"
+	expect_status 0 "user: x works" -- UA shell x -- sh -c "sed -i s/e/xx/ f && $C x"
 	expect_status 0 "user: y works" -- UA shell y -- sh -c "echo y > f"
 	expect_status 0 "user: compare" -- UA compare --json x y
 	expect_eq "f:x,y:True" "$(printf '%s' "$OUT" | js '*[o["path"] + ":" + ",".join(o["workspaces"]) + ":" + str(o["conflict"]) for o in d["overlaps"]]')" \
@@ -153,6 +153,17 @@ if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null && [ -u "$(command -v fus
 	as_user sh -c "cd '$U/r' && sed -i s/a/A/ f && git commit -qam moved"
 	expect_status 1 "user: stale merge refused" -- UA merge x
 	expect_match "workspace x is stale: .*: f;" "$ERR" "user: names f"
+	# arborinth mcp as the user: a box run through it, its exit status and output back.
+	OUT=$(printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}' \
+		'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"shell","arguments":{"workspace":"y","argv":["sh","-c","echo via-mcp > m.txt; echo out; exit 4"]}}}' \
+		'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"shell","arguments":{"workspace":"y","argv":"echo hi"}}}' |
+		UA mcp)
+	expect_eq "4 out" "$(printf '%s\n' "$OUT" | sed -n 2p | js 'json.loads(d["result"]["content"][0]["text"])["exit"], json.loads(d["result"]["content"][0]["text"])["stdout"].strip()')" \
+		"user: mcp shell: exit status and output"
+	expect_eq "via-mcp" "$(as_user cat "$(UA workspace info y --json | js "d['workdir']")/m.txt")" \
+		"user: mcp shell: the box's write in the view"
+	expect_eq "-32602" "$(printf '%s\n' "$OUT" | sed -n 3p | js 'd["error"]["code"]')" \
+		"user: mcp: argv as a string is a JSON-RPC error"
 fi
 
 finish
