@@ -82,6 +82,38 @@ expect_status 2 "no names" -- A compare
 expect_eq "$before" "$(tree_hash "$R/.git")" "compare wrote nothing into the origin's gitdir"
 expect_status 0 "compare one workspace" -- A compare --json c
 
+# ---- requests through the credential proxy: allowed and refused ---------------------------
+python3 "$ARB_SRC/tests/proxy/fake_upstream.py" --log "$T/up.log" >"$T/up.port" &
+UP_PID=$!
+for _ in $(seq 50); do [ -s "$T/up.port" ] && break; sleep 0.1; done
+up=$(head -1 "$T/up.port")
+expect_status 0 "create n" -- A workspace create n
+cat >"$T/client.py" <<'PY'
+import os, urllib.request, urllib.error
+def post(path):
+    req = urllib.request.Request(os.environ["ANTHROPIC_BASE_URL"] + path, data=b"{}", method="POST",
+                                 headers={"x-api-key": os.environ["ANTHROPIC_API_KEY"],
+                                          "content-type": "application/json"})
+    try:
+        return urllib.request.urlopen(req, timeout=30).status
+    except urllib.error.HTTPError as e:
+        return e.code
+print(post("/v1/messages"), post("/v1/complete"))
+PY
+cp "$T/client.py" "$(wsdir n tmp)/client.py"
+expect_status 0 "n: one request allowed, one refused" -- env ANTHROPIC_API_KEY=sk-ant-test-key \
+	"$ARB" --workdir "$R" shell n --backend "anthropic=http://127.0.0.1:$up" -- \
+	/usr/bin/python3 /tmp/client.py
+expect_eq "200 403" "$OUT" "n: the proxy allowed one and refused the other"
+kill "$UP_PID" 2>/dev/null || true
+expect_status 0 "compare n" -- A compare --json n
+expect_eq "1 1 /v1/complete" "$(printf '%s' "$OUT" | js 'd["workspaces"][0]["requests"]["allowed"], d["workspaces"][0]["requests"]["refused"], d["workspaces"][0]["requests"]["refusals"][0]["path"]')" \
+	"compare: the requests and the refused path"
+expect_match "not allowed" "$(printf '%s' "$OUT" | js 'd["workspaces"][0]["requests"]["refusals"][0]["reason"]')" \
+	"compare: the refusal's reason"
+expect_status 0 "compare n (text)" -- A compare n
+expect_match "^  requests: 1 allowed, 1 refused$" "$OUT" "text: the counts"
+
 # ---- a stale workspace is refused ---------------------------------------------------------
 expect_status 0 "create s1" -- A workspace create s1
 expect_status 0 "create s2" -- A workspace create s2
