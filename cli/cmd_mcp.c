@@ -323,8 +323,17 @@ static void t_shell(arb_project *p, json_t *id, json_t *args)
 	arb_box_set_stdio(b, devnull, po[1], pe[1]);
 	out.fd = po[0];
 	err.fd = pe[0];
-	pthread_create(&to, NULL, drain, &out);
-	pthread_create(&te, NULL, drain, &err);
+	if (pthread_create(&to, NULL, drain, &out) != 0) {
+		send_error(id, -32603, "cannot start a reader");
+		goto out;
+	}
+	if (pthread_create(&te, NULL, drain, &err) != 0) {
+		close(po[1]); /* the first reader ends at EOF */
+		po[1] = -1;
+		pthread_join(to, NULL);
+		send_error(id, -32603, "cannot start a reader");
+		goto out;
+	}
 	rc = arb_box_run(&res, b, cmd);
 	/* The box is done: close our write ends (and the box's copies went with it). */
 	arb_box_free(b);
