@@ -25,6 +25,12 @@ expect_status 1 "a: the tests fail" -- A shell a -- ./pytest -q
 expect_status 0 "b: fork of a" -- A workspace create b --from a
 expect_status 0 "b: uncommitted change" -- A shell b -- sh -c \
 	'printf "int main(void) { return 1; }\n" > src/main.c'
+# Test commands by where their words stand: at a command's start (also after && or ;, and
+# python -m X), not as an argument.
+A shell b -- sh -c 'cd src && make test' >/dev/null 2>&1 || true
+A shell b -- sh -c 'true; python3 -m pytest -q 2>/dev/null; exit 0' >/dev/null 2>&1 || true
+A shell b -- sh -c 'echo make test; echo cargo test' >/dev/null 2>&1 || true
+A shell b -- /usr/bin/env >/dev/null 2>&1 || true
 expect_status 0 "create c" -- A workspace create c
 expect_status 0 "c: conflicting commit" -- A shell c -- sh -c \
 	"printf 'int main(void) { return 2; }\n' > src/main.c && $C 'c work'"
@@ -57,6 +63,10 @@ expect_eq "0:False 0:False 1:True" "$(py 'print(*[str(s["exit"]) + ":" + str(s["
 	"a: sessions with exit status; writing a file named pytest is not a test, running it is"
 expect_eq "./pytest -q:pytest:1" "$(py 't = w["a"]["tests"]; print(*[x["command"] + ":" + x["test"] + ":" + str(x["exit"]) for x in t])')" \
 	"a: the test run and its failure"
+expect_eq "None make|test pytest None None" "$(py 'print(*[str(s["test"]).replace(" ", "|") for s in w["b"]["sessions"]])')" \
+	"b: make test after cd &&, python -m pytest after ;, not echo's arguments, not env"
+expect_eq "make test:5 pytest:6" "$(py 'print(*[t["test"] + ":" + str(t["session"]) for t in w["b"]["tests"]])')" \
+	"b: its tests with their sessions"
 expect_eq "True" "$(py 'print(all(isinstance(s["duration_ms"], int) and s["duration_ms"] >= 0 and s["started_ns"] > 0 for x in d["workspaces"] for s in x["sessions"]))')" \
 	"every session has a start and a duration"
 expect_eq "3 61726701ff" "$(py 's = w["c"]["sessions"][-1]; print(s["exit"], s["argv"][3]["hex"])')" \
