@@ -136,6 +136,10 @@ json_t *cli_ckpt_json(const struct arb_checkpoint *c);
 extern const char cmd_merge_usage[], cmd_apply_usage[], cmd_export_usage[];
 int cmd_merge(struct cli_global *g, int argc, char **argv);
 int cmd_apply(struct cli_global *g, int argc, char **argv);
+extern const char cmd_compare_usage[];
+int cmd_compare(struct cli_global *g, int argc, char **argv);
+extern const char cmd_mcp_usage[];
+int cmd_mcp(struct cli_global *g, int argc, char **argv);
 int cmd_export(struct cli_global *g, int argc, char **argv);
 /* Plugins: `arborinth NAME ARGS...` runs arborinth-NAME from PATH (cli/plugin.c). */
 int cli_plugin_run(const char *name, int argc, char **argv);

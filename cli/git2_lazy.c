@@ -320,6 +320,27 @@ GIT_FWD(size_t, git_tree_entrycount, (const git_tree *tree), (tree))
 GIT_FREE(git_tree_free, (git_tree * tree), tree)
 GIT_FWD(int, git_tree_lookup, (git_tree * *out, git_repository *repo, const git_oid *id),
 	(out, repo, id))
+/* compare and the stale-fork check (core/compare.c, core/stale.c). */
+GIT_FWD(int, git_index_conflict_get,
+	(const git_index_entry **ancestor_out, const git_index_entry **our_out,
+	 const git_index_entry **their_out, git_index *index, const char *path),
+	(ancestor_out, our_out, their_out, index, path))
+GIT_FWD(int, git_merge_base,
+	(git_oid * out, git_repository *repo, const git_oid *one, const git_oid *two),
+	(out, repo, one, two))
+GIT_FWD(int, git_merge_base_many,
+	(git_oid * out, git_repository *repo, size_t length, const git_oid input_array[]),
+	(out, repo, length, input_array))
+GIT_FWD(int, git_merge_trees,
+	(git_index * *out, git_repository *repo, const git_tree *ancestor_tree,
+	 const git_tree *our_tree, const git_tree *their_tree, const git_merge_options *opts),
+	(out, repo, ancestor_tree, our_tree, their_tree, opts))
+GIT_FREE(git_patch_free, (git_patch * patch), patch)
+GIT_FWD(int, git_patch_from_diff, (git_patch * *out, git_diff *diff, size_t idx), (out, diff, idx))
+GIT_FWD(int, git_patch_line_stats,
+	(size_t * total_context, size_t *total_additions, size_t *total_deletions,
+	 const git_patch *patch),
+	(total_context, total_additions, total_deletions, patch))
 int git_libgit2_shutdown(void)
 {
 	static void *f;

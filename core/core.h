@@ -373,9 +373,22 @@ struct core_merge {
 	char branch[256];		/* the origin's branch */
 	char commit[GIT_OID_HEXSZ + 1]; /* its new head */
 };
-int core_ws_merge(struct core_project *p, const struct core_ws *ws,
+/*
+ * Both refuse a stale workspace first (-EEXIST naming the paths: core_ws_stale). With
+ * CORE_HOME_CHECK they check everything and change nothing (merge: made in memory only; the
+ * origin's uncommitted changes are not looked at).
+ */
+#define CORE_HOME_CHECK 0x1
+int core_ws_merge(struct core_project *p, const struct core_ws *ws, unsigned int flags,
 		  struct core_merge *out) ARB_MUST_CHECK;
-int core_ws_apply(struct core_project *p, const struct core_ws *ws, size_t *files) ARB_MUST_CHECK;
+int core_ws_apply(struct core_project *p, const struct core_ws *ws, unsigned int flags,
+		  size_t *files) ARB_MUST_CHECK;
+/* core_ws_merge with CORE_HOME_CHECK (core/stale.c). */
+int core_ws_merge_check(struct core_project *p, const struct core_ws *ws,
+			struct core_merge *out) ARB_MUST_CHECK;
+/* The stale refusal: 0 when none, else -EEXIST with its one line. */
+int core_ws_stale_refuse(struct core_project *p, const struct core_ws *ws,
+			 bool view) ARB_MUST_CHECK;
 /*
  * Ref files as git writes them, parsed as hostile bytes (core/ref_parse.c). Loose: 40 hex
  * digits, an optional newline: -ELOOP for a symbolic ref, -EINVAL. Packed: refname's line in
@@ -402,6 +415,47 @@ int core_object_children(git_object_t type, const void *data, size_t len, core_c
  */
 int core_ws_export(struct core_project *p, const struct core_ws *ws, git_oid *tip,
 		   size_t *copied) ARB_MUST_CHECK;
+/*
+ * Workspaces of one origin against their common base (core/compare.c): the merge base of
+ * their base commits. Per workspace: its branch's head (exported), its view's tree, the files
+ * its view changed against the base (with lines) and those not committed (against its head);
+ * the paths more than one touched (in: a flag per workspace) and whether merging the views
+ * in memory conflicts there. Nothing of the origin changes. Free with core_cmp_free.
+ */
+#define CORE_CMP_MAX 32
+struct core_cmp_file {
+	char *path, *old_path; /* old_path: renames only */
+	char status;	       /* A, M, D, R */
+	size_t added, deleted;
+};
+struct core_cmp_ws {
+	const struct core_ws *ws;
+	git_oid head, view;
+	struct core_cmp_file *files, *unc;
+	size_t n_files, n_unc;
+};
+struct core_cmp_overlap {
+	char *path;
+	unsigned char *in;
+	bool conflict;
+};
+struct core_cmp {
+	git_oid base;
+	struct core_cmp_ws *w;
+	size_t n;
+	struct core_cmp_overlap *ov;
+	size_t n_ov;
+};
+int core_compare(struct core_project *p, struct core_ws *const *ws, size_t n,
+		 struct core_cmp *out) ARB_MUST_CHECK;
+void core_cmp_free(struct core_cmp *c);
+/*
+ * A stale fork (core/stale.c): when ws's base is not the origin's HEAD, the paths ws changes
+ * (its view against its base with view set, else its branch) that the origin also changed
+ * between that base and HEAD, space-separated into *paths (caller frees; "" when none).
+ */
+int core_ws_stale(struct core_project *p, const struct core_ws *ws, bool view,
+		  char **paths) ARB_MUST_CHECK;
 /* The session of ws still running (its leader alive and no exit recorded), or 0. */
 int core_ws_session_running(struct core_project *p, const struct core_ws *ws,
 			    int64_t *session) ARB_MUST_CHECK;

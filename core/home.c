@@ -95,7 +95,8 @@ static int conflict_list(git_index *idx, char **list)
 	return 0;
 }
 
-int core_ws_merge(struct core_project *p, const struct core_ws *ws, struct core_merge *out)
+int core_ws_merge(struct core_project *p, const struct core_ws *ws, unsigned int flags,
+		  struct core_merge *out)
 {
 	git_repository *repo = core_project_repo(p);
 	git_reference *head = NULL, *moved = NULL;
@@ -114,6 +115,13 @@ int core_ws_merge(struct core_project *p, const struct core_ws *ws, struct core_
 	memset(out, 0, sizeof(*out));
 	if (!repo)
 		return -EIO;
+	if (flags & CORE_HOME_CHECK)
+		return core_ws_merge_check(p, ws, out);
+	/* Checked in memory first (a conflict, a stale workspace): a refusal leaves the origin
+	 * as it was, refs of the remote arborinth/NAME too. */
+	if ((rc = core_ws_merge_check(p, ws, out)) < 0)
+		return rc;
+	memset(out, 0, sizeof(*out));
 	co.checkout_strategy = GIT_CHECKOUT_SAFE;
 	if (git_repository_head(&head, repo) < 0 || !git_reference_is_branch(head)) {
 		git_reference_free(head);
@@ -268,7 +276,8 @@ static int count_delta(const git_diff_delta *d, void *payload)
 	return 0;
 }
 
-int core_ws_apply(struct core_project *p, const struct core_ws *ws, size_t *files)
+int core_ws_apply(struct core_project *p, const struct core_ws *ws, unsigned int flags,
+		  size_t *files)
 {
 	git_repository *wrepo = NULL;
 	struct core_wsgit *g = NULL;
@@ -286,6 +295,7 @@ int core_ws_apply(struct core_project *p, const struct core_ws *ws, size_t *file
 	/* The box's gitdir checked first (a planted alternate, symlinked ref or FIFO refuses);
 	 * the trees diffed come from the host-owned checkpoint store (core/ckpt_store.c). */
 	rc = rc ?: core_wsgit_open(&g, p, ws);
+	rc = rc ?: core_ws_stale_refuse(p, ws, true);
 	rc = rc ?: core_ws_tree(p, ws, "base", &from);
 	rc = rc ?: core_ws_tree(p, ws, "view", &to);
 	rc = rc ?: ckpt_repo_open(p, ws, &wrepo);
@@ -311,6 +321,10 @@ int core_ws_apply(struct core_project *p, const struct core_ws *ws, size_t *file
 			      "the changes of %s do not apply to the origin's working tree (%s); "
 			      "nothing was changed",
 			      ws->name, git_error_last() ? git_error_last()->message : "conflict");
+	if (rc == 0 && flags & CORE_HOME_CHECK) {
+		*files = git_diff_num_deltas(diff);
+		goto out;
+	}
 	aopt.flags = 0;
 	aopt.delta_cb = count_delta;
 	aopt.payload = files;

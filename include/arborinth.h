@@ -564,6 +564,37 @@ ARB_EXTERN int arb_merge(struct arb_merge *out, arb_project *p, const char *ws_n
  */
 ARB_EXTERN int arb_apply(size_t *files, arb_project *p, const char *ws_name);
 /*
+ * arb_merge and arb_apply with flags. Both refuse a stale workspace (-EEXIST naming the
+ * paths): one whose base is older than the origin's HEAD when the origin changed since a
+ * path the workspace changes. ARB_HOME_CHECK: every check made, nothing changed (merge: in
+ * memory, without looking at the origin's uncommitted changes); *out / *files tell what
+ * would be done.
+ */
+#define ARB_HOME_CHECK 0x1
+ARB_EXTERN int arb_merge_ext(struct arb_merge *out, arb_project *p, const char *ws_name,
+			     unsigned flags);
+ARB_EXTERN int arb_apply_ext(size_t *files, arb_project *p, const char *ws_name, unsigned flags);
+
+/* ---- comparing workspaces --------------------------------------------------------------- */
+
+/*
+ * Workspaces of one origin (1 to 32) against their common base (the merge base of their
+ * base commits), as one JSON object in *json (free with arb_free):
+ *   {"base": hex, "workspaces": [{"name", "base", "head", "files": [{"path", "status"
+ *   (A|M|D|R), "old_path" (R only), "added", "deleted"}], "uncommitted": [{"path",
+ *   "status"}], "sessions": [{"id", "command", "argv", "exit", "started_ns", "duration_ms",
+ *   "tests", "test"}], "tests": [{"command", "test", "exit", "session"}], "requests":
+ *   {"allowed", "refused", "refusals": [{"host", "path", "reason"}]}}], "overlaps": [{"path",
+ *   "workspaces": [names], "conflict"}]}
+ * files: the view (committed and not) against the common base; uncommitted: the view against
+ * the branch's head; overlaps: paths more than one changed, conflict when merging the views
+ * in memory conflicts there. A string a box chose that is not UTF-8 is {"hex": "..."}.
+ * "exit" and "duration_ms" are null while a session runs. Nothing is changed. -EINVAL (input)
+ * for workspaces without a common base, -ENOENT for an unknown one.
+ */
+ARB_EXTERN int arb_compare(char **json, arb_project *p, const char *const *names, size_t n);
+
+/*
  * Exports the workspace's branch into its export repository (the one the origin's remote
  * arborinth/NAME points at, so `git fetch arborinth/NAME` gets it): the gitdir the box wrote
  * is checked and the branch's objects copied from the workspace's own store only. commit: the

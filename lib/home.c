@@ -15,6 +15,11 @@ static int ws_open(arb_project *p, const char *name, struct core_ws **ws)
 
 int arb_merge(struct arb_merge *out, arb_project *p, const char *ws_name)
 {
+	return arb_merge_ext(out, p, ws_name, 0);
+}
+
+int arb_merge_ext(struct arb_merge *out, arb_project *p, const char *ws_name, unsigned flags)
+{
 	struct core_merge m = {0};
 	struct core_ws *ws = NULL;
 	int rc;
@@ -23,7 +28,7 @@ int arb_merge(struct arb_merge *out, arb_project *p, const char *ws_name)
 	*out = (struct arb_merge){0};
 	rc = ws_open(p, ws_name, &ws);
 	if (rc == 0)
-		rc = core_ws_merge(p->core, ws, &m);
+		rc = core_ws_merge(p->core, ws, flags & ARB_HOME_CHECK ? CORE_HOME_CHECK : 0, &m);
 	if (rc == 0) {
 		out->kind = m.kind == CORE_MERGE_UP_TO_DATE	? ARB_MERGE_UP_TO_DATE
 			    : m.kind == CORE_MERGE_FAST_FORWARD ? ARB_MERGE_FAST_FORWARD
@@ -37,6 +42,11 @@ int arb_merge(struct arb_merge *out, arb_project *p, const char *ws_name)
 
 int arb_apply(size_t *files, arb_project *p, const char *ws_name)
 {
+	return arb_apply_ext(files, p, ws_name, 0);
+}
+
+int arb_apply_ext(size_t *files, arb_project *p, const char *ws_name, unsigned flags)
+{
 	struct core_ws *ws = NULL;
 	int rc;
 
@@ -44,7 +54,8 @@ int arb_apply(size_t *files, arb_project *p, const char *ws_name)
 	*files = 0;
 	rc = ws_open(p, ws_name, &ws);
 	if (rc == 0)
-		rc = core_ws_apply(p->core, ws, files);
+		rc =
+		    core_ws_apply(p->core, ws, flags & ARB_HOME_CHECK ? CORE_HOME_CHECK : 0, files);
 	core_ws_free(ws);
 	return rc;
 }

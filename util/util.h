@@ -58,6 +58,13 @@ char *util_quote_shell(const char *s);
 char *util_quote_text(const char *s);
 int util_unquote(const char *q, char **out, size_t *n) ARB_MUST_CHECK;
 struct json_t *util_json_bytes(const char *s);
+/*
+ * A session's argv as the audit keeps it (util/argv_json.c: a JSON array of strings holding
+ * any bytes) as words, NULL-terminated, every byte kept; NULL when argv_json is not such an
+ * array or on ENOMEM. Free with util_words_free.
+ */
+char **util_argv_words(const char *argv_json);
+void util_words_free(char **v);
 
 /*
  * JSONC to JSON in place (util/jsonc.c): // and block comments outside strings become

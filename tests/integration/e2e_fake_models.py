@@ -25,6 +25,8 @@ With --tool SUBSTR, a model call that offers a tool whose name contains SUBSTR a
 no tool result yet is answered with a call of that tool (no arguments) in the API's own
 form (tool_use, function_call, tool_calls); the call that carries its result gets TEXT.
 
+With --tool-script FILE (a JSON list of {"tool": SUBSTR, "input": {...}}), an Anthropic call
+that carries k tool results makes the k-th call of the list, with its input; then TEXT.
 With --oauth ACCESS,REFRESH (repeatable), a model call with `Authorization: Bearer T` is
 answered only when T is an access token this server issued (or was seeded with) and has not
 expired; else 401. /oauth-state (GET) returns the valid and spent tokens and the refreshes.
@@ -45,6 +47,7 @@ REPLY = ""
 OAUTH = None  # {"access": {token: expiry}, "refresh": set, "spent": set, "refreshes": n}
 EXPIRES_IN = 3600
 TOOL = None  # --tool SUBSTR
+SCRIPT = None  # --tool-script FILE: [{"tool": SUBSTR, "input": {...}}, ...], one per turn
 REFUSE_ALL = False  # --oauth-refuse-all
 
 
@@ -90,6 +93,11 @@ def tool_results(body):
 
 def tool_to_call(body):
     """The tool to call (--tool) when the call offers it and has no result yet, else None."""
+    if SCRIPT is not None:  # the k-th call once k tool results came back (Anthropic API)
+        k = len(tool_results(body))
+        names = [(ns, n, SCRIPT[k].get("input") or {}, k) for ns, n in tool_names(body)
+                 if k < len(SCRIPT) and SCRIPT[k]["tool"] in n]
+        return names[0] if names else None
     if not TOOL or tool_results(body):
         return None
     names = [(ns, n) for ns, n in tool_names(body) if TOOL in n]
@@ -260,8 +268,9 @@ class Handler(BaseHTTPRequestHandler):
                "stop_sequence": None, "usage": usage}
         tool = tool_to_call(body)
         if tool:
-            msg.update(content=[{"type": "tool_use", "id": "toolu_fake_e2e", "name": tool[1],
-                                 "input": {}}], stop_reason="tool_use")
+            msg.update(content=[{"type": "tool_use", "id": "toolu_fake_e2e%s" % (
+                "_%d" % tool[3] if len(tool) > 3 else ""), "name": tool[1],
+                "input": tool[2] if len(tool) > 2 else {}}], stop_reason="tool_use")
         if not stream:
             return self.send_json(200, msg)
         self.start_sse()
@@ -273,7 +282,8 @@ class Handler(BaseHTTPRequestHandler):
                                                "content_block": block})
             self.event("content_block_delta", {"type": "content_block_delta", "index": 0,
                                                "delta": {"type": "input_json_delta",
-                                                         "partial_json": "{}"}})
+                                                         "partial_json": json.dumps(
+                                                             msg["content"][0]["input"])}})
             self.event("content_block_stop", {"type": "content_block_stop", "index": 0})
             self.event("message_delta", {"type": "message_delta",
                                          "delta": {"stop_reason": "tool_use",
@@ -387,7 +397,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    global LOG, REPLY, OAUTH, EXPIRES_IN, TOOL, REFUSE_ALL
+    global LOG, REPLY, OAUTH, EXPIRES_IN, TOOL, REFUSE_ALL, SCRIPT
     ap = argparse.ArgumentParser()
     ap.add_argument("--log", required=True)
     ap.add_argument("--reply", required=True)
@@ -395,11 +405,15 @@ def main():
                     help="ACCESS,REFRESH[,EXPIRY_EPOCH]: a login this server accepts")
     ap.add_argument("--oauth-expires-in", type=int, default=3600)
     ap.add_argument("--tool", help="call the offered tool whose name contains this")
+    ap.add_argument("--tool-script", help="JSON file: the tool calls to make, one per turn")
     ap.add_argument("--oauth-refuse-all", action="store_true",
                     help="answer every model call with 401 (an upstream that never accepts)")
     a = ap.parse_args()
     REFUSE_ALL = a.oauth_refuse_all
     TOOL = a.tool
+    if a.tool_script:
+        with open(a.tool_script) as f:
+            SCRIPT = json.load(f)
     LOG = open(a.log, "a")
     REPLY = a.reply
     EXPIRES_IN = a.oauth_expires_in
