@@ -5,7 +5,7 @@ set -euo pipefail
 
 PKGS=(build-essential cmake ninja-build pkg-config git python3 clang-format cppcheck
       libfuse3-dev fuse3 libgit2-dev libmbedtls-dev libsqlite3-dev sqlite3 libseccomp-dev liburing-dev check
-      libjansson-dev libcurl4-openssl-dev libssl-dev nettle-dev zlib1g-dev libdeflate-dev libhttp-parser-dev bubblewrap libcap2-bin iproute2 procps psmisc
+      libjansson-dev libmicrohttpd-dev libcurl4-openssl-dev libssl-dev nettle-dev zlib1g-dev libdeflate-dev libhttp-parser-dev bubblewrap libcap2-bin iproute2 procps psmisc
       util-linux attr tmux python3-venv python3-setuptools python3-pip
       qemu-system-x86 busybox-static kmod cpio xz-utils zstd
       nodejs clang) # qemu-system-x86 ... zstd: the VM lane (tests/vm: Debian's kernels under
