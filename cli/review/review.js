@@ -177,7 +177,8 @@
 
   function renderFile(f) {
     const name = f.old && f.new && txt(f.old) !== txt(f.new) ? `${txt(f.old)} → ${txt(f.new)}` : txt(f.new ?? f.old);
-    const table = el('table', { class: 'sbs' });
+    const table = el('table', { class: 'sbs' }, el('colgroup', {}, el('col', { class: 'nocol' }),
+      el('col'), el('col', { class: 'nocol' }), el('col')));
     const box = el('div', { class: 'file' }, el('h3', {}, `${f.status} ${name}`));
     if (f.binary) box.append(el('div', {}, 'binary file'));
     for (const h of f.hunks) {
