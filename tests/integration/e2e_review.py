@@ -73,7 +73,7 @@ def main():
     server = browser = None
     names = []
     try:
-        fslib.make_repo(repo, {"a.txt": "line1\nline2\nline3\n", "b.txt": "b\n"})
+        fslib.make_repo(repo, {"a.txt": "line1\nline2\nline3\n", "b.txt": "b\n-- x\n++ y\n"})
 
         def arb(*args, check=True):
             return run(ARB, *args, cwd=repo, check=check)
@@ -84,7 +84,8 @@ def main():
             "printf 'line1\\n%%s\\nline3\\n' '%s' > a.txt && "
             "printf '%%s\\n' '</script><script>window.__pwned=1</script>' "
             "'<img src=%s/hit-content onerror=window.__pwned=4>' > '%s' && "
-            "echo x > '<img src=x onerror=window.__pwned=5>.md' && git add -A && "
+            "echo x > '<img src=x onerror=window.__pwned=5>.md' && printf 'b\\n' > b.txt && "
+            "git add -A && "
             "git -c user.email=a@b -c user.name=x commit -qm "
             "'<img src=x onerror=window.__pwned=6>' && echo '<script>window.__pwned=7</script>'"
         ) % (pay_line, wurl, pay_name)
@@ -198,6 +199,9 @@ def main():
         check(pay_line in text, "a payload line shows as text in the diff")
         check("</script><script>window.__pwned=1</script>" in text, "payload content as text")
         check("<img src=x onerror=window.__pwned=5>.md" in text, "a payload name in the diff")
+        check(browser.eval("[...document.querySelectorAll('#diff td.del')].map((t) => "
+                           "t.textContent).join('|')") == "line2|-- x|++ y",
+              "removed lines that look like file headers stay lines of b.txt")
         check(browser.eval("document.querySelectorAll('#diff td.del').length") >= 1 and
               browser.eval("document.querySelectorAll('#diff td.add').length") >= 1,
               "side by side: removed and added cells")
@@ -266,5 +270,36 @@ def main():
         sys.exit(1)
 
 
+def as_user():
+    """Root runs the whole test again as an ordinary user (as tests/integration/fs_user.sh)."""
+    user = "arbtest"
+    if os.environ.get("ARB_REVIEW_NESTED") or os.geteuid() != 0 or not shutil.which("runuser"):
+        return
+    if subprocess.run(["id", user], capture_output=True).returncode != 0 and \
+            subprocess.run(["useradd", "-m", user], capture_output=True).returncode != 0:
+        print("note: cannot create user %s; not run as an ordinary user" % user)
+        return
+    os.chmod("/dev/fuse", 0o666)
+    d = tempfile.mkdtemp(prefix="arb-review-user-")
+    os.chmod(d, 0o755)
+    try:
+        here = os.path.dirname(os.path.abspath(__file__))
+        shutil.copy(ARB, os.path.join(d, "arborinth"))
+        for f in ("e2e_review.py", "cdp.py", "fslib.py"):
+            shutil.copy(os.path.join(here, f), d)
+        subprocess.run(["chown", "-R", user, d], check=True)
+        print("--- again as the ordinary user %s ---" % user, flush=True)
+        r = subprocess.run(["runuser", "-u", user, "--", "env", "HOME=/home/" + user,
+                            "TMPDIR=" + d, "ARB=" + os.path.join(d, "arborinth"),
+                            "ARB_BUILD=" + d, "ARB_REVIEW_NESTED=1", "python3",
+                            os.path.join(d, "e2e_review.py")])
+        if r.returncode != 0:
+            print("FAIL the test as the ordinary user %s (%d)" % (user, r.returncode))
+            sys.exit(1)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 if __name__ == "__main__":
     main()
+    as_user()
