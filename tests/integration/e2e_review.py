@@ -157,6 +157,17 @@ def main():
         check(st == 404 and arb("workspace", "info", "w2", check=False).returncode == 0,
               "an action as GET: refused, w2 still there")
 
+        # A box: without --net its 127.0.0.1 is its own; with --net it shares the host's
+        # network (the same probe connects: the control) and the token is what stops it.
+        probe = ("import http.client\n"
+                 "c=http.client.HTTPConnection('127.0.0.1',%d,timeout=10)\n"
+                 "try:\n c.request('GET','/api/forest')\n print(c.getresponse().status)\n"
+                 "except Exception as e: print('refused', type(e).__name__)\n" % port)
+        out = arb("shell", "w2", "--", "python3", "-c", probe).stdout.strip()
+        check(out.startswith("refused"), "a box (no --net) cannot reach the server: " + out)
+        out = arb("shell", "w2", "--net", "--", "python3", "-c", probe).stdout.strip()
+        check(out == "403", "a box with --net reaches it (control) but without the token: " + out)
+
         # Another user of the machine: refused at the connection, token or not.
         if os.geteuid() == 0 and shutil.which("runuser"):
             user = "arbreview"
