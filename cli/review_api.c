@@ -95,8 +95,12 @@ static void api_forest(struct review_ctx *c, struct review_reply *r)
 			arb_project_root(c->p)));
 }
 
-/* The diff from..to of workspace name into a memory file, then parsed. */
-static json_t *diff_json(arb_project *p, const char *name, const char *from, const char *to)
+/*
+ * The diff from..to of workspace name (with other: from name's view to other's) into a
+ * memory file, then parsed.
+ */
+static json_t *diff_json(arb_project *p, const char *name, const char *from, const char *to,
+			 const char *other)
 {
 	int fd = memfd_create("arborinth-review-diff", MFD_CLOEXEC);
 	char *text = MAP_FAILED;
@@ -105,7 +109,8 @@ static json_t *diff_json(arb_project *p, const char *name, const char *from, con
 
 	if (fd < 0)
 		return NULL;
-	if (arb_diff(p, name, from, to, NULL, 0, ARB_DIFF_PATCH, fd) < 0)
+	if (other ? arb_diff_between(p, name, other, fd) < 0
+		  : arb_diff(p, name, from, to, NULL, 0, ARB_DIFF_PATCH, fd) < 0)
 		goto out;
 	size = lseek(fd, 0, SEEK_END);
 	if (size < 0 || (size_t)size > DIFF_MAX) {
@@ -116,9 +121,9 @@ static json_t *diff_json(arb_project *p, const char *name, const char *from, con
 		text = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
 	out = review_diff_parse(size > 0 && text != MAP_FAILED ? text : "",
 				size > 0 && text != MAP_FAILED ? (size_t)size : 0);
-	if (out)
+	if (out && !other)
 		json_object_set_new(out, "from", json_string(from));
-	if (out)
+	if (out && !other)
 		json_object_set_new(out, "to", json_string(to));
 out:
 	if (text != MAP_FAILED)
@@ -133,11 +138,20 @@ static void api_diff(struct review_ctx *c, json_t *q, struct review_reply *r)
 	const char *from = json_string_value(json_object_get(q, "from"));
 	const char *to = json_string_value(json_object_get(q, "to"));
 	const char *session = json_string_value(json_object_get(q, "session"));
+	const char *other = json_object_get(q, "other") ? ws_param(q, "other", r) : NULL;
 	struct arb_checkpoint a, b;
 	json_t *out;
 
-	if (!name)
+	if (!name || (json_object_get(q, "other") && !other))
 		return;
+	if (other) {
+		out = diff_json(c->p, name, NULL, NULL, other);
+		if (!out)
+			return lib_error(r);
+		json_object_set_new(out, "from", json_string(name));
+		json_object_set_new(out, "to", json_string(other));
+		return ok(r, out);
+	}
 	if (session) {
 		char *end;
 		long long n = strtoll(session, &end, 10);
@@ -149,7 +163,7 @@ static void api_diff(struct review_ctx *c, json_t *q, struct review_reply *r)
 		from = a.tree;
 		to = arb_checkpoint_of_session(&b, c->p, name, n, "end") == 0 ? b.tree : "view";
 	}
-	out = diff_json(c->p, name, from ? from : "base", to ? to : "view");
+	out = diff_json(c->p, name, from ? from : "base", to ? to : "view", NULL);
 	if (!out)
 		return lib_error(r);
 	ok(r, out);

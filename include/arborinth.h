@@ -518,6 +518,9 @@ enum arb_diff_format { ARB_DIFF_PATCH, ARB_DIFF_NAME_STATUS, ARB_DIFF_STAT };
 ARB_EXTERN int arb_diff(arb_project *p, const char *ws_name, const char *from, const char *to,
 			const char *const *paths, size_t n, enum arb_diff_format fmt, int fd);
 
+/* The patch from workspace a's view to workspace b's (both now), onto fd. */
+ARB_EXTERN int arb_diff_between(arb_project *p, const char *a, const char *b, int fd);
+
 /* ---- bringing work home ----------------------------------------------------------------- */
 
 enum arb_merge_kind { ARB_MERGE_UP_TO_DATE, ARB_MERGE_FAST_FORWARD, ARB_MERGE_COMMIT };

@@ -205,7 +205,12 @@
     state.diffReq = req;
     tab('diff');
     $('diff').replaceChildren();
-    $('diff-title').textContent = req.session ? `session ${req.session} of ${req.ws}` : `${req.ws}: ${req.from || 'base'} → ${req.to || 'view'}`;
+    $('diff-title').textContent = req.session ? `session ${req.session} of ${req.ws}`
+      : req.other ? `${req.ws} → ${req.other} (their views now)` : `${req.ws}: ${req.from || 'base'} → ${req.to || 'view'}`;
+    const against = $('diff-against');
+    against.replaceChildren(el('option', { value: '' }, 'its base'),
+      ...state.forest.filter((w) => w.name !== req.ws).map((w) => el('option', { value: w.name }, w.name)));
+    against.value = req.other || '';
     try {
       const d = await api('/api/diff?' + q(req));
       if (d.error) throw new Error(txt(d.error));
@@ -300,6 +305,10 @@
     for (const b of document.querySelectorAll('#actions button'))
       b.addEventListener('click', () => act(b.dataset.action));
     $('compare-btn').addEventListener('click', showCompare);
+    $('diff-against').addEventListener('change', () => {
+      const other = $('diff-against').value;
+      showDiff(other ? { ws: state.ws, other } : { ws: state.ws });
+    });
     try {
       const f = await loadForest();
       const first = f.selected[0] || (f.workspaces[0] && f.workspaces[0].name);

@@ -216,6 +216,17 @@ def main():
         check(browser.eval("document.querySelectorAll('#diff td.del').length") >= 1 and
               browser.eval("document.querySelectorAll('#diff td.add').length") >= 1,
               "side by side: removed and added cells")
+        # Between two workspaces: w3's view against w1's.
+        browser.eval("arborinthReview.showDiff({ws: 'w3', other: 'w1'})")
+        browser.wait("document.getElementById('diff-title').textContent.includes('w3 → w1')")
+        browser.wait("document.querySelectorAll('#diff table.sbs').length >= 4")
+        dels = browser.eval("[...document.querySelectorAll('#diff td.del')].map((t) => t.textContent)")
+        adds = browser.eval("[...document.querySelectorAll('#diff td.add')].map((t) => t.textContent)")
+        check("other" in dels and pay_line in adds, "the diff between w3 and w1, side by side")
+        browser.screenshot(os.path.join(art, "between.png"))
+        browser.eval("arborinthReview.showDiff({ws: 'w1'})")
+        browser.wait("document.getElementById('diff-title').textContent.includes('base')")
+        browser.wait("document.querySelectorAll('#diff table.sbs').length >= 3")
         # A comment on line 2 of a.txt (the new side).
         browser.eval("""(() => {
           const f = [...document.querySelectorAll('#diff .file')].find(
