@@ -274,6 +274,12 @@ def main():
         browser.goto(wurl + "/control")
         browser.wait("document.readyState === 'complete'")
         check(Watch.hits == ["/control"], "control: the watcher sees a fetch: %r" % Watch.hits)
+        # The server stops cleanly on SIGTERM (and a sanitizer build reports nothing).
+        server.terminate()
+        err = server.communicate(timeout=20)[1]
+        check(server.returncode == 0 and "Sanitizer" not in err,
+              "the server exits 0 on SIGTERM: %d %s" % (server.returncode, err[-2000:]))
+        server = None
     finally:
         if browser:
             browser.close()
