@@ -247,6 +247,21 @@ def main():
         js = json.loads(arb("review", "send", "--json", "w1").stdout)
         check(js["comments"][0]["path"] == "a.txt" and js["comments"][0]["line_start"] == 2,
               "review send --json: the comment's file and line")
+        # The launchers pass the same message as the client's first prompt (--explain shows
+        # the argv): the last argument, after --prompt for opencode.
+        env = dict(os.environ, ANTHROPIC_API_KEY="sk-test", OPENAI_API_KEY="sk-test")
+        for client in ("claude", "codex", "opencode"):
+            ex = subprocess.run([ARB, client, "w1", "--client", "/bin/echo", "--review",
+                                 "--explain"], cwd=repo, env=env, capture_output=True, text=True)
+            line = [x for x in ex.stdout.split("\n  directory")[0].splitlines()
+                    if x.strip().startswith("command")]
+            check(ex.returncode == 0 and line and "Review comments on your work" in ex.stdout and
+                  (client != "opencode" or "--prompt 'Review comments" in ex.stdout),
+                  "%s --review: the message is the client's prompt %s" % (client, ex.stderr[-300:]))
+        ex = subprocess.run([ARB, "claude", "w2", "--client", "/bin/echo", "--review",
+                             "--explain"], cwd=repo, env=env, capture_output=True, text=True)
+        check(ex.returncode != 0 and "no review comments" in ex.stderr,
+              "--review with no comments: refused with one line")
         # Merge: w1 (control) goes through; w3 conflicts and is refused, origin unchanged.
         browser.eval("arborinthReview.act('merge')")
         browser.wait("document.getElementById('status').textContent.includes('merged')")
@@ -312,7 +327,11 @@ def as_user():
     os.chmod(d, 0o755)
     try:
         here = os.path.dirname(os.path.abspath(__file__))
-        shutil.copy(ARB, os.path.join(d, "arborinth"))
+        # The program and what sits beside it (helpers, the proxy library), where the user
+        # reaches them.
+        for f in ("arborinth", "arborinth_fs", "arborinth_box_init", "libarb_proxy.so"):
+            if os.path.exists(os.path.join(os.path.dirname(ARB), f)):
+                shutil.copy(os.path.join(os.path.dirname(ARB), f), d)
         for f in ("e2e_review.py", "cdp.py", "fslib.py"):
             shutil.copy(os.path.join(here, f), d)
         subprocess.run(["chown", "-R", user, d], check=True)
