@@ -49,12 +49,16 @@ static void add_row(json_t *by_id, const struct arb_audit_row *row)
 			json_object_set_new(s, "duration_ms",
 					    json_integer((row->time_ns - start) / 1000000));
 	} else if (!strcmp(row->kind, "fs") && row->path) {
+		/* Keyed by the quoted path (always UTF-8), the bytes kept in the value. */
+		char *key = util_quote(row->path);
+
 		files = json_object_get(s, "files");
 		json_object_set_new(
 		    s, "writes",
 		    json_integer(json_integer_value(json_object_get(s, "writes")) + 1));
-		if (json_object_size(files) < FILES_MAX && !json_object_get(files, row->path))
-			json_object_set_new(files, row->path, json_string(row->op));
+		if (key && json_object_size(files) < FILES_MAX && !json_object_get(files, key))
+			json_object_set_new(files, key, util_json_bytes(row->path));
+		free(key);
 	} else if (!strcmp(row->kind, "net")) {
 		reqs = json_object_get(s, "requests");
 		if (row->decision && strcmp(row->decision, "allowed") != 0)
@@ -73,15 +77,15 @@ static void add_row(json_t *by_id, const struct arb_audit_row *row)
 	}
 }
 
-/* files {path: op} (keys that may not be UTF-8 were dropped by jansson) as a sorted list. */
+/* files {quoted path: path} as the list of paths, in the order first written. */
 static void files_to_list(json_t *s)
 {
 	json_t *files = json_object_get(s, "files"), *list = json_array(), *v;
-	const char *path;
+	const char *key;
 
-	json_object_foreach(files, path, v)
+	json_object_foreach(files, key, v)
 	{
-		json_array_append_new(list, json_string(path));
+		json_array_append(list, v);
 	}
 	json_object_set_new(s, "files", list);
 }

@@ -14,7 +14,10 @@
   function txt(v) {
     if (v === null || v === undefined) return '';
     if (typeof v === 'object' && typeof v.hex === 'string')
-      return v.hex.replace(/../g, (h) => '\\x' + h);
+      return v.hex.replace(/../g, (h) => {
+        const b = parseInt(h, 16);
+        return b >= 0x20 && b < 0x7f && b !== 0x5c ? String.fromCharCode(b) : '\\x' + h;
+      });
     return String(v);
   }
 

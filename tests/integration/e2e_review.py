@@ -85,6 +85,7 @@ def main():
             "printf '%%s\\n' '</script><script>window.__pwned=1</script>' "
             "'<img src=%s/hit-content onerror=window.__pwned=4>' > '%s' && "
             "echo x > '<img src=x onerror=window.__pwned=5>.md' && printf 'b\\n' > b.txt && "
+            "echo y > \"$(printf 'bad\\377name')\" && "
             "git add -A && "
             "git -c user.email=a@b -c user.name=x commit -qm "
             "'<img src=x onerror=window.__pwned=6>' && echo '<script>window.__pwned=7</script>'"
@@ -201,8 +202,12 @@ def main():
         text = browser.eval("document.body.innerText")
         check("w2" in browser.eval("document.querySelector('#forest li[data-ws=\"w1\"] ul').innerText"),
               "the forest shows w2 under w1")
-        check(pay_name in text, "a payload file name shows as text in the timeline")
+        files = browser.eval("[...document.querySelectorAll('#timeline ul.files li')]"
+                             ".map((x) => x.textContent)")
+        check(pay_name in files and "a.txt" in files,
+              "the timeline lists the files written, a payload name as text: %r" % files)
         check("<script>window.__pwned=7</script>" in text, "a payload argv shows as text")
+        check("bad\\xffname" in files, "a name that is not UTF-8 shows with its byte escaped")
         browser.eval("arborinthReview.showDiff({ws: 'w1'})")
         browser.wait("document.querySelectorAll('#diff table.sbs').length >= 3")
         browser.screenshot(os.path.join(art, "diff.png"))
@@ -262,6 +267,23 @@ def main():
                              "--explain"], cwd=repo, env=env, capture_output=True, text=True)
         check(ex.returncode != 0 and "no review comments" in ex.stderr,
               "--review with no comments: refused with one line")
+        # The comparison: `arborinth compare --json` when this build has it.
+        have_compare = run(ARB, "compare", "--help", check=False).returncode == 0
+        browser.eval("arborinthReview.state.checked.clear(); arborinthReview.state.checked.add('w1');"
+                     "arborinthReview.state.checked.add('w3'); arborinthReview.showCompare()")
+        if have_compare:
+            browser.wait("document.querySelectorAll('#compare table.cmp tr').length === 3")
+            check("a.txt" in browser.eval("document.getElementById('compare').innerText"),
+                  "the comparison of w1 and w3 names the file both changed")
+        else:
+            try:
+                browser.wait("!!document.getElementById('compare-unavailable')")
+            except AssertionError:
+                print(browser.eval("document.getElementById('status').textContent + '|' + "
+                                   "document.getElementById('compare').innerText"))
+                raise
+            check(True, "the comparison says it is unavailable (no compare command here)")
+        browser.screenshot(os.path.join(art, "compare.png"))
         # Merge: w1 (control) goes through; w3 conflicts and is refused, origin unchanged.
         browser.eval("arborinthReview.act('merge')")
         browser.wait("document.getElementById('status').textContent.includes('merged')")
@@ -278,6 +300,19 @@ def main():
         check(git(repo, "rev-parse", "HEAD").stdout.strip() == head, "the origin did not move")
         cli = arb("merge", "w3", check=False)
         check(cli.returncode != 0, "the command refuses it too")
+        # Delete w3 (unsaved work) is refused as `workspace delete` without --force is.
+        browser.eval("arborinthReview.act('delete')")
+        browser.wait("document.getElementById('status').textContent.includes('delete refused')")
+        check(arb("workspace", "info", "w3", check=False).returncode == 0,
+              "delete of w3 from the page refused, w3 still there: " +
+              browser.eval("document.getElementById('status').textContent"))
+        # Rewind w3 to its base (control for an action that works).
+        browser.eval("document.getElementById('rewind-to').value = 'base';"
+                     "arborinthReview.act('rewind')")
+        browser.wait("document.getElementById('status').textContent.includes('is back at')")
+        with open(os.path.join(json.loads(arb("workspace", "info", "w3", "--json").stdout)
+                               ["workdir"], "a.txt")) as f:
+            check(f.read() == "line1\nline2\nline3\n", "rewind of w3 to base from the page")
         # Nothing from the data ran or fetched anything.
         check(browser.eval("typeof window.__pwned") == "undefined", "no payload script ran")
         check(browser.eval("document.querySelectorAll('img, svg, iframe').length") == 0,
