@@ -124,6 +124,16 @@ int cmd_review(struct cli_global *g, int argc, char **argv)
 	exe[len] = '\0';
 	if (arb_project_open(&ctx.p, g->workdir) < 0)
 		return cli_fail(CLI_ERR, "%s", arb_error_last());
+	for (int i = optind; i < argc; i++) {
+		arb_workspace *ws = NULL;
+
+		if (arb_workspace_get(&ws, ctx.p, argv[i]) < 0) {
+			status = cli_fail(CLI_ERR, "%s", arb_error_last());
+			arb_project_free(ctx.p);
+			return status;
+		}
+		arb_workspace_free(ws);
+	}
 	ctx.exe = exe;
 	ctx.names = argv + optind;
 	ctx.n = (size_t)(argc - optind);

@@ -16,10 +16,12 @@ import json
 import os
 import pwd
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 import fslib  # noqa: E402
@@ -187,6 +189,33 @@ def main():
                 check(out.startswith("refused"), "another user, even with the token: " + out)
             except KeyError:
                 print("note: no other user to probe with")
+
+        # --port and --open (xdg-open found on PATH gets the URL); a NAME that is no
+        # workspace is refused with one line.
+        bindir = os.path.join(tmp, "bin")
+        os.makedirs(bindir)
+        with open(os.path.join(bindir, "xdg-open"), "w") as f:
+            f.write("#!/bin/sh\necho \"$1\" > %s/opened\n" % tmp)
+        os.chmod(os.path.join(bindir, "xdg-open"), 0o755)
+        with socket.socket() as so:
+            so.bind(("127.0.0.1", 0))
+            free = so.getsockname()[1]
+        other = subprocess.Popen([ARB, "review", "--open", "--port", str(free)], cwd=repo,
+                                 stdout=subprocess.PIPE, text=True,
+                                 env=dict(os.environ, PATH=bindir + ":" + os.environ["PATH"]))
+        ourl = other.stdout.readline().strip()
+        for _ in range(50):
+            if os.path.exists(os.path.join(tmp, "opened")):
+                break
+            time.sleep(0.1)
+        other.terminate()
+        other.wait(10)
+        check(ourl.startswith("http://127.0.0.1:%d/?t=" % free) and ourl != url,
+              "--port: the port asked for, a new token")
+        check(open(os.path.join(tmp, "opened")).read().strip() == ourl, "--open runs xdg-open URL")
+        bad = arb("review", "nosuch", check=False)
+        check(bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1,
+              "review of no such workspace: one line, non-zero: " + bad.stderr.strip())
 
         # The page in Chromium.
         browser = cdp.Browser()
