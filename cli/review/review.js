@@ -156,17 +156,26 @@
     return h.lines.map((l) => l.t + txt(l.s)).join('\n');
   }
 
-  function commentForm(file, h, side, line, anchor) {
+  /* A click on a line number opens the form; a shift-click in the same file and side makes
+     the comment cover the lines from the first click to this one. */
+  function commentForm(file, h, side, line, anchor, shift) {
     const old = document.querySelector('.comment-form');
+    const prev = state.sel;
+    let first = line, last = line;
+    if (shift && prev && prev.file === file && prev.side === side) {
+      first = Math.min(prev.line, line);
+      last = Math.max(prev.line, line);
+    }
+    state.sel = { file, side, line: shift && prev ? prev.line : line };
     if (old) old.remove();
     const ta = el('textarea', { 'aria-label': 'comment' });
     const path = txt(side === 'old' ? (file.old ?? file.new) : (file.new ?? file.old));
     const save = el('button', { type: 'button', class: 'save' }, 'Comment');
     const row = el('tr', { class: 'comment-form' }, el('td', { colspan: '4' },
-      el('div', {}, `${path}:${line} (${side})`), ta, save));
+      el('div', {}, `${path}:${first === last ? first : first + '-' + last} (${side})`), ta, save));
     save.addEventListener('click', async () => {
       try {
-        await api('/api/comments', { ws: state.ws, path, side, line_start: line, line_end: line,
+        await api('/api/comments', { ws: state.ws, path, side, line_start: first, line_end: last,
           hunk: hunkText(h), text: ta.value, from: state.diffReq.from || '', to: state.diffReq.to || '' });
         row.remove();
         status('comment saved');
@@ -192,7 +201,7 @@
           const no = l ? (side === 'old' ? l.o : l.n) : null;
           const cls = !l ? '' : l.t === '-' ? 'del' : l.t === '+' ? 'add' : '';
           const noTd = el('td', { class: 'no', title: 'comment on this line' }, no === null ? '' : String(no));
-          if (no !== null) noTd.addEventListener('click', () => commentForm(f, h, side, no, tr));
+          if (no !== null) noTd.addEventListener('click', (ev) => commentForm(f, h, side, no, tr, ev.shiftKey));
           tr.append(noTd, el('td', { class: cls }, l ? txt(l.s) : ''));
         };
         cell(a, 'old');

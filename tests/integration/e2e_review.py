@@ -276,6 +276,20 @@ def main():
         msg = browser.eval("document.getElementById('message').textContent")
         check("a.txt, line 2 (after the change)" in msg and "> +" + pay_line in msg,
               "the message: file, line, quoted hunk")
+        # A comment on lines 1-3 of a.txt: a click, then a shift-click.
+        browser.eval("""(() => {
+          const f = [...document.querySelectorAll('#diff .file')].find(
+            (x) => x.querySelector('h3').textContent === 'M a.txt');
+          const nos = [...f.querySelectorAll('td.no')];
+          nos.filter((t) => t.textContent === '1')[1].click();
+          nos.filter((t) => t.textContent === '3')[1].dispatchEvent(
+            new MouseEvent('click', {shiftKey: true, bubbles: true}));
+          document.querySelector('.comment-form textarea').value = 'all three';
+          document.querySelector('.comment-form button.save').click();
+        })()""")
+        browser.wait("document.getElementById('message').textContent.includes('all three')")
+        msg = browser.eval("document.getElementById('message').textContent")
+        check("2. a.txt, lines 1-3 (after the change)" in msg, "a comment on a range of lines")
         sent = arb("review", "send", "w1").stdout
         check(sent == msg, "review send prints the same message")
         js = json.loads(arb("review", "send", "--json", "w1").stdout)
