@@ -20,6 +20,8 @@ PKGS+=(debhelper dpkg-dev fakeroot mmdebstrap podman runc uidmap)
 PKGS+=(btrfs-progs xfsprogs bindfs)
 # tests/integration/fs_lfs.sh: git LFS files in the view, with a local LFS store.
 PKGS+=(git-lfs)
+# tests/integration/e2e_review.py: the review page in a real headless browser.
+PKGS+=(chromium)
 
 missing=()
 for p in "${PKGS[@]}"; do
