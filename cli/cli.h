@@ -148,6 +148,8 @@ extern const char cmd_doctor_usage[];
 int cmd_doctor(struct cli_global *g, int argc, char **argv);
 extern const char cmd_gc_usage[];
 int cmd_gc(struct cli_global *g, int argc, char **argv);
+extern const char cmd_review_usage[];
+int cmd_review(struct cli_global *g, int argc, char **argv);
 extern const char cmd_box_init_usage[];
 int cmd_box_init(struct cli_global *g, int argc, char **argv);
 /*

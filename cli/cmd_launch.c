@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/review.h"
 #include "include/arborinth.h"
 
 /* Options with their names in arb_agent_set (val: 1000 + their index), values or not. */
@@ -40,6 +41,7 @@ static const struct option launch_opts[] = {
     OPT("inotify", required_argument, 19),
     {"explain", no_argument, NULL, 'x'},
     {"json", no_argument, NULL, 'j'},
+    {"review", no_argument, NULL, 'r'},
     {0},
 };
 #undef OPT
@@ -50,6 +52,25 @@ static int fail(const char *name)
 				    : cli_fail(CLI_ERR, "%s", arb_error_last());
 }
 
+/*
+ * --review: the review comments on workspace name as the client's first prompt: a trailing
+ * argument for claude and codex (their interactive prompt), --prompt for opencode's TUI.
+ * -1 to go on, else the exit status.
+ */
+static int review_prompt(arb_project *p, arb_agent *a, const char *client, const char *name)
+{
+	char *msg = NULL;
+	int status = -1;
+
+	if (review_message_for(&msg, p, name) < 0)
+		return cli_fail_lib();
+	if ((!strcmp(client, "opencode") && arb_agent_add_arg(a, "--prompt") < 0) ||
+	    arb_agent_add_arg(a, msg) < 0)
+		status = fail(client);
+	free(msg);
+	return status;
+}
+
 /* Options and arguments into a new agent (*out); -1 to go on, else the exit status. */
 static int parse(struct cli_global *g, const struct cli_cmd *cmd, int argc, char **argv,
 		 arb_project **p, arb_agent **out, bool *explain, bool *json)
@@ -58,6 +79,7 @@ static int parse(struct cli_global *g, const struct cli_cmd *cmd, int argc, char
 		const char *name, *value;
 	} *v = calloc((size_t)argc + 1, sizeof(*v));
 	int dd = argc, c, status = CLI_USAGE, n = 0;
+	bool review = false;
 
 	if (!v)
 		return cli_fail(CLI_ERR, "out of memory");
@@ -70,8 +92,8 @@ static int parse(struct cli_global *g, const struct cli_cmd *cmd, int argc, char
 	while ((c = cli_getopt(g, cmd, dd, argv, "", launch_opts, &status)) != -1) {
 		if (c == -2)
 			goto out;
-		if (c == 'x' || c == 'j') {
-			*(c == 'x' ? explain : json) = true;
+		if (c == 'x' || c == 'j' || c == 'r') {
+			*(c == 'x' ? explain : c == 'j' ? json : &review) = true;
 			continue;
 		}
 		v[n].name = launch_opts[c - 1000].name;
@@ -110,6 +132,8 @@ static int parse(struct cli_global *g, const struct cli_cmd *cmd, int argc, char
 			status = fail(cmd->name);
 			goto out;
 		}
+	if (review && (status = review_prompt(*p, *out, cmd->name, argv[optind])) != -1)
+		goto out;
 	status = -1;
 out:
 	free(v);

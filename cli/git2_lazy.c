@@ -129,6 +129,7 @@ GIT_FWD(const git_oid *, git_commit_id, (const git_commit *commit), (commit))
 GIT_FWD(int, git_commit_lookup, (git_commit * *commit, git_repository *repo, const git_oid *id),
 	(commit, repo, id))
 GIT_FWD(const char *, git_commit_message, (const git_commit *commit), (commit))
+GIT_FWD(unsigned int, git_commit_parentcount, (const git_commit *commit), (commit))
 GIT_FWD(const char *, git_commit_summary, (git_commit * commit), (commit))
 GIT_FWD(git_time_t, git_commit_time, (const git_commit *commit), (commit))
 GIT_FWD(int, git_commit_tree, (git_tree * *tree_out, const git_commit *commit), (tree_out, commit))

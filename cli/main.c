@@ -43,6 +43,7 @@ const struct cli_cmd cli_commands[] = {
     {"opencode", NULL, cmd_opencode, "run OpenCode in a workspace, jailed", cmd_opencode_usage},
     {"doctor", NULL, cmd_doctor, "check what this machine gives arborinth", cmd_doctor_usage},
     {"gc", NULL, cmd_gc, "reclaim the space no workspace uses", cmd_gc_usage},
+    {"review", NULL, cmd_review, "review workspaces in a local web page", cmd_review_usage},
     {"grant", NULL, cmd_grant, "list the toolchain grants (--grant NAME)", cmd_grant_usage},
     /* Internal, not listed (no summary). */
     {"__fs-daemon", NULL, cmd_fs_daemon, NULL, cmd_fs_daemon_usage},

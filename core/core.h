@@ -351,6 +351,12 @@ int core_ws_rewind(struct core_project *p, struct core_ws *ws, const git_oid *tr
 int core_ws_restore(struct core_project *p, struct core_ws *ws, const git_oid *tree,
 		    const char *const *paths, size_t n) ARB_MUST_CHECK;
 /*
+ * The patch from workspace a's view to workspace b's (core/ws_between.c), as core_ws_diff's
+ * CORE_DIFF_PATCH, onto f.
+ */
+int core_ws_diff_between(struct core_project *p, const struct core_ws *a, const struct core_ws *b,
+			 FILE *f) ARB_MUST_CHECK;
+/*
  * `workspace create NAME --from FROM[@CKPT]`: NAME's base is FROM's checkpoint CKPT (any
  * core_ws_tree name; NULL: a checkpoint of FROM's view taken now), as a commit in the origin's
  * store over FROM's base. Copies what the checkpoint has beyond the origin; NAME is

@@ -207,6 +207,11 @@ ARB_EXTERN int arb_workspace_delete(arb_project *p, const char *name);
 #define ARB_WS_DELETE_PURGE 0x2
 ARB_EXTERN int arb_workspace_remove(arb_project *p, const char *name, unsigned flags);
 /* The running session of workspace name (*session 0: none). */
+/*
+ * The workspace `name` was forked from (`create --from FROM`): *from (caller frees with
+ * arb_free), NULL when it was not made by a fork. -ENOENT (input) for no such workspace.
+ */
+ARB_EXTERN int arb_workspace_forked_from(char **from, arb_project *p, const char *name);
 ARB_EXTERN int arb_workspace_session(int64_t *session, arb_project *p, const char *name);
 /*
  * Deletes the workspace if it exists, then the audit history of every workspace ever called
@@ -542,6 +547,9 @@ ARB_EXTERN int arb_diff_files(struct arb_diff_file **out, size_t *n, arb_project
 			      const char *ws_name, const char *from, const char *to,
 			      const char *const *paths, size_t n_paths);
 ARB_EXTERN void arb_diff_files_free(struct arb_diff_file *v, size_t n);
+
+/* The patch from workspace a's view to workspace b's (both now), onto fd. */
+ARB_EXTERN int arb_diff_between(arb_project *p, const char *a, const char *b, int fd);
 
 /* ---- bringing work home ----------------------------------------------------------------- */
 

@@ -5,7 +5,7 @@ set -euo pipefail
 
 PKGS=(build-essential cmake ninja-build pkg-config git python3 clang-format cppcheck
       libfuse3-dev fuse3 libgit2-dev libmbedtls-dev libsqlite3-dev sqlite3 libseccomp-dev liburing-dev check
-      libjansson-dev libcurl4-openssl-dev libssl-dev nettle-dev zlib1g-dev libdeflate-dev libhttp-parser-dev libsystemd-dev bubblewrap libcap2-bin iproute2 procps psmisc
+      libjansson-dev libmicrohttpd-dev libcurl4-openssl-dev libssl-dev nettle-dev zlib1g-dev libdeflate-dev libhttp-parser-dev libsystemd-dev bubblewrap libcap2-bin iproute2 procps psmisc
       util-linux attr tmux python3-venv python3-setuptools python3-pip groff-base zsh fish
       qemu-system-x86 busybox-static kmod cpio xz-utils zstd systemd
       nodejs clang) # qemu-system-x86 ... zstd: the VM lane (tests/vm: Debian's kernels under
@@ -21,6 +21,8 @@ PKGS+=(debhelper dpkg-dev fakeroot mmdebstrap podman runc uidmap)
 PKGS+=(btrfs-progs xfsprogs bindfs)
 # tests/integration/fs_lfs.sh: git LFS files in the view, with a local LFS store.
 PKGS+=(git-lfs)
+# tests/integration/e2e_review.py: the review page in a real headless browser.
+PKGS+=(chromium)
 
 missing=()
 for p in "${PKGS[@]}"; do

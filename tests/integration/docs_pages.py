@@ -40,10 +40,11 @@ def parser_options(page, cwd):
     if not page.cmd:
         cp = run("--list-options", cwd=cwd)
         return set(cp.stdout.split()) if cp.returncode == 0 else None
-    subs = {docgen.synopsis_words(l)[0][1] for l in page.synopsis
-            if len(docgen.synopsis_words(l)[0] or []) > 1}
+    words = [docgen.synopsis_words(l)[0] or [] for l in page.synopsis]
+    subs = {w[1] for w in words if len(w) > 1}
+    bare = any(len(w) <= 1 for w in words)  # the command itself, as `review` beside `review send`
     got = set()
-    for sub in sorted(subs) or [None]:
+    for sub in sorted(subs) + ([None] if bare or not subs else []):
         cp = run("--list-options", page.cmd, *([sub] if sub else []), cwd=cwd)
         if cp.returncode != 0:
             print(cp.stderr, end="")
