@@ -84,6 +84,24 @@ static int make_backends(const struct proxy_args *a, struct proxy_backend **b)
 	return rc;
 }
 
+/*
+ * The keys this process took from its environment (the user's, inherited from the launcher),
+ * wiped where they lie: /proc/PID/environ shows that memory, so no other process can read
+ * them there, and nothing here reads them again (proxy_new loaded them).
+ */
+static void wipe_key_vars(struct proxy_backend *const *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *var = proxy_backend_key_env(b[i]);
+		char *v = var ? getenv(var) : NULL;
+
+		if (v) {
+			explicit_bzero(v, strlen(v));
+			unsetenv(var);
+		}
+	}
+}
+
 static int answer(int fd, const char *text)
 {
 	int rc = text ? util_write_all(fd, text, strlen(text)) : -ENOMEM;
@@ -165,8 +183,10 @@ int main(int argc, char **argv)
 		cfg.observer_ctx = na;
 	}
 	rc = rc ?: proxy_new(&p, &cfg);
-	if (rc == 0 && p)
+	if (rc == 0 && p) {
+		wipe_key_vars(b, a.n_backends);
 		rc = proxy_ready_of(&r, p);
+	}
 	if (rc < 0) {
 		char *text = proxy_ready_format_error(rc, util_err_msg());
 
