@@ -119,6 +119,32 @@ rm -f "$ROOT/run/proxy/proxy.sock"
 expect_status 0 "control: with the socket free the box starts" -- "$ARB" shell w --backend "$BACKEND" -- echo RAN
 expect_eq RAN "$OUT" "control: the same box starts once the socket is free"
 
+# --- the proxy's own audit rows, in one chain with the view daemon's -------------------------
+python3 "$ARB_SRC/tests/proxy/fake_upstream.py" --log "$T/up.log" >"$T/up.port" &
+UP=$!
+for _ in $(seq 100); do [ -s "$T/up.port" ] && break; sleep 0.05; done
+UPORT=$(head -1 "$T/up.port")
+expect_status 0 "a box that writes files and makes three requests" -- "$ARB" shell w \
+	--backend "anthropic=http://127.0.0.1:$UPORT,key-file=$KEY" -- python3 -c '
+import http.client, os
+h, p = os.environ["ANTHROPIC_BASE_URL"].split("//")[1].split(":")
+c = http.client.HTTPConnection(h, int(p))
+for i in range(3):
+    open("f%d" % i, "w").write("x")
+    c.request("GET", "/v1/models", headers={"x-api-key": os.environ["ANTHROPIC_API_KEY"]})
+    r = c.getresponse(); r.read(); print(r.status)'
+expect_eq "$(printf '200\n200\n200')" "$OUT" "the box's requests are forwarded"
+expect_match "\"x-api-key\", \"$SECRET\"" "$(cat "$T/up.log")" "control: the upstream got the real key"
+kill "$UP" 2>/dev/null || true
+wait "$UP" 2>/dev/null || true
+expect_status 0 "the net rows" -- "$ARB" audit w --kind net --json
+expect_eq 3 "$(printf '%s\n' "$OUT" | grep -c '"op": *"request"' || true)" "the proxy wrote one row per request"
+sessions=$(printf '%s\n' "$OUT" | python3 -c 'import json, sys
+print(" ".join(sorted({str(json.loads(l).get("session")) for l in sys.stdin if l.strip()})))')
+expect_match '^[1-9][0-9]*$' "$sessions" "the rows belong to the box's session"
+expect_status 0 "the audit chain with two writers" -- "$ARB" audit w --verify
+expect_match ": ok, [0-9]+ rows" "$OUT" "the chain verifies with the proxy's and the daemon's rows"
+
 # --- the same as an ordinary user ------------------------------------------------------------
 if [ "$(id -u)" = 0 ] && [ -z "${ARB_PROXY_PROCESS_USER:-}" ]; then
 	if command -v runuser >/dev/null && [ -u "$(command -v fusermount3)" ]; then
@@ -131,8 +157,10 @@ if [ "$(id -u)" = 0 ] && [ -z "${ARB_PROXY_PROCESS_USER:-}" ]; then
 		for f in arborinth arborinth_box_init arborinth_fs arborinth_proxy; do
 			cp "$BIN/$f" "$U/bin/"
 		done
+		mkdir -p "$U/src/tests/proxy"
 		cp "$ARB_SRC/tests/integration/lib.sh" "$ARB_SRC/tests/integration/proxy_process.sh" \
 			"$U/src/tests/integration/"
+		cp "$ARB_SRC/tests/proxy/fake_upstream.py" "$U/src/tests/proxy/"
 		chown -R "$user" "$U"
 		expect_status 0 "the proxy process as $user" -- runuser -u "$user" -- env -i \
 			PATH=/usr/bin:/bin HOME="/home/$user" ARB="$U/bin/arborinth" ARB_SRC="$U/src" \
