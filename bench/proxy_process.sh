@@ -39,12 +39,23 @@ for a in "$ARB" ${ARB_BASE:+"$ARB_BASE"}; do
 	names+=("$a")
 	cmds+=("$a shell w --backend $BACKEND -- true")
 done
-echo "## box start with a backend (median of $RUNS, hyperfine -N)"
-hyperfine -N --warmup 5 --runs "$RUNS" --export-json "$T/start.json" "${cmds[@]}" >/dev/null
-python3 - "$T/start.json" <<'PY'
+# Rounds of hyperfine over both binaries in turn (the machine's load drifts: each round sees
+# both under the same conditions); the median of all runs and the minimum.
+ROUNDS=${ARB_BENCH_ROUNDS:-5}
+echo "## box start with a backend ($ROUNDS rounds of $RUNS runs each, hyperfine -N)"
+for r in $(seq "$ROUNDS"); do
+	hyperfine -N --warmup 3 --runs "$RUNS" --export-json "$T/start.$r.json" "${cmds[@]}" >/dev/null
+done
+python3 - "$T"/start.*.json <<'PY'
 import json, statistics, sys
-for r in json.load(open(sys.argv[1]))["results"]:
-    print("| %s | %.2f ms | min %.2f ms |" % (r["command"].split()[0], statistics.median(r["times"]) * 1e3, min(r["times"]) * 1e3))
+times, cpu = {}, {}
+for f in sys.argv[1:]:
+    for r in json.load(open(f))["results"]:
+        times.setdefault(r["command"].split()[0], []).extend(r["times"])
+        cpu.setdefault(r["command"].split()[0], []).append(r["user"] + r["system"])
+for cmd, t in times.items():
+    print("| %s | median %.2f ms | min %.2f ms | CPU (user+sys, all processes) %.2f ms | %d runs |"
+          % (cmd, statistics.median(t) * 1e3, min(t) * 1e3, statistics.median(cpu[cmd]) * 1e3, len(t)))
 PY
 
 CLIENT='import http.client, os, statistics, time
