@@ -271,8 +271,13 @@ static int make_box(const arb_box *spec, const struct core_ws *ws, struct proxy_
 	if (rc == 0)
 		rc = lib_box_submodules(b, p, ws->base_commit);
 
-	if (rc < 0)
+	/* The proxy started meanwhile (start_proxy): its answer, or why it failed. */
+	if (rc == 0)
+		rc = lib_proxy_wait(px);
+	if (rc < 0) {
+		jail_box_free(b);
 		return rc;
+	}
 	/* A launcher's defaults, then grants and bind files, then mounts and variables win. */
 	if (spec->extra)
 		rc = spec->extra->apply(spec->extra->ctx, b, px);
@@ -325,7 +330,9 @@ static int start_proxy(const arb_box *spec, const struct core_ws *ws, bool expla
 				    .tcp = spec->net,
 				    .tcp_fd = x ? x->tcp_fd : -1,
 				    .tcp_tls_fd = x ? x->tcp_tls_fd : -1,
-				    .tcp_backend = x ? x->tcp_backend : NULL};
+				    .tcp_backend = x ? x->tcp_backend : NULL,
+				    /* It starts while make_box works: its answer is read there. */
+				    .spawn_only = true};
 
 	return lib_proxy_start(px, spec->p->core, ws, &po);
 }

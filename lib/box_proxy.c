@@ -47,6 +47,11 @@ void lib_proxy_set_session(struct proxy_proc *px, const struct audit_session *s)
 		fprintf(stderr, "arborinth: warning: %s\n", util_err_msg());
 }
 
+int lib_proxy_wait(struct proxy_proc *px)
+{
+	return px ? proxy_proc_wait(px) : 0;
+}
+
 void lib_proxy_stop(struct proxy_proc *px)
 {
 	/* The program finishes its requests and writes out its rows before it exits. */
@@ -165,7 +170,12 @@ int lib_proxy_start(struct proxy_proc **out, struct core_project *p, const struc
 		a.ws_name = ws->name;
 	}
 	exe = proxy_exe();
-	rc = exe ? proxy_proc_start(out, exe, &a) : util_err(-ENOMEM, "out of memory");
+	if (!exe)
+		rc = util_err(-ENOMEM, "out of memory");
+	else if (o->spawn_only)
+		rc = proxy_proc_spawn(out, exe, &a);
+	else
+		rc = proxy_proc_start(out, exe, &a);
 out:
 	free(exe);
 	free(tcp_fds);

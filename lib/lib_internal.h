@@ -142,11 +142,15 @@ struct lib_proxy_opts {
 	bool tcp;
 	int tcp_fd, tcp_tls_fd;
 	const char *tcp_backend;
+	/* Start the proxy and return: lib_proxy_wait() reads its answer (or failure) later. */
+	bool spawn_only;
 };
 int lib_proxy_start(struct proxy_proc **out, struct core_project *p, const struct core_ws *ws,
 		    const struct lib_proxy_opts *o) ARB_MUST_CHECK;
 void lib_proxy_set_session(struct proxy_proc *px, const struct audit_session *s);
 void lib_proxy_stop(struct proxy_proc *px);
+/* The started proxy's answer: 0, or why it could not start (NULL px: 0). */
+int lib_proxy_wait(struct proxy_proc *px) ARB_MUST_CHECK;
 /* The running proxy's placeholder for backend name (NULL: none), and its in-box ports. */
 const char *lib_proxy_placeholder(const struct proxy_proc *px, const char *name);
 const uint16_t *lib_proxy_ports(const struct proxy_proc *px, size_t *n);

@@ -22,7 +22,10 @@
 
 struct proxy_proc {
 	pid_t pid;
-	int control; /* write end of the control pipe */
+	int control;  /* write end of the control pipe */
+	int ready_fd; /* read end of the ready pipe until the answer is in */
+	int rc;	      /* the answer's: 0, or the failure (its message in msg) */
+	char *msg;
 	struct proxy_ready *ready;
 };
 
@@ -88,13 +91,13 @@ static int died(pid_t pid)
 			PROXY_PROGRAM, WEXITSTATUS(status));
 }
 
-int proxy_proc_start(struct proxy_proc **out, const char *exe, const struct proxy_args *a)
+int proxy_proc_spawn(struct proxy_proc **out, const char *exe, const struct proxy_args *a)
 {
 	struct proxy_args ca = *a;
 	struct proxy_proc *pp = calloc(1, sizeof(*pp));
 	int ready[2] = {-1, -1}, control[2] = {-1, -1}, *keep = NULL, rc;
 	size_t n_keep = 0;
-	char **argv = NULL, *answer = NULL;
+	char **argv = NULL;
 	pid_t parent = getpid();
 
 	*out = NULL;
@@ -102,6 +105,7 @@ int proxy_proc_start(struct proxy_proc **out, const char *exe, const struct prox
 		return util_err(-ENOMEM, "out of memory");
 	pp->pid = -1;
 	pp->control = -1;
+	pp->ready_fd = -1;
 	/* The control channel is a socket: a write to a proxy that died is -EPIPE, no signal. */
 	if (pipe2(ready, O_CLOEXEC) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, control) < 0) {
@@ -133,15 +137,10 @@ int proxy_proc_start(struct proxy_proc **out, const char *exe, const struct prox
 	control[0] = -1;
 	pp->control = control[1];
 	control[1] = -1;
-	answer = read_answer(ready[0]);
-	if (!answer)
-		rc = util_err(-ENOMEM, "out of memory");
-	else if (!*answer)
-		rc = died(pp->pid), pp->pid = -1;
-	else
-		rc = proxy_ready_parse(&pp->ready, answer);
+	pp->ready_fd = ready[0];
+	ready[0] = -1;
+	pp->rc = 1; /* not read yet */
 out:
-	free(answer);
 	for (size_t i = 0; argv && argv[i]; i++)
 		free(argv[i]);
 	free(argv);
@@ -158,6 +157,38 @@ out:
 	}
 	*out = pp;
 	return 0;
+}
+
+int proxy_proc_wait(struct proxy_proc *pp)
+{
+	char *answer;
+
+	if (pp->rc <= 0)
+		return pp->rc < 0 ? util_err(pp->rc, "%s", pp->msg ? pp->msg : "out of memory") : 0;
+	answer = read_answer(pp->ready_fd);
+	close(pp->ready_fd);
+	pp->ready_fd = -1;
+	if (!answer)
+		pp->rc = util_err(-ENOMEM, "out of memory");
+	else if (!*answer)
+		pp->rc = died(pp->pid), pp->pid = -1;
+	else
+		pp->rc = proxy_ready_parse(&pp->ready, answer);
+	free(answer);
+	if (pp->rc < 0)
+		pp->msg = strdup(util_err_msg());
+	return pp->rc;
+}
+
+int proxy_proc_start(struct proxy_proc **out, const char *exe, const struct proxy_args *a)
+{
+	int rc = proxy_proc_spawn(out, exe, a);
+
+	if (rc == 0 && (rc = proxy_proc_wait(*out)) < 0) {
+		proxy_proc_stop(*out);
+		*out = NULL;
+	}
+	return rc;
 }
 
 const struct proxy_ready *proxy_proc_ready(const struct proxy_proc *pp)
@@ -193,6 +224,9 @@ void proxy_proc_stop(struct proxy_proc *pp)
 		return;
 	if (pp->control >= 0)
 		close(pp->control);
+	if (pp->ready_fd >= 0)
+		close(pp->ready_fd);
+	free(pp->msg);
 	while (pp->pid > 0 && waitpid(pp->pid, NULL, 0) < 0 && errno == EINTR)
 		;
 	proxy_ready_free(pp->ready);
