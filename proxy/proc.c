@@ -220,6 +220,8 @@ int proxy_proc_session(struct proxy_proc *pp, int64_t session)
 
 void proxy_proc_stop(struct proxy_proc *pp)
 {
+	int status = 0;
+
 	if (!pp)
 		return;
 	if (pp->control >= 0)
@@ -227,8 +229,13 @@ void proxy_proc_stop(struct proxy_proc *pp)
 	if (pp->ready_fd >= 0)
 		close(pp->ready_fd);
 	free(pp->msg);
-	while (pp->pid > 0 && waitpid(pp->pid, NULL, 0) < 0 && errno == EINTR)
+	while (pp->pid > 0 && waitpid(pp->pid, &status, 0) < 0 && errno == EINTR)
 		;
+	/* A proxy that served the box and then crashed: its last requests may be unrecorded. */
+	if (pp->pid > 0 && pp->rc == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+		fprintf(stderr, "arborinth: warning: the credential proxy (%s) ended %s %d\n",
+			PROXY_PROGRAM, WIFSIGNALED(status) ? "by signal" : "with status",
+			WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
 	proxy_ready_free(pp->ready);
 	free(pp);
 }
