@@ -33,7 +33,11 @@ struct proxy_proc {
 static void child(char **argv, pid_t parent, const int *keep, size_t n_keep)
 {
 	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	sigset_t none;
 
+	/* The launcher's blocked signals are not the proxy's (a mask survives exec). */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	setsid();
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		_exit(127);
