@@ -10,6 +10,7 @@
 #include "proxy/proxy.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -43,9 +44,17 @@ static void child(char **argv, pid_t parent, const int *keep, size_t n_keep)
 		_exit(127);
 	if (fd >= 0)
 		dup2(fd, 0);
-	for (size_t i = 0; i < n_keep; i++)
-		if (keep[i] >= 0)
-			fcntl(keep[i], F_SETFD, 0);
+	/* Nothing else of the launcher's: only the pipes and listeners it was given. */
+	for (int i = 3; i < 1024; i++) {
+		bool kept = false;
+
+		for (size_t k = 0; k < n_keep; k++)
+			kept = kept || keep[k] == i;
+		if (kept)
+			fcntl(i, F_SETFD, 0);
+		else
+			close(i);
+	}
 	execv(argv[0], argv);
 	fprintf(stderr, "arborinth: cannot start %s: %s\n", argv[0], strerror(errno));
 	_exit(127);
