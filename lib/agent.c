@@ -41,15 +41,16 @@ int launch_fixed_arg(struct launch *l, const char *arg)
 	return 0;
 }
 
-int launch_write_box_login(const struct launch *l, struct proxy *px, const char *sub,
+int launch_write_box_login(const struct launch *l, struct proxy_proc *px, const char *sub,
 			   const char *name)
 {
-	char *text = NULL;
-	int rc = l->ws_home ? proxy_login_box_file(px, l->backend, &text)
-			    : util_err(-EINVAL, "no workspace home");
+	const struct proxy_ready_backend *rb =
+	    proxy_ready_backend(proxy_proc_ready(px), l->backend);
+	int rc = !l->ws_home		 ? util_err(-EINVAL, "no workspace home")
+		 : !rb || !rb->login_box ? util_err(-ENOENT, "backend %s has no login", l->backend)
+					 : 0;
 
-	rc = rc ?: lib_home_write(l->ws_home, sub, name, text);
-	free(text);
+	rc = rc ?: lib_home_write(l->ws_home, sub, name, rb->login_box);
 	return rc;
 }
 
@@ -260,12 +261,10 @@ static int check_backend(const struct launch *l)
 				    .n_backends = 1,
 				    .key_file = l->key_file,
 				    .login = l->auth == LAUNCH_AUTH_LOGIN ? &l->login : NULL};
-	struct lib_net_audit *a = NULL;
-	struct proxy *px = NULL;
-	int rc =
-	    spec ? lib_proxy_start(&px, &a, NULL, NULL, &po) : util_err(-ENOMEM, "out of memory");
+	struct proxy_proc *px = NULL;
+	int rc = spec ? lib_proxy_start(&px, NULL, NULL, &po) : util_err(-ENOMEM, "out of memory");
 
-	lib_proxy_stop(px, a);
+	lib_proxy_stop(px);
 	free(spec);
 	return rc < 0 ? util_err(rc, "%s: %s", l->client->name, util_err_msg()) : 0;
 }
@@ -320,7 +319,7 @@ static int ensure_workspace(struct launch *l)
 	return rc;
 }
 
-static int apply_extra(void *ctx, struct jail_box *b, struct proxy *px)
+static int apply_extra(void *ctx, struct jail_box *b, struct proxy_proc *px)
 {
 	struct launch *l = ctx;
 	char *why;

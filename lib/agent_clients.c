@@ -141,7 +141,7 @@ static int claude_box_config(const struct launch *l, const char *ph)
 	return rc;
 }
 
-static int claude_box(struct launch *l, struct jail_box *b, struct proxy *px)
+static int claude_box(struct launch *l, struct jail_box *b, struct proxy_proc *px)
 {
 	char *dir = NULL;
 	int rc = home_dir(b, ".claude", "Claude Code", &dir);
@@ -166,7 +166,7 @@ static int claude_box(struct launch *l, struct jail_box *b, struct proxy *px)
 	/* First-run screens: the box cannot pass their check of api.anthropic.com. */
 	if (rc == 0 && !l->explain)
 		rc = claude_box_config(l, l->auth == LAUNCH_AUTH_KEY && !l->net && px
-					      ? proxy_placeholder(px, l->backend)
+					      ? lib_proxy_placeholder(px, l->backend)
 					      : NULL);
 	free(dir);
 	return rc;
@@ -326,9 +326,9 @@ out:
 	return rc;
 }
 
-static int codex_box(struct launch *l, struct jail_box *b, struct proxy *px)
+static int codex_box(struct launch *l, struct jail_box *b, struct proxy_proc *px)
 {
-	const char *ph = px ? proxy_placeholder(px, l->backend) : NULL;
+	const char *ph = px ? lib_proxy_placeholder(px, l->backend) : NULL;
 	char *dir = NULL;
 	int rc = home_dir(b, ".codex", "Codex", &dir);
 
@@ -337,7 +337,7 @@ static int codex_box(struct launch *l, struct jail_box *b, struct proxy *px)
 	if (rc == 0 && l->auth == LAUNCH_AUTH_LOGIN) {
 		/* The login's placeholders in auth.json; its refreshes answered by the proxy. */
 		size_t n = 0;
-		const uint16_t *ports = px ? proxy_ports(px, &n) : NULL;
+		const uint16_t *ports = px ? lib_proxy_ports(px, &n) : NULL;
 		char *url = util_asprintf("http://127.0.0.1:%u/oauth/token", n ? ports[0] : 0);
 
 		rc = url ? lib_box_env(b, "CODEX_REFRESH_TOKEN_URL_OVERRIDE", url)

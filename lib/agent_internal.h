@@ -14,7 +14,7 @@
 #include "lib/lib_internal.h"
 
 struct jail_box;
-struct proxy;
+struct proxy_proc;
 struct launch;
 
 enum launch_auth { LAUNCH_AUTH_KEY, LAUNCH_AUTH_LOGIN, LAUNCH_AUTH_NONE };
@@ -30,7 +30,7 @@ struct launch_client {
 	/* On the host, before the box is built: imports settings, adds fixed client args. */
 	int (*prepare)(struct launch *l);
 	/* On the box: variables and config (after the proxy started; px has the placeholder). */
-	int (*box)(struct launch *l, struct jail_box *b, struct proxy *px);
+	int (*box)(struct launch *l, struct jail_box *b, struct proxy_proc *px);
 	/* The host login this client can use instead of a key (enum proxy_login_kind, or -1),
 	 * the backend that then serves it, the file (caller frees), and how to log in. */
 	int login_kind;
@@ -92,7 +92,7 @@ int launch_fixed_arg(struct launch *l, const char *arg);
  * Writes the proxy's login file for the box at ws_home/SUB/NAME (mode 0600), never following
  * a symlink the box may have planted there. -errno with a message.
  */
-int launch_write_box_login(const struct launch *l, struct proxy *px, const char *sub,
+int launch_write_box_login(const struct launch *l, struct proxy_proc *px, const char *sub,
 			   const char *name);
 /*
  * Sets the members of `add` in the JSON object file ws_home/SUB/NAME (created when missing or

@@ -418,15 +418,15 @@ static json_t *box_provider(const struct launch *l, const char *url, const char 
 			 "baseURL", url, "apiKey", key, "models", models);
 }
 
-static int opencode_box(struct launch *l, struct jail_box *b, struct proxy *px)
+static int opencode_box(struct launch *l, struct jail_box *b, struct proxy_proc *px)
 {
-	const char *ph = px ? proxy_placeholder(px, l->backend) : NULL;
+	const char *ph = px ? lib_proxy_placeholder(px, l->backend) : NULL;
 	const char *base =
 	    l->client_conf ? json_string_value(json_object_get(l->client_conf, "base")) : "/v1";
 	const char *id =
 	    l->client_conf ? json_string_value(json_object_get(l->client_conf, "id")) : l->backend;
 	size_t n = 0;
-	const uint16_t *ports = px ? proxy_ports(px, &n) : NULL;
+	const uint16_t *ports = px ? lib_proxy_ports(px, &n) : NULL;
 	char *url = n ? util_asprintf("http://127.0.0.1:%u%s", ports[0], base) : NULL;
 	char *text = NULL, *key = NULL;
 	json_t *cfg = NULL, *prov;

@@ -238,7 +238,7 @@ static int spec_check(const arb_box *b)
 /* ---- building ---------------------------------------------------------------------------- */
 
 /* Builds the jail box for ws from the specification; *out: jail_box_free(). */
-static int make_box(const arb_box *spec, const struct core_ws *ws, struct proxy *px,
+static int make_box(const arb_box *spec, const struct core_ws *ws, struct proxy_proc *px,
 		    char *const cmd[], bool explain, struct jail_box **out)
 {
 	struct core_project *p = spec->p->core;
@@ -282,8 +282,13 @@ static int make_box(const arb_box *spec, const struct core_ws *ws, struct proxy 
 		rc = lib_box_submodules(b, p, ws->base_commit);
 	free(store);
 
-	if (rc < 0)
+	/* The proxy started meanwhile (start_proxy): its answer, or why it failed. */
+	if (rc == 0)
+		rc = lib_proxy_wait(px);
+	if (rc < 0) {
+		jail_box_free(b);
 		return rc;
+	}
 	/* A launcher's defaults, then grants and bind files, then mounts and variables win. */
 	if (spec->extra)
 		rc = spec->extra->apply(spec->extra->ctx, b, px);
@@ -323,7 +328,7 @@ static int make_box(const arb_box *spec, const struct core_ws *ws, struct proxy 
 }
 
 static int start_proxy(const arb_box *spec, const struct core_ws *ws, bool explain,
-		       struct proxy **px, struct lib_net_audit **net)
+		       struct proxy_proc **px)
 {
 	const struct lib_box_extra *x = spec->extra;
 	struct lib_proxy_opts po = {.backends = (const char *const *)spec->backends.v,
@@ -336,9 +341,11 @@ static int start_proxy(const arb_box *spec, const struct core_ws *ws, bool expla
 				    .tcp = spec->net,
 				    .tcp_fd = x ? x->tcp_fd : -1,
 				    .tcp_tls_fd = x ? x->tcp_tls_fd : -1,
-				    .tcp_backend = x ? x->tcp_backend : NULL};
+				    .tcp_backend = x ? x->tcp_backend : NULL,
+				    /* It starts while make_box works: its answer is read there. */
+				    .spawn_only = true};
 
-	return lib_proxy_start(px, net, spec->p->core, ws, &po);
+	return lib_proxy_start(px, spec->p->core, ws, &po);
 }
 
 /* The workspace, checked and (unless explain) with its view mounted. */
@@ -361,8 +368,7 @@ static int open_ws(const arb_box *b, bool explain, struct core_ws **ws)
 int arb_box_explain(char **out, arb_box *b, char *const argv[])
 {
 	struct core_ws *ws = NULL;
-	struct proxy *px = NULL;
-	struct lib_net_audit *net = NULL;
+	struct proxy_proc *px = NULL;
 	struct jail_box *jb = NULL;
 	int rc;
 
@@ -380,14 +386,14 @@ int arb_box_explain(char **out, arb_box *b, char *const argv[])
 		goto out;
 	}
 	if (rc == 0)
-		rc = start_proxy(b, ws, true, &px, &net);
+		rc = start_proxy(b, ws, true, &px);
 	if (rc == 0)
 		rc = make_box(b, ws, px, argv, true, &jb);
 	if (rc == 0)
 		rc = jail_box_explain(jb, out);
 out:
 	jail_box_free(jb);
-	lib_proxy_stop(px, net);
+	lib_proxy_stop(px);
 	core_ws_free(ws);
 	return rc;
 }
@@ -434,7 +440,7 @@ struct session_start {
 	const arb_box *b;
 	const struct core_ws *ws;
 	char *const *argv;
-	struct lib_net_audit *net;
+	struct proxy_proc *px;
 	struct audit_session *session;	    /* out; NULL again once ended (and freed) */
 	int64_t id;			    /* out: the session's id, 0 when none began */
 	bool ended;			    /* out: the end checkpoint is taken */
@@ -457,7 +463,7 @@ static int session_start(void *ctx)
 		return rc;
 	s->id = audit_session_id(s->session);
 	/* The proxy's records belong to this session from the box's first request. */
-	lib_proxy_set_session(s->net, s->session);
+	lib_proxy_set_session(s->px, s->session);
 	origin_refresh(s->b, s->ws);
 	lib_session_checkpoint(s->b->p->core, s->ws, s->session, "start");
 	/*
@@ -502,20 +508,19 @@ static int run_box(const arb_box *b, const struct core_ws *ws, char *const argv[
 	struct session_start start = {.b = b, .ws = ws, .argv = argv};
 	struct audit_session *session = NULL;
 	struct jail_box *jb = NULL;
-	struct proxy *px = NULL;
-	struct lib_net_audit *net = NULL;
+	struct proxy_proc *px = NULL;
 	struct jail_run_stats stats = {0};
 	char *why = NULL;
 	bool disk;
 	int rc;
 
 	/* The proxy first: the box's environment holds its placeholders. */
-	rc = start_proxy(b, ws, false, &px, &net);
+	rc = start_proxy(b, ws, false, &px);
 	if (rc == 0)
 		rc = make_box(b, ws, px, argv, false, &jb);
 	if (rc < 0)
 		goto out;
-	start.net = net;
+	start.px = px;
 	start.stats = &stats;
 	rc = jail_box_run(jb, session_start, session_done, &start, &res->exit_status, &stats);
 	session = start.session; /* NULL when ended already (start.closed) */
@@ -554,7 +559,7 @@ static int run_box(const arb_box *b, const struct core_ws *ws, char *const argv[
 out:
 	free(why);
 	jail_box_free(jb);
-	lib_proxy_stop(px, net);
+	lib_proxy_stop(px);
 	return rc;
 }
 

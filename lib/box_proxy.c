@@ -1,16 +1,18 @@
 /*
  * lib/box_proxy.c: a box's backends and allowed hosts (`shell --backend`, `--allow-host`):
- * the credential proxy (and the CONNECT proxy for allowed hosts) for one box. The proxy runs in
- * this process (threads) for as long as the box does; the box gets the proxy's socket directory
- * read-only, relay hooks for box-init, the backends' base URLs and placeholders and the
- * HTTP(S)_PROXY variables. Every request the proxy sees becomes a "net" row in state.db, linked to
- * the box's session.
+ * the credential proxy (and the CONNECT proxy for allowed hosts) for one box. The proxy is its
+ * own program, arborinth_proxy (proxy_proc_start), for as long as the box runs: it reads the
+ * credentials, this process never does. The box gets the proxy's socket directory read-only,
+ * relay hooks for box-init, the backends' base URLs and placeholders and the HTTP(S)_PROXY
+ * variables, all from the proxy's answer. Every request the proxy sees becomes a "net" row in
+ * state.db (the program writes it), linked to the box's session (told by
+ * lib_proxy_set_session).
  */
 #include "lib/lib_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdatomic.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,93 +27,74 @@
 /* With --net: where each backend's key file (the session's token) is, under $HOME. */
 #define BOX_KEY_SUB ".arborinth/proxy"
 
-/* The observer's state: the recorder, and the session once it has begun. */
-struct lib_net_audit {
-	struct audit_log *log;
-	atomic_llong session;
-	atomic_bool warned;
-};
-
-/* Called from the proxy's connection threads; the record's strings are already redacted. */
-static void net_observe(void *ctx, const struct proxy_record *rec)
+/* arborinth_proxy: beside the helpers the library found, else beside this program. */
+static char *proxy_exe(void)
 {
-	struct lib_net_audit *a = ctx;
-	bool done =
-	    rec->allowed && rec->status != 0 && rec->reason && !strcmp(rec->reason, "allowed");
-	struct audit_event ev = {
-	    .time_ns = rec->time_ns,
-	    .kind = "net",
-	    .op = rec->egress ? "tunnel" : "request",
-	    .path = rec->egress ? NULL : rec->path,
-	    .result = done ? 0 : 1,
-	    .size = -1,
-	    .session = atomic_load(&a->session),
-	    .backend = rec->backend,
-	    .method = rec->method,
-	    .host = rec->host,
-	    .port = rec->port,
-	    .status = rec->status,
-	    .bytes_up = rec->bytes_up,
-	    .bytes_down = rec->bytes_down,
-	    .duration_ns = rec->duration_ns,
-	    .decision = rec->allowed ? "allowed" : "refused",
-	    .reason = rec->reason ? rec->reason : "",
-	};
+	const char *dir = lib_helper_dir();
+	char self[PATH_MAX], *slash;
 
-	if (audit_log_append(a->log, &ev) < 0 && !atomic_exchange(&a->warned, true))
-		fprintf(stderr, "arborinth: warning: a proxy request could not be recorded in the "
-				"audit log\n");
+	if (dir)
+		return util_path_join(dir, PROXY_PROGRAM);
+	if (!realpath("/proc/self/exe", self) || !(slash = strrchr(self, '/')))
+		return NULL;
+	*slash = '\0';
+	return util_path_join(self, PROXY_PROGRAM);
 }
 
-static int net_audit_open(struct lib_net_audit **out, struct core_project *p,
-			  const struct core_ws *ws)
+void lib_proxy_set_session(struct proxy_proc *px, const struct audit_session *s)
 {
-	struct lib_net_audit *a = calloc(1, sizeof(*a));
-	char *db = util_path_join(core_project_state_dir(p), "state.db");
-	int rc = a && db ? 0 : util_err(-ENOMEM, "out of memory");
-
-	if (rc == 0)
-		rc = audit_log_open(&a->log, db, ws->id, ws->name);
-	free(db);
-	if (rc < 0) {
-		free(a);
-		return util_err(rc, "cannot open the audit log for the proxy: %s", util_err_msg());
-	}
-	*out = a;
-	return 0;
+	if (px && s && proxy_proc_session(px, audit_session_id(s)) < 0)
+		fprintf(stderr, "arborinth: warning: %s\n", util_err_msg());
 }
 
-void lib_proxy_set_session(struct lib_net_audit *a, const struct audit_session *s)
+int lib_proxy_wait(struct proxy_proc *px)
 {
-	if (a && s)
-		atomic_store(&a->session, audit_session_id(s));
+	return px ? proxy_proc_wait(px) : 0;
 }
 
-void lib_proxy_stop(struct proxy *px, struct lib_net_audit *a)
+void lib_proxy_stop(struct proxy_proc *px)
 {
-	/* The proxy first: its last records go to the log, which close writes out. */
-	proxy_free(px);
-	if (a)
-		audit_log_close(a->log);
-	free(a);
+	/* The program finishes its requests and writes out its rows before it exits. */
+	proxy_proc_stop(px);
 }
 
-/* The launcher's login on its backend (which then holds no key). */
-static int attach_login(struct proxy_backend **b, size_t n, const struct lib_proxy_login *lg)
+const char *lib_proxy_placeholder(const struct proxy_proc *px, const char *name)
 {
-	struct proxy_login *l = NULL;
-	int rc;
+	const struct proxy_ready_backend *b = proxy_ready_backend(proxy_proc_ready(px), name);
 
+	return b ? b->placeholder : NULL;
+}
+
+const uint16_t *lib_proxy_ports(const struct proxy_proc *px, size_t *n)
+{
+	const struct proxy_ready *r = proxy_proc_ready(px);
+
+	*n = r ? r->n_backends : 0;
+	return r ? r->ports : NULL;
+}
+
+/* The launcher's listeners (--net) for its backend, -1 for the others. */
+static int tcp_listeners(const struct lib_proxy_opts *o, int **fds, int **tls_fds)
+{
+	size_t n = o->n_backends;
+
+	*fds = malloc((n + 1) * sizeof(**fds));
+	*tls_fds = malloc((n + 1) * sizeof(**tls_fds));
+	if (!*fds || !*tls_fds)
+		return util_err(-ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++) {
-		if (strcmp(proxy_backend_name(b[i]), lg->backend))
-			continue;
-		rc = proxy_login_open(&l, (enum proxy_login_kind)lg->kind, lg->path, lg->token_url,
-				      NULL);
-		if (rc == 0)
-			proxy_backend_set_login(b[i], l);
-		return rc;
+		struct proxy_backend *b = NULL;
+		bool given = false;
+		int rc = o->tcp_backend ? proxy_backend_parse(&b, o->backends[i]) : 0;
+
+		if (rc < 0)
+			return rc;
+		given = b && !strcmp(proxy_backend_name(b), o->tcp_backend);
+		proxy_backend_free(b);
+		(*fds)[i] = given ? o->tcp_fd : -1;
+		(*tls_fds)[i] = given ? o->tcp_tls_fd : -1;
 	}
-	return util_err(-EINVAL, "no backend %s for the login", lg->backend);
+	return 0;
 }
 
 int lib_proxy_reach(const char *spec)
@@ -125,17 +108,15 @@ int lib_proxy_reach(const char *spec)
 	return rc;
 }
 
-int lib_proxy_start(struct proxy **out, struct lib_net_audit **audit, struct core_project *p,
-		    const struct core_ws *ws, const struct lib_proxy_opts *o)
+int lib_proxy_start(struct proxy_proc **out, struct core_project *p, const struct core_ws *ws,
+		    const struct lib_proxy_opts *o)
 {
-	struct proxy_config cfg = {0};
-	char *dir = NULL, *sock = NULL, *esock = NULL, *tsock = NULL;
-	struct lib_net_audit *a = NULL;
-	size_t made = 0, n = o->n_backends;
-	int rc = -ENOMEM, *tcp_fds = NULL, *tls_fds = NULL;
+	struct proxy_args a = {0};
+	char *dir = NULL, *sock = NULL, *esock = NULL, *tsock = NULL, *db = NULL, *exe = NULL;
+	size_t n = o->n_backends;
+	int rc = 0, *tcp_fds = NULL, *tls_fds = NULL;
 
 	*out = NULL;
-	*audit = NULL;
 	if (n == 0 && o->n_allow_hosts == 0)
 		return 0;
 	if (o->key_file && n != 1)
@@ -151,78 +132,68 @@ int lib_proxy_start(struct proxy **out, struct lib_net_audit **audit, struct cor
 		if (rc < 0)
 			return rc;
 	}
-	cfg.backends = calloc(n ? n : 1, sizeof(*cfg.backends));
-	if (!cfg.backends)
-		goto out;
-	for (; made < n; made++) {
-		rc = proxy_backend_parse(&cfg.backends[made], o->backends[made]);
+	/* The specifications, parsed here too: a bad one is the caller's input error. */
+	for (size_t i = 0; i < n; i++) {
+		struct proxy_backend *b = NULL;
+
+		rc = proxy_backend_parse(&b, o->backends[i]);
+		proxy_backend_free(b);
 		if (rc < 0)
-			goto out;
+			return rc;
 	}
-	if (o->key_file) {
-		rc = proxy_backend_set(cfg.backends[0], "key-file", o->key_file);
-		if (rc < 0)
-			goto out;
-	}
-	cfg.n_backends = n;
+	a.backends = o->backends;
+	a.n_backends = n;
+	a.key_file = o->key_file;
 	if (o->login) {
-		rc = attach_login(cfg.backends, n, o->login);
-		if (rc < 0)
-			goto out;
+		a.login_backend = o->login->backend;
+		a.login_kind = o->login->kind;
+		a.login_path = o->login->path;
+		a.login_token_url = o->login->token_url;
 	}
-	cfg.allow_hosts = o->allow_hosts;
-	cfg.n_allow_hosts = o->n_allow_hosts;
+	a.allow_hosts = o->allow_hosts;
+	a.n_allow_hosts = o->n_allow_hosts;
 	if (o->tcp) {
 		/* The box shares the host's network: listeners on its loopback (the launcher's
 		 * given for its backend, the proxy makes the others). */
-		cfg.tcp = true;
-		cfg.tcp_fds = tcp_fds = malloc((n + 1) * sizeof(*tcp_fds));
-		cfg.tcp_tls_fds = tls_fds = malloc((n + 1) * sizeof(*tls_fds));
-		if (!tcp_fds || !tls_fds) {
-			rc = util_err(-ENOMEM, "out of memory");
+		a.tcp = true;
+		rc = tcp_listeners(o, &tcp_fds, &tls_fds);
+		a.tcp_fds = tcp_fds;
+		a.tcp_tls_fds = tls_fds;
+		if (rc < 0)
 			goto out;
-		}
-		for (size_t i = 0; i < n; i++) {
-			bool given = o->tcp_backend &&
-				     !strcmp(proxy_backend_name(cfg.backends[i]), o->tcp_backend);
-
-			tcp_fds[i] = given ? o->tcp_fd : -1;
-			tls_fds[i] = given ? o->tcp_tls_fd : -1;
-		}
 	}
-	if (o->listen) {
+	if (o->listen && p && ws) {
 		dir = util_path_join(ws->run, "proxy");
 		sock = dir ? util_path_join(dir, "proxy.sock") : NULL;
 		esock = dir ? util_path_join(dir, "egress.sock") : NULL;
 		tsock = dir ? util_path_join(dir, "tls.sock") : NULL;
-		rc = sock && esock && tsock ? util_mkdir_p(dir, 0700)
-					    : util_err(-ENOMEM, "out of memory");
-		rc = rc ?: net_audit_open(&a, p, ws);
+		db = util_path_join(core_project_state_dir(p), "state.db");
+		rc = sock && esock && tsock && db ? util_mkdir_p(dir, 0700)
+						  : util_err(-ENOMEM, "out of memory");
 		if (rc < 0)
 			goto out;
-		cfg.socket_path = n && !o->tcp ? sock : NULL;
-		cfg.egress_socket_path = o->n_allow_hosts ? esock : NULL;
-		cfg.tls_socket_path = tsock;
-		cfg.observer = net_observe;
-		cfg.observer_ctx = a;
+		a.serve = true;
+		a.socket_path = n && !o->tcp ? sock : NULL;
+		a.egress_socket_path = o->n_allow_hosts ? esock : NULL;
+		a.tls_socket_path = tsock;
+		a.audit_db = db;
+		a.ws_id = ws->id;
+		a.ws_name = ws->name;
 	}
-	rc = proxy_new(out, &cfg);
-	if (rc == 0) {
-		cfg.backends = NULL; /* the proxy owns them now */
-		*audit = a;
-		a = NULL;
-	}
+	exe = proxy_exe();
+	if (!exe)
+		rc = util_err(-ENOMEM, "out of memory");
+	else if (o->spawn_only)
+		rc = proxy_proc_spawn(out, exe, &a);
+	else
+		rc = proxy_proc_start(out, exe, &a);
 out:
-	lib_proxy_stop(NULL, a);
+	free(exe);
 	free(tcp_fds);
 	free(tls_fds);
+	free(db);
 	free(tsock);
 	free(esock);
-	if (cfg.backends) {
-		for (size_t i = 0; i < made; i++)
-			proxy_backend_free(cfg.backends[i]);
-		free(cfg.backends);
-	}
 	free(sock);
 	free(dir);
 	return rc;
@@ -242,30 +213,28 @@ char *lib_proxy_ca_file(const char *home)
  * --net: each backend's placeholder (the session's token) in a file of the box's home, the
  * box told where by NAME_API_KEY_FILE; nothing to mount, no relay.
  */
-static int box_setup_tcp(struct proxy *px, struct jail_box *b, const struct core_ws *ws, bool dry,
-			 char **key_dir)
+static int box_setup_tcp(const struct proxy_ready *r, struct jail_box *b, const struct core_ws *ws,
+			 bool dry, char **key_dir)
 {
-	const struct proxy_backend *pb;
 	int rc = 0;
 
 	*key_dir = util_path_join(jail_box_home(b), BOX_KEY_SUB);
 	if (!*key_dir)
 		return util_err(-ENOMEM, "out of memory");
-	for (size_t i = 0; rc == 0 && !dry && (pb = proxy_backend_at(px, i)); i++) {
-		const char *name = proxy_backend_name(pb);
+	for (size_t i = 0; rc == 0 && !dry && i < r->n_backends; i++) {
+		const struct proxy_ready_backend *rb = &r->backends[i];
 		char *file;
 
-		if (proxy_backend_login(pb))
+		if (rb->login_path)
 			continue; /* its placeholders are in the box's login file */
-		file = util_asprintf("%s.key", name);
+		file = util_asprintf("%s.key", rb->name);
 
-		rc = file ? lib_home_write(ws->home, BOX_KEY_SUB, file, proxy_placeholder(px, name))
+		rc = file ? lib_home_write(ws->home, BOX_KEY_SUB, file, rb->placeholder)
 			  : util_err(-ENOMEM, "out of memory");
 		free(file);
 	}
 	return rc;
 }
-
 /* One relay hook: ports (n > 0) of the box's loopback to socket NAME in the socket folder. */
 static int add_relay(struct jail_box *b, const uint16_t *ports, size_t n, const char *name)
 {
@@ -280,12 +249,13 @@ static int add_relay(struct jail_box *b, const uint16_t *ports, size_t n, const 
 }
 
 /* Without --net: the socket directory (read-only) and box-init's relays to it. */
-static int box_setup_relay(struct proxy *px, struct jail_box *b, const struct core_ws *ws)
+static int box_setup_relay(const struct proxy_ready *r, struct jail_box *b,
+			   const struct core_ws *ws)
 {
 	char *dir = util_path_join(ws->run, "proxy"), *what = NULL;
-	size_t n = 0, n_tls = 0, n_allow = 0;
-	const uint16_t *ports = proxy_ports(px, &n);
-	const char *const *allowed = proxy_allowed_hosts(px, &n_allow);
+	size_t n = r->n_backends, n_tls = 0, n_allow = r->n_allow_hosts;
+	const uint16_t *ports = r->ports;
+	char *const *allowed = r->allow_hosts;
 	uint16_t *tls = calloc(n + 1, sizeof(*tls));
 	const uint16_t egress = PROXY_EGRESS_PORT;
 	int rc = dir && tls ? 0 : util_err(-ENOMEM, "out of memory");
@@ -307,7 +277,7 @@ static int box_setup_relay(struct proxy *px, struct jail_box *b, const struct co
 		rc = add_relay(b, ports, n, "proxy.sock");
 	/* The backends' TLS ports, to the TLS socket. */
 	for (size_t i = 0; rc == 0 && i < n; i++)
-		if ((tls[n_tls] = proxy_backend_tls_port(proxy_backend_at(px, i))))
+		if ((tls[n_tls] = r->backends[i].tls_port))
 			n_tls++;
 	if (rc == 0 && n_tls)
 		rc = add_relay(b, tls, n_tls, "tls.sock");
@@ -320,25 +290,26 @@ static int box_setup_relay(struct proxy *px, struct jail_box *b, const struct co
 	return rc;
 }
 
-int lib_proxy_box_setup(struct proxy *px, struct jail_box *b, const struct core_ws *ws,
+int lib_proxy_box_setup(struct proxy_proc *px, struct jail_box *b, const struct core_ws *ws,
 			unsigned flags)
 {
+	const struct proxy_ready *r = proxy_proc_ready(px);
 	char **env = NULL, *key_dir = NULL;
-	int rc = flags & LIB_PROXY_TCP ? box_setup_tcp(px, b, ws, flags & LIB_PROXY_DRY, &key_dir)
-				       : box_setup_relay(px, b, ws);
-	char *ca = proxy_tls_ca(px) ? lib_proxy_ca_file(jail_box_home(b)) : NULL;
+	int rc = flags & LIB_PROXY_TCP ? box_setup_tcp(r, b, ws, flags & LIB_PROXY_DRY, &key_dir)
+				       : box_setup_relay(r, b, ws);
+	char *ca = r->tls_ca ? lib_proxy_ca_file(jail_box_home(b)) : NULL;
 
 	/* TLS toward the box: the CA certificate (public) for the client to trust. */
-	if (rc == 0 && proxy_tls_ca(px) && !ca)
+	if (rc == 0 && r->tls_ca && !ca)
 		rc = util_err(-ENOMEM, "out of memory");
 	if (rc == 0 && ca && !(flags & LIB_PROXY_DRY))
-		rc = lib_home_write(ws->home, BOX_KEY_SUB, "ca.pem", proxy_tls_ca(px));
+		rc = lib_home_write(ws->home, BOX_KEY_SUB, "ca.pem", r->tls_ca);
 	if (rc == 0 && ca)
 		rc = lib_box_env(b, "ARBORINTH_PROXY_CA_FILE", ca);
 	free(ca);
 
 	if (rc == 0)
-		rc = proxy_box_env(px, key_dir, &env);
+		rc = proxy_ready_box_env(r, key_dir, &env);
 	for (char **e = env; e && *e; e++) {
 		if (rc == 0)
 			rc = jail_box_add_env(b, *e);

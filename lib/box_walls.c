@@ -27,17 +27,17 @@ static int hide(struct jail_box *b, const char *path, const char *why)
 	return rc;
 }
 
-int lib_box_hide_credentials(struct jail_box *b, struct proxy *px, const char *key_file)
+int lib_box_hide_credentials(struct jail_box *b, struct proxy_proc *px, const char *key_file)
 {
-	const struct proxy_backend *be;
+	const struct proxy_ready *r = proxy_proc_ready(px);
 	int rc = hide(b, key_file, "the key file given to --api-key-file");
 
-	for (size_t i = 0; px && rc == 0 && (be = proxy_backend_at(px, i)); i++) {
-		const struct proxy_login *l = proxy_backend_login(be);
+	for (size_t i = 0; r && rc == 0 && i < r->n_backends; i++) {
+		const struct proxy_ready_backend *be = &r->backends[i];
 
-		rc = hide(b, proxy_backend_key_source(be), "a backend's key file (the proxy's)");
-		if (rc == 0 && l)
-			rc = hide(b, proxy_login_path(l), "a login the proxy holds");
+		rc = hide(b, be->key_source, "a backend's key file (the proxy's)");
+		if (rc == 0 && be->login_path)
+			rc = hide(b, be->login_path, "a login the proxy holds");
 	}
 	return rc;
 }

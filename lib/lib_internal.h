@@ -20,7 +20,7 @@ struct core_ws;
 struct jail_box;
 struct jail_limits;
 struct jail_run_stats;
-struct proxy;
+struct proxy_proc;
 
 /*
  * The folder of arborinth_fs and arborinth_box_init for this process (lib/helpers.c), or
@@ -122,7 +122,6 @@ void lib_session_export(struct core_project *p, const struct core_ws *ws);
  * URL/placeholder/HTTP(S)_PROXY variables on the box; with LIB_PROXY_TCP (network shared) no
  * socket and no relay, the placeholders in key files of the box's home (NAME_API_KEY_FILE).
  */
-struct lib_net_audit;
 /* A launcher's login: the backend it replaces the key of (see proxy_login_open). */
 struct lib_proxy_login {
 	const char *backend;
@@ -143,15 +142,22 @@ struct lib_proxy_opts {
 	bool tcp;
 	int tcp_fd, tcp_tls_fd;
 	const char *tcp_backend;
+	/* Start the proxy and return: lib_proxy_wait() reads its answer (or failure) later. */
+	bool spawn_only;
 };
 /* Whether the upstream of backend spec can be reached (proxy_backend_reach). */
 int lib_proxy_reach(const char *spec) ARB_MUST_CHECK;
-int lib_proxy_start(struct proxy **out, struct lib_net_audit **audit, struct core_project *p,
-		    const struct core_ws *ws, const struct lib_proxy_opts *o) ARB_MUST_CHECK;
-void lib_proxy_set_session(struct lib_net_audit *a, const struct audit_session *s);
-void lib_proxy_stop(struct proxy *px, struct lib_net_audit *a);
+int lib_proxy_start(struct proxy_proc **out, struct core_project *p, const struct core_ws *ws,
+		    const struct lib_proxy_opts *o) ARB_MUST_CHECK;
+void lib_proxy_set_session(struct proxy_proc *px, const struct audit_session *s);
+void lib_proxy_stop(struct proxy_proc *px);
+/* The started proxy's answer: 0, or why it could not start (NULL px: 0). */
+int lib_proxy_wait(struct proxy_proc *px) ARB_MUST_CHECK;
+/* The running proxy's placeholder for backend name (NULL: none), and its in-box ports. */
+const char *lib_proxy_placeholder(const struct proxy_proc *px, const char *name);
+const uint16_t *lib_proxy_ports(const struct proxy_proc *px, size_t *n);
 enum { LIB_PROXY_TCP = 1, LIB_PROXY_DRY = 2 /* explain: write nothing */ };
-int lib_proxy_box_setup(struct proxy *px, struct jail_box *b, const struct core_ws *ws,
+int lib_proxy_box_setup(struct proxy_proc *px, struct jail_box *b, const struct core_ws *ws,
 			unsigned flags) ARB_MUST_CHECK;
 /* Where the box finds backend's key file with the network shared: HOME/.arborinth/proxy/NAME.key */
 char *lib_proxy_key_file(const char *home, const char *backend);
@@ -166,7 +172,7 @@ char *lib_proxy_ca_file(const char *home);
  * lib/box_walls.c: hides from the box every credential file the box's proxy reads (key files,
  * key-json files, logins) and the --api-key-file given (jail_box_hide). px may be NULL.
  */
-int lib_box_hide_credentials(struct jail_box *b, struct proxy *px,
+int lib_box_hide_credentials(struct jail_box *b, struct proxy_proc *px,
 			     const char *key_file) ARB_MUST_CHECK;
 int lib_binds_apply(struct jail_box *b, const char *const *grants, size_t n_grants,
 		    const char *const *files, size_t n_files) ARB_MUST_CHECK;
@@ -180,7 +186,7 @@ int lib_binds_apply(struct jail_box *b, const char *const *grants, size_t n_gran
  * network shared, its listeners for tcp_backend (or -1).
  */
 struct lib_box_extra {
-	int (*apply)(void *ctx, struct jail_box *b, struct proxy *px);
+	int (*apply)(void *ctx, struct jail_box *b, struct proxy_proc *px);
 	void *ctx;
 	const struct lib_proxy_login *login;
 	int tcp_fd, tcp_tls_fd;

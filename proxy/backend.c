@@ -2,7 +2,6 @@
 #include "proxy/proxy_internal.h"
 
 #include <ctype.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +49,8 @@ void proxy_backend_free(struct proxy_backend *b)
 {
 	if (!b)
 		return;
-	proxy_login_free(b->login);
+	if (b->login)
+		b->login_free(b->login);
 	for (size_t i = 0; i < b->n_rules; i++)
 		free(b->rules[i].path);
 	proxy_secret_free(&b->credential);
@@ -153,45 +153,18 @@ static int rule_add(struct proxy_backend *b, const char *spec, char sep)
 	return 0;
 }
 
-/* http(s)://host[:port][/path]; no userinfo, query or fragment. Stored without a trailing '/'. */
+/* http(s)://host[:port][/path], checked by proxy_url_check. Stored without a trailing '/'. */
 static int set_url(struct proxy_backend *b, const char *url)
 {
-	CURLU *u = curl_url();
-	char *scheme = NULL, *host = NULL, *x = NULL;
-	int rc = -EINVAL;
+	int rc = proxy_url_check(b->name, url);
 	size_t n;
 
-	if (!u)
-		return util_err(-ENOMEM, "out of memory");
-	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !*host) {
-		rc = util_err(-EINVAL, "backend %s: '%s' is not a URL", b->name, url);
-		goto out;
-	}
-	if (strcmp(scheme, "http") && strcmp(scheme, "https")) {
-		rc = util_err(-EINVAL, "backend %s: URL scheme must be http or https", b->name);
-		goto out;
-	}
-	if (curl_url_get(u, CURLUPART_USER, &x, 0) == CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_QUERY, &x, 0) == CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_FRAGMENT, &x, 0) == CURLUE_OK || strchr(url, ',')) {
-		rc = util_err(-EINVAL,
-			      "backend %s: URL must not have credentials, query or fragment",
-			      b->name);
-		goto out;
-	}
-	rc = set_str(&b->url, url);
+	rc = rc ?: set_str(&b->url, url);
 	if (rc == 0) {
 		n = strlen(b->url);
 		while (n > 0 && b->url[n - 1] == '/')
 			b->url[--n] = '\0';
 	}
-out:
-	curl_free(x);
-	curl_free(scheme);
-	curl_free(host);
-	curl_url_cleanup(u);
 	return rc;
 }
 
@@ -428,10 +401,13 @@ uint16_t proxy_backend_tls_port(const struct proxy_backend *b)
 	return b->tls_port;
 }
 
-void proxy_backend_set_login(struct proxy_backend *b, struct proxy_login *l)
+void proxy_secret_free(char **s)
 {
-	proxy_login_free(b->login);
-	b->login = l;
+	if (*s) {
+		explicit_bzero(*s, strlen(*s));
+		free(*s);
+		*s = NULL;
+	}
 }
 
 struct proxy_login *proxy_backend_login(const struct proxy_backend *b)

@@ -136,15 +136,6 @@ int proxy_backend_load_credential(struct proxy_backend *b)
 	return 0;
 }
 
-void proxy_secret_free(char **s)
-{
-	if (*s) {
-		explicit_bzero(*s, strlen(*s));
-		free(*s);
-		*s = NULL;
-	}
-}
-
 int proxy_placeholder_make(char *out, size_t size, const char *name)
 {
 	unsigned char rnd[16];

@@ -389,3 +389,11 @@ const char *proxy_login_account_header(const struct proxy_login *l)
 {
 	return l ? l->kind->account_hdr : NULL;
 }
+
+void proxy_backend_set_login(struct proxy_backend *b, struct proxy_login *l)
+{
+	if (b->login)
+		b->login_free(b->login);
+	b->login = l;
+	b->login_free = proxy_login_free;
+}

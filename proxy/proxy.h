@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "util/util.h"
 
@@ -273,5 +274,102 @@ char *proxy_relay_arg_format(const uint16_t *ports, size_t n, const char *socket
  */
 int proxy_relay_hook_start(const char *arg, void **state) ARB_MUST_CHECK;
 void proxy_relay_hook_stop(void *state);
+
+/* ---- the proxy as its own program (arborinth_proxy) ----------------------------------- */
+
+/*
+ * arborinth_proxy holds every credential: the launcher (arborinth, libarborinth) starts it
+ * per box with proxy_proc_start, never reads a key or a login itself and never loads libcurl
+ * or a TLS library. Its command line is made and read by one pair of functions
+ * (proxy_args_format / proxy_args_parse, proxy/args.c), its answer on the ready pipe by
+ * another (proxy_ready_format / proxy_ready_parse, proxy/ready.c).
+ */
+#define PROXY_PROGRAM "arborinth_proxy"
+
+/* The program's configuration: what its command line says. Strings and arrays borrowed. */
+struct proxy_args {
+	const char *const *backends; /* backend specifications (proxy_backend_parse) */
+	size_t n_backends;
+	const char *key_file; /* key-file= of the only backend, or NULL */
+	/* A launcher's login on backend login_backend (proxy_login_open), or NULL. */
+	const char *login_backend, *login_path, *login_token_url;
+	int login_kind; /* enum proxy_login_kind */
+	const char *const *allow_hosts;
+	size_t n_allow_hosts;
+	/* Listeners (proxy_config); with none of them and !tcp, or !serve: no listener. */
+	const char *socket_path, *egress_socket_path, *tls_socket_path;
+	bool tcp;
+	const int *tcp_fds, *tcp_tls_fds; /* per backend, inherited; -1: the proxy's own */
+	bool serve;			  /* false: check the credentials, answer, exit */
+	/* The audit log the program writes its "net" rows to (state.db), or NULL. */
+	const char *audit_db, *ws_id, *ws_name;
+	int ready_fd;	/* the answer (proxy_ready_format), then closed */
+	int control_fd; /* "session N" lines; end of file: stop */
+};
+
+/*
+ * The program's argv (argv[0] = exe, NULL-terminated) for a; caller frees each and the array.
+ * proxy_args_parse is the other half: *a's strings point into argv, its arrays are
+ * allocated (proxy_args_release). -EINVAL with a message naming the bad argument.
+ */
+int proxy_args_format(const struct proxy_args *a, const char *exe, char ***argv) ARB_MUST_CHECK;
+int proxy_args_parse(struct proxy_args *a, int argc, char **argv) ARB_MUST_CHECK;
+void proxy_args_release(struct proxy_args *a);
+
+/* What a started proxy tells its launcher: everything the box needs, no credential. */
+struct proxy_ready_backend {
+	char *name, *placeholder, *env_prefix, *base_path;
+	char *key_source; /* the host key file (hidden from the box), or NULL */
+	char *login_path; /* the login's host file (symlinks resolved), or NULL */
+	char *login_box;  /* the box's login file (proxy_login_box_file), or NULL */
+	uint16_t port, tls_port;
+};
+struct proxy_ready {
+	struct proxy_ready_backend *backends;
+	size_t n_backends;
+	uint16_t *ports; /* the backends' ports, in order */
+	char **allow_hosts;
+	size_t n_allow_hosts;
+	char *tls_ca; /* PEM, or NULL */
+};
+
+/* One line of JSON for r (caller frees; NULL: ENOMEM), or for a failure: rc and the message. */
+char *proxy_ready_format(const struct proxy_ready *r);
+char *proxy_ready_format_error(int rc, const char *msg);
+/* Reads either: a failure comes back as its rc, with its message (util_err). */
+int proxy_ready_parse(struct proxy_ready **out, const char *text) ARB_MUST_CHECK;
+void proxy_ready_free(struct proxy_ready *r);
+/* p's answer (the proxy's side). */
+int proxy_ready_of(struct proxy_ready **out, const struct proxy *p) ARB_MUST_CHECK;
+/* As proxy_box_env, proxy_placeholder and proxy_backend_* for the proxy that answered r. */
+int proxy_ready_box_env(const struct proxy_ready *r, const char *key_dir,
+			char ***out) ARB_MUST_CHECK;
+const struct proxy_ready_backend *proxy_ready_backend(const struct proxy_ready *r,
+						      const char *name);
+
+/* A running arborinth_proxy, the launcher's handle. */
+struct proxy_proc;
+
+/*
+ * Starts exe (arborinth_proxy) with a (its ready_fd and control_fd are filled in), waits for
+ * its answer and returns it in *out. The program dies with this process (PR_SET_PDEATHSIG,
+ * and the end of its control pipe) and ignores the terminal's signals. Its failure is this
+ * call's: its rc with its one-line message.
+ */
+int proxy_proc_start(struct proxy_proc **out, const char *exe,
+		     const struct proxy_args *a) ARB_MUST_CHECK;
+/*
+ * The same in two steps, so the launcher can work while the proxy starts: spawn starts it,
+ * wait reads its answer (again: the same result). proxy_proc_ready is NULL until then.
+ */
+int proxy_proc_spawn(struct proxy_proc **out, const char *exe,
+		     const struct proxy_args *a) ARB_MUST_CHECK;
+int proxy_proc_wait(struct proxy_proc *pp) ARB_MUST_CHECK;
+const struct proxy_ready *proxy_proc_ready(const struct proxy_proc *pp);
+pid_t proxy_proc_pid(const struct proxy_proc *pp);
+/* The session the program's audit rows belong to from now on. */
+int proxy_proc_session(struct proxy_proc *pp, int64_t session) ARB_MUST_CHECK;
+/* Closes the control pipe (the program finishes its requests and rows) and waits. */
+void proxy_proc_stop(struct proxy_proc *pp);
 
 #endif

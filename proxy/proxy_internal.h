@@ -48,7 +48,8 @@ struct proxy_backend {
 	struct proxy_rule rules[PROXY_RULES_MAX];
 	size_t n_rules;
 	bool builtin;
-	struct proxy_login *login; /* a login instead of a key, or NULL */
+	struct proxy_login *login;		   /* a login instead of a key, or NULL */
+	void (*login_free)(struct proxy_login *l); /* set with login (proxy/login.c) */
 	/* Filled by proxy_new(). */
 	char *credential; /* the real key; host memory only (NULL with a login) */
 	char placeholder[PROXY_PLACEHOLDER_LEN + 1];
@@ -272,5 +273,15 @@ void proxy_upstream_conn_done(struct proxy_conn *c);
  * -1 or a directory fd the caller closes after bind/connect. */
 int proxy_sockaddr(const char *path, struct sockaddr_un *sa, socklen_t *len,
 		   int *dirfd) ARB_MUST_CHECK;
+
+/* A TCP port, 1..65535, in decimal digits only; -EINVAL (no message). */
+int proxy_port_parse(const char *s, uint16_t *out);
+
+/*
+ * An upstream URL: http(s)://host[:port][/path], no userinfo, query or fragment; -EINVAL
+ * with a message naming backend `name`. proxy/url.c (libcurl's parser) in the proxy,
+ * proxy/url_lite.c in the launcher.
+ */
+int proxy_url_check(const char *name, const char *url);
 
 #endif

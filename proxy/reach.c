@@ -7,11 +7,11 @@
  */
 #include "proxy/proxy_internal.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,27 +68,61 @@ static int try_connect(const struct addrinfo *ai, int ms)
 	return err;
 }
 
+/*
+ * The host and port of url (http or https, no user part: proxy_url_check said so), without
+ * libcurl: the launcher has none. host without an IPv6 literal's brackets. 0 or -EINVAL.
+ */
+static int url_host_port(const char *url, char *host, size_t hn, char *port, size_t pn)
+{
+	bool tls = !strncmp(url, "https://", 8);
+	const char *a = tls ? url + 8 : !strncmp(url, "http://", 7) ? url + 7 : NULL;
+	size_t len = a ? strcspn(a, "/") : 0, h;
+	const char *colon;
+
+	if (!a || len == 0)
+		return -EINVAL;
+	if (a[0] == '[') {
+		const char *end = memchr(a, ']', len);
+
+		if (!end)
+			return -EINVAL;
+		h = (size_t)(end - a - 1);
+		colon = end + 1 < a + len && end[1] == ':' ? end + 1 : NULL;
+		if (!colon && end + 1 != a + len)
+			return -EINVAL;
+		a++;
+	} else {
+		colon = memchr(a, ':', len);
+		h = colon ? (size_t)(colon - a) : len;
+	}
+	if (h == 0 || h >= hn)
+		return -EINVAL;
+	memcpy(host, a, h);
+	host[h] = '\0';
+	if (colon) {
+		size_t p = strcspn(colon + 1, "/");
+
+		if (p == 0 || p >= pn || strspn(colon + 1, "0123456789") != p)
+			return -EINVAL;
+		memcpy(port, colon + 1, p);
+		port[p] = '\0';
+	} else {
+		snprintf(port, pn, "%s", tls ? "443" : "80");
+	}
+	return 0;
+}
+
 int proxy_backend_reach(const struct proxy_backend *b)
 {
-	CURLU *u = curl_url();
-	char *host = NULL, *port = NULL;
+	char host[256], port[8];
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
 	int rc = 0, gai;
 
 	if (through_proxy())
 		goto out;
-	if (!u || curl_url_set(u, CURLUPART_URL, b->url, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
+	if (url_host_port(b->url, host, sizeof(host), port, sizeof(port)) < 0) {
 		rc = util_err(-EINVAL, "backend %s: '%s' is not a URL", b->name, b->url);
 		goto out;
-	}
-	/* "[::1]" as curl gives it, without the brackets. */
-	if (host[0] == '[' && strlen(host) > 2 && host[strlen(host) - 1] == ']') {
-		size_t n = strlen(host);
-
-		memmove(host, host + 1, n - 2);
-		host[n - 2] = '\0';
 	}
 	gai = getaddrinfo(host, port, &hints, &res);
 	if (gai != 0) {
@@ -109,8 +143,5 @@ int proxy_backend_reach(const struct proxy_backend *b)
 out:
 	if (res)
 		freeaddrinfo(res);
-	curl_free(host);
-	curl_free(port);
-	curl_url_cleanup(u);
 	return rc;
 }

@@ -428,62 +428,6 @@ void proxy_free(struct proxy *p)
 	free(p);
 }
 
-int proxy_box_env(const struct proxy *p, const char *key_dir, char ***out)
-{
-	static const char *const proxy_vars[] = {"HTTPS_PROXY", "HTTP_PROXY", "https_proxy",
-						 "http_proxy"};
-	char **env = calloc(3 * p->n_backends + 7, sizeof(*env));
-	size_t k = 0;
-
-	if (!env)
-		return util_err(-ENOMEM, "out of memory");
-	for (size_t i = 0; p->n_allow && i < ARB_ARRAY_LEN(proxy_vars); i++)
-		env[k++] =
-		    util_asprintf("%s=http://127.0.0.1:%u", proxy_vars[i], PROXY_EGRESS_PORT);
-	if (p->n_allow) {
-		env[k++] = strdup("NO_PROXY=127.0.0.1");
-		env[k++] = strdup("no_proxy=127.0.0.1");
-	}
-	for (size_t i = 0; i < k; i++)
-		if (!env[i]) {
-			for (size_t j = 0; j < k; j++)
-				free(env[j]);
-			free(env);
-			return util_err(-ENOMEM, "out of memory");
-		}
-	for (size_t i = 0; i < p->n_backends; i++) {
-		const struct proxy_backend *b = p->backends[i];
-		bool failed;
-
-		env[k++] = util_asprintf("%s_BASE_URL=http://127.0.0.1:%u%s", b->env_prefix,
-					 b->port, b->base_path ? b->base_path : "");
-		failed = !env[k - 1];
-		if (b->tls_port) {
-			env[k++] =
-			    util_asprintf("%s_TLS_BASE_URL=https://127.0.0.1:%u%s", b->env_prefix,
-					  b->tls_port, b->base_path ? b->base_path : "");
-			failed = failed || !env[k - 1];
-		}
-		/* A login's placeholders live in the box's login file: a key variable would make
-		 * the client prefer an API key. */
-		if (!b->login) {
-			env[k++] =
-			    key_dir ? util_asprintf("%s_API_KEY_FILE=%s/%s.key", b->env_prefix,
-						    key_dir, b->name)
-				    : util_asprintf("%s_API_KEY=%s", b->env_prefix, b->placeholder);
-			failed = failed || !env[k - 1];
-		}
-		if (failed) {
-			for (size_t j = 0; j < k; j++)
-				free(env[j]);
-			free(env);
-			return util_err(-ENOMEM, "out of memory");
-		}
-	}
-	*out = env;
-	return 0;
-}
-
 const char *proxy_placeholder(const struct proxy *p, const char *name)
 {
 	for (size_t i = 0; i < p->n_backends; i++)

@@ -35,7 +35,7 @@ declare -A cli_below=(
 	[cli/cmd_box_init.c]="box-init's main (jail)"
 	[cli/cmd_internal.c]="the view daemon's main (fs)"
 	[cli/main.c]="lib_helpers_from_program"
-	[cli/proxy_lazy.c]="forwarders to libarb_proxy.so, opened on first use (proxy)"
+	[cli/cmd_proxy_main.c]="the credential proxy's main (proxy, audit)"
 )
 bad=0
 complain() {

@@ -310,7 +310,7 @@ def as_user():
     os.chmod(top, 0o755)
     try:
         build = os.path.dirname(ARB)
-        for name in ("arborinth", "libarb_proxy.so", "arborinth_box_init", "arborinth_fs"):
+        for name in ("arborinth", "arborinth_proxy", "arborinth_box_init", "arborinth_fs"):
             if os.path.exists(os.path.join(build, name)):
                 shutil.copy2(os.path.join(build, name), top)
         here = os.path.dirname(os.path.abspath(__file__))

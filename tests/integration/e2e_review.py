@@ -407,7 +407,7 @@ def as_user():
         here = os.path.dirname(os.path.abspath(__file__))
         # The program and what sits beside it (helpers, the proxy library), where the user
         # reaches them.
-        for f in ("arborinth", "arborinth_fs", "arborinth_box_init", "libarb_proxy.so"):
+        for f in ("arborinth", "arborinth_fs", "arborinth_box_init", "arborinth_proxy"):
             if os.path.exists(os.path.join(os.path.dirname(ARB), f)):
                 shutil.copy(os.path.join(os.path.dirname(ARB), f), d)
         for f in ("e2e_review.py", "cdp.py", "fslib.py"):

@@ -164,7 +164,7 @@ opt-public
 		chmod 0755 "$T"
 		U=$T/user
 		mkdir -p "$U/bin" "$U/src/tests/integration"
-		for f in arborinth arborinth_box_init arborinth_fs libarb_proxy.so; do
+		for f in arborinth arborinth_box_init arborinth_fs arborinth_proxy; do
 			[ -e "$(dirname "$(readlink -f "$ARB")")/$f" ] && cp "$(dirname "$(readlink -f "$ARB")")/$f" "$U/bin/"
 		done
 		cp "$ARB_SRC/tests/integration/lib.sh" "$ARB_SRC/tests/integration/jail_walls.sh" "$U/src/tests/integration/"

@@ -41,7 +41,7 @@ echo "ok: bash completion (commands, workspace names)"
 python3 -c 'import arborinth; p = arborinth.Project("."); print([w.name for w in p.workspaces])' >py.out
 grep -q "first" py.out || { cat py.out; echo "FAIL: python3-arborinth"; exit 1; }
 echo "ok: python3-arborinth lists $(cat py.out)"
-# The credential proxy: libarb_proxy.so, opened from beside the real command.
+# The credential proxy: arborinth_proxy, started from beside the real command.
 base=$(ANTHROPIC_API_KEY=sk-test arborinth shell first --backend anthropic=http://127.0.0.1:9 -- \
 	sh -c 'echo "$ANTHROPIC_BASE_URL"' 2>&1) || true
 [ "$base" = http://127.0.0.1:8713 ] || { echo "FAIL: a box with --backend: $base"; exit 1; }

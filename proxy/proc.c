@@ -1,0 +1,254 @@
+/*
+ * proxy/proc.c: the launcher's side of arborinth_proxy. Starts the program with its command
+ * line (proxy_args_format), a ready pipe and a control pipe, and reads its answer
+ * (proxy_ready_parse). The program dies with its launcher: PR_SET_PDEATHSIG (set before
+ * exec, then the parent checked, so a launcher killed in between is noticed too) and the end
+ * of the control pipe, whose only writer is the launcher (close-on-exec: no box holds it).
+ * It runs in its own session, so the terminal's ^C reaches the box, not the proxy; the
+ * launcher stops it by closing the control pipe once the box is done.
+ */
+#include "proxy/proxy.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct proxy_proc {
+	pid_t pid;
+	int control;  /* write end of the control pipe */
+	int ready_fd; /* read end of the ready pipe until the answer is in */
+	int rc;	      /* the answer's: 0, or the failure (its message in msg) */
+	char *msg;
+	struct proxy_ready *ready;
+};
+
+/* In the child: only the pipes and the listeners given are inherited, then exec. */
+static void child(char **argv, pid_t parent, const int *keep, size_t n_keep)
+{
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	sigset_t none;
+
+	/* The launcher's blocked signals are not the proxy's (a mask survives exec). */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	setsid();
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		_exit(127);
+	if (fd >= 0)
+		dup2(fd, 0);
+	/* Nothing else of the launcher's: only the pipes and listeners it was given. */
+	for (int i = 3; i < 1024; i++) {
+		bool kept = false;
+
+		for (size_t k = 0; k < n_keep; k++)
+			kept = kept || keep[k] == i;
+		if (kept)
+			fcntl(i, F_SETFD, 0);
+		else
+			close(i);
+	}
+	execv(argv[0], argv);
+	fprintf(stderr, "arborinth: cannot start %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
+/* Everything the program writes before closing the ready pipe (its end of file). */
+static char *read_answer(int fd)
+{
+	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap);
+	ssize_t n;
+
+	if (!buf)
+		return NULL;
+	for (;;) {
+		if (len + 1 >= cap) {
+			char *nb = cap < (1u << 24) ? realloc(buf, cap *= 2) : NULL;
+
+			if (!nb) {
+				free(buf);
+				return NULL;
+			}
+			buf = nb;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	return buf;
+}
+
+/* The program's exit, when it said nothing. */
+static int died(pid_t pid)
+{
+	int status = 0;
+
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFSIGNALED(status))
+		return util_err(-EIO, "the credential proxy (%s) was killed by signal %d",
+				PROXY_PROGRAM, WTERMSIG(status));
+	return util_err(-EIO, "the credential proxy (%s) exited with status %d without an answer",
+			PROXY_PROGRAM, WEXITSTATUS(status));
+}
+
+int proxy_proc_spawn(struct proxy_proc **out, const char *exe, const struct proxy_args *a)
+{
+	struct proxy_args ca = *a;
+	struct proxy_proc *pp = calloc(1, sizeof(*pp));
+	int ready[2] = {-1, -1}, control[2] = {-1, -1}, *keep = NULL, rc;
+	size_t n_keep = 0;
+	char **argv = NULL;
+	pid_t parent = getpid();
+
+	*out = NULL;
+	if (!pp)
+		return util_err(-ENOMEM, "out of memory");
+	pp->pid = -1;
+	pp->control = -1;
+	pp->ready_fd = -1;
+	/* The control channel is a socket: a write to a proxy that died is -EPIPE, no signal. */
+	if (pipe2(ready, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, control) < 0) {
+		rc = util_err(-errno, "cannot start the credential proxy: %s", strerror(errno));
+		goto out;
+	}
+	ca.ready_fd = ready[1];
+	ca.control_fd = control[0];
+	keep = calloc(2 * a->n_backends + 2, sizeof(*keep));
+	rc = keep ? proxy_args_format(&ca, exe, &argv) : util_err(-ENOMEM, "out of memory");
+	if (rc < 0)
+		goto out;
+	keep[n_keep++] = ready[1];
+	keep[n_keep++] = control[0];
+	for (size_t i = 0; a->tcp && i < a->n_backends; i++) {
+		keep[n_keep++] = a->tcp_fds ? a->tcp_fds[i] : -1;
+		keep[n_keep++] = a->tcp_tls_fds ? a->tcp_tls_fds[i] : -1;
+	}
+	pp->pid = fork();
+	if (pp->pid < 0) {
+		rc = util_err(-errno, "cannot start the credential proxy: %s", strerror(errno));
+		goto out;
+	}
+	if (pp->pid == 0)
+		child(argv, parent, keep, n_keep);
+	close(ready[1]);
+	ready[1] = -1;
+	close(control[0]);
+	control[0] = -1;
+	pp->control = control[1];
+	control[1] = -1;
+	pp->ready_fd = ready[0];
+	ready[0] = -1;
+	pp->rc = 1; /* not read yet */
+out:
+	for (size_t i = 0; argv && argv[i]; i++)
+		free(argv[i]);
+	free(argv);
+	free(keep);
+	for (int i = 0; i < 2; i++) {
+		if (ready[i] >= 0)
+			close(ready[i]);
+		if (control[i] >= 0)
+			close(control[i]);
+	}
+	if (rc < 0) {
+		proxy_proc_stop(pp);
+		return rc;
+	}
+	*out = pp;
+	return 0;
+}
+
+int proxy_proc_wait(struct proxy_proc *pp)
+{
+	char *answer;
+
+	if (pp->rc <= 0)
+		return pp->rc < 0 ? util_err(pp->rc, "%s", pp->msg ? pp->msg : "out of memory") : 0;
+	answer = read_answer(pp->ready_fd);
+	close(pp->ready_fd);
+	pp->ready_fd = -1;
+	if (!answer)
+		pp->rc = util_err(-ENOMEM, "out of memory");
+	else if (!*answer)
+		pp->rc = died(pp->pid), pp->pid = -1;
+	else
+		pp->rc = proxy_ready_parse(&pp->ready, answer);
+	free(answer);
+	if (pp->rc < 0)
+		pp->msg = strdup(util_err_msg());
+	return pp->rc;
+}
+
+int proxy_proc_start(struct proxy_proc **out, const char *exe, const struct proxy_args *a)
+{
+	int rc = proxy_proc_spawn(out, exe, a);
+
+	if (rc == 0 && (rc = proxy_proc_wait(*out)) < 0) {
+		proxy_proc_stop(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+const struct proxy_ready *proxy_proc_ready(const struct proxy_proc *pp)
+{
+	return pp ? pp->ready : NULL;
+}
+
+pid_t proxy_proc_pid(const struct proxy_proc *pp)
+{
+	return pp ? pp->pid : -1;
+}
+
+int proxy_proc_session(struct proxy_proc *pp, int64_t session)
+{
+	char line[40];
+	int n = snprintf(line, sizeof(line), "session %lld\n", (long long)session);
+
+	for (int off = 0; off < n;) {
+		ssize_t w = send(pp->control, line + off, (size_t)(n - off), MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return util_err(-EPIPE, "the credential proxy has stopped");
+		off += (int)w;
+	}
+	return 0;
+}
+
+void proxy_proc_stop(struct proxy_proc *pp)
+{
+	int status = 0;
+
+	if (!pp)
+		return;
+	if (pp->control >= 0)
+		close(pp->control);
+	if (pp->ready_fd >= 0)
+		close(pp->ready_fd);
+	free(pp->msg);
+	while (pp->pid > 0 && waitpid(pp->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	/* A proxy that served the box and then crashed: its last requests may be unrecorded. */
+	if (pp->pid > 0 && pp->rc == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+		fprintf(stderr, "arborinth: warning: the credential proxy (%s) ended %s %d\n",
+			PROXY_PROGRAM, WIFSIGNALED(status) ? "by signal" : "with status",
+			WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+	proxy_ready_free(pp->ready);
+	free(pp);
+}

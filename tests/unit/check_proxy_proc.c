@@ -1,0 +1,232 @@
+/* tests/unit/check_proxy_proc.c: arborinth_proxy's command line and ready message, each made
+ * and read by one pair of functions (proxy/args.c, proxy/ready.c): every field survives the
+ * round trip, and bad input is an error naming it. */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy/proxy.h"
+
+static int argc_of(char **argv)
+{
+	int n = 0;
+
+	while (argv[n])
+		n++;
+	return n;
+}
+
+static void strv_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+START_TEST(args_round_trip)
+{
+	const char *backends[] = {"anthropic=http://127.0.0.1:9,key-file=/k ey", "openai"};
+	const char *hosts[] = {"example.com:8443", "[::1]"};
+	const int fds[] = {7, -1}, tls_fds[] = {-1, 9};
+	struct proxy_args a = {
+	    .backends = backends,
+	    .n_backends = 2,
+	    .key_file = NULL,
+	    .login_backend = "openai",
+	    .login_path = "/home/u/.codex/auth.json",
+	    .login_token_url = "http://127.0.0.1:1/token",
+	    .login_kind = 1,
+	    .allow_hosts = hosts,
+	    .n_allow_hosts = 2,
+	    .socket_path = "/run/p/proxy.sock",
+	    .egress_socket_path = "/run/p/egress.sock",
+	    .tls_socket_path = "/run/p/tls.sock",
+	    .tcp = true,
+	    .tcp_fds = fds,
+	    .tcp_tls_fds = tls_fds,
+	    .serve = true,
+	    .audit_db = "/r/.git/arborinth/state.db",
+	    .ws_id = "abc123",
+	    .ws_name = "w --serve",
+	    .ready_fd = 5,
+	    .control_fd = 6,
+	};
+	struct proxy_args b;
+	char **argv = NULL;
+
+	ck_assert_int_eq(proxy_args_format(&a, "/x/arborinth_proxy", &argv), 0);
+	ck_assert_str_eq(argv[0], "/x/arborinth_proxy");
+	ck_assert_int_eq(proxy_args_parse(&b, argc_of(argv), argv), 0);
+	ck_assert_uint_eq(b.n_backends, 2);
+	ck_assert_str_eq(b.backends[0], backends[0]);
+	ck_assert_str_eq(b.backends[1], backends[1]);
+	ck_assert_ptr_null(b.key_file);
+	ck_assert_str_eq(b.login_backend, "openai");
+	ck_assert_str_eq(b.login_path, a.login_path);
+	ck_assert_str_eq(b.login_token_url, a.login_token_url);
+	ck_assert_int_eq(b.login_kind, 1);
+	ck_assert_uint_eq(b.n_allow_hosts, 2);
+	ck_assert_str_eq(b.allow_hosts[1], "[::1]");
+	ck_assert_str_eq(b.socket_path, a.socket_path);
+	ck_assert_str_eq(b.egress_socket_path, a.egress_socket_path);
+	ck_assert_str_eq(b.tls_socket_path, a.tls_socket_path);
+	ck_assert(b.tcp && b.serve);
+	ck_assert_int_eq(b.tcp_fds[0], 7);
+	ck_assert_int_eq(b.tcp_fds[1], -1);
+	ck_assert_int_eq(b.tcp_tls_fds[0], -1);
+	ck_assert_int_eq(b.tcp_tls_fds[1], 9);
+	ck_assert_str_eq(b.audit_db, a.audit_db);
+	ck_assert_str_eq(b.ws_id, "abc123");
+	ck_assert_str_eq(b.ws_name, "w --serve"); /* a value, never an option */
+	ck_assert_int_eq(b.ready_fd, 5);
+	ck_assert_int_eq(b.control_fd, 6);
+	proxy_args_release(&b);
+	strv_free(argv);
+
+	/* The smallest: a key check, no listener. */
+	a = (struct proxy_args){.backends = backends,
+				.n_backends = 1,
+				.key_file = "/k",
+				.ready_fd = 3,
+				.control_fd = 4};
+	ck_assert_int_eq(proxy_args_format(&a, "p", &argv), 0);
+	ck_assert_int_eq(proxy_args_parse(&b, argc_of(argv), argv), 0);
+	ck_assert(!b.tcp && !b.serve);
+	ck_assert_str_eq(b.key_file, "/k");
+	ck_assert_ptr_null(b.socket_path);
+	ck_assert_ptr_null(b.login_backend);
+	ck_assert_ptr_null(b.tcp_fds);
+	proxy_args_release(&b);
+	strv_free(argv);
+}
+END_TEST
+
+START_TEST(args_errors)
+{
+	struct proxy_args b;
+	char *unknown[] = {"p", "--bogus", "x", "--ready-fd", "3", "--control-fd", "4", NULL};
+	char *no_value[] = {"p", "--ready-fd", "3", "--control-fd", NULL};
+	char *no_fds[] = {"p", "--backend", "anthropic", NULL};
+	char *bad_fd[] = {"p", "--ready-fd", "3x", "--control-fd", "4", NULL};
+	char *tcp_count[] = {"p", "--backend",	  "anthropic", "--tcp", "--ready-fd",
+			     "3", "--control-fd", "4",	       NULL};
+
+	ck_assert_int_eq(proxy_args_parse(&b, 7, unknown), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(util_err_msg(), "--bogus"));
+	ck_assert_int_eq(proxy_args_parse(&b, 4, no_value), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(util_err_msg(), "--control-fd needs a value"));
+	ck_assert_int_eq(proxy_args_parse(&b, 3, no_fds), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(util_err_msg(), "--ready-fd"));
+	ck_assert_int_eq(proxy_args_parse(&b, 5, bad_fd), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(util_err_msg(), "'3x'"));
+	ck_assert_int_eq(proxy_args_parse(&b, 8, tcp_count), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(util_err_msg(), "--tcp-fd"));
+}
+END_TEST
+
+START_TEST(ready_round_trip)
+{
+	struct proxy_ready_backend bs[2] = {
+	    {.name = "anthropic",
+	     .placeholder = "arb-anthropic-placeholder-00",
+	     .env_prefix = "ANTHROPIC",
+	     .key_source = "/k",
+	     .port = 8713},
+	    {.name = "openai",
+	     .placeholder = "arb-openai-placeholder-11",
+	     .env_prefix = "OPENAI",
+	     .base_path = "/v1",
+	     .login_path = "/h/auth.json",
+	     .login_box = "{\"tokens\": 1}\n",
+	     .port = 8714,
+	     .tls_port = 8715},
+	};
+	char *hosts[] = {"example.com:443"};
+	uint16_t ports[] = {8713, 8714};
+	struct proxy_ready r = {.backends = bs,
+				.n_backends = 2,
+				.ports = ports,
+				.allow_hosts = hosts,
+				.n_allow_hosts = 1,
+				.tls_ca = "-----BEGIN CERTIFICATE-----\nx\n"};
+	struct proxy_ready *q = NULL;
+	char *text = proxy_ready_format(&r), **e1 = NULL, **e2 = NULL;
+
+	ck_assert_ptr_nonnull(text);
+	ck_assert_ptr_null(strchr(text, '\n')); /* one line */
+	ck_assert_int_eq(proxy_ready_parse(&q, text), 0);
+	ck_assert_uint_eq(q->n_backends, 2);
+	ck_assert_str_eq(q->backends[0].placeholder, bs[0].placeholder);
+	ck_assert_str_eq(q->backends[0].key_source, "/k");
+	ck_assert_ptr_null(q->backends[0].login_path);
+	ck_assert_ptr_null(q->backends[0].base_path);
+	ck_assert_str_eq(q->backends[1].login_box, bs[1].login_box);
+	ck_assert_str_eq(q->backends[1].login_path, "/h/auth.json");
+	ck_assert_int_eq(q->backends[1].tls_port, 8715);
+	ck_assert_int_eq(q->ports[1], 8714);
+	ck_assert_str_eq(q->allow_hosts[0], "example.com:443");
+	ck_assert_str_eq(q->tls_ca, r.tls_ca);
+	ck_assert_ptr_eq(proxy_ready_backend(q, "openai"), &q->backends[1]);
+	ck_assert_ptr_null(proxy_ready_backend(q, "none"));
+	/* The box's environment is the same from either side. */
+	ck_assert_int_eq(proxy_ready_box_env(&r, "/home/.arborinth/proxy", &e1), 0);
+	ck_assert_int_eq(proxy_ready_box_env(q, "/home/.arborinth/proxy", &e2), 0);
+	for (size_t i = 0; e1[i] || e2[i]; i++) {
+		ck_assert_ptr_nonnull(e1[i]);
+		ck_assert_ptr_nonnull(e2[i]);
+		ck_assert_str_eq(e1[i], e2[i]);
+	}
+	ck_assert_str_eq(e1[0], "HTTPS_PROXY=http://127.0.0.1:8712");
+	strv_free(e1);
+	strv_free(e2);
+	proxy_ready_free(q);
+	free(text);
+}
+END_TEST
+
+START_TEST(ready_errors)
+{
+	struct proxy_ready *q = NULL;
+	char *text = proxy_ready_format_error(-ENOKEY, "backend anthropic: key file /k is empty");
+
+	ck_assert_int_eq(proxy_ready_parse(&q, text), -ENOKEY);
+	ck_assert_str_eq(util_err_msg(), "backend anthropic: key file /k is empty");
+	ck_assert_ptr_null(q);
+	free(text);
+	ck_assert_int_eq(proxy_ready_parse(&q, "not json"), -EPROTO);
+	ck_assert_int_eq(proxy_ready_parse(&q, "{\"backends\": 1, \"allow_hosts\": []}"), -EPROTO);
+	ck_assert_int_eq(proxy_ready_parse(&q, "{\"backends\": [{\"name\": \"a\"}], "
+					       "\"allow_hosts\": []}"),
+			 -EPROTO);
+	ck_assert_int_eq(proxy_ready_parse(&q, "{\"backends\": [{\"name\": \"a\", \"placeholder\": "
+					       "\"p\", \"env_prefix\": \"A\", \"port\": 70000, "
+					       "\"tls_port\": 0}], \"allow_hosts\": []}"),
+			 -EPROTO);
+	ck_assert_ptr_null(q);
+}
+END_TEST
+
+static Suite *proxy_proc_suite(void)
+{
+	Suite *s = suite_create("proxy_proc");
+	TCase *tc = tcase_create("messages");
+
+	tcase_add_test(tc, args_round_trip);
+	tcase_add_test(tc, args_errors);
+	tcase_add_test(tc, ready_round_trip);
+	tcase_add_test(tc, ready_errors);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(proxy_proc_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
