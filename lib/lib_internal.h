@@ -51,8 +51,8 @@ void lib_err_reset(void);
  */
 struct jail_box;
 struct core_project;
-int lib_box_submodules(struct jail_box *b, struct core_project *p,
-		       const char *base_hex) ARB_MUST_CHECK;
+int lib_box_submodules(struct jail_box *b, struct core_project *p, const char *base_hex,
+		       const char *gitdir) ARB_MUST_CHECK;
 
 struct arb_project {
 	struct core_project *core;

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 
 #include "core/core.h"
@@ -58,11 +59,24 @@ int arb_workspace_submodules(arb_submodule **out, size_t *n, arb_project *p,
 	return 0;
 }
 
-int lib_box_submodules(struct jail_box *b, struct core_project *p, const char *base_hex)
+int lib_box_submodules(struct jail_box *b, struct core_project *p, const char *base_hex,
+		       const char *gitdir)
 {
-	char **src = NULL, **dest = NULL;
+	char **src = NULL, **dest = NULL, *modules = util_path_join(gitdir, "modules");
+	struct stat st;
 	size_t n = 0;
-	int rc = core_submodule_binds(p, base_hex, &src, &dest, &n);
+	int rc = 0;
+
+	/*
+	 * Create makes gitdir/modules only for a base with submodules the origin initialised.
+	 * Without it, no lookup: libgit2 stays unloaded (`shell --explain`). The box may make
+	 * or remove the folder: the lookup itself reads only the origin's data.
+	 */
+	if (!modules)
+		return util_err(-ENOMEM, "out of memory");
+	if (lstat(modules, &st) == 0 && S_ISDIR(st.st_mode))
+		rc = core_submodule_binds(p, base_hex, &src, &dest, &n);
+	free(modules);
 
 	for (size_t i = 0; i < n && rc == 0; i++)
 		rc = jail_box_add_default_mount(b, JAIL_MOUNT_RO, src[i], dest[i],
