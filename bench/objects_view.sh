@@ -13,7 +13,10 @@
 # directory GITSRC (git.git's, say: its packs hard-linked, master checked out), the first
 # create of this binary (and ARB_BASE's) timed once with its peak memory (/usr/bin/time), the
 # store's size, against the anchor: `git clone --no-local --bare --single-branch` of the same
-# history (its pack's size and time).
+# history (its pack's size and time). On git.git (81,966 commits of master, 2 CPUs under load
+# 13-18), `SIZE=1 GITSRC=/work/.mirror/git+git/repo bash bench/objects_view.sh`: anchor clone
+# 226 s, 304 MB; first create 49 s, peak RSS 532 MB, store 304 MB (1.00x the anchor); the
+# walk it replaced (the same binary with a failing git first on PATH) 427 s, 1.35 GB, 4,936 MB.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 ARB=$(readlink -f "${1:-$top/build/cli/arborinth}")
