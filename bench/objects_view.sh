@@ -8,6 +8,15 @@
 # on a copy of the same repository (a build of main against a branch, say). hyperfine medians;
 # prints a Markdown table. FILES (50000), MKREPO (../shared/bench/mkrepo.py), REPO (a cached
 # repository to copy from; made once under /var/tmp).
+#
+# SIZE=1: instead, the store of a big, delta-heavy history: HREPO made once from the git
+# directory GITSRC (git.git's, say: its packs hard-linked, master checked out), the first
+# create of this binary (and ARB_BASE's) timed once with its peak memory (/usr/bin/time), the
+# store's size, against the anchor: `git clone --no-local --bare --single-branch` of the same
+# history (its pack's size and time). On git.git (81,966 commits of master, 2 CPUs under load
+# 13-18), `SIZE=1 GITSRC=/work/.mirror/git+git/repo bash bench/objects_view.sh`: anchor clone
+# 226 s, 304 MB; first create 49 s, peak RSS 532 MB, store 304 MB (1.00x the anchor); the
+# walk it replaced (the same binary with a failing git first on PATH) 427 s, 1.35 GB, 4,936 MB.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 ARB=$(readlink -f "${1:-$top/build/cli/arborinth}")
@@ -18,6 +27,33 @@ REPO=${REPO:-/var/tmp/arb-bench-objects-view-$FILES}
 command -v hyperfine >/dev/null || { echo "hyperfine is needed (apt-get install hyperfine)" >&2; exit 1; }
 [ -x "$ARB" ] || { echo "no arborinth at $ARB (build first: scripts/build.sh)" >&2; exit 1; }
 
+if [ "${SIZE:-}" = 1 ]; then
+	: "${GITSRC:?SIZE=1 needs GITSRC=<a git directory with a big history>}"
+	REPO=${HREPO:-/var/tmp/arb-bench-objects-view-history}
+	if [ ! -d "$REPO/.git" ]; then
+		git init -q -b master "$REPO"
+		ln "$GITSRC"/objects/pack/*.pack "$GITSRC"/objects/pack/*.idx "$REPO/.git/objects/pack/"
+		git -C "$REPO" update-ref refs/heads/master "$(git --git-dir="$GITSRC" rev-parse "${REV:-HEAD}")"
+		git -C "$REPO" checkout -qf master
+	fi
+	sdir=$(mktemp -d /var/tmp/arb-objects-view-size.XXXXXX)
+	trap 'for r in "$sdir"/*/; do (cd "$r" && "$ARB" workspace delete --force w >/dev/null 2>&1) || true; done; rm -rf "$sdir"' EXIT
+	echo "| what | time | peak RSS | size |"
+	echo "| --- | --- | --- | --- |"
+	start=$(date +%s.%N)
+	git clone -q --no-local --bare --single-branch --branch master "$REPO" "$sdir/anchor.git"
+	echo "| anchor: git clone --no-local --bare --single-branch | $(echo "$(date +%s.%N) - $start" | bc) s | | $(du -sm "$sdir/anchor.git/objects" | cut -f1) MB |"
+	for b in "this:$ARB" ${ARB_BASE:+"base:$(readlink -f "$ARB_BASE")"}; do
+		name=${b%%:*} bin=${b#*:}
+		cp -al "$REPO" "$sdir/$name"
+		start=$(date +%s.%N)
+		(cd "$sdir/$name" && /usr/bin/time -f %M -o "$sdir/$name.rss" "$bin" workspace create w >/dev/null)
+		t=$(echo "$(date +%s.%N) - $start" | bc)
+		echo "| $name: first create | $t s | $(($(cat "$sdir/$name.rss") / 1024)) MB | $(du -sm "$sdir/$name/.git/arborinth/objects-view" | cut -f1) MB |"
+		(cd "$sdir/$name" && "$bin" workspace delete --force w >/dev/null 2>&1) || true
+	done
+	exit 0
+fi
 if [ ! -d "$REPO/.git" ]; then
 	[ -r "$MKREPO" ] || { echo "no mkrepo.py at $MKREPO (set MKREPO=...)" >&2; exit 1; }
 	echo "# making $REPO ($FILES files; once)" >&2

@@ -149,6 +149,14 @@ void core_index_cache_prune(struct core_project *p, const char *base_hex);
 void core_objects_view_prune(struct core_project *p, sqlite3 *db);
 
 /*
+ * core/objects_pack.c: the objects tip reaches in the repository gitdir (but what not, or
+ * NULL, reaches) packed by the host's `git pack-objects --revs` into tmp/pack/: 0, or -errno
+ * (no message: the caller falls back to its own walk).
+ */
+int core_objects_pack(const char *gitdir, const char *tmp, const git_oid *tip,
+		      const git_oid * not ) ARB_MUST_CHECK;
+
+/*
  * core/objects_src.c: the origin's objects as stored. core_objsrc_open maps the packs of
  * objects (an objects directory) for writing into the directory fd out (borrowed); free with
  * core_objsrc_free. core_objsrc_link hard-links loose object id into out: 1, or 0 when it is

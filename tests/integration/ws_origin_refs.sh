@@ -10,10 +10,12 @@
 # off, the new git says so and does not use them). As root, then the same as an ordinary
 # user.
 #
-# The new git: $ARB_TEST_NEW_GIT (a git binary), else the build cached in
-# ${ARB_GIT_CACHE:-/var/cache/arborinth-git}/git/bin/git, else built there once from the git
-# source in $ARB_TEST_GIT_SRC (a source tree or a git directory of git.git; about 6 minutes
-# on 2 CPUs). Without any of them that part alone is skipped (exit 77 at the end).
+# The new git: $ARB_TEST_NEW_GIT (a git binary), else the build scripts/newgit.sh caches in
+# ${ARB_GIT_CACHE:-/var/cache/arborinth-git}/current (from Debian sid's source; tests/run-all.sh
+# runs it before the build), else an older hand-made build in .../git/bin/git, else built
+# there once from the git source in $ARB_TEST_GIT_SRC (a source tree or a git directory of
+# git.git). Without any of them that part alone is skipped (exit 77 at the end); under CI
+# (CI=true) that is a failure.
 . "$(dirname "$0")/lib.sh"
 [ -e /dev/fuse ] || skip "no /dev/fuse"
 command -v bwrap >/dev/null || skip "no bwrap"
@@ -26,8 +28,11 @@ new_enough() { # git >= 2.55
 	[ -n "$v" ] && { set -- $v; [ "$1" -gt 2 ] || { [ "$1" = 2 ] && [ "$2" -ge 55 ]; }; }
 }
 find_new_git() {
-	local g=${ARB_TEST_NEW_GIT:-$cache/git/bin/git} src
-	if [ -x "$g" ] && new_enough "$g"; then echo "$g"; return; fi
+	local g src
+	for g in ${ARB_TEST_NEW_GIT:-$cache/current/bin/git $cache/git/bin/git}; do
+		g=$(readlink -f "$g") || continue
+		if [ -x "$g" ] && new_enough "$g"; then echo "$g"; return; fi
+	done
 	src=${ARB_TEST_GIT_SRC:-}
 	[ -n "$src" ] && [ -z "${ARB_TEST_NEW_GIT:-}" ] && [ -w "$(dirname "$cache")" ] || return 0
 	# Built once into the cache: a source tree, or git.git's git directory.
@@ -239,8 +244,10 @@ if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null; then
 		bash "$U/ws_origin_refs.sh"
 	printf '%s\n' "$OUT" | tail -1
 fi
-if [ -z "$NEW" ] && [ "$FAILS" = 0 ]; then
+if [ -z "$NEW" ] && [ "${CI:-}" = true ]; then
+	fail "no git >= 2.55 under CI: scripts/newgit.sh (run by tests/run-all.sh) must build it into $cache"
+elif [ -z "$NEW" ] && [ "$FAILS" = 0 ]; then
 	finish >&2
-	skip "the git >= 2.55 part only: no new git (set ARB_TEST_NEW_GIT, or ARB_TEST_GIT_SRC to build one into $cache)"
+	skip "the git >= 2.55 part only: no new git (run scripts/newgit.sh, or set ARB_TEST_NEW_GIT)"
 fi
 finish
