@@ -49,6 +49,7 @@ struct proxy_backend {
 	size_t n_rules;
 	bool builtin;
 	struct proxy_login *login; /* a login instead of a key, or NULL */
+	struct proxy_reapi *reapi; /* the reapi backend (reapi_internal.h), or NULL */
 	/* Filled by proxy_new(). */
 	char *credential; /* the real key; host memory only (NULL with a login) */
 	char placeholder[PROXY_PLACEHOLDER_LEN + 1];

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Remote builds over h2c end to end: a real box (arborinth shell --backend reapi=...) whose
+grpcio client (insecure mode, no token) calls a fake REAPI server through box-init's relay and
+the host proxy's HTTP/2 bridge. The server sees the host's token; the box never holds it;
+UpdateActionResult and unknown methods fail fast with PERMISSION_DENIED; a 1 MiB blob round
+trips through ByteStream; another instance name is refused; every stream is audited.
+
+    reapi_test.py ARB TMPDIR
+"""
+import json
+import os
+import shutil
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proxytest import Arb, Checks, Procs  # noqa: E402
+
+ARB, T = sys.argv[1], sys.argv[2]
+os.environ["PATH"] = "/usr/local/bin:/usr/bin:/bin"
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOKEN = "ya29.REAPITOKEN-" + os.urandom(12).hex()
+C = Checks()
+P = Procs()
+REPO = os.path.join(T, "repo")
+arb = Arb(ARB, REPO, C)
+
+
+def read_log(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(x) for x in f if x.strip()]
+
+
+def main():
+    arb.make_repo("w")
+    ws = os.path.join(REPO, ".git", "arborinth", "workspaces", "w")
+    shutil.copy(os.path.join(HERE, "reapi_client.py"), os.path.join(ws, "tmp", "reapi_client.py"))
+    log, portfile = os.path.join(T, "fake.log"), os.path.join(T, "fake.port")
+    P.start([sys.executable, os.path.join(HERE, "reapi_fake.py"), log, portfile], stdout=None)
+    for _ in range(200):
+        if os.path.exists(portfile):
+            break
+        time.sleep(0.05)
+    with open(portfile) as f:
+        port = int(f.read())
+    tf = os.path.join(T, "token.txt")
+    with open(tf, "w") as f:
+        f.write(TOKEN + "\n")
+    os.chmod(tf, 0o600)
+    be = "reapi=grpc://127.0.0.1:%d,instance=main,token-file=%s" % (port, tf)
+    cp = arb("shell", "w", "--backend", be, "--", "/usr/bin/python3", "/tmp/reapi_client.py",
+             "127.0.0.1:8717", "main", timeout=120)
+    C.eq(0, cp.returncode, "box client ran (stderr: %s)" % cp.stderr[-2000:])
+    rep = json.loads(cp.stdout) if cp.returncode == 0 else {}
+    C.eq("OK", (rep.get("capabilities") or [0])[0], "GetCapabilities through the bridge")
+    C.eq("NOT_FOUND", (rep.get("get_action_result") or [0])[0],
+         "GetActionResult reaches the server (a miss)")
+    u = rep.get("update_action_result") or ["", "", 99]
+    C.ok(u[0] == "PERMISSION_DENIED" and "UpdateActionResult" in u[1] and u[2] < 1.0,
+         "UpdateActionResult refused with grpc-status 7 within a second: %r" % u)
+    C.eq("PERMISSION_DENIED", (rep.get("unknown_method") or [0])[0], "unknown method refused")
+    C.eq("PERMISSION_DENIED", (rep.get("wrong_instance") or [0])[0], "other instance refused")
+    C.eq("PERMISSION_DENIED", rep.get("write_other_instance"), "ByteStream to another instance")
+    C.eq(True, rep.get("blob_1mib"), "1 MiB blob round trip through ByteStream")
+    entries = read_log(log)
+    methods = [e["method"] for e in entries]
+    C.ok("UpdateActionResult" not in methods, "UpdateActionResult never reached the server")
+    C.ok(entries and all(e.get("authorization") == "Bearer " + TOKEN for e in entries),
+         "every call reached the server with the host's token (%d calls)" % len(entries))
+    C.ok(TOKEN not in cp.stdout and TOKEN not in cp.stderr, "token nowhere in the box output")
+    C.ok(rep.get("visible") and TOKEN not in rep.get("visible", TOKEN),
+         "token not in the box's /proc/self/environ nor its home")
+    C.ok(rep.get("env", {}).get("REAPI_BASE_URL") == "http://127.0.0.1:8717",
+         "control: the box environment has the backend's address")
+
+    # --- the audit has a row per stream: method, bytes, status ---
+    cp = arb("audit", "w")
+    C.eq(0, cp.returncode, "audit ran (%s)" % cp.stderr)
+    out = cp.stdout
+    C.ok("UpdateActionResult" in out and "grpc-status 7" in out, "refusal audited")
+    C.ok("/google.bytestream.ByteStream/Write" in out and "grpc-status 0" in out,
+         "ByteStream Write audited with its status: %s" % out[-1500:])
+    C.ok(TOKEN not in out, "token not in the audit")
+
+    # --- token from a command (Bazel's credential helper protocol) ---
+    helper = os.path.join(T, "helper.sh")
+    with open(helper, "w") as f:
+        f.write("#!/bin/sh\ncat >/dev/null\nprintf '{\"headers\":{\"Authorization\":"
+                "[\"Bearer %s\"]}}\\n' " + TOKEN + "-cmd\n")
+    os.chmod(helper, 0o755)
+    be = "reapi=grpc://127.0.0.1:%d,token-command=%s" % (port, helper)
+    cp = arb("shell", "w", "--backend", be, "--", "/usr/bin/python3", "-c",
+             "import grpc; ch=grpc.insecure_channel('127.0.0.1:8717');"
+             "ch.unary_unary('/build.bazel.remote.execution.v2.Capabilities/GetCapabilities',"
+             "lambda b: b, lambda b: b)(b'', timeout=20); print('ok')")
+    C.eq("ok", cp.stdout.strip(), "call with the helper's token (%s)" % cp.stderr[-800:])
+    C.eq("Bearer %s-cmd" % TOKEN, read_log(log)[-1].get("authorization"),
+         "server received the helper's token")
+
+    # --- bad input: one line naming the thing ---
+    cp = arb("shell", "w", "--backend", "reapi=grpcs://remotebuildexecution.googleapis.com",
+             "--", "true")
+    arb.one_line_error(cp, 1, "not supported", "grpcs upstream")
+    cp = arb("shell", "w", "--backend", "reapi=grpc://127.0.0.1:%d,instance=a b" % port, "--",
+             "true")
+    arb.one_line_error(cp, 1, "instance", "bad instance name")
+    P.stop_all()
+    sys.exit(C.finish())
+
+
+try:
+    main()
+finally:
+    P.stop_all()
