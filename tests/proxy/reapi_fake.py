@@ -75,13 +75,34 @@ def blob_key(resource):
 
 def capabilities(req, ctx):
     log("GetCapabilities", ctx)
-    # cache_capabilities (2) { digest_functions (1): SHA256 (1) }
-    return enc_bytes(2, enc_varint(1 << 3 | 0) + enc_varint(1))
+    # ServerCapabilities: cache_capabilities (1) { digest_functions (1): [SHA256],
+    # action_cache_update_capabilities (2) { update_enabled: true } }, low_api_version (4)
+    # and high_api_version (5): 2.0
+    cache = enc_bytes(1, enc_varint(1)) + enc_bytes(2, enc_varint(1 << 3) + enc_varint(1))
+    v2 = enc_varint(1 << 3) + enc_varint(2)
+    return enc_bytes(1, cache) + enc_bytes(4, v2) + enc_bytes(5, v2)
 
 
 def find_missing(req, ctx):
+    """Every digest (field 2) not in CAS is missing."""
     log("FindMissingBlobs", ctx)
-    return b""
+    out = b""
+    for f, v in fields(req):
+        if f == 2 and dict(fields(v)).get(1, b"").decode() not in CAS:
+            out += enc_bytes(1, v)
+    return out
+
+
+def batch_update(req, ctx):
+    """BatchUpdateBlobsRequest.requests (2) {digest (1), data (2)}: each stored, status OK."""
+    log("BatchUpdateBlobs", ctx)
+    out = b""
+    for f, v in fields(req):
+        if f == 2:
+            r = dict(fields(v))
+            CAS[dict(fields(r[1]))[1].decode()] = r.get(2, b"")
+            out += enc_bytes(1, enc_bytes(1, r[1]) + enc_bytes(2, b""))
+    return out
 
 
 def get_action_result(req, ctx):
@@ -125,7 +146,7 @@ def main():
                                              {"GetCapabilities": u(capabilities)}),
         grpc.method_handlers_generic_handler(
             "build.bazel.remote.execution.v2.ContentAddressableStorage",
-            {"FindMissingBlobs": u(find_missing)}),
+            {"FindMissingBlobs": u(find_missing), "BatchUpdateBlobs": u(batch_update)}),
         grpc.method_handlers_generic_handler(
             "build.bazel.remote.execution.v2.ActionCache",
             {"GetActionResult": u(get_action_result),

@@ -33,6 +33,40 @@ def read_log(path):
         return [json.loads(x) for x in f if x.strip()]
 
 
+BAZEL_SH = r"""
+set -e
+mkdir -p /tmp/proj && cd /tmp/proj
+: > WORKSPACE
+printf 'genrule(name = "hello", outs = ["hello.txt"], cmd = "echo hello > $@")\n' > BUILD
+start=$(date +%s)
+bazel --batch --output_user_root=/tmp/bzroot --host_jvm_args=-XX:-UseContainerSupport build --spawn_strategy=local \
+  --remote_cache=grpc://127.0.0.1:8717 --remote_instance_name=main //:hello 2>&1
+echo "bazel took $(( $(date +%s) - start ))s"
+cat bazel-bin/hello.txt
+"""
+
+
+def bazel(port, tf):
+    n0 = len(read_log(os.path.join(T, "fake.log")))
+    be = "reapi=grpc://127.0.0.1:%d,instance=main,token-file=%s" % (port, tf)
+    cp = arb("shell", "w", "--backend", be, "--", "sh", "-c", BAZEL_SH, timeout=240)
+    C.eq(0, cp.returncode, "bazel build with --remote_cache in the box (%s)"
+         % (cp.stdout + cp.stderr)[-3000:])
+    C.ok(cp.stdout.rstrip().endswith("hello"), "bazel built the genrule")
+    sys.stderr.write("bazel in the box (last lines):\n%s\n" % "\n".join(
+        ln for ln in cp.stdout.splitlines()[-12:] if TOKEN not in ln))
+    # The refused upload is a warning in Bazel's output, not a retried hang.
+    C.ok("PERMISSION_DENIED" in cp.stdout and "UpdateActionResult refused" in cp.stdout,
+         "bazel reports the refused UpdateActionResult: %s" % cp.stdout[-1500:])
+    calls = read_log(os.path.join(T, "fake.log"))[n0:]
+    names = [c["method"] for c in calls]
+    C.ok("GetCapabilities" in names and "GetActionResult" in names,
+         "bazel's calls reached the server: %r" % names)
+    C.ok(all(c.get("authorization") == "Bearer " + TOKEN for c in calls),
+         "bazel's calls carried the host's token")
+    C.ok(TOKEN not in cp.stdout, "token not in bazel's output")
+
+
 def main():
     arb.make_repo("w")
     ws = os.path.join(REPO, ".git", "arborinth", "workspaces", "w")
@@ -98,6 +132,10 @@ def main():
     C.eq("ok", cp.stdout.strip(), "call with the helper's token (%s)" % cp.stderr[-800:])
     C.eq("Bearer %s-cmd" % TOKEN, read_log(log)[-1].get("authorization"),
          "server received the helper's token")
+
+    # --- Bazel (Debian's bazel-bootstrap) builds a genrule with the remote cache ---
+    if os.path.exists("/usr/bin/bazel"):
+        bazel(port, tf)
 
     # --- bad input: one line naming the thing ---
     cp = arb("shell", "w", "--backend", "reapi=grpcs://remotebuildexecution.googleapis.com",
