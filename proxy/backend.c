@@ -217,7 +217,8 @@ int proxy_backend_set(struct proxy_backend *b, const char *key, const char *v)
 
 	if (b->reapi && proxy_reapi_set(b, key, v, &rc))
 		return rc;
-	if (b->reapi && (!strcmp(key, "allow") || !strcmp(key, "url") || !strcmp(key, "auth")))
+	if (b->reapi && (!strcmp(key, "allow") || !strcmp(key, "url") || !strcmp(key, "auth") ||
+			 !strcmp(key, "tls-port") || !strcmp(key, "base-path")))
 		return util_err(-EINVAL, "backend reapi: %s= does not apply", key);
 	if (!strcmp(key, "port") || !strcmp(key, "tls-port")) {
 		if (parse_long(v, 1, 65535, &n) < 0)

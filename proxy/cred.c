@@ -88,6 +88,8 @@ int proxy_backend_load_credential(struct proxy_backend *b)
 	size_t len = 0;
 	int rc;
 
+	if (b->reapi && (rc = proxy_reapi_preflight(b)) < 0)
+		return rc;
 	if (proxy_reapi_uses_command(b))
 		return 0; /* the token comes per stream from token-command= */
 	if (b->key_json) {

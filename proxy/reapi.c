@@ -254,9 +254,10 @@ static ssize_t down_read(nghttp2_session *sess, int32_t id, uint8_t *buf, size_t
 
 /* ---- the upstream connection ---------------------------------------------------------- */
 
-static int up_connect(struct bridge *br)
+/* A TCP connection to the upstream (blocking connect, then non-blocking). -EHOSTUNREACH. */
+static int tcp_connect(const struct proxy_backend *b, int *out)
 {
-	struct proxy_reapi *r = br->b->reapi;
+	struct proxy_reapi *r = b->reapi;
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
 	char port[8];
 	int fd = -1, one = 1;
@@ -265,7 +266,7 @@ static int up_connect(struct bridge *br)
 	if (getaddrinfo(r->host, port, &hints, &ai) != 0)
 		return -EHOSTUNREACH;
 	for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
-		struct timeval tv = {.tv_sec = br->b->connect_timeout_s};
+		struct timeval tv = {.tv_sec = b->connect_timeout_s};
 
 		fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0)
@@ -281,8 +282,24 @@ static int up_connect(struct bridge *br)
 		return -EHOSTUNREACH;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-	br->up_fd = fd;
+	*out = fd;
 	return 0;
+}
+
+int proxy_reapi_preflight(struct proxy_backend *b)
+{
+	char *token = NULL;
+	int fd = -1, rc = tcp_connect(b, &fd);
+
+	if (rc < 0)
+		return util_err(-EHOSTUNREACH, "backend reapi: cannot connect to %s",
+				b->reapi->authority);
+	close(fd);
+	if (!b->reapi->token_command)
+		return 0;
+	rc = proxy_reapi_token(b, &token);
+	proxy_secret_free(&token);
+	return rc;
 }
 
 /* Opens s's upstream stream: the box's headers, the upstream's :authority, our token. */
@@ -625,7 +642,7 @@ static int sessions_new(struct bridge *br)
 		goto out;
 	nghttp2_submit_settings(br->down, NGHTTP2_FLAG_NONE, set, 2);
 	nghttp2_session_set_local_window_size(br->down, NGHTTP2_FLAG_NONE, 0, 4 * H2_WINDOW);
-	if (up_connect(br) < 0) {
+	if (tcp_connect(br->b, &br->up_fd) < 0) {
 		br->up_failed = true;
 		rc = 0;
 		goto out;

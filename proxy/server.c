@@ -3,6 +3,7 @@
  * accept thread, one thread per connection, and shutdown that aborts what is in flight.
  */
 #include "proxy/proxy_internal.h"
+#include "proxy/reapi_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -466,7 +467,10 @@ int proxy_box_env(const struct proxy *p, const char *key_dir, char ***out)
 		}
 		/* A login's placeholders live in the box's login file: a key variable would make
 		 * the client prefer an API key. */
-		if (!b->login) {
+		if (b->reapi) { /* gRPC clients' address and instance (reapi_conf.c) */
+			failed = failed || proxy_reapi_box_env(b, &env[k], &env[k + 1]) < 0;
+			k += 2;
+		} else if (!b->login) {
 			env[k++] =
 			    key_dir ? util_asprintf("%s_API_KEY_FILE=%s/%s.key", b->env_prefix,
 						    key_dir, b->name)

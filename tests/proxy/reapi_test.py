@@ -40,7 +40,7 @@ mkdir -p /tmp/proj && cd /tmp/proj
 printf 'genrule(name = "hello", outs = ["hello.txt"], cmd = "echo hello > $@")\n' > BUILD
 start=$(date +%s)
 bazel --batch --output_user_root=/tmp/bzroot --host_jvm_args=-XX:-UseContainerSupport build --spawn_strategy=local \
-  --remote_cache=grpc://127.0.0.1:8717 --remote_instance_name=main //:hello 2>&1
+  --remote_cache="$REAPI_REMOTE" --remote_instance_name="$REAPI_INSTANCE" //:hello 2>&1
 echo "bazel took $(( $(date +%s) - start ))s"
 cat bazel-bin/hello.txt
 """
@@ -106,8 +106,10 @@ def main():
     C.ok(TOKEN not in cp.stdout and TOKEN not in cp.stderr, "token nowhere in the box output")
     C.ok(rep.get("visible") and TOKEN not in rep.get("visible", TOKEN),
          "token not in the box's /proc/self/environ nor its home")
-    C.ok(rep.get("env", {}).get("REAPI_BASE_URL") == "http://127.0.0.1:8717",
-         "control: the box environment has the backend's address")
+    env = rep.get("env", {})
+    C.ok(env.get("REAPI_REMOTE") == "grpc://127.0.0.1:8717" and env.get("REAPI_INSTANCE") ==
+         "main", "control: the box environment has the backend's address and instance")
+    C.ok(not any(k.endswith("_API_KEY") for k in env), "no key placeholder for reapi")
 
     # --- the audit has a row per stream: method, bytes, status ---
     cp = arb("audit", "w")
@@ -144,6 +146,12 @@ def main():
     cp = arb("shell", "w", "--backend", "reapi=grpc://127.0.0.1:%d,instance=a b" % port, "--",
              "true")
     arb.one_line_error(cp, 1, "instance", "bad instance name")
+    cp = arb("shell", "w", "--backend", "reapi=grpc://127.0.0.1:1,token-file=%s" % tf, "--",
+             "true")
+    arb.one_line_error(cp, 1, "cannot connect to 127.0.0.1:1", "unreachable REAPI host")
+    cp = arb("shell", "w", "--backend", "reapi=grpc://127.0.0.1:%d,token-command=false" % port,
+             "--", "true")
+    arb.one_line_error(cp, 1, "token-command failed", "failing token command")
     P.stop_all()
     sys.exit(C.finish())
 
