@@ -21,6 +21,9 @@ PKGS+=(debhelper dpkg-dev fakeroot mmdebstrap podman runc uidmap)
 PKGS+=(btrfs-progs xfsprogs bindfs)
 # tests/integration/fs_lfs.sh: git LFS files in the view, with a local LFS store.
 PKGS+=(git-lfs)
+# The reapi backend (HTTP/2: libnghttp2); tests/integration/proxy_reapi.sh: a fake REAPI
+# server and client (python3-grpcio) and Bazel as the real client (bazel-bootstrap).
+PKGS+=(libnghttp2-dev python3-grpcio bazel-bootstrap)
 
 missing=()
 for p in "${PKGS[@]}"; do
