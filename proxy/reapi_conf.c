@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -159,33 +160,33 @@ bool proxy_reapi_uses_command(const struct proxy_backend *b)
  * {"Authorization": ["Bearer T"]}, "expires": "RFC 3339"} on stdout). *out: "Bearer T". */
 static int run_helper(struct proxy_reapi *r, char **out, time_t *expires)
 {
-	int in[2] = {-1, -1}, op[2] = {-1, -1}, rc = -EIO, status = 0;
+	int in = -1, op[2] = {-1, -1}, rc = -EIO, status = 0;
 	char *req = util_asprintf("{\"uri\":\"https://%s/\"}\n", r->host), *buf = NULL;
 	size_t len = 0;
 	json_t *root = NULL, *auth;
 	pid_t pid;
 
-	if (!req || pipe2(in, O_CLOEXEC) < 0 || pipe2(op, O_CLOEXEC) < 0) {
+	/* The request from a memory file: a helper that exits without reading it cannot
+	 * raise SIGPIPE here. */
+	in = req ? memfd_create("reapi-helper-request", MFD_CLOEXEC) : -1;
+	if (in < 0 || write(in, req, strlen(req)) != (ssize_t)strlen(req) ||
+	    lseek(in, 0, SEEK_SET) != 0 || pipe2(op, O_CLOEXEC) < 0) {
 		rc = util_err(-errno ?: -ENOMEM, "backend reapi: cannot run token-command");
 		goto out;
 	}
 	pid = fork();
 	if (pid == 0) {
-		dup2(in[0], 0);
+		dup2(in, 0);
 		dup2(op[1], 1);
 		execl("/bin/sh", "sh", "-c", r->token_command, (char *)NULL);
 		_exit(127);
 	}
-	close(in[0]);
 	close(op[1]);
-	in[0] = op[1] = -1;
+	op[1] = -1;
 	if (pid < 0) {
 		rc = util_err(-errno, "backend reapi: cannot run token-command");
 		goto out;
 	}
-	(void)!write(in[1], req, strlen(req));
-	close(in[1]);
-	in[1] = -1;
 	buf = malloc(TOKEN_OUT_MAX + 1);
 	for (ssize_t n = 1; buf && n > 0 && len<TOKEN_OUT_MAX; len += n> 0 ? (size_t)n : 0)
 		n = read(op[0], buf + len, TOKEN_OUT_MAX - len);
@@ -219,12 +220,11 @@ out:
 	free(buf);
 	free(req);
 	json_decref(root);
-	for (int i = 0; i < 2; i++) {
-		if (in[i] >= 0)
-			close(in[i]);
+	if (in >= 0)
+		close(in);
+	for (int i = 0; i < 2; i++)
 		if (op[i] >= 0)
 			close(op[i]);
-	}
 	return rc;
 }
 
