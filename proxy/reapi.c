@@ -525,7 +525,8 @@ static int up_header(nghttp2_session *sess, const nghttp2_frame *f, const uint8_
 	if (!s || f->hd.type != NGHTTP2_HEADERS)
 		return 0;
 	if (nl == 11 && !memcmp(n, "grpc-status", 11))
-		s->grpc_status = atoi((const char *)v) & 0xffff;
+		s->grpc_status =
+		    (int)(strtol((const char *)v, NULL, 10) & 0xffff); /* NUL-terminated */
 	hdrs_add(f->headers.cat == NGHTTP2_HCAT_HEADERS ? &s->trl : &s->resp, n, nl, v, vl);
 	return 0;
 }
