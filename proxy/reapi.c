@@ -23,6 +23,9 @@
 #include <unistd.h>
 
 #include <nghttp2/nghttp2.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #define H2_PREFACE   "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 #define H2_WINDOW    (4 * 1024 * 1024)
@@ -62,6 +65,7 @@ struct bridge {
 	struct proxy_backend *b; /* the reapi backend */
 	nghttp2_session *down, *up;
 	int up_fd;
+	SSL *up_ssl; /* grpcs:// */
 	bool up_failed;
 	struct stream *streams;
 };
@@ -254,8 +258,11 @@ static ssize_t down_read(nghttp2_session *sess, int32_t id, uint8_t *buf, size_t
 
 /* ---- the upstream connection ---------------------------------------------------------- */
 
-/* A TCP connection to the upstream (blocking connect, then non-blocking). -EHOSTUNREACH. */
-static int tcp_connect(const struct proxy_backend *b, int *out)
+static int tls_ctx(struct proxy_backend *b);
+static int tls_connect(struct proxy_backend *b, int fd, SSL **out);
+
+/* A connection to the upstream (blocking connect and TLS handshake, then non-blocking). */
+static int tcp_connect(struct proxy_backend *b, int *out, SSL **ssl)
 {
 	struct proxy_reapi *r = b->reapi;
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
@@ -272,6 +279,7 @@ static int tcp_connect(const struct proxy_backend *b, int *out)
 		if (fd < 0)
 			continue;
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 		if (connect(fd, a->ai_addr, a->ai_addrlen) < 0) {
 			close(fd);
 			fd = -1;
@@ -281,19 +289,92 @@ static int tcp_connect(const struct proxy_backend *b, int *out)
 	if (fd < 0)
 		return -EHOSTUNREACH;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (r->tls) {
+		int rc = tls_ctx(b);
+
+		rc = rc ?: tls_connect(b, fd, ssl);
+		if (rc < 0) {
+			close(fd);
+			return rc;
+		}
+	}
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	*out = fd;
 	return 0;
 }
 
+/* The TLS context for grpcs://: the system's CAs or ca-file=, ALPN h2 only. */
+static int tls_ctx(struct proxy_backend *b)
+{
+	static const unsigned char alpn[] = "\x02h2";
+	SSL_CTX *ctx;
+
+	if (b->reapi->ssl_ctx)
+		return 0;
+	ctx = SSL_CTX_new(TLS_client_method());
+	if (!ctx)
+		return util_err(-ENOMEM, "backend reapi: cannot make a TLS context");
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	if ((b->ca_file ? SSL_CTX_load_verify_locations(ctx, b->ca_file, NULL)
+			: SSL_CTX_set_default_verify_paths(ctx)) != 1 ||
+	    SSL_CTX_set_alpn_protos(ctx, alpn, sizeof(alpn) - 1) != 0) {
+		SSL_CTX_free(ctx);
+		return util_err(-EINVAL, "backend reapi: cannot load the CAs%s%s",
+				b->ca_file ? " of " : "", b->ca_file ? b->ca_file : "");
+	}
+	b->reapi->ssl_ctx = ctx;
+	return 0;
+}
+
+/* TLS on fd (still blocking, with its timeouts): verified name, h2 negotiated. */
+static int tls_connect(struct proxy_backend *b, int fd, SSL **out)
+{
+	SSL *ssl = SSL_new(b->reapi->ssl_ctx);
+	const unsigned char *proto = NULL;
+	unsigned plen = 0;
+	int rc = -EPROTO;
+
+	if (!ssl || SSL_set_fd(ssl, fd) != 1 ||
+	    SSL_set_tlsext_host_name(ssl, b->reapi->host) != 1 ||
+	    SSL_set1_host(ssl, b->reapi->host) != 1)
+		goto out;
+	if (SSL_connect(ssl) != 1) {
+		long v = SSL_get_verify_result(ssl);
+
+		rc = util_err(-EPROTO, "backend reapi: TLS to %s failed: %s", b->reapi->authority,
+			      v != X509_V_OK ? X509_verify_cert_error_string(v)
+					     : "handshake refused");
+		goto out;
+	}
+	SSL_get0_alpn_selected(ssl, &proto, &plen);
+	if (plen != 2 || memcmp(proto, "h2", 2)) {
+		rc = util_err(-EPROTO, "backend reapi: %s did not agree to HTTP/2 (ALPN h2)",
+			      b->reapi->authority);
+		goto out;
+	}
+	*out = ssl;
+	ssl = NULL;
+	rc = 0;
+out:
+	ERR_clear_error();
+	SSL_free(ssl);
+	return rc;
+}
+
 int proxy_reapi_preflight(struct proxy_backend *b)
 {
 	char *token = NULL;
-	int fd = -1, rc = tcp_connect(b, &fd);
+	SSL *ssl = NULL;
+	int fd = -1, rc = tcp_connect(b, &fd, &ssl);
 
-	if (rc < 0)
+	if (rc == -EHOSTUNREACH)
 		return util_err(-EHOSTUNREACH, "backend reapi: cannot connect to %s",
 				b->reapi->authority);
+	if (rc < 0)
+		return rc;
+	SSL_free(ssl);
 	close(fd);
 	if (!b->reapi->token_command)
 		return 0;
@@ -327,7 +408,7 @@ static void up_open(struct stream *s)
 		return;
 	}
 	h[n++] = nv(":method", "POST");
-	h[n++] = nv(":scheme", "http");
+	h[n++] = nv(":scheme", br->b->reapi->tls ? "https" : "http");
 	h[n++] = nv(":authority", br->b->reapi->authority);
 	h[n++] = nv(":path", hdrs_get(&s->req, ":path"));
 	for (size_t i = 0; i < s->req.n && n < H2_HDRS_MAX; i++) {
@@ -505,10 +586,22 @@ static int down_close(nghttp2_session *sess, int32_t id, uint32_t err, void *ud)
 static ssize_t up_send(nghttp2_session *sess, const uint8_t *d, size_t n, int fl, void *ud)
 {
 	struct bridge *br = ud;
-	ssize_t w = send(br->up_fd, d, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	ssize_t w;
 
 	(void)sess;
 	(void)fl;
+	if (br->up_ssl) {
+		int k = SSL_write(br->up_ssl, d, (int)(n > INT32_MAX ? INT32_MAX : n));
+
+		if (k > 0)
+			return k;
+		k = SSL_get_error(br->up_ssl, k);
+		ERR_clear_error();
+		return k == SSL_ERROR_WANT_WRITE || k == SSL_ERROR_WANT_READ
+			   ? NGHTTP2_ERR_WOULDBLOCK
+			   : NGHTTP2_ERR_CALLBACK_FAILURE;
+	}
+	w = send(br->up_fd, d, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (w < 0)
 		return errno == EAGAIN || errno == EWOULDBLOCK ? NGHTTP2_ERR_WOULDBLOCK
 							       : NGHTTP2_ERR_CALLBACK_FAILURE;
@@ -643,7 +736,7 @@ static int sessions_new(struct bridge *br)
 		goto out;
 	nghttp2_submit_settings(br->down, NGHTTP2_FLAG_NONE, set, 2);
 	nghttp2_session_set_local_window_size(br->down, NGHTTP2_FLAG_NONE, 0, 4 * H2_WINDOW);
-	if (tcp_connect(br->b, &br->up_fd) < 0) {
+	if (tcp_connect(br->b, &br->up_fd, &br->up_ssl) < 0) {
 		br->up_failed = true;
 		rc = 0;
 		goto out;
@@ -676,6 +769,25 @@ static int pump_in(nghttp2_session *sess, int fd)
 	if (n == 0)
 		return -1;
 	return nghttp2_session_mem_recv(sess, buf, (size_t)n) < 0 ? -1 : 0;
+}
+
+/* The same through TLS: everything decrypted so far (SSL may hold more than the socket). */
+static int pump_in_tls(nghttp2_session *sess, SSL *ssl)
+{
+	uint8_t buf[65536];
+
+	for (;;) {
+		int n = SSL_read(ssl, buf, sizeof(buf)), e;
+
+		if (n > 0) {
+			if (nghttp2_session_mem_recv(sess, buf, (size_t)n) < 0)
+				return -1;
+			continue;
+		}
+		e = SSL_get_error(ssl, n);
+		ERR_clear_error();
+		return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? 0 : -1;
+	}
 }
 
 static struct proxy_backend *reapi_backend(struct proxy *p)
@@ -717,7 +829,7 @@ void proxy_reapi_serve(struct proxy_conn *c)
 		if ((pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) && pump_in(br.down, c->fd) < 0)
 			break;
 		if (up && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR)) &&
-		    pump_in(br.up, br.up_fd) < 0) {
+		    (br.up_ssl ? pump_in_tls(br.up, br.up_ssl) : pump_in(br.up, br.up_fd)) < 0) {
 			/* The upstream went away: its streams end with UNAVAILABLE. */
 			nghttp2_session_terminate_session(br.up, NGHTTP2_NO_ERROR);
 			for (struct stream *s = br.streams; s; s = s->next)
@@ -747,6 +859,7 @@ out:
 	}
 	nghttp2_session_del(br.down);
 	nghttp2_session_del(br.up);
+	SSL_free(br.up_ssl);
 	if (br.up_fd >= 0)
 		close(br.up_fd);
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <openssl/ssl.h>
 
 #define TOKEN_OUT_MAX (64 * 1024)
 #define TOKEN_TTL_S   300 /* a helper's answer without "expires" is used this long */
@@ -49,6 +50,7 @@ void proxy_reapi_free(struct proxy_reapi *r)
 	free(r->instance);
 	free(r->token_command);
 	proxy_secret_free(&r->cached);
+	SSL_CTX_free(r->ssl_ctx);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
 }
@@ -69,12 +71,10 @@ int proxy_reapi_init(struct proxy_backend *b, const char *target)
 	b->auth = PROXY_AUTH_BEARER;
 	if (!target || !*target)
 		return util_err(-EINVAL, "backend reapi needs the endpoint: reapi=HOST[:PORT]");
-	if (util_str_has_prefix(h, "grpcs://") || util_str_has_prefix(h, "https://"))
-		return util_err(-EINVAL,
-				"backend reapi: TLS to the upstream (%s) is not supported yet; "
-				"give an h2c endpoint as grpc://HOST:PORT",
-				target);
-	if (util_str_has_prefix(h, "grpc://")) {
+	if (util_str_has_prefix(h, "grpcs://")) {
+		h += 8;
+		r->tls = true;
+	} else if (util_str_has_prefix(h, "grpc://")) {
 		h += 7;
 		port = 80;
 	}

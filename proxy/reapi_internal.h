@@ -17,6 +17,8 @@ struct proxy_reapi {
 	char *authority;     /* host:port, the :authority the upstream receives */
 	char *instance;	     /* instance=: the only instance name the box may use; NULL: any */
 	char *token_command; /* token-command=: Bazel's credential helper protocol */
+	bool tls;	     /* grpcs://: TLS with ALPN h2 to the upstream, verified */
+	void *ssl_ctx;	     /* SSL_CTX for it, made by proxy_reapi_preflight */
 	pthread_mutex_t lock;
 	char *cached; /* the helper's token (host memory only) */
 	time_t expires;

@@ -4,7 +4,7 @@ memory through ByteStream Read/Write and the batch calls, Capabilities, GetActio
 miss), UpdateActionResult (accepted: refusing it is the proxy's job). Each call's method and
 `authorization` metadata go to LOG as JSON lines.
 
-    reapi_fake.py LOG PORTFILE
+    reapi_fake.py LOG PORTFILE [CERT KEY]   (with CERT and KEY: TLS, ALPN h2)
 """
 import json
 import sys
@@ -157,7 +157,12 @@ def main():
     ]
     srv = grpc.server(futures.ThreadPoolExecutor(max_workers=8), handlers=h,
                       options=[("grpc.max_receive_message_length", 256 << 20)])
-    port = srv.add_insecure_port("127.0.0.1:0")
+    if len(sys.argv) > 4:
+        with open(sys.argv[3], "rb") as c, open(sys.argv[4], "rb") as k:
+            creds = grpc.ssl_server_credentials([(k.read(), c.read())])
+        port = srv.add_secure_port("127.0.0.1:0", creds)
+    else:
+        port = srv.add_insecure_port("127.0.0.1:0")
     srv.start()
     with open(PORTFILE + ".tmp", "w") as f:
         f.write(str(port))

@@ -14,7 +14,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxytest import Arb, Checks, Procs  # noqa: E402
+from proxytest import Arb, Checks, Procs, make_ca  # noqa: E402
 
 ARB, T = sys.argv[1], sys.argv[2]
 os.environ["PATH"] = "/usr/local/bin:/usr/bin:/bin"
@@ -65,6 +65,40 @@ def bazel(port, tf):
     C.ok(all(c.get("authorization") == "Bearer " + TOKEN for c in calls),
          "bazel's calls carried the host's token")
     C.ok(TOKEN not in cp.stdout, "token not in bazel's output")
+
+
+def start_fake(name, tls=None):
+    log, portfile = os.path.join(T, name + ".log"), os.path.join(T, name + ".port")
+    P.start([sys.executable, os.path.join(HERE, "reapi_fake.py"), log, portfile] +
+            list(tls or []), stdout=None)
+    for _ in range(200):
+        if os.path.exists(portfile):
+            break
+        time.sleep(0.05)
+    with open(portfile) as f:
+        return log, int(f.read())
+
+
+def tls_upstream(tf):
+    """grpcs://: TLS with ALPN h2 to the upstream, verified against ca-file=."""
+    ca, cert, key = make_ca(T, "reapi", ["localhost"])
+    other, _, _ = make_ca(T, "other", ["localhost"])
+    log, port = start_fake("tls", (cert, key))
+    be = "reapi=grpcs://localhost:%d,instance=main,token-file=%s,ca-file=%s" % (port, tf, ca)
+    cp = arb("shell", "w", "--backend", be, "--", "/usr/bin/python3", "/tmp/reapi_client.py",
+             "127.0.0.1:8717", "main", timeout=120)
+    C.eq(0, cp.returncode, "box client over a TLS upstream (stderr: %s)" % cp.stderr[-2000:])
+    rep = json.loads(cp.stdout) if cp.returncode == 0 else {}
+    C.eq("OK", (rep.get("capabilities") or [0])[0], "GetCapabilities over grpcs://")
+    C.eq(True, rep.get("blob_1mib"), "1 MiB blob round trip over grpcs://")
+    C.eq("PERMISSION_DENIED", (rep.get("update_action_result") or [0])[0],
+         "UpdateActionResult refused over grpcs:// too")
+    entries = read_log(log)
+    C.ok(entries and all(e.get("authorization") == "Bearer " + TOKEN for e in entries),
+         "TLS upstream received the host's token (%d calls)" % len(entries))
+    be = "reapi=grpcs://localhost:%d,token-file=%s,ca-file=%s" % (port, tf, other)
+    cp = arb("shell", "w", "--backend", be, "--", "true")
+    arb.one_line_error(cp, 1, "TLS to localhost:%d failed" % port, "TLS upstream, unknown CA")
 
 
 def main():
@@ -139,10 +173,9 @@ def main():
     if os.path.exists("/usr/bin/bazel"):
         bazel(port, tf)
 
+    tls_upstream(tf)
+
     # --- bad input: one line naming the thing ---
-    cp = arb("shell", "w", "--backend", "reapi=grpcs://remotebuildexecution.googleapis.com",
-             "--", "true")
-    arb.one_line_error(cp, 1, "not supported", "grpcs upstream")
     cp = arb("shell", "w", "--backend", "reapi=grpc://127.0.0.1:%d,instance=a b" % port, "--",
              "true")
     arb.one_line_error(cp, 1, "instance", "bad instance name")
