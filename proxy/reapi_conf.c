@@ -55,7 +55,7 @@ void proxy_reapi_free(struct proxy_reapi *r)
 	free(r);
 }
 
-/* HOST, HOST:PORT, [V6]:PORT, grpc://HOST[:PORT] (h2c). grpcs:// is not supported yet. */
+/* grpcs://HOST[:PORT] or HOST[:PORT] or [V6]:PORT (TLS, 443), grpc://HOST[:PORT] (h2c, 80). */
 int proxy_reapi_init(struct proxy_backend *b, const char *target)
 {
 	struct proxy_reapi *r = calloc(1, sizeof(*r));
@@ -71,10 +71,11 @@ int proxy_reapi_init(struct proxy_backend *b, const char *target)
 	b->auth = PROXY_AUTH_BEARER;
 	if (!target || !*target)
 		return util_err(-EINVAL, "backend reapi needs the endpoint: reapi=HOST[:PORT]");
+	r->tls = true; /* as Bazel: without a scheme, TLS */
 	if (util_str_has_prefix(h, "grpcs://")) {
 		h += 8;
-		r->tls = true;
 	} else if (util_str_has_prefix(h, "grpc://")) {
+		r->tls = false;
 		h += 7;
 		port = 80;
 	}
