@@ -30,6 +30,7 @@
 #define H2_PREFACE   "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 #define H2_WINDOW    (4 * 1024 * 1024)
 #define H2_HDRS_MAX  64
+#define H2_HDR_BYTES (16 * 1024)
 #define H2_STREAMS   100
 #define GRPC_DENIED  7
 #define GRPC_UNAUTH  16
@@ -42,7 +43,7 @@ struct bq {
 
 struct hdrs {
 	char *name[H2_HDRS_MAX], *value[H2_HDRS_MAX];
-	size_t n;
+	size_t n, bytes;
 	bool overflow;
 };
 
@@ -106,10 +107,12 @@ static void hdrs_free(struct hdrs *h)
 
 static void hdrs_add(struct hdrs *h, const uint8_t *n, size_t nl, const uint8_t *v, size_t vl)
 {
-	if (h->n >= H2_HDRS_MAX) {
+	/* A box's head is kept in host memory per stream: bounded in count and bytes. */
+	if (h->n >= H2_HDRS_MAX || h->bytes + nl + vl > H2_HDR_BYTES) {
 		h->overflow = true;
 		return;
 	}
+	h->bytes += nl + vl;
 	h->name[h->n] = strndup((const char *)n, nl);
 	h->value[h->n] = strndup((const char *)v, vl);
 	if (!h->name[h->n] || !h->value[h->n]) {

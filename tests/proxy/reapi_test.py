@@ -13,6 +13,8 @@ import shutil
 import sys
 import time
 
+import grpc
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxytest import Arb, Checks, Procs, make_ca  # noqa: E402
 
@@ -132,14 +134,26 @@ def main():
     C.eq("PERMISSION_DENIED", (rep.get("wrong_instance") or [0])[0], "other instance refused")
     C.eq("PERMISSION_DENIED", rep.get("write_other_instance"), "ByteStream to another instance")
     C.eq(True, rep.get("blob_1mib"), "1 MiB blob round trip through ByteStream")
+    C.eq("OK", (rep.get("box_auth") or [0])[0], "a call with the box's own authorization")
     entries = read_log(log)
     methods = [e["method"] for e in entries]
     C.ok("UpdateActionResult" not in methods, "UpdateActionResult never reached the server")
     C.ok(entries and all(e.get("authorization") == "Bearer " + TOKEN for e in entries),
          "every call reached the server with the host's token (%d calls)" % len(entries))
+    C.ok(not any("box-own-token" in (e.get("authorization") or "") for e in entries),
+         "the box's own authorization never reached the server")
     C.ok(TOKEN not in cp.stdout and TOKEN not in cp.stderr, "token nowhere in the box output")
     C.ok(rep.get("visible") and TOKEN not in rep.get("visible", TOKEN),
          "token not in the box's /proc/self/environ nor its home")
+    C.ok("REAPI_REMOTE=grpc://127.0.0.1:8717" in rep.get("visible", ""),
+         "control: the same search reads the box's environment")
+    # Control: the fake server itself accepts UpdateActionResult, so the refusal is the proxy's.
+    direct = grpc.insecure_channel("127.0.0.1:%d" % port)
+    direct.unary_unary("/build.bazel.remote.execution.v2.ActionCache/UpdateActionResult",
+                       lambda b: b, lambda b: b)(b"", timeout=20)
+    C.eq("UpdateActionResult", read_log(log)[-1]["method"],
+         "control: the server accepts UpdateActionResult when called directly")
+    direct.close()
     env = rep.get("env", {})
     C.ok(env.get("REAPI_REMOTE") == "grpc://127.0.0.1:8717" and env.get("REAPI_INSTANCE") ==
          "main", "control: the box environment has the backend's address and instance")
