@@ -532,7 +532,7 @@ static int down_frame(nghttp2_session *sess, const nghttp2_frame *f, void *ud)
 	struct stream *s = nghttp2_session_get_stream_user_data(sess, f->hd.stream_id);
 
 	(void)ud;
-	if (!s)
+	if (!s || (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA))
 		return 0;
 	if (f->hd.flags & NGHTTP2_FLAG_END_STREAM)
 		s->up_eof = true;

@@ -189,6 +189,14 @@ def main():
 
     tls_upstream(tf)
 
+    # --- --explain shows the backend's wiring, never the token ---
+    be = "reapi=grpc://127.0.0.1:%d,instance=main,token-file=%s" % (port, tf)
+    cp = arb("shell", "w", "--backend", be, "--explain")
+    C.eq(0, cp.returncode, "--explain with the reapi backend (%s)" % cp.stderr)
+    C.ok("REAPI_REMOTE=grpc://127.0.0.1:8717" in cp.stdout and "REAPI_INSTANCE=main" in
+         cp.stdout and "--relay 8717=" in cp.stdout, "--explain shows the relay and variables")
+    C.ok(TOKEN not in cp.stdout + cp.stderr, "--explain never shows the token")
+
     # --- bad input: one line naming the thing ---
     cp = arb("shell", "w", "--backend", "reapi=grpc://127.0.0.1:%d,instance=a b" % port, "--",
              "true")
