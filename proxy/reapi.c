@@ -806,7 +806,16 @@ void proxy_reapi_serve(struct proxy_conn *c)
 	struct bridge br = {.c = c, .p = c->p, .up_fd = -1};
 
 	br.b = reapi_backend(c->p);
-	if (!br.b || sessions_new(&br) < 0 || !br.down)
+	if (!br.b) { /* HTTP/2 to a proxy without the reapi backend: recorded, closed */
+		struct proxy_record rec = {.time_ns = util_now_ns(),
+					   .method = "PRI",
+					   .path = "",
+					   .reason = "refused: HTTP/2 without a reapi backend"};
+
+		proxy_record_emit(c->p, &rec);
+		goto out;
+	}
+	if (sessions_new(&br) < 0 || !br.down)
 		goto out;
 	fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
 	if (nghttp2_session_mem_recv(br.down, (uint8_t *)c->in + c->in_off, c->in_len) < 0)

@@ -189,6 +189,16 @@ def main():
 
     tls_upstream(tf)
 
+    # --- HTTP/2 to a proxy without the reapi backend: closed and audited ---
+    cp = arb("shell", "w", "--backend", "anthropic=http://127.0.0.1:9", "--", "/usr/bin/python3",
+             "-c", "import grpc; ch=grpc.insecure_channel('127.0.0.1:8713')\ntry:\n"
+             " ch.unary_unary('/google.bytestream.ByteStream/Read', lambda b: b, lambda b: b)"
+             "(b'', timeout=10); print('OK')\nexcept grpc.RpcError as e: print(e.code().name)",
+             env={"ANTHROPIC_API_KEY": "sk-ant-api03-x"})
+    C.eq("UNAVAILABLE", cp.stdout.strip(), "h2 to an HTTP/1 backend fails (%s)" % cp.stderr[-500:])
+    cp = arb("audit", "w")
+    C.ok("HTTP/2 without a reapi backend" in cp.stdout, "... and is audited")
+
     # --- --explain shows the backend's wiring, never the token ---
     be = "reapi=grpc://127.0.0.1:%d,instance=main,token-file=%s" % (port, tf)
     cp = arb("shell", "w", "--backend", be, "--explain")
