@@ -1,5 +1,6 @@
 /* proxy/backend.c: backend definitions: the built-ins, specification parsing, rules. */
 #include "proxy/proxy_internal.h"
+#include "proxy/reapi_internal.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -51,6 +52,7 @@ void proxy_backend_free(struct proxy_backend *b)
 		return;
 	if (b->login)
 		b->login_free(b->login);
+	proxy_reapi_free(b->reapi);
 	for (size_t i = 0; i < b->n_rules; i++)
 		free(b->rules[i].path);
 	proxy_secret_free(&b->credential);
@@ -184,7 +186,13 @@ static int parse_long(const char *v, long min, long max, long *out)
 int proxy_backend_set(struct proxy_backend *b, const char *key, const char *v)
 {
 	long n;
+	int rc;
 
+	if (b->reapi && proxy_reapi_set(b, key, v, &rc))
+		return rc;
+	if (b->reapi && (!strcmp(key, "allow") || !strcmp(key, "url") || !strcmp(key, "auth") ||
+			 !strcmp(key, "tls-port") || !strcmp(key, "base-path")))
+		return util_err(-EINVAL, "backend reapi: %s= does not apply", key);
 	if (!strcmp(key, "port") || !strcmp(key, "tls-port")) {
 		if (parse_long(v, 1, 65535, &n) < 0)
 			return util_err(-EINVAL, "backend %s: %s '%s' is not 1..65535", b->name,
@@ -348,7 +356,9 @@ int proxy_backend_parse(struct proxy_backend **out, const char *spec)
 		goto out;
 	d = builtin_find(copy);
 	rc = d ? init_builtin(b, d) : init_custom(b);
-	if (rc == 0 && eq)
+	if (rc == 0 && !strcmp(copy, "reapi")) /* remote builds over h2c (reapi_conf.c) */
+		rc = proxy_reapi_init(b, eq ? eq + 1 : NULL);
+	else if (rc == 0 && eq)
 		rc = set_url(b, eq + 1);
 	if (rc == 0 && opts)
 		rc = parse_options(b, opts);
@@ -360,7 +370,7 @@ int proxy_backend_parse(struct proxy_backend **out, const char *spec)
 			      b->name, b->name);
 	} else if (!b->port) {
 		rc = util_err(-EINVAL, "backend %s needs port=N", b->name);
-	} else if (b->n_rules == 0) {
+	} else if (b->n_rules == 0 && !b->reapi) {
 		rc = util_err(-EINVAL, "backend %s needs at least one allow=METHOD:PATH", b->name);
 	}
 out:

@@ -4,6 +4,7 @@
  * (the body of a refused request is never read).
  */
 #include "proxy/proxy_internal.h"
+#include "proxy/reapi_internal.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -250,6 +251,11 @@ void proxy_conn_serve(struct proxy *p, int fd)
 	c->p = p;
 	c->fd = fd;
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	/* HTTP/2 with prior knowledge: the reapi backend's gRPC (reapi.c). */
+	if (proxy_reapi_sniff(c)) {
+		proxy_reapi_serve(c);
+		goto out;
+	}
 	while (!atomic_load(&p->stopping)) {
 		struct proxy_fwd_result res = {0};
 		int64_t t0;

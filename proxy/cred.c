@@ -1,5 +1,6 @@
 /* proxy/cred.c: credential sources (read on the host only) and per-box placeholders. */
 #include "proxy/proxy_internal.h"
+#include "proxy/reapi_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -87,6 +88,10 @@ int proxy_backend_load_credential(struct proxy_backend *b)
 	size_t len = 0;
 	int rc;
 
+	if (b->reapi && (rc = proxy_reapi_preflight(b)) < 0)
+		return rc;
+	if (proxy_reapi_uses_command(b))
+		return 0; /* the token comes per stream from token-command= */
 	if (b->key_json) {
 		rc = load_key_json(b, &buf, &len);
 		if (rc < 0)

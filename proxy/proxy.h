@@ -319,9 +319,11 @@ void proxy_args_release(struct proxy_args *a);
 /* What a started proxy tells its launcher: everything the box needs, no credential. */
 struct proxy_ready_backend {
 	char *name, *placeholder, *env_prefix, *base_path;
-	char *key_source; /* the host key file (hidden from the box), or NULL */
-	char *login_path; /* the login's host file (symlinks resolved), or NULL */
-	char *login_box;  /* the box's login file (proxy_login_box_file), or NULL */
+	char *key_source;     /* the host key file (hidden from the box), or NULL */
+	char *login_path;     /* the login's host file (symlinks resolved), or NULL */
+	char *login_box;      /* the box's login file (proxy_login_box_file), or NULL */
+	bool reapi;	      /* a reapi backend: the box gets its gRPC address, no key */
+	char *reapi_instance; /* its instance=, or NULL */
 	uint16_t port, tls_port;
 };
 struct proxy_ready {

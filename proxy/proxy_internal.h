@@ -50,6 +50,7 @@ struct proxy_backend {
 	bool builtin;
 	struct proxy_login *login;		   /* a login instead of a key, or NULL */
 	void (*login_free)(struct proxy_login *l); /* set with login (proxy/login.c) */
+	struct proxy_reapi *reapi; /* the reapi backend (reapi_internal.h), or NULL */
 	/* Filled by proxy_new(). */
 	char *credential; /* the real key; host memory only (NULL with a login) */
 	char placeholder[PROXY_PLACEHOLDER_LEN + 1];

@@ -25,12 +25,14 @@ char *proxy_ready_format(const struct proxy_ready *r)
 		goto out;
 	for (size_t i = 0; i < r->n_backends; i++) {
 		const struct proxy_ready_backend *b = &r->backends[i];
-		json_t *j = json_pack(
-		    "{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:i, s:i}", "name", b->name, "placeholder",
-		    b->placeholder, "env_prefix", b->env_prefix, "base_path",
-		    str_or_null(b->base_path), "key_source", str_or_null(b->key_source),
-		    "login_path", str_or_null(b->login_path), "login_box",
-		    str_or_null(b->login_box), "port", (int)b->port, "tls_port", (int)b->tls_port);
+		json_t *j =
+		    json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:b, s:o, s:i, s:i}", "name",
+			      b->name, "placeholder", b->placeholder, "env_prefix", b->env_prefix,
+			      "base_path", str_or_null(b->base_path), "key_source",
+			      str_or_null(b->key_source), "login_path", str_or_null(b->login_path),
+			      "login_box", str_or_null(b->login_box), "reapi", b->reapi,
+			      "reapi_instance", str_or_null(b->reapi_instance), "port",
+			      (int)b->port, "tls_port", (int)b->tls_port);
 
 		if (!j || json_array_append_new(bs, j) < 0)
 			goto out;
@@ -72,6 +74,7 @@ void proxy_ready_free(struct proxy_ready *r)
 		free(b->base_path);
 		free(b->key_source);
 		free(b->login_path);
+		free(b->reapi_instance);
 		free(b->login_box);
 	}
 	for (size_t i = 0; i < r->n_allow_hosts; i++)
@@ -133,6 +136,8 @@ static int parse_ok(struct proxy_ready *r, json_t *o)
 		b->key_source = get_str(j, "key_source", &bad);
 		b->login_path = get_str(j, "login_path", &bad);
 		b->login_box = get_str(j, "login_box", &bad);
+		b->reapi = json_is_true(json_object_get(j, "reapi"));
+		b->reapi_instance = get_str(j, "reapi_instance", &bad);
 		b->port = r->ports[i] = get_port(j, "port", &bad);
 		b->tls_port = get_port(j, "tls_port", &bad);
 		bad = bad || !b->name || !b->placeholder || !b->env_prefix;
@@ -188,7 +193,7 @@ int proxy_ready_box_env(const struct proxy_ready *r, const char *key_dir, char *
 {
 	static const char *const proxy_vars[] = {"HTTPS_PROXY", "HTTP_PROXY", "https_proxy",
 						 "http_proxy"};
-	char **env = calloc(3 * r->n_backends + 7, sizeof(*env));
+	char **env = calloc(4 * r->n_backends + 7, sizeof(*env));
 	size_t k = 0;
 	bool failed = !env;
 
@@ -209,8 +214,14 @@ int proxy_ready_box_env(const struct proxy_ready *r, const char *key_dir, char *
 			env[k++] = util_asprintf("%s_TLS_BASE_URL=https://127.0.0.1:%u%s",
 						 b->env_prefix, b->tls_port, bp);
 		/* A login's placeholders live in the box's login file: a key variable would make
-		 * the client prefer an API key. */
-		if (!b->login_path)
+		 * the client prefer an API key. A reapi backend's gRPC clients get its address and
+		 * instance, and no key at all (the proxy adds the token per stream). */
+		if (b->reapi) {
+			env[k++] =
+			    util_asprintf("%s_REMOTE=grpc://127.0.0.1:%u", b->env_prefix, b->port);
+			env[k++] = util_asprintf("%s_INSTANCE=%s", b->env_prefix,
+						 b->reapi_instance ? b->reapi_instance : "");
+		} else if (!b->login_path)
 			env[k++] =
 			    key_dir ? util_asprintf("%s_API_KEY_FILE=%s/%s.key", b->env_prefix,
 						    key_dir, b->name)

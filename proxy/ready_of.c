@@ -3,6 +3,7 @@
  * box's environment made from it (proxy_box_env), so the proxy and its launcher say the same.
  */
 #include "proxy/proxy_internal.h"
+#include "proxy/reapi_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -26,6 +27,9 @@ static int backend_of(const struct proxy *p, const struct proxy_backend *b,
 		return util_err(rc, "out of memory");
 	rb->port = b->port;
 	rb->tls_port = b->tls_port;
+	rb->reapi = b->reapi != NULL;
+	if (b->reapi && dup_or_null(&rb->reapi_instance, b->reapi->instance) < 0)
+		return util_err(-ENOMEM, "out of memory");
 	if (!b->login)
 		return 0;
 	if (dup_or_null(&rb->login_path, proxy_login_path(b->login)) < 0)

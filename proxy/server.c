@@ -3,6 +3,7 @@
  * accept thread, one thread per connection, and shutdown that aborts what is in flight.
  */
 #include "proxy/proxy_internal.h"
+#include "proxy/reapi_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

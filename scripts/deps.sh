@@ -23,6 +23,9 @@ PKGS+=(btrfs-progs xfsprogs bindfs)
 PKGS+=(git-lfs)
 # tests/integration/e2e_review.py: the review page in a real headless browser.
 PKGS+=(chromium)
+# The reapi backend (HTTP/2: libnghttp2); tests/integration/proxy_reapi.sh: a fake REAPI
+# server and client (python3-grpcio) and Bazel as the real client (bazel-bootstrap).
+PKGS+=(libnghttp2-dev python3-grpcio bazel-bootstrap)
 
 missing=()
 for p in "${PKGS[@]}"; do

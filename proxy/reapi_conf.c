@@ -1,0 +1,228 @@
+/*
+ * proxy/reapi_conf.c: the reapi backend's configuration (reapi=HOST[:PORT], instance=,
+ * token-file=, token-command=) and the per-stream checks (the method allow-list and the
+ * instance name in the first request message). No TLS and no token here: the launcher links
+ * it (the token: reapi_token.c; the bridge and its TLS: reapi.c, arborinth_proxy only).
+ */
+#include "proxy/reapi_internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+static const char *const allowed[] = {
+    "/build.bazel.remote.execution.v2.Capabilities/GetCapabilities",
+    "/build.bazel.remote.execution.v2.ActionCache/GetActionResult",
+    "/build.bazel.remote.execution.v2.ContentAddressableStorage/FindMissingBlobs",
+    "/build.bazel.remote.execution.v2.ContentAddressableStorage/BatchUpdateBlobs",
+    "/build.bazel.remote.execution.v2.ContentAddressableStorage/BatchReadBlobs",
+    "/build.bazel.remote.execution.v2.ContentAddressableStorage/GetTree",
+    "/google.bytestream.ByteStream/Read",
+    "/google.bytestream.ByteStream/Write",
+    "/google.bytestream.ByteStream/QueryWriteStatus",
+    "/build.bazel.remote.execution.v2.Execution/Execute",
+    "/build.bazel.remote.execution.v2.Execution/WaitExecution",
+    "/google.longrunning.Operations/GetOperation",
+    "/google.longrunning.Operations/ListOperations",
+    "/google.longrunning.Operations/CancelOperation",
+    "/google.longrunning.Operations/DeleteOperation",
+    "/google.longrunning.Operations/WaitOperation",
+};
+
+void proxy_reapi_free(struct proxy_reapi *r)
+{
+	if (!r)
+		return;
+	free(r->host);
+	free(r->authority);
+	free(r->instance);
+	free(r->token_command);
+	proxy_secret_free(&r->cached);
+	if (r->ssl_ctx && r->ssl_free)
+		r->ssl_free(r->ssl_ctx);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}
+
+/* grpcs://HOST[:PORT] or HOST[:PORT] or [V6]:PORT (TLS, 443), grpc://HOST[:PORT] (h2c, 80). */
+int proxy_reapi_init(struct proxy_backend *b, const char *target)
+{
+	struct proxy_reapi *r = calloc(1, sizeof(*r));
+	const char *h = target, *colon;
+	long port = 443;
+	int rc = 0;
+
+	if (!r)
+		return util_err(-ENOMEM, "out of memory");
+	pthread_mutex_init(&r->lock, NULL);
+	b->reapi = r;
+	b->port = PROXY_REAPI_PORT;
+	b->auth = PROXY_AUTH_BEARER;
+	if (!target || !*target)
+		return util_err(-EINVAL, "backend reapi needs the endpoint: reapi=HOST[:PORT]");
+	r->tls = true; /* as Bazel: without a scheme, TLS */
+	if (util_str_has_prefix(h, "grpcs://")) {
+		h += 8;
+	} else if (util_str_has_prefix(h, "grpc://")) {
+		r->tls = false;
+		h += 7;
+		port = 80;
+	}
+	colon = strrchr(h, ':');
+	if (h[0] == '[') {
+		const char *end = strchr(h, ']');
+
+		if (!end || (end[1] && end[1] != ':'))
+			return util_err(-EINVAL, "backend reapi: bad endpoint '%s'", target);
+		r->host = strndup(h + 1, (size_t)(end - h - 1));
+		colon = end[1] ? end + 1 : NULL;
+	} else {
+		r->host = colon ? strndup(h, (size_t)(colon - h)) : strdup(h);
+	}
+	if (!r->host)
+		return util_err(-ENOMEM, "out of memory");
+	if (colon) {
+		char *end;
+
+		errno = 0;
+		port = strtol(colon + 1, &end, 10);
+		if (errno || end == colon + 1 || *end || port < 1 || port > 65535)
+			return util_err(-EINVAL, "backend reapi: bad port in '%s'", target);
+	}
+	if (!*r->host || strlen(r->host) > 253)
+		return util_err(-EINVAL, "backend reapi: bad host in '%s'", target);
+	for (const char *s = r->host; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr(".-_:", *s))
+			return util_err(-EINVAL, "backend reapi: bad host in '%s'", target);
+	r->port = (uint16_t)port;
+	r->authority = strchr(r->host, ':') ? util_asprintf("[%s]:%ld", r->host, port)
+					    : util_asprintf("%s:%ld", r->host, port);
+	b->url = util_asprintf("grpc://%s", r->authority ? r->authority : "");
+	if (!r->authority || !b->url)
+		rc = util_err(-ENOMEM, "out of memory");
+	return rc;
+}
+
+/* 1: the option was the reapi backend's (*rc its result); 0: not one of its options. */
+int proxy_reapi_set(struct proxy_backend *b, const char *key, const char *v, int *rc)
+{
+	struct proxy_reapi *r = b->reapi;
+	char **dst;
+
+	if (!strcmp(key, "instance")) {
+		if (strlen(v) > 256 || strstr(v, "..") || strpbrk(v, " \\%?#")) {
+			*rc = util_err(-EINVAL, "backend reapi: bad instance name '%s'", v);
+			return 1;
+		}
+		dst = &r->instance;
+	} else if (!strcmp(key, "token-command")) {
+		if (!*v) {
+			*rc = util_err(-EINVAL, "backend reapi: token-command needs a command");
+			return 1;
+		}
+		dst = &r->token_command;
+	} else if (!strcmp(key, "token-file")) {
+		*rc = proxy_backend_set(b, "key-file", v);
+		return 1;
+	} else {
+		return 0;
+	}
+	free(*dst);
+	*dst = strdup(v);
+	*rc = *dst ? 0 : util_err(-ENOMEM, "out of memory");
+	return 1;
+}
+
+int proxy_reapi_box_env(const struct proxy_backend *b, char **remote, char **instance)
+{
+	*remote = util_asprintf("%s_REMOTE=grpc://127.0.0.1:%u", b->env_prefix, b->port);
+	*instance = util_asprintf("%s_INSTANCE=%s", b->env_prefix,
+				  b->reapi->instance ? b->reapi->instance : "");
+	return *remote && *instance ? 0 : -ENOMEM;
+}
+
+bool proxy_reapi_uses_command(const struct proxy_backend *b)
+{
+	return b->reapi && b->reapi->token_command;
+}
+
+int proxy_reapi_method(const char *path)
+{
+	for (size_t i = 0; i < ARB_ARRAY_LEN(allowed); i++)
+		if (!strcmp(allowed[i], path))
+			return (int)i;
+	return -1;
+}
+
+/* Reads a protobuf varint; 0 when incomplete or too long. */
+static size_t varint(const unsigned char *p, size_t n, uint64_t *v)
+{
+	*v = 0;
+	for (size_t i = 0; i < n && i < 10; i++) {
+		*v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+		if (!(p[i] & 0x80))
+			return i + 1;
+	}
+	return 0;
+}
+
+int proxy_reapi_check_instance(const struct proxy_reapi *r, const char *path,
+			       const unsigned char *msg, size_t n, bool complete)
+{
+	bool bytestream = util_str_has_prefix(path, "/google.bytestream.");
+	const char *inst = r->instance;
+	size_t il = inst ? strlen(inst) : 0, off, vl;
+	uint64_t mlen, tag, len;
+
+	if (!inst || util_str_has_prefix(path, "/google.longrunning.") ||
+	    strstr(path, "/WaitExecution"))
+		return 0; /* nothing to check, or an operation name: not checked */
+	if (n < 5)
+		return complete ? -EPERM : -EAGAIN;
+	if (msg[0] != 0)
+		return -EPERM; /* a compressed message cannot be inspected */
+	mlen = (uint64_t)msg[1] << 24 | (uint64_t)msg[2] << 16 | (uint64_t)msg[3] << 8 | msg[4];
+	off = 5;
+	if (n == off && mlen == 0)
+		return bytestream || il ? -EPERM : 0;
+	if (n == off)
+		return complete ? -EPERM : -EAGAIN;
+	vl = varint(msg + off, n - off, &tag);
+	if (!vl)
+		return complete || n - off >= 10 ? -EPERM : -EAGAIN;
+	if (tag != 0x0a) /* field 1 absent: an empty instance name */
+		return !bytestream && il == 0 ? 0 : -EPERM;
+	off += vl;
+	vl = varint(msg + off, n - off, &len);
+	if (!vl)
+		return complete || n - off >= 10 ? -EPERM : -EAGAIN;
+	off += vl;
+	if (len > 4096 || off + len > 5 + mlen)
+		return -EPERM;
+	if (n - off < len)
+		return complete ? -EPERM : -EAGAIN;
+	if (!bytestream)
+		return len == il && !memcmp(msg + off, inst, il) ? 0 : -EPERM;
+	/* ByteStream: "{instance}/blobs/..." or "{instance}/uploads/...", no ".." segment. */
+	if (il) {
+		if (len <= il || memcmp(msg + off, inst, il) || msg[off + il] != '/')
+			return -EPERM;
+		off += il + 1;
+		len -= il + 1;
+	}
+	if (memmem(msg + off, len, "..", 2))
+		return -EPERM;
+	if ((len > 6 && !memcmp(msg + off, "blobs/", 6)) ||
+	    (len > 8 && !memcmp(msg + off, "uploads/", 8)))
+		return 0;
+	return -EPERM;
+}
