@@ -1,6 +1,6 @@
 /*
- * fs/devio.c: the daemon's own I/O on /dev/fuse (fuse_session_custom_io), for the two things
- * libfuse 3.14 has no API for:
+ * fs/transport/devio.c: the daemon's own I/O on /dev/fuse (fuse_session_custom_io), for the two
+ * things libfuse 3.14 has no API for:
  * - FUSE passthrough (passthrough.c): INIT asks for it, OPEN and CREATE replies carry a
  *   backing id;
  * - FUSE over io_uring (uring.c): INIT asks for it, and the reply to a request that came
