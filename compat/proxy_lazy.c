@@ -1,5 +1,5 @@
 /*
- * cli/proxy_lazy.c: the credential proxy, loaded only when a command uses it.
+ * compat/proxy_lazy.c: the credential proxy, loaded only when a command uses it.
  *
  * The proxy needs libcurl and OpenSSL's libssl, and with them about 25 more shared libraries
  * (GnuTLS, Kerberos, LDAP, ...) that every arborinth process loaded and relocated at start:
@@ -12,8 +12,6 @@
  * ones util_err_msg() reports here. The functions that can fail report a library that cannot
  * be opened as an error; the others are only called on objects the library made.
  */
-#include "cli/cli.h"
-
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -23,6 +21,7 @@
 #include <unistd.h>
 
 #include "proxy/proxy.h"
+#include "util/util.h"
 
 #define PROXY_DSO "libarb_proxy.so"
 
