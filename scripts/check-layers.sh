@@ -9,6 +9,8 @@
 #       fs     -> audit util
 #       core   -> fs audit util
 #       lib    -> include core fs jail proxy binds audit util   (libarborinth: the public API)
+#       agents -> include lib core jail proxy binds util  (the vendor clients; in libarborinth,
+#                 on lib's private box hooks, so agents/ may include lib/*_internal.h)
 #       cli    -> include util (the public API: each command parses options and prints),
 #                 except the files in cli_below below, which still reach the modules
 #                 (issue #14's next steps move them onto the API)
@@ -29,6 +31,7 @@ declare -A allowed=(
 	[fs]="audit util"
 	[core]="fs audit util"
 	[lib]="include core fs jail proxy binds audit util"
+	[agents]="include lib core jail proxy binds util"
 	[cli]="include util"
 	[helpers]="cli fs jail proxy util"
 	[compat]="proxy util"
@@ -61,6 +64,7 @@ while IFS=: read -r file line inc; do
 	mod=${inc%%/*}
 	case "$file" in
 	"$mod"/* | tests/unit/*) ;;
+	agents/*) [ "$mod" = lib ] || complain "$file:$line: includes $inc, private to $mod/" ;;
 	cli/*) [ "$mod" = lib ] && [ -n "${cli_below[$file]:-}" ] ||
 		complain "$file:$line: includes $inc, private to $mod/" ;;
 	*) complain "$file:$line: includes $inc, private to $mod/" ;;

@@ -1,12 +1,12 @@
 /*
- * lib/agent_clients.c: what each agent client needs in its box. Every client gets its
+ * agents/claude.c: what each agent client needs in its box. Every client gets its
  * base URL pointed at the in-box relay and the box's placeholder as its key (from the
  * proxy), its config and state under the workspace's home ($HOME in the box, so sessions
  * persist per workspace), update checks and telemetry off, and the host's model choice
  * imported when the user gave none. Host credential files are never read nor mounted: only
  * settings files that hold no secrets are read, and only the model is taken from them.
  */
-#include "lib/agent_internal.h"
+#include "agents/agents_internal.h"
 
 #include <errno.h>
 #include <jansson.h>
