@@ -7,7 +7,8 @@
 #       audit  -> util             binds -> util
 #       jail   -> util             proxy -> util
 #       fs     -> audit util
-#       core   -> fs audit util
+#       ckpt   -> util                (the checkpoint store: git object and pack writer)
+#       core   -> ckpt fs audit util
 #       lib    -> include core fs jail proxy binds audit util   (libarborinth: the public API)
 #       agents -> include lib core jail proxy binds util  (the vendor clients; in libarborinth,
 #                 on lib's private box hooks, so agents/ may include lib/*_internal.h)
@@ -29,7 +30,8 @@ declare -A allowed=(
 	[jail]="util"
 	[proxy]="util"
 	[fs]="audit util"
-	[core]="fs audit util"
+	[ckpt]="util"
+	[core]="ckpt fs audit util"
 	[lib]="include core fs jail proxy binds audit util"
 	[agents]="include lib core jail proxy binds util"
 	[cli]="include util"
