@@ -114,6 +114,9 @@ bool launch_model_ok(const char *m);
 char *launch_json_file_string(const char *path, const char *key);
 /* Replaces l->model_import by model (owned; NULL: none). Returns 0. */
 int launch_set_model(struct launch *l, char *model);
+/* $HOME/SUB made in the box (in the workspace's home, so it persists): *dir its path. */
+int launch_home_dir(struct jail_box *b, const char *sub, const char *client,
+		    char **dir) ARB_MUST_CHECK;
 
 /*
  * The host client's local MCP servers that the bind files' mcp = [...] name, for the box
