@@ -2,6 +2,7 @@
 #ifndef ARB_CORE_CKPT_INTERNAL_H
 #define ARB_CORE_CKPT_INTERNAL_H
 
+#include "ckpt/ckpt.h"
 #include "core/core_internal.h"
 
 #define CKPT_REF_PREFIX "refs/arborinth/checkpoints/"
@@ -46,40 +47,10 @@ void ckpt_cache_save(struct ckpt_cache *c);
 void ckpt_cache_drop(const struct core_ws *ws);
 
 /*
- * The object store checkpoints write through (core/ckpt_odb.c): new objects gathered into one
- * pack in NAME/checkpoints.git/objects/pack, written by ckpt_odb_flush(); objects too large
- * for it loose.
- * Caller frees with ckpt_odb_free() (which writes nothing). Not thread-safe.
+ * The checkpoint store's object writer (ckpt/ckpt.h) over NAME/checkpoints.git/objects
+ * (core/ckpt_store.c). Caller frees with ckpt_odb_free().
  */
-struct ckpt_odb;
 int ckpt_odb_new(const struct core_ws *ws, struct ckpt_odb **out) ARB_MUST_CHECK;
-/* The same over any objects directory (core/objects_view.c's stores). */
-int ckpt_odb_open(const char *objects, struct ckpt_odb **out) ARB_MUST_CHECK;
-void ckpt_odb_free(struct ckpt_odb *f);
-/*
- * Stores an object of type, len bytes of data: its id (git's, hashed with ckpt_sha1) into
- * *id; written unless this store holds it or was told of it (ckpt_odb_know). -errno, message.
- */
-int ckpt_odb_put(struct ckpt_odb *f, git_object_t type, const void *data, size_t len,
-		 git_oid *id) ARB_MUST_CHECK;
-/*
- * Stores a whole (not delta) pack entry of another pack as it is: header and deflated data,
- * len bytes, its CRC-32. -E2BIG (no message) when the pack is full: ckpt_odb_put instead.
- */
-int ckpt_odb_put_entry(struct ckpt_odb *f, const git_oid *id, const unsigned char *entry,
-		       size_t len, uint32_t crc) ARB_MUST_CHECK;
-/* Tells the store that id is stored already (an earlier checkpoint's): not written again. */
-int ckpt_odb_know(struct ckpt_odb *f, const git_oid *id) ARB_MUST_CHECK;
-/* Writes the pack of what was written since ckpt_odb_new (nothing when nothing was). */
-int ckpt_odb_flush(struct ckpt_odb *f) ARB_MUST_CHECK;
-/* SHA-1 (plain, not collision-detecting) of head (hl bytes, may be 0) then data. -EIO. */
-int ckpt_sha1(const void *head, size_t hl, const void *data, size_t len,
-	      unsigned char out[20]) ARB_MUST_CHECK;
-/* SHA-1 of the n parts of iov, in order. -EIO. */
-struct iovec;
-int ckpt_sha1_iov(const struct iovec *iov, size_t n, unsigned char out[20]) ARB_MUST_CHECK;
-/* The git id of an object of type with len bytes of data. -EIO. */
-int ckpt_object_id(git_object_t type, const void *data, size_t len, git_oid *id) ARB_MUST_CHECK;
 
 /*
  * The base's objects a checkpoint reads, kept between checkpoints in the file at path
@@ -97,54 +68,6 @@ int ckpt_base_read(struct ckpt_base *b, const git_oid *id, git_object_t type,
 		   const unsigned char **data, size_t *len) ARB_MUST_CHECK;
 /* Writes the file again when objects were read that it lacked (best effort). */
 void ckpt_base_save(struct ckpt_base *b);
-
-/* One pack being gathered in memory (core/ckpt_pack.c). */
-struct ckpt_pack;
-int ckpt_pack_new(struct ckpt_pack **out) ARB_MUST_CHECK;
-void ckpt_pack_free(struct ckpt_pack *pk);
-/* Adds object id (type, len bytes) whose data, zlib-deflated, is z (zl bytes). -ENOMEM. */
-int ckpt_pack_add(struct ckpt_pack *pk, const git_oid *id, git_object_t type, size_t len,
-		  const unsigned char *z, size_t zl) ARB_MUST_CHECK;
-/*
- * Adds a whole entry of another pack (its header, then its deflated data) whose CRC-32 (as
- * that pack's index gives it) is crc: -EINVAL for a delta or a malformed header.
- */
-int ckpt_pack_add_entry(struct ckpt_pack *pk, const git_oid *id, const unsigned char *entry,
-			size_t entry_len, uint32_t crc) ARB_MUST_CHECK;
-/* An entry of another pack, as its index gives it: id (20 bytes), offset, CRC-32. */
-struct ckpt_pack_in {
-	const unsigned char *id;
-	uint64_t off;
-	uint32_t crc;
-};
-/*
- * Takes in another pack's entries whole (no entry is copied or read): len bytes at off in buf
- * (buf_len bytes from ckpt_pack_buf_new, which pk frees once this returns 0), holding the n
- * entries in. -EEXIST (nothing taken in) when pk holds one of them already, -ENOMEM.
- */
-int ckpt_pack_add_body(struct ckpt_pack *pk, unsigned char *buf, size_t buf_len, size_t off,
-		       size_t len, const struct ckpt_pack_in *in, size_t n) ARB_MUST_CHECK;
-/* A buffer of len bytes for ckpt_pack_add_body, its pages in place; NULL. Freed by the next. */
-unsigned char *ckpt_pack_buf_new(size_t len);
-void ckpt_pack_buf_free(unsigned char *buf, size_t len);
-/* Whether id is in the pack. */
-bool ckpt_pack_has(const struct ckpt_pack *pk, const git_oid *id);
-/* The pack's size so far. */
-size_t ckpt_pack_bytes(const struct ckpt_pack *pk);
-/*
- * Takes into pk the smaller packs of pack_dir, geometrically, up to max_bytes in all
- * (core/ckpt_merge.c); *taken (n_taken names "pack-SUM") to remove with ckpt_pack_remove()
- * once pk is written. Best effort: a pack that cannot be taken in stays.
- */
-int ckpt_pack_absorb(struct ckpt_pack *pk, int pack_dir, size_t max_bytes, char ***taken,
-		     size_t *n_taken) ARB_MUST_CHECK;
-/* Removes the packs taken in but the one written ("pack-SUM"), and frees taken. */
-void ckpt_pack_remove(int pack_dir, const char *written, char **taken, size_t n);
-/*
- * Writes objects_dir/pack/pack-SUM.{pack,idx}, having taken in smaller packs (up to
- * max_bytes); nothing for an empty pack. -errno, message.
- */
-int ckpt_pack_write(struct ckpt_pack *pk, int objects_dir, size_t max_bytes) ARB_MUST_CHECK;
 
 /*
  * The checkpoint store (core/ckpt_store.c): NAME/checkpoints.git, made on first use, a bare

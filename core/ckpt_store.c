@@ -304,3 +304,16 @@ int ckpt_store_import(git_repository *store, git_repository *wrepo, const git_oi
 	git_odb_free(from);
 	return rc;
 }
+
+int ckpt_odb_new(const struct core_ws *ws, struct ckpt_odb **out)
+{
+	char *store = ckpt_store_path(ws);
+	char *objects = store ? util_path_join(store, "objects") : NULL;
+	int rc;
+
+	*out = NULL;
+	rc = objects ? ckpt_odb_open(objects, out) : util_err(-ENOMEM, "out of memory");
+	free(objects);
+	free(store);
+	return rc;
+}

@@ -3,7 +3,7 @@
  * (fs/layer.c defines the layer). A directory the layer does not hold is the base's subtree by
  * id, never read; one it holds starts from its lower tree's entries (read through
  * core/ckpt_base.c), then the layer's entries win: whiteouts remove, files and symlinks are
- * hashed into the workspace's own object store (core/ckpt_odb.c; core/ckpt_cache.c keeps each
+ * hashed into the workspace's own object store (ckpt/odb.c; core/ckpt_cache.c keeps each
  * changed file hashed once across checkpoints), directories recurse. What git cannot hold
  * (empty directories, FIFOs, sockets, devices, entries named .git) is left out, and so is the
  * view's .git. Trees are made here as git makes them (entries in git's order, canonical

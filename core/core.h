@@ -234,8 +234,8 @@ int core_registry_prune(size_t *dropped) ARB_MUST_CHECK;
  * checks; the workspace folder is 0711 so others can reach workdir/ but list nothing).
  * -EPERM with a message when allow_other needs user_allow_other in /etc/fuse.conf (not root).
  * CORE_WS_IO_PASSTHROUGH / CORE_WS_IO_DAEMON choose, for this and every later mount, whether
- * files created in the view are written through FUSE passthrough (fs/passthrough.c; kept as
- * the file NAME/io-passthrough) or through the daemon (the default).
+ * files created in the view are written through FUSE passthrough (fs/transport/passthrough.c; kept
+ * as the file NAME/io-passthrough) or through the daemon (the default).
  */
 int core_ws_mount(struct core_project *p, struct core_ws *ws, unsigned int flags) ARB_MUST_CHECK;
 /*

@@ -2,7 +2,7 @@
  * core/project_cache.c: finding a project without libgit2.
  *
  * Opening the origin with libgit2 costs its start (arborinth opens libgit2 on first use,
- * cli/git2_lazy.c: about 3 ms) and a read of three git config files. Most commands only need
+ * compat/git2_lazy.c: about 3 ms) and a read of three git config files. Most commands only need
  * the paths: the origin's root, its gitdir and common dir. So after libgit2 has found them,
  * they are written to <root>/.git/arborinth/repo.cache (in the state directory, core/state_dir.c)
  * together with what they depend on, and

@@ -375,7 +375,12 @@ static int disk_setup(struct fs *fs, const struct fs_config *cfg)
 
 int fs_daemon_run(const struct fs_config *cfg, int ready_fd)
 {
-	struct fs fs = {0};
+	struct fs fs = {
+	    /* node.c calls up the stack only through these */
+	    .hooks = {.fds_changed = fs_house_fds_changed,
+		      .flush = fs_record_flush_node,
+		      .forget = fs_disk_forget},
+	};
 	int rc;
 
 	umask(0); /* the kernel already applied the caller's umask to every mode we get */

@@ -40,15 +40,6 @@
 #define REASON_RESERVE 2	     /* the filesystem's free space is below the reserve */
 #define ENTRY_BYTES    4096	     /* what a new name is taken to cost */
 
-int64_t fs_disk_charge_of(const struct stat *st)
-{
-	int64_t alloc = (int64_t)st->st_blocks * 512;
-
-	if (!S_ISREG(st->st_mode))
-		return alloc;
-	return st->st_size > alloc ? st->st_size : alloc;
-}
-
 static int walk(int dirfd, int depth, int64_t *sum)
 {
 	DIR *d;

@@ -7,6 +7,7 @@
 #include <git2.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "fs/fs.h"
@@ -202,6 +203,17 @@ struct fs {
 	gid_t gid;
 
 	struct audit_log *audit; /* NULL when off */
+	/*
+	 * What node.c, the bottom of the stack, tells the layers above it (fs_daemon_run sets
+	 * them; each may be NULL): a node took a descriptor (house.c wakes its trimmer); a node
+	 * is about to move or go (record.c records its pending writes under the old name); a
+	 * node is freed (disk.c releases an unlinked file's charge).
+	 */
+	struct fs_hooks {
+		void (*fds_changed)(struct fs *fs);
+		void (*flush)(struct fs *fs, struct fs_node *n);
+		void (*forget)(struct fs *fs, struct fs_node *n);
+	} hooks;
 	const struct fs_config *cfg;
 
 	/*
@@ -295,6 +307,15 @@ static inline void fs_dir_changed(struct fs_node *dir)
 }
 
 /* node.c: the node tables. All require fs->lock held. */
+void fs_listing_free(struct fs_listing *l);
+/* What a file's upper copy counts against the disk budget (disk.c): its allocation, or size. */
+int64_t fs_disk_charge_of(const struct stat *st);
+/* Tells the upper layer (fs->hooks.fds_changed, house.c) that a node took a descriptor. */
+static inline void fs_node_fds_changed(struct fs *fs)
+{
+	if (fs->hooks.fds_changed)
+		fs->hooks.fds_changed(fs);
+}
 int fs_node_init_tables(struct fs *fs) ARB_MUST_CHECK;
 void fs_node_free_all(struct fs *fs);
 struct fs_node *fs_node_get(struct fs *fs, fuse_ino_t ino);
@@ -427,7 +448,6 @@ int fs_node_stat(struct fs *fs, struct fs_node *n, struct stat *st) ARB_MUST_CHE
 int fs_name_check(const char *name) ARB_MUST_CHECK;
 /* Fills e for n and counts one kernel lookup. Requires fs->lock. */
 int fs_entry_fill(struct fs *fs, struct fs_node *n, struct fuse_entry_param *e) ARB_MUST_CHECK;
-void fs_listing_free(struct fs_listing *l);
 /* Lists the merged children of dir. Requires fs->lock. Caller frees with fs_dirents_free. */
 int fs_dir_list(struct fs *fs, struct fs_node *dir, struct fs_dirent **out,
 		size_t *n) ARB_MUST_CHECK;
@@ -511,7 +531,6 @@ struct fs_disk_ask {
 	int64_t off, len;
 	int mode; /* fallocate's FALLOC_FL_* flags, else 0 */
 };
-int64_t fs_disk_charge_of(const struct stat *st);
 int fs_disk_init(struct fs *fs, int64_t budget) ARB_MUST_CHECK;
 int fs_disk_check(struct fs *fs, struct fs_node *n, const struct fs_disk_ask *a) ARB_MUST_CHECK;
 /* The same for a new name in directory p (a block's worth), by process pid. */
@@ -537,8 +556,8 @@ void fs_house_stop(struct fs *fs);
 void fs_house_fds_changed(struct fs *fs);
 
 /*
- * The FUSE messages where the daemon reads or edits them itself (devio.c, passthrough.c,
- * uring.c; Debian 12's <linux/fuse.h> is protocol 7.38): sizes and byte offsets in
+ * The FUSE messages where the daemon reads or edits them itself (transport/: devio.c,
+ * passthrough.c, uring.c; Debian 12's <linux/fuse.h> is protocol 7.38): sizes and byte offsets in
  * fuse_in_header and fuse_out_header, and in INIT's reply (struct fuse_init_out).
  * fs_msg_get32/fs_msg_put32: a 32-bit field at off.
  */
@@ -547,8 +566,18 @@ void fs_house_fds_changed(struct fs *fs);
 #define FS_MSG_UNIQUE	   8  /* .unique, in both headers */
 #define FS_INIT_OUT_FLAGS2 32
 #define FS_INIT_OUT_SIZE   64 /* struct fuse_init_out in 7.38 and later */
-uint32_t fs_msg_get32(const void *base, size_t off);
-void fs_msg_put32(void *base, size_t off, uint32_t v);
+static inline uint32_t fs_msg_get32(const void *base, size_t off)
+{
+	uint32_t v;
+
+	memcpy(&v, (const char *)base + off, sizeof(v));
+	return v;
+}
+
+static inline void fs_msg_put32(void *base, size_t off, uint32_t v)
+{
+	memcpy((char *)base + off, &v, sizeof(v));
+}
 
 /*
  * devio.c: fs_devio_install: after mounting, takes over the /dev/fuse I/O, so the INIT reply

@@ -187,7 +187,7 @@ void fs_node_set_upper(struct fs *fs, struct fs_node *n, int fd, const struct st
 		close(n->fd);
 	if (n->fd < 0) {
 		fs->nupper_fds++;
-		fs_house_fds_changed(fs);
+		fs_node_fds_changed(fs);
 	}
 	if (n->in_upper_table)
 		CHAIN_REMOVE(upper_slot(fs, n->upper_dev, n->upper_ino), n, next_upper);
@@ -224,11 +224,12 @@ int fs_node_move(struct fs *fs, struct fs_node *n, struct fs_node *parent, const
 		if (!copy)
 			return -ENOMEM;
 	}
-	fs_record_flush_node(fs, n); /* its writes are recorded under the name they went to */
+	if (fs->hooks.flush) /* its writes are recorded under the name they went to */
+		fs->hooks.flush(fs, n);
 	fs_dir_changed(n->parent);
 	fs_dir_changed(parent);
 	name_unlink(fs, n);
-	if (!name) {
+	if (!copy) { /* no name: unlinked */
 		n->unlinked = true;
 		return 0;
 	}
@@ -245,10 +246,30 @@ int fs_node_move(struct fs *fs, struct fs_node *n, struct fs_node *parent, const
 	return 0;
 }
 
+int64_t fs_disk_charge_of(const struct stat *st)
+{
+	int64_t alloc = (int64_t)st->st_blocks * 512;
+
+	if (!S_ISREG(st->st_mode))
+		return alloc;
+	return st->st_size > alloc ? st->st_size : alloc;
+}
+
+void fs_listing_free(struct fs_listing *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->n; i++)
+		free(l->e[i].name);
+	free(l->e);
+	free(l);
+}
+
 /* Closes n's descriptors and frees it (already out of the tables). */
 static void node_free(struct fs *fs, struct fs_node *n)
 {
-	fs_disk_forget(fs, n);
+	if (fs->hooks.forget)
+		fs->hooks.forget(fs, n);
 	if (n->fd >= 0) {
 		close(n->fd);
 		fs->nupper_fds--;
@@ -270,7 +291,8 @@ static void node_destroy(struct fs *fs, struct fs_node *n)
 {
 	struct fs_node *parent = n->parent;
 
-	fs_record_flush_node(fs, n);
+	if (fs->hooks.flush)
+		fs->hooks.flush(fs, n);
 	name_unlink(fs, n);
 	CHAIN_REMOVE(ino_slot(fs, n->ino), n, next_ino);
 	fs->nnodes--;

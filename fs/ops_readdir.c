@@ -33,16 +33,6 @@ void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
-void fs_listing_free(struct fs_listing *l)
-{
-	if (!l)
-		return;
-	for (size_t i = 0; i < l->n; i++)
-		free(l->e[i].name);
-	free(l->e);
-	free(l);
-}
-
 static int cmp_name(const void *a, const void *b)
 {
 	const struct fs_lentry *const *x = a, *const *y = b;

@@ -59,7 +59,7 @@ static void keep_data_fd(struct fs *fs, struct fs_node *n, int fd)
 {
 	n->data_fd = fd;
 	fs->ndata_fds++;
-	fs_house_fds_changed(fs);
+	fs_node_fds_changed(fs);
 }
 
 void fs_upper_adopt_data_fd(struct fs *fs, struct fs_node *n, int fd)

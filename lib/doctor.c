@@ -1,8 +1,8 @@
 /*
- * lib/doctor.c: arb_doctor(), what arborinth needs of this machine and whether it is there.
- * Each check is ok, degraded (arborinth works without it, with less) or missing; a missing
- * required check means workspaces or boxes cannot work here. Nothing here changes the
- * machine, and no credential is ever read beyond its existence.
+ * lib/doctor.c: the checks' list behind arb_doctor() (agents/doctor.c), what arborinth needs of
+ * this machine and whether it is there. Each check is ok, degraded (arborinth works without it,
+ * with less) or missing; a missing required check means workspaces or boxes cannot work here.
+ * Nothing here changes the machine, and no credential is ever read beyond its existence.
  */
 #include "lib/doctor_internal.h"
 
@@ -54,24 +54,4 @@ void arb_checks_free(struct arb_check *v, size_t n)
 		free(v[i].fix);
 	}
 	free(v);
-}
-
-int arb_doctor(struct arb_check **out, size_t *n, const char *workdir)
-{
-	struct doctor d = {.workdir = workdir};
-	int rc;
-
-	lib_err_reset();
-	*out = NULL;
-	*n = 0;
-	rc = doctor_sys(&d);
-	if (rc == 0)
-		rc = doctor_clients(&d);
-	if (rc < 0) {
-		arb_checks_free(d.v, d.n);
-		return rc;
-	}
-	*out = d.v;
-	*n = d.n;
-	return 0;
 }

@@ -1,6 +1,6 @@
 /*
  * lib/doctor_internal.h: the checks behind arb_doctor(), in two files: what the machine
- * offers (doctor_sys.c) and the agent clients (doctor_clients.c).
+ * offers (doctor_sys.c) and the agent clients (agents/doctor.c, which holds arb_doctor() itself).
  */
 #ifndef ARB_LIB_DOCTOR_INTERNAL_H
 #define ARB_LIB_DOCTOR_INTERNAL_H
@@ -28,7 +28,5 @@ int doctor_add(struct doctor *d, const char *name, enum arb_check_status st, boo
 /* bwrap, user namespaces, /dev/fuse, fusermount3, allow_other, cgroups, passthrough,
  * io_uring, the project's file system (doctor_sys.c). */
 int doctor_sys(struct doctor *d) ARB_MUST_CHECK;
-/* claude, codex, opencode: on PATH, and whether a credential is there (doctor_clients.c). */
-int doctor_clients(struct doctor *d) ARB_MUST_CHECK;
 
 #endif

@@ -31,7 +31,7 @@ echo "== static analysis (cppcheck)"
 git ls-files -z '*.c' ':!tests/' | xargs -0 cppcheck --quiet --enable=warning,portability \
 	--inline-suppr --std=c11 -D_GNU_SOURCE -I. --error-exitcode=1
 
-# FUSE over io_uring (fs/uring.c) is switched on by root, machine-wide: the normal pass runs
+# FUSE over io_uring (fs/transport/uring.c) is switched on by root, machine-wide: the normal pass runs
 # every test with views on /dev/fuse, the sanitizer pass with views on io_uring (where the
 # kernel has it); fs_uring checks both side by side. The setting is put back at the end.
 uring=/sys/module/fuse/parameters/enable_uring

@@ -342,7 +342,7 @@ def as_ordinary_users(top):
         if os.path.isfile(src) and f.startswith(("arborinth", "libarb")):
             shutil.copy2(src, udir)
     here = os.path.dirname(os.path.abspath(__file__))
-    for f in ("cli_escape.py", "fslib.py"):
+    for f in ("cli_escape.py", "fslib.py", "../lib/arbtest.py"):
         shutil.copy2(os.path.join(here, f), udir)
     subprocess.run(["chown", "-R", u1.pw_name, udir], check=True)
     os.chmod(udir, 0o755)

@@ -314,7 +314,7 @@ def as_user():
             if os.path.exists(os.path.join(build, name)):
                 shutil.copy2(os.path.join(build, name), top)
         here = os.path.dirname(os.path.abspath(__file__))
-        for name in ("cli_interface.py", "fslib.py"):
+        for name in ("cli_interface.py", "fslib.py", "../lib/arbtest.py"):
             shutil.copy2(os.path.join(here, name), top)
         subprocess.run(["chown", "-R", user, top], check=True)
         cp = subprocess.run(["runuser", "-u", user, "--", "env", "HOME=/home/" + user,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Finding the project without libgit2 (core/project_cache.c) and loading libgit2 only when a
-# command needs it (cli/git2_lazy.c): the cache is used only while everything it was made
+# command needs it (compat/git2_lazy.c): the cache is used only while everything it was made
 # from holds, and a command finds the same project with it as without it.
 . "$(dirname "$0")/lib.sh"
 

@@ -15,7 +15,7 @@ expect_status 1 "control: a 10241-byte file fails the size check" -- readme_size
 
 # Links other branches add (the command pages, the folders' page): remove from this list
 # once they are in the tree.
-pending='docs/architecture.md'
+pending=''
 # broken_links FILE...: prints each relative link whose target does not exist.
 broken_links() {
 	python3 - "$ARB_SRC" "$pending" "$@" <<'PY'

@@ -12,14 +12,8 @@ import tempfile
 ARB = os.environ["ARB"]
 ARB_SRC = os.environ["ARB_SRC"]
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def skip(reason):
-    if os.environ.get("ARBORINTH_TEST_MUST_RUN") == "1":
-        print("FAIL (skip not allowed): " + reason, file=sys.stderr)
-        sys.exit(1)
-    print("SKIP: " + reason, file=sys.stderr)
-    sys.exit(77)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from arbtest import Checks, skip  # noqa: E402,F401  (the shared harness)
 
 
 def need_box():
@@ -30,34 +24,6 @@ def need_box():
         skip("bwrap cannot create user, pid and network namespaces here")
     if not os.path.exists("/dev/fuse"):
         skip("no /dev/fuse for the workspace view")
-
-
-class Checks:
-    def __init__(self):
-        self.n = 0
-        self.fails = 0
-
-    def ok(self, cond, what):
-        self.n += 1
-        if not cond:
-            self.fails += 1
-            print("FAIL: " + what, file=sys.stderr)
-        return cond
-
-    def eq(self, want, got, what):
-        return self.ok(want == got, "%s: expected %r, got %r" % (what, want, got))
-
-    def one_line_error(self, cp, code, pattern, what):
-        self.eq(code, cp.returncode, what + ": exit status (stderr %r)" % cp.stderr)
-        lines = [ln for ln in cp.stderr.splitlines() if ln.strip()]
-        self.eq(1, len(lines), what + ": one line on stderr (%r)" % cp.stderr)
-        self.ok(pattern in cp.stderr, "%s: %r in %r" % (what, pattern, cp.stderr))
-
-    def finish(self):
-        if self.fails:
-            print("%d of %d checks failed" % (self.fails, self.n), file=sys.stderr)
-            sys.exit(1)
-        print("all %d checks passed" % self.n)
 
 
 class Env:

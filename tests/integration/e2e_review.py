@@ -410,7 +410,7 @@ def as_user():
         for f in ("arborinth", "arborinth_fs", "arborinth_box_init", "arborinth_proxy"):
             if os.path.exists(os.path.join(os.path.dirname(ARB), f)):
                 shutil.copy(os.path.join(os.path.dirname(ARB), f), d)
-        for f in ("e2e_review.py", "cdp.py", "fslib.py"):
+        for f in ("e2e_review.py", "cdp.py", "fslib.py", "../lib/arbtest.py"):
             shutil.copy(os.path.join(here, f), d)
         subprocess.run(["chown", "-R", user, d], check=True)
         print("--- again as the ordinary user %s ---" % user, flush=True)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# FUSE passthrough (`--io passthrough`, fs/passthrough.c): a file the view creates is written
+# FUSE passthrough (`--io passthrough`, fs/transport/passthrough.c): a file the view creates is written
 # by the kernel straight into the upper layer. Its content is right whichever way it is read
 # afterwards, a kill -9 of the daemon loses nothing a write() returned, the audit names the
 # process that created and wrote it (one write row per open, count 0), and `workspace info`

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# FUSE over io_uring (fs/uring.c, fs/devio.c): where root has set the fuse module's
+# FUSE over io_uring (fs/transport/uring.c, fs/transport/devio.c): where root has set the fuse module's
 # enable_uring, a view's requests reach its daemon through one io_uring queue per CPU instead
 # of /dev/fuse. The transport is chosen when the view is mounted; `workspace info` says which
 # one a view uses and why not io_uring. The same workload (parallel writers, the largest

@@ -14,7 +14,8 @@ U="$T/user"
 mkdir "$U"
 # The build tree may sit where the user cannot reach (under /root, say): copy what runs.
 cp "$ARB" "$U/arborinth"
-cp "$ARB_SRC"/tests/integration/fs_ops.py "$ARB_SRC"/tests/integration/fslib.py "$U/"
+cp "$ARB_SRC"/tests/integration/fs_ops.py "$ARB_SRC"/tests/integration/fslib.py \
+	"$ARB_SRC"/tests/lib/arbtest.py "$U/"
 chown -R "$user" "$U"
 ARB="$U/arborinth"
 as_user() { runuser -u "$user" -- env HOME="/home/$user" TMPDIR="$U" ARB="$ARB" ARB_SRC="$ARB_SRC" "$@"; }

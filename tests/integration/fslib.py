@@ -14,14 +14,8 @@ import tempfile
 
 ARB = os.environ["ARB"]
 COMMIT_DATE = "2024-01-02T03:04:05Z"
-
-
-def skip(reason):
-    if os.environ.get("ARBORINTH_TEST_MUST_RUN") == "1":
-        print("FAIL (skip not allowed):", reason, file=sys.stderr)
-        sys.exit(1)
-    print("SKIP:", reason, file=sys.stderr)
-    sys.exit(77)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from arbtest import Checks, skip  # noqa: E402,F401  (the shared harness)
 
 
 def require_fuse():
@@ -184,22 +178,3 @@ class Fixture:
             subprocess.run(["rm", "-rf", self.tmp])
 
 
-class Checks:
-    def __init__(self):
-        self.failed = 0
-        self.count = 0
-
-    def ok(self, cond, what):
-        self.count += 1
-        if not cond:
-            self.failed += 1
-            print("FAIL:", what, file=sys.stderr)
-
-    def eq(self, want, got, what):
-        self.ok(want == got, "%s: expected %r, got %r" % (what, want, got))
-
-    def finish(self):
-        if self.failed:
-            print("%d of %d checks failed" % (self.failed, self.count), file=sys.stderr)
-            sys.exit(1)
-        print("all %d checks passed" % self.count)

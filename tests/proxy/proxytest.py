@@ -11,28 +11,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-class Checks:
-    def __init__(self):
-        self.n = 0
-        self.failed = []
-
-    def ok(self, cond, what):
-        self.n += 1
-        if not cond:
-            self.failed.append(what)
-            print("FAIL: " + what, file=sys.stderr, flush=True)
-        return cond
-
-    def eq(self, want, got, what):
-        return self.ok(want == got, "%s: expected %r, got %r" % (what, want, got))
-
-    def finish(self):
-        if self.failed:
-            print("%d of %d checks failed" % (len(self.failed), self.n), file=sys.stderr)
-            sys.exit(1)
-        print("all %d checks passed" % self.n)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from arbtest import Checks  # noqa: E402,F401  (the shared harness)
 
 
 class Arb:
@@ -61,10 +41,7 @@ class Arb:
             self.C.eq(0, self("workspace", "create", name).returncode, "workspace create " + name)
 
     def one_line_error(self, cp, code, pattern, what):
-        self.C.eq(code, cp.returncode, what + ": exit status")
-        lines = [ln for ln in cp.stderr.splitlines() if ln.strip()]
-        self.C.eq(1, len(lines), what + ": one line on stderr (%r)" % cp.stderr)
-        self.C.ok(pattern in cp.stderr, "%s: %r in %r" % (what, pattern, cp.stderr))
+        self.C.one_line_error(cp, code, pattern, what)
 
 
 def free_port():

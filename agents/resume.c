@@ -8,7 +8,7 @@
  *   Claude Code: $CLAUDE_CONFIG_DIR/projects/<project>/<uuid>.jsonl  -> --resume <uuid>
  *   Codex:       $CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl -> resume <uuid>
  */
-#include "lib/agent_internal.h"
+#include "agents/agents_internal.h"
 
 #include <dirent.h>
 #include <errno.h>

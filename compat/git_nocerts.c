@@ -1,5 +1,5 @@
 /*
- * cli/git_nocerts.c: libgit2 without the system's CA bundle.
+ * compat/git_nocerts.c: libgit2 without the system's CA bundle.
  *
  * Debian's libgit2 is built with mbedTLS and, in git_libgit2_init(), parses the whole CA
  * bundle (/etc/ssl/certs/ca-certificates.crt, ~140 certificates of base64) into an mbedTLS

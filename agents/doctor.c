@@ -1,6 +1,6 @@
 /*
- * lib/doctor_clients.c: the agent clients `arborinth claude|codex|opencode` launch: whether
- * each is on PATH and whether a credential for it is on the host (the backend's key
+ * agents/doctor.c: arb_doctor() and the agent clients `arborinth claude|codex|opencode` launch:
+ * whether each is on PATH and whether a credential for it is on the host (the backend's key
  * variable, a key stored for the box proxy, or the client's login file). Only existence is
  * checked; no credential is opened or printed.
  */
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/agent_internal.h"
+#include "agents/agents_internal.h"
 #include "proxy/proxy.h"
 
 static bool is_file(const char *path)
@@ -76,7 +76,7 @@ static int check_client(struct doctor *d, const struct launch_client *c, const c
 	return rc;
 }
 
-int doctor_clients(struct doctor *d)
+static int doctor_clients(struct doctor *d)
 {
 	static const struct launch_client *const clients[] = {&launch_claude, &launch_codex,
 							      &launch_opencode};
@@ -91,4 +91,25 @@ int doctor_clients(struct doctor *d)
 	for (size_t i = 0; i < ARB_ARRAY_LEN(clients) && rc == 0; i++)
 		rc = check_client(d, clients[i], home);
 	return rc;
+}
+
+/* The whole report: the system (lib/doctor_sys.c), then the clients (above). */
+int arb_doctor(struct arb_check **out, size_t *n, const char *workdir)
+{
+	struct doctor d = {.workdir = workdir};
+	int rc;
+
+	lib_err_reset();
+	*out = NULL;
+	*n = 0;
+	rc = doctor_sys(&d);
+	if (rc == 0)
+		rc = doctor_clients(&d);
+	if (rc < 0) {
+		arb_checks_free(d.v, d.n);
+		return rc;
+	}
+	*out = d.v;
+	*n = d.n;
+	return 0;
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/gen-lazy-git2.py: the forwarder lines at the end of cli/git2_lazy.c.
+"""compat/gen-lazy-git2.py: the forwarder lines at the end of compat/git2_lazy.c.
 
 Reads the prototypes of the named libgit2 functions (names on stdin, one per line) from its
 headers and prints a GIT_FWD(ret, name, (params), (args)) line for each, or
@@ -7,11 +7,11 @@ GIT_FREE(name, (params), arg) for one that returns nothing (they all free or dis
 object). When arborinth starts calling a libgit2 function it did not call before, its link
 fails naming it; then:
 
-    (grep -o 'git_[a-z0-9_]*, (' cli/git2_lazy.c | cut -d, -f1; echo git_new_function) |
-        python3 scripts/gen-lazy-git2.py /usr/include/git2
+    (grep -o 'git_[a-z0-9_]*, (' compat/git2_lazy.c | cut -d, -f1; echo git_new_function) |
+        python3 compat/gen-lazy-git2.py /usr/include/git2
 
 and put the lines printed in place of the list (git_libgit2_shutdown is written by hand),
-then run clang-format -i cli/git2_lazy.c.
+then run clang-format -i compat/git2_lazy.c.
 The compiler checks every line against git2.h: a wrong prototype does not build.
 """
 import os

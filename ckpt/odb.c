@@ -1,7 +1,7 @@
 /*
- * core/ckpt_odb.c: the object store checkpoints write through. The caller hands it whole
+ * ckpt/odb.c: the object store checkpoints write through. The caller hands it whole
  * objects; it hashes them (ckpt_sha1) and gathers the new ones into one pack
- * (core/ckpt_pack.c), written by ckpt_odb_flush() at the end; an object too large for it is
+ * (ckpt/pack.c), written by ckpt_odb_flush() at the end; an object too large for it is
  * written loose (NAME/checkpoints.git/objects/xx/yyyy: zlib of "TYPE SIZE\0DATA") into an unnamed
  * file (O_TMPFILE) linked in under its name (compression: see deflate_object). libgit2's own loose
  * store took about thirty system calls per object (it resolves every path component, freshens,
@@ -9,7 +9,7 @@
  * checkpoint's kernel time; going through libgit2's object database at all cost its
  * collision-detecting SHA-1 and, for trees, a check that every entry exists.
  */
-#include "core/ckpt_internal.h"
+#include "ckpt/ckpt_internal.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -92,7 +92,7 @@ struct ckpt_odb {
 #define PACK_OBJECT_MAX (16U << 20)
 #define PACK_BYTES_MAX	(512U << 20)
 /*
- * Smaller packs are taken into a new one (core/ckpt_merge.c) up to this much: the copy and
+ * Smaller packs are taken into a new one (ckpt/merge.c) up to this much: the copy and
  * its SHA-1 cost a checkpoint about 2 ms a MiB, and every byte written is one the next fsync
  * on the file system may wait for, so this bounds the occasional slow one; packs beyond it
  * stay (one more per this much of checkpoints; a git gc in the view packs them together).
@@ -386,19 +386,6 @@ void ckpt_odb_free(struct ckpt_odb *f)
 int ckpt_odb_flush(struct ckpt_odb *f)
 {
 	return ckpt_pack_write(f->pack, f->objects, PACK_MERGE_MAX);
-}
-
-int ckpt_odb_new(const struct core_ws *ws, struct ckpt_odb **out)
-{
-	char *store = ckpt_store_path(ws);
-	char *objects = store ? util_path_join(store, "objects") : NULL;
-	int rc;
-
-	*out = NULL;
-	rc = objects ? ckpt_odb_open(objects, out) : util_err(-ENOMEM, "out of memory");
-	free(objects);
-	free(store);
-	return rc;
 }
 
 int ckpt_odb_open(const char *objects, struct ckpt_odb **out)

@@ -1,5 +1,5 @@
 /*
- * lib/agent_opencode.c: OpenCode in a box. The provider is Anthropic's, OpenAI's, or an
+ * agents/opencode.c: OpenCode in a box. The provider is Anthropic's, OpenAI's, or an
  * OpenAI-compatible one the host's OpenCode config defines (`npm: @ai-sdk/openai-compatible`
  * with `options.baseURL`), which becomes a backend of the proxy of its own. Its key is read
  * on the host only, from the first of: --api-key-file, the backend's variable, the host's
@@ -8,7 +8,7 @@
  * provider's base URL, its name and its models' names and limits are imported; the box gets
  * a config of its own (OPENCODE_CONFIG_CONTENT) whose key is the proxy's placeholder.
  */
-#include "lib/agent_internal.h"
+#include "agents/agents_internal.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * cli/git2_lazy.c: libgit2, loaded on the first call that needs it.
+ * compat/git2_lazy.c: libgit2, loaded on the first call that needs it.
  *
  * libgit2 brings about fifteen shared libraries (mbedTLS, libssh2 and OpenSSL's libcrypto,
  * Kerberos, PCRE2, ...) that the dynamic linker loads and relocates before main(): about
@@ -12,9 +12,9 @@
  *
  * A library that cannot be opened ends the process as the dynamic linker would have at
  * start (status 127, the reason on stderr): the build named it, so the installation is
- * broken. The function list is made by scripts/gen-lazy-git2.py from libgit2's headers; the
+ * broken. The function list is made by compat/gen-lazy-git2.py from libgit2's headers; the
  * compiler checks each prototype against them, and a libgit2 function called elsewhere but
- * missing here fails arborinth's link. cli/git_nocerts.c still replaces mbedTLS's CA-bundle
+ * missing here fails arborinth's link. compat/git_nocerts.c still replaces mbedTLS's CA-bundle
  * loader for the libgit2 opened here (arborinth.dynlist exports it).
  */
 #include <dlfcn.h>
@@ -96,7 +96,7 @@ static void *lazy_sym(const char *name)
 		fn(arg);                                                                           \
 	}
 
-/* libgit2: scripts/gen-lazy-git2.py's list, one line per function arborinth calls. */
+/* libgit2: compat/gen-lazy-git2.py's list, one line per function arborinth calls. */
 GIT_FREE(git_annotated_commit_free, (git_annotated_commit * commit), commit)
 GIT_FWD(int, git_annotated_commit_lookup,
 	(git_annotated_commit * *out, git_repository *repo, const git_oid *id), (out, repo, id))

@@ -1,4 +1,4 @@
-/* cli/cmd_internal.c: hidden sub-commands the program runs itself (the view daemon). */
+/* helpers/fs_daemon.c: hidden sub-commands the program runs itself (the view daemon). */
 #include "cli/cli.h"
 
 #include <stdio.h>

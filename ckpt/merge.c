@@ -1,6 +1,6 @@
 /*
- * core/ckpt_merge.c: keeps the workspace's packs few. Each checkpoint that stores anything
- * writes one pack (core/ckpt_pack.c); left alone, a long agent run would leave thousands, and
+ * ckpt/merge.c: keeps the workspace's packs few. Each checkpoint that stores anything
+ * writes one pack (ckpt/pack.c); left alone, a long agent run would leave thousands, and
  * every object lookup (libgit2's here, git's in the view) searches them all: at 280 packs a
  * checkpoint already took longer than with loose objects. So a new pack takes in smaller
  * packs before it is written, geometrically, as `git repack --geometric=2` does: from the
@@ -13,7 +13,7 @@
  * removed once the new one is in place; a reader with one open keeps its mapping, and one
  * that lists the directory again finds the objects in the new pack.
  */
-#include "core/ckpt_internal.h"
+#include "ckpt/ckpt_internal.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * fs/passthrough.c: FUSE passthrough for the upper layer's files, through libfuse 3.14
+ * fs/transport/passthrough.c: FUSE passthrough for the upper layer's files, through libfuse 3.14
  * (`workspace create|mount --io passthrough`).
  *
  * With passthrough (kernel 6.9+, FUSE protocol 7.40), reads and writes of an open file go to

@@ -1,5 +1,5 @@
 /*
- * cli/cmd_box_init.c: `arborinth __box-init`, pid 1 inside a bubblewrap box (hidden). The
+ * helpers/box_init.c: `arborinth __box-init`, pid 1 inside a bubblewrap box (hidden). The
  * host's `shell` starts it through bwrap; it runs the hooks below, then the command.
  */
 #include "cli/cli.h"

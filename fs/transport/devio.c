@@ -1,6 +1,6 @@
 /*
- * fs/devio.c: the daemon's own I/O on /dev/fuse (fuse_session_custom_io), for the two things
- * libfuse 3.14 has no API for:
+ * fs/transport/devio.c: the daemon's own I/O on /dev/fuse (fuse_session_custom_io), for the two
+ * things libfuse 3.14 has no API for:
  * - FUSE passthrough (passthrough.c): INIT asks for it, OPEN and CREATE replies carry a
  *   backing id;
  * - FUSE over io_uring (uring.c): INIT asks for it, and the reply to a request that came
@@ -8,6 +8,10 @@
  * The INIT request is read on its way in and its reply edited on its way out; once the reply
  * is written the connection is set up (the passthrough probe, the ring's threads) and the
  * run directory's "io" and "transport" files say which paths the view uses.
+ *
+ * Works around libfuse 3.14 (Debian 12). Retire passthrough.c when libfuse 3.17
+ * (fuse_passthrough_open) is the oldest supported, uring.c when libfuse's own io_uring
+ * transport (3.18) is, and this file with them (fs/transport/README.md).
  */
 #include "fs/fs_internal.h"
 
@@ -24,19 +28,6 @@
 #define DEV_IN_INIT_FLAGS2 (FS_MSG_IN_HEADER + 16) /* .flags2, with FUSE_INIT_EXT */
 #define DEV_INIT_EXT	   (1u << 30)
 #define DEV_INIT_OUT_MAJOR 0
-
-uint32_t fs_msg_get32(const void *base, size_t off)
-{
-	uint32_t v;
-
-	memcpy(&v, (const char *)base + off, sizeof(v));
-	return v;
-}
-
-void fs_msg_put32(void *base, size_t off, uint32_t v)
-{
-	memcpy((char *)base + off, &v, sizeof(v));
-}
 
 /* Writes one line to NAME beside the pidfile (the run directory); only `workspace info`
  * reads it. */

@@ -1,5 +1,5 @@
 /*
- * fs/uring.c: FUSE over io_uring (kernel 6.14+, protocol 7.42) under libfuse 3.14.
+ * fs/transport/uring.c: FUSE over io_uring (kernel 6.14+, protocol 7.42) under libfuse 3.14.
  *
  * A request the daemon answers costs two wake-ups: the caller's thread wakes a daemon
  * thread, which later wakes the caller. Over /dev/fuse any daemon thread may take the

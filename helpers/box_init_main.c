@@ -1,6 +1,6 @@
 /*
- * cli/cmd_box_init_main.c: `arborinth_box_init`, the same box-init as `arborinth __box-init`
- * (cli/cmd_box_init.c) in an executable of its own. Every `shell` starts one inside its box,
+ * helpers/box_init_main.c: `arborinth_box_init`, the same box-init as `arborinth __box-init`
+ * (helpers/box_init.c) in an executable of its own. Every `shell` starts one inside its box,
  * and this one links only libc and what the hooks need, not libgit2, libcurl, SQLite and
  * FUSE: it starts in a fraction of the time (see BENCHMARKS.md, "Jail").
  */

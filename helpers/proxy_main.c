@@ -1,5 +1,5 @@
 /*
- * cli/cmd_proxy_main.c: `arborinth_proxy`, the credential proxy as a program of its own, one
+ * helpers/proxy_main.c: `arborinth_proxy`, the credential proxy as a program of its own, one
  * per box. The launcher (lib/box_proxy.c through proxy_proc_start) gives it its configuration
  * on the command line (proxy_args_parse), and it alone reads the keys and logins (and
  * refreshes them), serves the box's requests, writes their "net" rows to state.db itself and

@@ -1,6 +1,6 @@
 /*
- * lib/agent_internal.h: what the agent launchers share (lib/agent.c, the arb_agent API) and
- * what each client defines (lib/agent_clients.c, lib/agent_opencode.c). Private to lib/.
+ * agents/agents_internal.h: what the agent launchers share (agents/agent.c, the arb_agent API)
+ * and what each client defines (agents/claude.c, agents/opencode.c). Private to agents/.
  */
 #ifndef ARB_LIB_AGENT_INTERNAL_H
 #define ARB_LIB_AGENT_INTERNAL_H
@@ -115,10 +115,13 @@ bool launch_model_ok(const char *m);
 char *launch_json_file_string(const char *path, const char *key);
 /* Replaces l->model_import by model (owned; NULL: none). Returns 0. */
 int launch_set_model(struct launch *l, char *model);
+/* $HOME/SUB made in the box (in the workspace's home, so it persists): *dir its path. */
+int launch_home_dir(struct jail_box *b, const char *sub, const char *client,
+		    char **dir) ARB_MUST_CHECK;
 
 /*
  * The host client's local MCP servers that the bind files' mcp = [...] name, for the box
- * (lib/agent_mcp.c): fixed args (Claude Code --mcp-config, Codex -c mcp_servers.NAME) or
+ * (agents/mcp.c): fixed args (Claude Code --mcp-config, Codex -c mcp_servers.NAME) or
  * l->mcp_box (OpenCode), and l->mcp_notes. l->project is the origin (Claude Code's local
  * scope). -errno with a message (a bind file that does not load, a host config that is not
  * TOML).

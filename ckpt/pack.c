@@ -1,5 +1,5 @@
 /*
- * core/ckpt_pack.c: one pack file of a checkpoint's new objects. A checkpoint of 100 changed
+ * ckpt/pack.c: one pack file of a checkpoint's new objects. A checkpoint of 100 changed
  * files writes ~400 objects; as loose files each was an inode created on the workspace's file
  * system (open, write, link, close: a fifth of the checkpoint's time on a journaled ext4).
  * Here they are gathered in memory, already deflated, and written at the end as one pack and
@@ -7,7 +7,7 @@
  * objects/pack/pack-SUM.pack then .idx, each an unnamed file linked in once complete, so a
  * reader never sees half of one. SHA-1 for the two checksums is OpenSSL's (see ckpt_sha1).
  */
-#include "core/ckpt_internal.h"
+#include "ckpt/ckpt_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

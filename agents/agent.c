@@ -1,13 +1,13 @@
 /*
- * lib/agent.c: coding agents' clients in a box (arb_agent_*, arborinth.h): `arborinth
+ * agents/agent.c: coding agents' clients in a box (arb_agent_*, arborinth.h): `arborinth
  * claude|codex|opencode` on the library. A launch finds the client on the host, chooses its
  * credential (a key or the host's login, checked before anything is created), imports the
- * host's settings and MCP servers (the client's own file says which: lib/agent_clients.c,
- * lib/agent_opencode.c, lib/agent_mcp.c), creates the workspace when missing, and runs the
+ * host's settings and MCP servers (the client's own file says which: agents/claude.c,
+ * agents/opencode.c, agents/mcp.c), creates the workspace when missing, and runs the
  * client in a box with the backend it needs on the credential proxy, bound read-only at its
  * host path.
  */
-#include "lib/agent_internal.h"
+#include "agents/agents_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

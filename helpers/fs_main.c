@@ -1,6 +1,6 @@
 /*
- * cli/cmd_fs_daemon_main.c: `arborinth_fs`, the view daemon (`arborinth __fs-daemon`,
- * cli/cmd_internal.c) in an executable of its own. Every workspace runs one for as long as it
+ * helpers/fs_main.c: `arborinth_fs`, the view daemon (`arborinth __fs-daemon`,
+ * helpers/fs_daemon.c) in an executable of its own. Every workspace runs one for as long as it
  * is mounted, so it links only FUSE, libgit2 and SQLite, not libcurl, libseccomp and the rest:
  * it starts faster and maps fewer shared libraries (see BENCHMARKS.md, "Workspace view").
  */

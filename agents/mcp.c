@@ -1,5 +1,5 @@
 /*
- * lib/agent_mcp.c: the host client's local (stdio) MCP servers, started inside the box.
+ * agents/mcp.c: the host client's local (stdio) MCP servers, started inside the box.
  *
  * The launcher reads the MCP servers the host's client declares (Claude Code: ~/.claude.json
  * user scope and the origin project's local scope; Codex: mcp_servers of config.toml;
@@ -12,7 +12,7 @@
  * command lives where the box cannot see it (under the real $HOME without a bind, /tmp,
  * /run). The launcher says which it passed and which it withheld, and why.
  */
-#include "lib/agent_internal.h"
+#include "agents/agents_internal.h"
 
 #include <errno.h>
 #include <limits.h>
