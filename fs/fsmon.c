@@ -42,6 +42,13 @@ static const char hook_script[] =
     "# git fsmonitor hook, version 2: the arborinth view's daemon saw every change and\n"
     "# answers with the paths changed since the token (fs/fsmon.c).\n"
     "[ \"$1\" = 2 ] || exit 1\n"
+    "# git before 2.43 takes a path this answers as unchanged for a directory at random in\n"
+    "# diff-index, diff and add -u (check_removed() reads a stat it never filled): it gets\n"
+    "# \"everything may have changed\" (a token the daemon cannot answer) and looks itself.\n"
+    "v=$(git version 2>/dev/null) && v=${v#git version } && m=${v%%.*} && v=${v#*.} &&\n"
+    "\tn=${v%%.*} && [ \"$m\" -eq \"$m\" ] 2>/dev/null && [ \"$n\" -eq \"$n\" ] 2>/dev/null &&\n"
+    "\t{ [ \"$m\" -gt 2 ] || { [ \"$m\" -eq 2 ] && [ \"$n\" -ge 43 ]; }; } || set -- \"$1\" "
+    "\"$2-\"\n"
     "exec cat \".git/" FS_FSMON_NAME "-q$2.$$\"\n";
 
 /* run/fsmonitor beside the pid file; NULL without one. Caller frees. */
