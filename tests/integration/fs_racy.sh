@@ -40,7 +40,7 @@ one() {
 	local who=$1 arb=$2 d=$3
 	shift 3
 	local R=("$@")
-	local r="$d/r" base wait_s bad rounds t0
+	local r="$d/r" base bad rounds
 
 	# 1. A base dated 2 s ahead; the edit lands in the base's second.
 	"${R[@]}" bash -c "mkdir -p '$r' && cd '$r' && git init -q && git config user.email a@b &&
