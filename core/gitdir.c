@@ -182,16 +182,19 @@ int core_index_fill_stat(git_index *idx, git_odb *odb, int64_t when)
 
 /*
  * git re-reads the content of every entry whose mtime is not older than the index file
- * ("racily clean"). A base committed this very second would make every file racy, so the
- * index is dated at least one second after the base.
+ * ("racily clean"); other entries it takes as unchanged when size and mtime match (with
+ * core.checkStat=minimal: the mtime's seconds). The index is dated now, in whole seconds, so
+ * the base's files (dated base_time) are not racy once the base is a second old. It is never
+ * dated later than now: an index from the future would make a same-size edit made in the
+ * base's second (sed -i right after the commit) look unchanged. A base committed this very
+ * second (or dated ahead) leaves every entry racy: git reads content until it writes its index.
  */
 int core_index_not_racy(const char *path, int64_t base_time)
 {
 	struct timespec t[2];
 
+	(void)base_time;
 	clock_gettime(CLOCK_REALTIME, &t[0]);
-	if (t[0].tv_sec <= base_time)
-		t[0].tv_sec = (time_t)base_time + 1;
 	t[0].tv_nsec = 0;
 	t[1] = t[0];
 	if (utimensat(AT_FDCWD, path, t, 0) < 0)
