@@ -48,7 +48,8 @@ struct proxy_backend {
 	struct proxy_rule rules[PROXY_RULES_MAX];
 	size_t n_rules;
 	bool builtin;
-	struct proxy_login *login; /* a login instead of a key, or NULL */
+	struct proxy_login *login;   /* a login instead of a key, or NULL */
+	struct proxy_vertex *vertex; /* the vertex backend's token minter (vertex.c), or NULL */
 	/* Filled by proxy_new(). */
 	char *credential; /* the real key; host memory only (NULL with a login) */
 	char placeholder[PROXY_PLACEHOLDER_LEN + 1];

@@ -3,6 +3,7 @@
  * accept thread, one thread per connection, and shutdown that aborts what is in flight.
  */
 #include "proxy/proxy_internal.h"
+#include "proxy/vertex.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -303,6 +304,16 @@ static int load_allow(struct proxy *p, const struct proxy_config *cfg)
 	return 0;
 }
 
+/* The vertex backend mints its first token before the box starts: a bad ADC file fails here. */
+static int vertex_check(struct proxy_backend *b)
+{
+	char *tok = NULL;
+	int rc = proxy_vertex_current(b->vertex, &tok);
+
+	proxy_secret_free(&tok);
+	return rc;
+}
+
 int proxy_new(struct proxy **out, const struct proxy_config *cfg)
 {
 	struct proxy *p = NULL;
@@ -336,6 +347,7 @@ int proxy_new(struct proxy **out, const struct proxy_config *cfg)
 
 		/* A login is checked (and refreshed when it has expired) before the box starts. */
 		rc = b->login			  ? proxy_login_ensure(b->login)
+		     : b->vertex		  ? vertex_check(b)
 		     : b->auth == PROXY_AUTH_NONE ? 0
 						  : proxy_backend_load_credential(b);
 		rc = rc ?: proxy_placeholder_make(b->placeholder, sizeof(b->placeholder), b->name);
@@ -466,7 +478,7 @@ int proxy_box_env(const struct proxy *p, const char *key_dir, char ***out)
 		}
 		/* A login's placeholders live in the box's login file: a key variable would make
 		 * the client prefer an API key. */
-		if (!b->login) {
+		if (!b->login && !b->vertex) {
 			env[k++] =
 			    key_dir ? util_asprintf("%s_API_KEY_FILE=%s/%s.key", b->env_prefix,
 						    key_dir, b->name)
