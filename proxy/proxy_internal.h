@@ -190,6 +190,8 @@ struct proxy {
 	uint16_t *ports;
 	struct proxy_listener *ls; /* where connections come from */
 	size_t n_ls;
+	/* Listening on the host's loopback: any local process may connect. */
+	bool tcp_listening;
 	void *tls_ctx;	  /* SSL_CTX, when a backend serves the box over TLS (tls.c) */
 	char *tls_ca_pem; /* ... and the certificate of this proxy's CA */
 	proxy_observer_fn observer;

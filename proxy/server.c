@@ -198,6 +198,7 @@ static int tcp_listener(struct proxy *p, int given, enum proxy_listen_kind kind,
 				strerror(errno));
 	if (fd < 0 && (rc = proxy_listen_loopback(0, &fd, NULL)) < 0)
 		return rc;
+	p->tcp_listening = true;
 	add_listener(p, fd, kind, NULL);
 	if (getsockname(fd, (struct sockaddr *)&sa, &len) < 0 || sa.sin_family != AF_INET)
 		return util_err(-EINVAL, "backend %s: not a loopback TCP listener", name);

@@ -138,6 +138,21 @@ def refused_runs(E, url, log, adcs):
          "refused: the refusal is audited (%r)" % au.stdout[-300:])
 
 
+def loopback_run(E, url, log, adcs):
+    """With --net the proxy listens on the host's loopback, open to every local process: a
+    Vertex request there without the box's placeholder is refused (control: over the box's
+    relay the same request passes, in adc_runs)."""
+    n = len(entries(log))
+    cp = E.arb("shell", "w", "--net", "--backend", "vertex=%s,project=%s,region=%s" %
+               (url, PROJECT, REGION), "--", "sh", "-c", box_curl("rawPredict"),
+               env={"GOOGLE_APPLICATION_CREDENTIALS": adcs["authorized_user"]}, timeout=120)
+    C.ok(cp.stdout.rstrip().endswith(" 401") and "placeholder" in cp.stdout,
+         "loopback: a Vertex request without the placeholder is refused (%r %r)" %
+         (cp.stdout[-300:], cp.stderr[-300:]))
+    C.eq([], [e for e in entries(log)[n:] if "Predict" in e.get("path", "")],
+         "loopback: nothing reached Vertex")
+
+
 def single_flight(E, pub, adcs):
     # Tokens live 302 s: with the 5 min margin they need minting again 2 s later.
     url, log = start_google(E, 302, pub)
@@ -174,6 +189,9 @@ def bad_runs(E, url, adcs):
     cp = E.arb("claude", "nv", "--vertex", "--upstream", url, env=env)
     C.one_line_error(cp, 2, "no region", "claude --vertex without a region")
     C.ok(not os.path.exists(E.ws("nv")), "bad input: no workspace was made")
+    cp = E.arb("claude", "nv", "--vertex", "--net", "--upstream", url, env=dict(
+        env, CLOUD_ML_REGION=REGION))
+    C.one_line_error(cp, 2, "--vertex does not go with --net", "claude --vertex --net")
     cp = E.arb("shell", "w", "--backend", "vertex=%s,region=%s" % (url, REGION), "--", "true")
     C.ok(cp.returncode != 0 and "no project" in cp.stderr, "--backend vertex without project")
 
@@ -221,6 +239,7 @@ def main():
         adc_runs(E, url, log, adcs)
         leak_run(E, url, log, adcs)
         refused_runs(E, url, log, adcs)
+        loopback_run(E, url, log, adcs)
         single_flight(E, pub, adcs)
         bad_runs(E, url, adcs)
         claude_run(E, url, log, adcs)
