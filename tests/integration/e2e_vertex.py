@@ -9,17 +9,16 @@ as SSE); the ADC file, its secrets and the minted token are not in the box (env,
 /proc; control: the same search finds the relay's variable); a path outside the project's
 Anthropic publisher is refused; 8 concurrent requests on an expiring token mint once; bad
 input (an unknown ADC type, no project, no region) is one line, non-zero, before the box.
-With the real Claude Code (ARB_NPM_PREFIX or npm), `arborinth claude --vertex` completes a
-prompt against the fakes."""
+With the real Claude Code (installed from npm as e2e_real_clients does, or ARB_NPM_PREFIX),
+`arborinth claude --vertex` completes a prompt against the fakes."""
 import json
 import re
 import os
-import shutil
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_lib import Checks, Env, need_box, search_files  # noqa: E402
+from e2e_lib import Checks, Env, install_clients, need_box, search_files  # noqa: E402
 
 need_box()
 C = Checks()
@@ -197,13 +196,6 @@ def bad_runs(E, url, adcs):
 
 
 def claude_run(E, url, log, adcs):
-    prefix = os.environ.get("ARB_NPM_PREFIX")
-    if not prefix:
-        print("note: ARB_NPM_PREFIX unset: the real Claude Code run is skipped", file=sys.stderr)
-        if os.environ.get("ARBORINTH_TEST_MUST_RUN") == "1":
-            C.ok(False, "the real Claude Code run needs ARB_NPM_PREFIX")
-        return
-    E.path = os.path.join(prefix, "node_modules", ".bin") + ":" + E.path
     n = len(entries(log))
     env = {"GOOGLE_APPLICATION_CREDENTIALS": adcs["authorized_user"],
            "ANTHROPIC_VERTEX_PROJECT_ID": PROJECT, "CLOUD_ML_REGION": REGION}
@@ -235,6 +227,9 @@ def main():
         subprocess.run(["openssl", "pkey", "-in", pem_path, "-pubout", "-out", pub], check=True)
         url, log = start_google(E, 3600, pub)
         adcs = adc_files(E, url, open(pem_path).read())
+        # The real Claude Code from npm (or ARB_NPM_PREFIX), as e2e_real_clients does.
+        prefix = install_clients(E, C)
+        E.path = os.path.join(prefix, "node_modules", ".bin") + ":" + E.path
         C.eq(0, E.arb("workspace", "create", "w").returncode, "workspace create")
         adc_runs(E, url, log, adcs)
         leak_run(E, url, log, adcs)
