@@ -18,7 +18,7 @@ Prints "PORT\\n" when listening on 127.0.0.1. Every request is one JSON line in 
   POST /v1/projects/P/locations/R/publishers/anthropic/models/M:rawPredict
                   (and :streamRawPredict): needs a Bearer this server minted and
                   anthropic_version vertex-2023-10-16; the Anthropic answer of e2e_fake_models
-                  (an SSE stream for streamRawPredict)
+                  (an SSE stream for streamRawPredict); with --refuse-vertex always 401
 """
 import argparse
 import base64
@@ -116,7 +116,7 @@ class Handler(M.Handler):
         if self.command == "POST" and len(parts) == 10 and parts[1:3] == ["v1", "projects"] \
                 and parts[4] == "locations" and parts[6:8] == ["publishers", "anthropic"] \
                 and parts[8] == "models" and ":" in parts[9]:
-            if not self.bearer_ok():
+            if not self.bearer_ok() or A.refuse_vertex:
                 return self.send_json(401, {"error": {"code": 401, "message": "bad token"}})
             model, verb = parts[9].split(":", 1)
             if not isinstance(body, dict) or body.get("anthropic_version") != \
@@ -140,6 +140,7 @@ def main():
     ap.add_argument("--refresh-token", required=True)
     ap.add_argument("--sa-pubkey")
     ap.add_argument("--expires-in", type=int, default=3600)
+    ap.add_argument("--refuse-vertex", action="store_true", help="answer every Vertex call 401")
     A = ap.parse_args()
     M.LOG = open(A.log, "a")
     M.REPLY = A.reply

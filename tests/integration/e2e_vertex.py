@@ -29,11 +29,11 @@ RT = "1//REFRESH-" + os.urandom(8).hex()
 PATH = "/projects/%s/locations/%s/publishers/anthropic/models/claude-x" % (PROJECT, REGION)
 
 
-def start_google(E, expires_in, pub):
-    log = os.path.join(E.t, "google-%d.log" % expires_in)
+def start_google(E, expires_in, pub, *extra):
+    log = os.path.join(E.t, "google-%d%s.log" % (expires_in, "".join(extra)))
     p = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.abspath(
         __file__)), "e2e_fake_google.py"), "--log", log, "--reply", REPLY, "--client-secret",
-        SECRET, "--refresh-token", RT, "--sa-pubkey", pub, "--expires-in", str(expires_in)],
+        SECRET, "--refresh-token", RT, "--sa-pubkey", pub, "--expires-in", str(expires_in), *extra],
         stdout=subprocess.PIPE, text=True)
     E.procs.append(p)
     return "http://127.0.0.1:%d" % int(p.stdout.readline()), log
@@ -137,6 +137,21 @@ def refused_runs(E, url, log, adcs):
          "refused: the refusal is audited (%r)" % au.stdout[-300:])
 
 
+def refused_token_run(E, pub):
+    """A Vertex that refuses every token (401): the proxy does not mint again for each of the
+    box's requests (a token is minted again at most once per 10 minutes, as logins are)."""
+    url, log = start_google(E, 3600, pub, "--refuse-vertex")
+    adcs3 = adc_files(E, url, open(os.path.join(E.t, "sa.pem")).read(), "adc3")
+    cp = shell(E, url, adcs3["authorized_user"], "date +%s.%N; " + "; echo; ".join(
+        [box_curl("rawPredict")] * 4))
+    t0 = float(cp.stdout.split("\n")[0])
+    C.eq(4, len(re.findall(r"(?m) 401$", cp.stdout)), "refused token: the box got the 401s (%r)" % cp.stdout)
+    es = entries(log)
+    C.eq(4, len([e for e in es if "Predict" in e.get("path", "")]), "refused token: 4 calls")
+    C.eq(0, len([e for e in es if "minted" in e and e["time"] > t0]),
+         "refused token: no new mint for the box's requests (control: single_flight mints)")
+
+
 def loopback_run(E, url, log, adcs):
     """With --net the proxy listens on the host's loopback, open to every local process: a
     Vertex request there without the box's placeholder is refused (control: over the box's
@@ -236,6 +251,7 @@ def main():
         refused_runs(E, url, log, adcs)
         loopback_run(E, url, log, adcs)
         single_flight(E, pub, adcs)
+        refused_token_run(E, pub)
         bad_runs(E, url, adcs)
         claude_run(E, url, log, adcs)
     C.finish()
