@@ -199,6 +199,11 @@ static int choose_auth(struct launch *l)
 	int rc = spec ? proxy_backend_parse(&pb, spec) : util_err(-ENOMEM, "out of memory");
 
 	free(spec);
+	if (rc == 0 && l->vertex) { /* the token is minted from the host's ADC */
+		proxy_backend_free(pb);
+		l->auth = LAUNCH_AUTH_KEY;
+		return 0;
+	}
 	if (rc < 0)
 		return util_err(rc, "%s: %s", c->name, util_err_msg());
 	l->key_env = strdup(proxy_backend_key_env(pb));
@@ -236,6 +241,12 @@ static int choose_auth(struct launch *l)
 /* What --explain says of the credential (never a secret). */
 static char *credential_note(const struct launch *l)
 {
+	if (l->vertex)
+		return util_asprintf("credential: Google access token minted on the host from %s "
+				     "(the box gets none)",
+				     getenv("GOOGLE_APPLICATION_CREDENTIALS")
+					 ? getenv("GOOGLE_APPLICATION_CREDENTIALS")
+					 : "~/.config/gcloud/application_default_credentials.json");
 	if (l->auth == LAUNCH_AUTH_LOGIN)
 		return util_asprintf("credential: %s login from %s (refreshed on the host; the box "
 				     "gets placeholders only)",
@@ -522,6 +533,15 @@ int arb_agent_set(arb_agent *a, const char *option, const char *value)
 	const char **one = NULL;
 
 	lib_err_reset();
+	if (!strcmp(option, "vertex")) {
+		if (value)
+			return BAD("--vertex takes no value");
+		if (strcmp(l->client->name, "claude"))
+			return BAD("--vertex is for claude");
+
+		l->vertex = true;
+		return 0;
+	}
 	if (!strcmp(option, "net") || !strcmp(option, "no-tool-managers") ||
 	    !strcmp(option, "no-upstream-auth")) {
 		if (value)
@@ -601,6 +621,9 @@ static int check_options(const struct launch *l)
 		return BAD("%s has no host login to use; give an API key", l->client->title);
 	if (l->auth_opt && strcmp(l->auth_opt, "api-key") && l->key_file)
 		return BAD("--api-key-file goes with --auth api-key");
+	if (l->vertex && l->net)
+		return BAD("--vertex does not go with --net (Claude Code sends Vertex no "
+			   "credential, and the host's loopback is open to every process)");
 	return 0;
 }
 
@@ -645,6 +668,8 @@ int arb_agent_prepare(arb_agent *a, int explain)
 		return lib_input_err(util_err(-EALREADY, "the launch is prepared already"));
 	l->explain = explain != 0;
 	rc = check_options(l);
+	if (rc == 0 && l->vertex)
+		rc = launch_vertex_resolve(l);
 	/* --net: the proxy's port on the host's loopback is known before the client's config. */
 	if (rc == 0 && l->net)
 		rc = proxy_listen_loopback(0, &l->tcp_fd, &l->tcp_port);

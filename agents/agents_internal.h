@@ -51,6 +51,7 @@ struct launch {
 	char *key_env;			  /* owned: the backend's key variable */
 	struct lib_proxy_login login;	  /* handed to the proxy with LAUNCH_AUTH_LOGIN */
 	bool net, explain, no_tool_managers;
+	bool vertex; /* --vertex: the vertex backend, a token minted from the host's ADC */
 	const char *limits[5]; /* --timeout, --memory, --cpus, --pids, --inotify as given */
 	int tcp_fd;	       /* with --net: the proxy's listener on the host's loopback, or -1 */
 	uint16_t tcp_port;     /* ... and its port, the backend's (port= in its spec) */
@@ -85,6 +86,13 @@ struct launch {
 	arb_project *project;	 /* borrowed: where the workspace is */
 	bool prepared;
 };
+
+/* --vertex (agent_vertex.c): the project and region from the host's variables (or NULL);
+ * the backend "vertex" with them (-EINVAL naming a missing one); Claude Code's variables. */
+const char *launch_vertex_project(void);
+const char *launch_vertex_region(void);
+int launch_vertex_resolve(struct launch *l) ARB_MUST_CHECK;
+int launch_vertex_claude_env(const struct launch *l, struct jail_box *b) ARB_MUST_CHECK;
 
 /* Appends one owned copy of arg to l->fixed_args. -ENOMEM. */
 int launch_fixed_arg(struct launch *l, const char *arg);

@@ -91,7 +91,7 @@ static int claude_prepare(struct launch *l)
 	const char *env = getenv("ANTHROPIC_MODEL");
 	char *settings;
 
-	if (l->net && l->auth != LAUNCH_AUTH_LOGIN && claude_key_helper(l) < 0)
+	if (l->net && l->auth != LAUNCH_AUTH_LOGIN && !l->vertex && claude_key_helper(l) < 0)
 		return -ENOMEM;
 
 	if (l->model)
@@ -161,12 +161,14 @@ static int claude_box(struct launch *l, struct jail_box *b, struct proxy_proc *p
 		rc = lib_box_env(b, "DISABLE_ERROR_REPORTING", "1");
 	if (rc == 0 && l->model_import)
 		rc = lib_box_env(b, "ANTHROPIC_MODEL", l->model_import);
+	if (rc == 0 && l->vertex)
+		rc = launch_vertex_claude_env(l, b);
 	/* A subscription login: the box's own credentials file, with placeholders. */
 	if (rc == 0 && l->auth == LAUNCH_AUTH_LOGIN && px && !l->explain)
 		rc = launch_write_box_login(l, px, ".claude", ".credentials.json");
 	/* First-run screens: the box cannot pass their check of api.anthropic.com. */
 	if (rc == 0 && !l->explain)
-		rc = claude_box_config(l, l->auth == LAUNCH_AUTH_KEY && !l->net && px
+		rc = claude_box_config(l, l->auth == LAUNCH_AUTH_KEY && !l->net && !l->vertex && px
 					      ? lib_proxy_placeholder(px, l->backend)
 					      : NULL);
 	free(dir);

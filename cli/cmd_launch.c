@@ -39,6 +39,7 @@ static const struct option launch_opts[] = {
     OPT("no-upstream-auth", no_argument, 17),
     OPT("no-tool-managers", no_argument, 18),
     OPT("inotify", required_argument, 19),
+    OPT("vertex", no_argument, 20),
     {"explain", no_argument, NULL, 'x'},
     {"json", no_argument, NULL, 'j'},
     {"review", no_argument, NULL, 'r'},

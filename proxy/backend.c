@@ -1,6 +1,7 @@
 /* proxy/backend.c: backend definitions: the built-ins, specification parsing, rules. */
 #include "proxy/proxy_internal.h"
 #include "proxy/reapi_internal.h"
+#include "proxy/vertex.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -53,6 +54,7 @@ void proxy_backend_free(struct proxy_backend *b)
 	if (b->login)
 		b->login_free(b->login);
 	proxy_reapi_free(b->reapi);
+	proxy_vertex_free(b->vertex);
 	for (size_t i = 0; i < b->n_rules; i++)
 		free(b->rules[i].path);
 	proxy_secret_free(&b->credential);
@@ -86,6 +88,8 @@ const char *proxy_backend_key_env(const struct proxy_backend *b)
 
 const char *proxy_backend_key_source(const struct proxy_backend *b)
 {
+	if (b->vertex)
+		return proxy_vertex_adc(b->vertex);
 	return b->key_file ? b->key_file : b->key_json;
 }
 
@@ -186,13 +190,15 @@ static int parse_long(const char *v, long min, long max, long *out)
 int proxy_backend_set(struct proxy_backend *b, const char *key, const char *v)
 {
 	long n;
-	int rc;
+	int rc, vrc = b->vertex ? proxy_vertex_set(b->vertex, key, v) : 1;
 
 	if (b->reapi && proxy_reapi_set(b, key, v, &rc))
 		return rc;
 	if (b->reapi && (!strcmp(key, "allow") || !strcmp(key, "url") || !strcmp(key, "auth") ||
 			 !strcmp(key, "tls-port") || !strcmp(key, "base-path")))
 		return util_err(-EINVAL, "backend reapi: %s= does not apply", key);
+	if (vrc <= 0)
+		return vrc;
 	if (!strcmp(key, "port") || !strcmp(key, "tls-port")) {
 		if (parse_long(v, 1, 65535, &n) < 0)
 			return util_err(-EINVAL, "backend %s: %s '%s' is not 1..65535", b->name,
@@ -298,6 +304,19 @@ static int init_custom(struct proxy_backend *b)
 	return rc ?: set_str(&b->base_path, "");
 }
 
+/* vertex: Vertex AI's Anthropic models, with a token minted from the host's ADC (vertex.c);
+ * the policy checks the path against the project and region (the rule below is a floor). */
+static int init_vertex(struct proxy_backend *b)
+{
+	int rc = proxy_vertex_new(&b->vertex);
+
+	b->port = PROXY_VERTEX_PORT;
+	b->auth = PROXY_AUTH_BEARER;
+	rc = rc ?: set_str(&b->env_prefix, "ANTHROPIC_VERTEX");
+	rc = rc ?: set_str(&b->base_path, "/v1");
+	return rc ?: rule_add(b, "POST /v1/projects/*", ' ');
+}
+
 static const struct builtin *builtin_find(const char *name)
 {
 	for (size_t i = 0; i < ARB_ARRAY_LEN(builtins); i++)
@@ -355,13 +374,15 @@ int proxy_backend_parse(struct proxy_backend **out, const char *spec)
 	if (rc < 0)
 		goto out;
 	d = builtin_find(copy);
-	rc = d ? init_builtin(b, d) : init_custom(b);
+	rc = !strcmp(copy, "vertex") ? init_vertex(b) : d ? init_builtin(b, d) : init_custom(b);
 	if (rc == 0 && !strcmp(copy, "reapi")) /* remote builds over h2c (reapi_conf.c) */
 		rc = proxy_reapi_init(b, eq ? eq + 1 : NULL);
 	else if (rc == 0 && eq)
 		rc = set_url(b, eq + 1);
 	if (rc == 0 && opts)
 		rc = parse_options(b, opts);
+	if (rc == 0 && b->vertex)
+		rc = proxy_vertex_finish(b->vertex, &b->url, b->ca_file);
 	if (rc < 0)
 		goto out;
 	if (!b->url) {

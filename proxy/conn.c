@@ -266,6 +266,13 @@ void proxy_conn_serve(struct proxy *p, int fd)
 		first = false;
 		t0 = util_now_ns();
 		proxy_policy_check(r, p->backends, p->n_backends, v);
+		/* Vertex clients send no credential; only the box's own relay may do that. */
+		if (v->status == 0 && v->backend && v->backend->vertex && p->tcp_listening &&
+		    !proxy_req_header(r, "authorization", NULL)) {
+			v->status = 401;
+			v->reason = "a Vertex request on the host's loopback needs the box's "
+				    "placeholder";
+		}
 		if (v->status != 0) {
 			int sent = proxy_send_error(fd, v->status, v->reason);
 

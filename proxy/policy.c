@@ -5,6 +5,7 @@
  * names and never a credential.
  */
 #include "proxy/proxy_internal.h"
+#include "proxy/vertex.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -139,6 +140,9 @@ static bool check_credential(const struct proxy_req *r, const struct proxy_backe
 	const char *auth = proxy_req_header(r, "authorization", &n_auth);
 	const char *key = key_hdr ? proxy_req_header(r, key_hdr, &n_key) : NULL;
 
+	/* Vertex clients told to skip Google auth send none; the relay is the box's own. */
+	if (n_auth + n_key == 0 && b->vertex)
+		return true;
 	if (n_auth + n_key == 0)
 		return deny(v, 401, "missing credential header");
 	if (n_auth > 1 || n_key > 1)
@@ -206,6 +210,10 @@ void proxy_policy_check(const struct proxy_req *r, struct proxy_backend *const *
 	}
 	if (!check_rules(v->backend, method, v) || !check_credential(r, v->backend, v))
 		return;
+	if (v->backend->vertex && !proxy_vertex_path_ok(v->backend->vertex, method, v->path)) {
+		deny(v, 403, "not a Vertex anthropic rawPredict of this project and region");
+		return;
+	}
 	v->status = 0;
 	v->reason = "allowed";
 }

@@ -324,6 +324,7 @@ struct proxy_ready_backend {
 	char *login_box;      /* the box's login file (proxy_login_box_file), or NULL */
 	bool reapi;	      /* a reapi backend: the box gets its gRPC address, no key */
 	char *reapi_instance; /* its instance=, or NULL */
+	bool vertex;	      /* a vertex backend: no key in the box (the proxy mints one) */
 	uint16_t port, tls_port;
 };
 struct proxy_ready {

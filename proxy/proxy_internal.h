@@ -50,7 +50,8 @@ struct proxy_backend {
 	bool builtin;
 	struct proxy_login *login;		   /* a login instead of a key, or NULL */
 	void (*login_free)(struct proxy_login *l); /* set with login (proxy/login.c) */
-	struct proxy_reapi *reapi; /* the reapi backend (reapi_internal.h), or NULL */
+	struct proxy_reapi *reapi;   /* the reapi backend (reapi_internal.h), or NULL */
+	struct proxy_vertex *vertex; /* the vertex backend's token minter (vertex.c), or NULL */
 	/* Filled by proxy_new(). */
 	char *credential; /* the real key; host memory only (NULL with a login) */
 	char placeholder[PROXY_PLACEHOLDER_LEN + 1];
@@ -191,6 +192,8 @@ struct proxy {
 	uint16_t *ports;
 	struct proxy_listener *ls; /* where connections come from */
 	size_t n_ls;
+	/* Listening on the host's loopback: any local process may connect. */
+	bool tcp_listening;
 	void *tls_ctx;	  /* SSL_CTX, when a backend serves the box over TLS (tls.c) */
 	char *tls_ca_pem; /* ... and the certificate of this proxy's CA */
 	proxy_observer_fn observer;

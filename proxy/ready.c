@@ -26,13 +26,13 @@ char *proxy_ready_format(const struct proxy_ready *r)
 	for (size_t i = 0; i < r->n_backends; i++) {
 		const struct proxy_ready_backend *b = &r->backends[i];
 		json_t *j =
-		    json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:b, s:o, s:i, s:i}", "name",
-			      b->name, "placeholder", b->placeholder, "env_prefix", b->env_prefix,
-			      "base_path", str_or_null(b->base_path), "key_source",
+		    json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:b, s:o, s:b, s:i, s:i}",
+			      "name", b->name, "placeholder", b->placeholder, "env_prefix",
+			      b->env_prefix, "base_path", str_or_null(b->base_path), "key_source",
 			      str_or_null(b->key_source), "login_path", str_or_null(b->login_path),
 			      "login_box", str_or_null(b->login_box), "reapi", b->reapi,
-			      "reapi_instance", str_or_null(b->reapi_instance), "port",
-			      (int)b->port, "tls_port", (int)b->tls_port);
+			      "reapi_instance", str_or_null(b->reapi_instance), "vertex", b->vertex,
+			      "port", (int)b->port, "tls_port", (int)b->tls_port);
 
 		if (!j || json_array_append_new(bs, j) < 0)
 			goto out;
@@ -138,6 +138,7 @@ static int parse_ok(struct proxy_ready *r, json_t *o)
 		b->login_box = get_str(j, "login_box", &bad);
 		b->reapi = json_is_true(json_object_get(j, "reapi"));
 		b->reapi_instance = get_str(j, "reapi_instance", &bad);
+		b->vertex = json_is_true(json_object_get(j, "vertex"));
 		b->port = r->ports[i] = get_port(j, "port", &bad);
 		b->tls_port = get_port(j, "tls_port", &bad);
 		bad = bad || !b->name || !b->placeholder || !b->env_prefix;
@@ -221,7 +222,7 @@ int proxy_ready_box_env(const struct proxy_ready *r, const char *key_dir, char *
 			    util_asprintf("%s_REMOTE=grpc://127.0.0.1:%u", b->env_prefix, b->port);
 			env[k++] = util_asprintf("%s_INSTANCE=%s", b->env_prefix,
 						 b->reapi_instance ? b->reapi_instance : "");
-		} else if (!b->login_path)
+		} else if (!b->login_path && !b->vertex)
 			env[k++] =
 			    key_dir ? util_asprintf("%s_API_KEY_FILE=%s/%s.key", b->env_prefix,
 						    key_dir, b->name)

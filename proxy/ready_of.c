@@ -28,6 +28,7 @@ static int backend_of(const struct proxy *p, const struct proxy_backend *b,
 	rb->port = b->port;
 	rb->tls_port = b->tls_port;
 	rb->reapi = b->reapi != NULL;
+	rb->vertex = b->vertex != NULL;
 	if (b->reapi && dup_or_null(&rb->reapi_instance, b->reapi->instance) < 0)
 		return util_err(-ENOMEM, "out of memory");
 	if (!b->login)

@@ -4,6 +4,7 @@
  */
 #include "proxy/proxy_internal.h"
 #include "proxy/reapi_internal.h"
+#include "proxy/vertex.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -198,6 +199,7 @@ static int tcp_listener(struct proxy *p, int given, enum proxy_listen_kind kind,
 				strerror(errno));
 	if (fd < 0 && (rc = proxy_listen_loopback(0, &fd, NULL)) < 0)
 		return rc;
+	p->tcp_listening = true;
 	add_listener(p, fd, kind, NULL);
 	if (getsockname(fd, (struct sockaddr *)&sa, &len) < 0 || sa.sin_family != AF_INET)
 		return util_err(-EINVAL, "backend %s: not a loopback TCP listener", name);
@@ -304,6 +306,16 @@ static int load_allow(struct proxy *p, const struct proxy_config *cfg)
 	return 0;
 }
 
+/* The vertex backend mints its first token before the box starts: a bad ADC file fails here. */
+static int vertex_check(struct proxy_backend *b)
+{
+	char *tok = NULL;
+	int rc = proxy_vertex_current(b->vertex, &tok);
+
+	proxy_secret_free(&tok);
+	return rc;
+}
+
 int proxy_new(struct proxy **out, const struct proxy_config *cfg)
 {
 	struct proxy *p = NULL;
@@ -337,6 +349,7 @@ int proxy_new(struct proxy **out, const struct proxy_config *cfg)
 
 		/* A login is checked (and refreshed when it has expired) before the box starts. */
 		rc = b->login			  ? proxy_login_ensure(b->login)
+		     : b->vertex		  ? vertex_check(b)
 		     : b->auth == PROXY_AUTH_NONE ? 0
 						  : proxy_backend_load_credential(b);
 		rc = rc ?: proxy_placeholder_make(b->placeholder, sizeof(b->placeholder), b->name);

@@ -9,6 +9,7 @@
  * transfer (progress callback); so does proxy shutdown.
  */
 #include "proxy/proxy_internal.h"
+#include "proxy/vertex.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -243,6 +244,8 @@ static size_t header_cb(char *data, size_t size, size_t nitems, void *ud)
 		 */
 		if (f->status == 401 && f->b->login)
 			proxy_login_refused(f->b->login, f->cred);
+		if (f->status == 401 && f->b->vertex)
+			proxy_vertex_refused(f->b->vertex, f->cred);
 		return send_head(f) == 0 ? len : 0;
 	}
 	if (n < sizeof(line)) {
@@ -531,7 +534,13 @@ void proxy_upstream_forward(struct proxy_conn *c, struct proxy_req *r,
 		cc = CURLE_OK;
 		goto out;
 	}
-	if (!f->b->login)
+	if (f->b->vertex && proxy_vertex_current(f->b->vertex, &f->cred) < 0) {
+		res->status = proxy_send_error(c->fd, 401, util_err_msg()) == 0 ? 401 : 0;
+		res->reason = "the host's Vertex token could not be minted";
+		cc = CURLE_OK;
+		goto out;
+	}
+	if (!f->b->login && !f->b->vertex)
 		f->cred = strdup(f->b->credential ? f->b->credential : "");
 	if (!f->cred)
 		goto out;

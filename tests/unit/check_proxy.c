@@ -12,8 +12,56 @@
 
 #include "proxy/login_internal.h"
 #include "proxy/proxy_internal.h"
+#include "proxy/vertex.h"
 
 /* ---- backends ---- */
+
+/* The vertex backend: its options, its errors, and the paths its policy lets through. */
+START_TEST(vertex_backend)
+{
+	const char *base = "/v1/projects/p1/locations/us-east5/publishers/anthropic/models/";
+	const char *ok[] = {"claude-x:rawPredict", "claude-sonnet-4-5@20250929:streamRawPredict",
+			    "count-tokens:rawPredict"};
+	const char *bad[] = {"claude-x:predict",    "claude-x:rawPredict/..",
+			     "a/b:rawPredict",	    "a%2Fb:rawPredict",
+			     ":rawPredict",	    "claude-x",
+			     "claude-x:rawPredictx"};
+	struct proxy_backend *b = NULL;
+	char path[256];
+
+	ck_assert_int_eq(proxy_backend_parse(&b, "vertex,project=p1,region=us-east5"), 0);
+	ck_assert_str_eq(b->url, "https://us-east5-aiplatform.googleapis.com");
+	ck_assert_uint_eq(b->port, PROXY_VERTEX_PORT);
+	for (size_t i = 0; i < ARB_ARRAY_LEN(ok); i++) {
+		snprintf(path, sizeof(path), "%s%s", base, ok[i]);
+		ck_assert_msg(proxy_vertex_path_ok(b->vertex, "POST", path), "%s", path);
+		ck_assert(!proxy_vertex_path_ok(b->vertex, "GET", path));
+	}
+	for (size_t i = 0; i < ARB_ARRAY_LEN(bad); i++) {
+		snprintf(path, sizeof(path), "%s%s", base, bad[i]);
+		ck_assert_msg(!proxy_vertex_path_ok(b->vertex, "POST", path), "%s", path);
+	}
+	ck_assert(!proxy_vertex_path_ok(
+	    b->vertex, "POST",
+	    "/v1/projects/p2/locations/us-east5/publishers/anthropic/models/m:rawPredict"));
+	ck_assert(!proxy_vertex_path_ok(
+	    b->vertex, "POST",
+	    "/v1/projects/p1/locations/europe-west1/publishers/anthropic/models/m:rawPredict"));
+	ck_assert(!proxy_vertex_path_ok(
+	    b->vertex, "POST",
+	    "/v1/projects/p1/locations/us-east5/publishers/google/models/m:rawPredict"));
+	proxy_backend_free(b);
+	ck_assert_int_eq(proxy_backend_parse(&b, "vertex,project=p1,region=global"), 0);
+	ck_assert_str_eq(b->url, "https://aiplatform.googleapis.com");
+	proxy_backend_free(b);
+	ck_assert_int_eq(proxy_backend_parse(&b, "vertex,region=us-east5"), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(util_err_msg(), "no project"));
+	ck_assert_int_eq(proxy_backend_parse(&b, "vertex,project=p1"), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(util_err_msg(), "no region"));
+	ck_assert_int_eq(proxy_backend_parse(&b, "vertex,project=p/../x,region=r"), -EINVAL);
+	ck_assert_int_eq(proxy_backend_parse(&b, "anthropic,project=p1"), -EINVAL);
+}
+END_TEST
 
 START_TEST(backend_builtins)
 {
@@ -985,6 +1033,7 @@ static Suite *proxy_suite(void)
 
 	tc = tcase_create("backends");
 	tcase_add_test(tc, backend_builtins);
+	tcase_add_test(tc, vertex_backend);
 	tcase_add_test(tc, backend_custom);
 	tcase_add_test(tc, backend_errors);
 	tcase_add_test(tc, rule_matching);
