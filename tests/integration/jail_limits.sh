@@ -7,6 +7,16 @@
 # CPU; each with a control without the limit; the host, the view and the next box keep
 # working; the cgroups are gone afterwards.
 . "$(dirname "$0")/jail_lib.sh"
+# box, remembering each shell's pid: the cgroup check at the end looks at this test's own
+# boxes only (other tests running at the same time may kill a shell and leave its cgroup to
+# the next box's cleanup).
+box() {
+	local rc=0
+	"$ARB" shell w "$@" &
+	echo "$!" >>"$T/.box-pids"
+	wait "$!" || rc=$?
+	return "$rc"
+}
 jail_setup
 
 # --- --timeout --------------------------------------------------------------------------------
@@ -113,13 +123,13 @@ echo "measured: busy loop CPU in 1.5 s wall: --cpus 0.2 ${limited} ms, unlimited
 expect_status 0 "the next box after the limits" -- box -- sh -c 'echo fine >fine.txt; cat fine.txt'
 expect_eq "fine" "$OUT" "the view works after the limits"
 [ "$(echo hi)" = hi ] && pass || fail "the host cannot run a process"
-# (Only below this test's own cgroups, and only those whose shell is gone: other tests and
-# sessions on the machine may have boxes running, each in a cgroup named after its live shell.)
+# (Only the cgroups of this test's own boxes, below its bases, whose shell is gone.)
 bases=$(sed -n 's/.* below //p' <<<"$cg_base")
 left=$(for d in $bases; do
-	for c in "$d"/arborinth-*; do
-		if [ -d "$c" ] && ! alive "${c##*/arborinth-}"; then echo "$c"; fi
-	done
+	while read -r pid; do
+		c=$d/arborinth-$pid
+		if [ -d "$c" ] && ! alive "$pid"; then echo "$c"; fi
+	done <"$T/.box-pids"
 done | head -3)
 [ -z "$left" ] && pass || fail "cgroups left behind: $left"
 
