@@ -8,8 +8,9 @@ given on the host); every Vertex call carried the token the host minted from its
 ADC's secrets and the minted token are nowhere in the box (its environment, /proc, home, tmp,
 cache, view) or the output (control: the same dump shows the box's OpenCode config with the
 placeholder); the placeholder is useless outside (the fake refuses it; control: it takes the
-minted token); a bearer other than the placeholder is refused by the proxy and audited
-(control: OpenCode's calls with the placeholder pass); --net works through the host's loopback
+minted token); a bearer other than the placeholder, and the token refresh URL the config
+names, are refused by the proxy and audited (control: OpenCode's calls with the placeholder
+pass); --net works through the host's loopback
 with the placeholder in a file; bad input (no project, no region, an unknown ADC type, another
 provider or model, an OpenCode binary without the provider) is one line before any box.
 As root, the main run is repeated as an ordinary user."""
@@ -85,6 +86,8 @@ cat "$HOME/.config/gcloud/application_default_credentials.json" 2>&1
 echo DUMP-END
 curl -sS -o /dev/null -w "stolen-bearer %%{http_code}\\n" -H "authorization: Bearer ya29.stolen" \
   -H "content-type: application/json" -d '%s' "http://127.0.0.1:8717%sm:rawPredict"
+curl -sS -o /dev/null -w "refresh-path %%{http_code}\n" -d grant_type=refresh_token \
+  "http://127.0.0.1:8717/v1/arborinth-no-google-token-refresh"
 exec %s "$@"
 """ % (body, VPATH, real))
     os.chmod(path, 0o755)
@@ -141,7 +144,12 @@ def main_run(E, url, log, adc, prefix, real):
     C.ok("stolen-bearer 401" in cp.stdout,
          "a bearer other than the placeholder is refused at the relay (%r)" %
          re.findall(r"stolen-bearer \d+", cp.stdout))
+    C.ok("refresh-path 403" in cp.stdout,
+         "the token refresh URL the box's config names is refused at the relay (%r)" %
+         re.findall(r"refresh-path \d+", cp.stdout))
     au = E.arb("audit", "ocv", "--kind", "net")
+    C.ok(re.search(r"POST /v1/arborinth-no-google-token-refresh +403", au.stdout),
+         "the refused path is audited")
     C.ok("does not hold this box's placeholder" in au.stdout and "401" in au.stdout,
          "the refused bearer is audited (%r)" % au.stdout[-600:])
     C.ok(re.search(r"streamRawPredict.*200|200.*streamRawPredict", au.stdout),
