@@ -536,8 +536,8 @@ int arb_agent_set(arb_agent *a, const char *option, const char *value)
 	if (!strcmp(option, "vertex")) {
 		if (value)
 			return BAD("--vertex takes no value");
-		if (strcmp(l->client->name, "claude"))
-			return BAD("--vertex is for claude");
+		if (strcmp(l->client->name, "claude") && strcmp(l->client->name, "opencode"))
+			return BAD("--vertex is for claude and opencode");
 
 		l->vertex = true;
 		return 0;
@@ -621,7 +621,7 @@ static int check_options(const struct launch *l)
 		return BAD("%s has no host login to use; give an API key", l->client->title);
 	if (l->auth_opt && strcmp(l->auth_opt, "api-key") && l->key_file)
 		return BAD("--api-key-file goes with --auth api-key");
-	if (l->vertex && l->net)
+	if (l->vertex && l->net && strcmp(l->client->name, "opencode"))
 		return BAD("--vertex does not go with --net (Claude Code sends Vertex no "
 			   "credential, and the host's loopback is open to every process)");
 	return 0;

@@ -93,6 +93,12 @@ const char *launch_vertex_project(void);
 const char *launch_vertex_region(void);
 int launch_vertex_resolve(struct launch *l) ARB_MUST_CHECK;
 int launch_vertex_claude_env(const struct launch *l, struct jail_box *b) ARB_MUST_CHECK;
+/* opencode --vertex (opencode_vertex.c): the model (-EINVAL: not of the provider) and a
+ * check that the client bundles the provider (-ENOPKG); the box's google-vertex-anthropic
+ * provider at the relay URL (".../v1") whose google-auth-library gets key as its token. */
+int launch_opencode_vertex_resolve(struct launch *l) ARB_MUST_CHECK;
+json_t *launch_opencode_vertex_provider(const struct launch *l, const char *url, const char *key);
+const char *launch_opencode_vertex_id(void);
 
 /* Appends one owned copy of arg to l->fixed_args. -ENOMEM. */
 int launch_fixed_arg(struct launch *l, const char *arg);

@@ -7,6 +7,7 @@
  * (`{env:VAR}`, `{file:PATH}` or the key itself). From the host's config only the model, the
  * provider's base URL, its name and its models' names and limits are imported; the box gets
  * a config of its own (OPENCODE_CONFIG_CONTENT) whose key is the proxy's placeholder.
+ * With --vertex the provider is google-vertex-anthropic (opencode_vertex.c).
  */
 #include "agents/agents_internal.h"
 
@@ -325,6 +326,8 @@ static int opencode_resolve(struct launch *l)
 
 	if (l->model && !launch_model_ok(l->model))
 		return util_err(-EINVAL, "opencode: bad --model '%s'", l->model);
+	if (l->vertex) /* the proxy's vertex backend (launch_vertex_resolve) */
+		return launch_opencode_vertex_resolve(l);
 	/* The provider: --provider, else --model's, else the host's model's, else anthropic. */
 	cfg = host_config(l, "", &cfg_file, NULL);
 	hm = json_string_value(json_object_get(cfg, "model"));
@@ -423,8 +426,9 @@ static int opencode_box(struct launch *l, struct jail_box *b, struct proxy_proc 
 	const char *ph = px ? lib_proxy_placeholder(px, l->backend) : NULL;
 	const char *base =
 	    l->client_conf ? json_string_value(json_object_get(l->client_conf, "base")) : "/v1";
-	const char *id =
-	    l->client_conf ? json_string_value(json_object_get(l->client_conf, "id")) : l->backend;
+	const char *id = l->vertex	  ? launch_opencode_vertex_id()
+			 : l->client_conf ? json_string_value(json_object_get(l->client_conf, "id"))
+					  : l->backend;
 	size_t n = 0;
 	const uint16_t *ports = px ? lib_proxy_ports(px, &n) : NULL;
 	char *url = n ? util_asprintf("http://127.0.0.1:%u%s", ports[0], base) : NULL;
@@ -447,7 +451,8 @@ static int opencode_box(struct launch *l, struct jail_box *b, struct proxy_proc 
 			return util_err(-ENOMEM, "out of memory");
 		}
 	}
-	prov = box_provider(l, url, key ? key : ph);
+	prov = l->vertex ? launch_opencode_vertex_provider(l, url, key ? key : ph)
+			 : box_provider(l, url, key ? key : ph);
 	cfg = prov ? json_pack("{s:s, s:b, s:s, s:s, s:{s:o}}", "$schema",
 			       "https://opencode.ai/config.json", "autoupdate", 0, "share",
 			       "disabled", "model", l->model_import, "provider", id, prov)

@@ -150,9 +150,10 @@ class Env:
 CLIENT_PACKAGES = ["@anthropic-ai/claude-code", "@openai/codex", "opencode-ai"]
 
 
-def install_clients(E, C):
-    """The three agent clients from the npm registry into a test-local prefix (or
-    ARB_NPM_PREFIX): the prefix. Skips when the registry is unreachable."""
+def install_clients(E, C, packages=None):
+    """The three agent clients (or packages) from the npm registry into a test-local prefix
+    (or ARB_NPM_PREFIX): the prefix. Skips when the registry is unreachable."""
+    packages = packages or CLIENT_PACKAGES
     prefix = os.environ.get("ARB_NPM_PREFIX")
     if prefix:
         return prefix
@@ -161,7 +162,7 @@ def install_clients(E, C):
     prefix = os.path.join(E.t, "npm")
     os.makedirs(prefix)
     cp = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", prefix] +
-                        CLIENT_PACKAGES, capture_output=True, text=True, timeout=900,
+                        packages, capture_output=True, text=True, timeout=900,
                         env=dict(os.environ, npm_config_update_notifier="false"))
     if cp.returncode != 0:
         ping = subprocess.run(["npm", "ping"], capture_output=True, text=True, timeout=120)
@@ -169,7 +170,7 @@ def install_clients(E, C):
             skip("the npm registry is unreachable (npm ping: %s)" %
                  (ping.stderr.strip().splitlines() or ["?"])[-1])
         print(cp.stdout[-3000:], cp.stderr[-3000:], file=sys.stderr)
-        C.ok(False, "npm install %s failed although the registry answers" % " ".join(CLIENT_PACKAGES))
+        C.ok(False, "npm install %s failed although the registry answers" % " ".join(packages))
         C.finish()
     return prefix
 
