@@ -6,8 +6,9 @@
  * `service_account` key (an RS256 JWT signed with OpenSSL, jwt-bearer grant) or an
  * `impersonated_service_account` (its source credentials' token, then IAM Credentials
  * generateAccessToken). The token is minted again PROXY_LOGIN_MARGIN_MS before it expires,
- * under one mutex (single flight: concurrent requests wait for one mint); a token the
- * upstream refused is minted again only when it is LOGIN_REFUSED_MIN_MS old, as logins are.
+ * once for all the user's proxies (token_cache.c: a file per ADC content under a flock, as
+ * the logins; the threads of one proxy wait on its mutex first); a token the upstream
+ * refused is minted again only when it is LOGIN_REFUSED_MIN_MS old, as logins are.
  * Only POST .../projects/P/locations/R/publishers/anthropic/models/M:rawPredict and
  * :streamRawPredict under the configured project and region pass the policy.
  */
@@ -330,13 +331,14 @@ static int mint_source(struct proxy_vertex *v, json_t *c, char **tok, int64_t *e
 }
 
 /* The token cache of this ADC file's content (another account's file: another cache), the
- * token's kind, the account it impersonates and its scope. */
+ * token's kind, the account it impersonates and its scope (length-prefixed: unambiguous). */
 static int open_cache(struct proxy_vertex *v, const char *text, size_t len)
 {
-	const char *t = str(v->cred, "type"),
-		   *imp = str(v->cred, "service_account_impersonation_url");
-	char *id = util_asprintf("%s%c%s%c%s%c", t ? t : "", 0, imp ? imp : "", 0, VX_SCOPE, 0);
-	size_t n = id ? strlen(t ? t : "") + strlen(imp ? imp : "") + strlen(VX_SCOPE) + 3 : 0;
+	const char *t = str(v->cred, "type") ?: "",
+		   *imp = str(v->cred, "service_account_impersonation_url") ?: "";
+	char *id = util_asprintf("%zu:%s%zu:%s%zu:%s%zu:", strlen(t), t, strlen(imp), imp,
+				 strlen(VX_SCOPE), VX_SCOPE, len);
+	size_t n = id ? strlen(id) : 0;
 	char *all = id ? malloc(n + len) : NULL;
 	int rc;
 
