@@ -133,7 +133,7 @@ static int open_private(const char *path, int *out)
 static int open_dir(int *dfd, char **path)
 {
 	char *rt = NULL, *st = NULL, *parent = NULL;
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	const char *xdg = getenv("XDG_RUNTIME_DIR"), *home;
 	struct stat sb;
 	int rc = proxy_token_dirs(&rt, &st);
 
@@ -149,6 +149,14 @@ static int open_dir(int *dfd, char **path)
 		goto out;
 	}
 	free(parent);
+	parent = NULL;
+	/* Not in another user's home (sudo -E keeps HOME): root's files would lock them out. */
+	home =
+	    getenv("XDG_STATE_HOME") && getenv("XDG_STATE_HOME")[0] == '/' ? NULL : getenv("HOME");
+	if (home && (stat(home, &sb) < 0 || sb.st_uid != geteuid())) {
+		rc = -EPERM;
+		goto out;
+	}
 	parent = st ? strndup(st, strlen(st) - strlen("/tokens")) : NULL;
 	rc = parent ? util_mkdir_p(parent, 0700) : -ENOENT;
 	rc = rc ?: open_private(st, dfd);
@@ -219,13 +227,19 @@ const char *proxy_token_cache_path(const struct proxy_token_cache *c)
 	return c->dfd >= 0 ? c->shown : NULL;
 }
 
-/* Temporary files of a writer that died before its rename: under the lock, nobody's. */
+/*
+ * Under the lock, before a mint: this file's temporary files (a writer that died before its
+ * rename; a live one holds the lock), and anything else in the folder older than the longest
+ * token lives (other credentials' expired entries, other dead writers' files).
+ */
 static void sweep(struct proxy_token_cache *c)
 {
 	char prefix[sizeof(c->name) + 8];
 	int fd = dup(c->dfd);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	int64_t now_s = util_now_ns() / 1000000000;
 	struct dirent *e;
+	struct stat st;
 
 	snprintf(prefix, sizeof(prefix), ".%s.arb-", c->name);
 	if (!d) {
@@ -234,9 +248,16 @@ static void sweep(struct proxy_token_cache *c)
 		return;
 	}
 	rewinddir(d);
-	while ((e = readdir(d)))
-		if (!strncmp(e->d_name, prefix, strlen(prefix)))
-			unlinkat(c->dfd, e->d_name, 0);
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    !strcmp(e->d_name, c->name))
+			continue;
+		if (strncmp(e->d_name, prefix, strlen(prefix)) &&
+		    (fstatat(c->dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		     now_s - st.st_mtime < PROXY_TOKEN_LIFE_MAX_MS / 1000))
+			continue;
+		unlinkat(c->dfd, e->d_name, 0);
+	}
 	closedir(d);
 }
 

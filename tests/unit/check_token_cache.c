@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proxy/login_internal.h"
@@ -348,7 +349,8 @@ START_TEST(cache_holder_killed)
 	struct proxy_token t = {0};
 	int status, left = 0;
 	struct dirent *e;
-	char tokens[128];
+	char tokens[128], old[160], young[160];
+	struct timespec times[2] = {{0}, {0}};
 	DIR *d;
 	pid_t pid = fork();
 
@@ -371,6 +373,18 @@ START_TEST(cache_holder_killed)
 		left += strstr(e->d_name, ".arb-") != NULL;
 	closedir(d);
 	ck_assert_int_eq(left, 0); /* the dead writer's temporary file was swept */
+	/* Other entries: swept once older than any token lives, kept before. */
+	snprintf(old, sizeof(old), "%s/vertex-old", tokens);
+	snprintf(young, sizeof(young), "%s/vertex-young", tokens);
+	rewrite(old, "{}");
+	rewrite(young, "{}");
+	times[0].tv_sec = times[1].tv_sec = time(NULL) - 13 * 3600;
+	ck_assert_int_eq(utimensat(AT_FDCWD, old, times, 0), 0);
+	proxy_token_clear(&t);
+	ck_assert_int_eq(unlink(proxy_token_cache_path(a)), 0);
+	get(a, &t, false, true);
+	ck_assert_int_eq(access(old, F_OK), -1);
+	ck_assert_int_eq(access(young, F_OK), 0);
 	proxy_token_clear(&t);
 	proxy_token_cache_free(a);
 }
