@@ -2,7 +2,8 @@
  * lib/box_walls.c: the credentials a box's proxy holds stay off the box's walls. Every host
  * file a backend reads its key from (key-file=, the file of key-json=), every login file and
  * the --api-key-file given are hidden wherever the box would show them (jail_box_hide: under
- * a system folder, a --mount, a grant or bind file that names a folder above them).
+ * a system folder, a --mount, a grant or bind file that names a folder above them), and so
+ * are the folders where the proxies share the Vertex tokens they mint.
  */
 #include "lib/lib_internal.h"
 
@@ -27,6 +28,19 @@ static int hide(struct jail_box *b, const char *path, const char *why)
 	return rc;
 }
 
+/* The folders where the user's proxies share the tokens they mint (proxy/token_dir.c). */
+static int hide_token_dirs(struct jail_box *b)
+{
+	char *rt = NULL, *st = NULL;
+	int rc = proxy_token_dirs(&rt, &st);
+
+	rc = rc ?: hide(b, rt, "the tokens the proxies share");
+	rc = rc ?: hide(b, st, "the tokens the proxies share");
+	free(rt);
+	free(st);
+	return rc;
+}
+
 int lib_box_hide_credentials(struct jail_box *b, struct proxy_proc *px, const char *key_file)
 {
 	const struct proxy_ready *r = proxy_proc_ready(px);
@@ -38,6 +52,8 @@ int lib_box_hide_credentials(struct jail_box *b, struct proxy_proc *px, const ch
 		rc = hide(b, be->key_source, "a backend's key file (the proxy's)");
 		if (rc == 0 && be->login_path)
 			rc = hide(b, be->login_path, "a login the proxy holds");
+		if (rc == 0 && be->vertex)
+			rc = hide_token_dirs(b);
 	}
 	return rc;
 }

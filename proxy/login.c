@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -136,39 +135,14 @@ const char *proxy_login_path(const struct proxy_login *l)
 	return l->path;
 }
 
-/* Locks the file, re-opening it while another process replaces it under us. */
+/* Locks the file, re-opening it while another process replaces it under us (flock.c). */
 static int lock_file(struct proxy_login *l, int *out)
 {
-	int64_t deadline = util_now_ns() + LOCK_WAIT_MS * 1000000LL;
-	struct stat a, b;
-	int fd = -1, rc;
+	int rc = proxy_flock_open(AT_FDCWD, l->path, l->path, O_RDONLY, 0, LOCK_WAIT_MS, out);
 
-	for (;;) {
-		rc = open_file(l, &fd);
-		if (rc < 0)
-			return rc;
-		while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-			if (errno != EWOULDBLOCK && errno != EINTR) {
-				rc = util_err(-errno, "cannot lock %s: %s", l->path,
-					      strerror(errno));
-				goto fail;
-			}
-			if (util_now_ns() > deadline) {
-				rc = util_err(-ETIMEDOUT, "%s stayed locked for %d s", l->path,
-					      LOCK_WAIT_MS / 1000);
-				goto fail;
-			}
-			usleep(20 * 1000);
-		}
-		if (fstat(fd, &a) == 0 && stat(l->path, &b) == 0 && a.st_ino == b.st_ino &&
-		    a.st_dev == b.st_dev) {
-			*out = fd;
-			return 0;
-		}
-		close(fd); /* replaced while we waited: lock the new file */
-	}
-fail:
-	close(fd);
+	if (rc == -ENOENT)
+		return util_err(-ENOENT, "no %s login: %s does not exist; %s", l->kind->title,
+				l->path, l->kind->fix);
 	return rc;
 }
 

@@ -78,6 +78,17 @@ int login_url_check(const char *url) ARB_MUST_CHECK;
 int login_oauth_refresh(struct proxy_login *l, const struct login_tokens *old,
 			struct login_tokens *n) ARB_MUST_CHECK;
 
+/* A token endpoint's answer as libcurl hands it over (CURLOPT_WRITEFUNCTION and _WRITEDATA):
+ * NUL-terminated, at most LOGIN_ANSWER_MAX bytes (more fails the transfer); a secret, so
+ * login_answer_free wipes it. login_oauth.c. */
+#define LOGIN_ANSWER_MAX (256 * 1024)
+struct login_answer {
+	char *buf;
+	size_t len;
+};
+size_t login_answer_collect(char *data, size_t size, size_t n, void *ud);
+void login_answer_free(struct login_answer *a);
+
 /* JWTs: the payload's claims (caller decrefs), and an unsigned one carrying claims. */
 json_t *login_jwt_claims(const char *jwt);
 char *login_jwt_make(json_t *claims);

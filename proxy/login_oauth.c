@@ -1,6 +1,7 @@
 /*
  * proxy/login_oauth.c: the OAuth refresh grant against the client's token endpoint (libcurl,
- * TLS verified; plain http only to a loopback address), and the JWT helpers the Codex login
+ * TLS verified; plain http only to a loopback address), the token endpoints' answers as
+ * libcurl collects them (here and in vertex.c), and the JWT helpers the Codex login
  * needs (reading claims; unsigned placeholder tokens for the box).
  */
 #include "proxy/login_internal.h"
@@ -10,8 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define ANSWER_MAX (256 * 1024)
 
 int login_url_check(const char *url)
 {
@@ -37,18 +36,13 @@ int login_url_check(const char *url)
 	return rc;
 }
 
-struct answer {
-	char *buf;
-	size_t len;
-};
-
-static size_t collect(char *data, size_t size, size_t n, void *ud)
+size_t login_answer_collect(char *data, size_t size, size_t n, void *ud)
 {
-	struct answer *a = ud;
+	struct login_answer *a = ud;
 	size_t len = size * n;
 	char *nb;
 
-	if (a->len + len > ANSWER_MAX)
+	if (a->len + len > LOGIN_ANSWER_MAX)
 		return 0;
 	nb = realloc(a->buf, a->len + len + 1);
 	if (!nb)
@@ -60,8 +54,18 @@ static size_t collect(char *data, size_t size, size_t n, void *ud)
 	return len;
 }
 
+void login_answer_free(struct login_answer *a)
+{
+	if (a->buf) {
+		explicit_bzero(a->buf, a->len);
+		free(a->buf);
+	}
+	a->buf = NULL;
+	a->len = 0;
+}
+
 /* The endpoint's own words for a refusal ("invalid_grant: ..."), never a token. */
-static void refusal(const struct answer *a, long status, char *out, size_t size)
+static void refusal(const struct login_answer *a, long status, char *out, size_t size)
 {
 	json_t *j = a->buf ? json_loads(a->buf, 0, NULL) : NULL;
 	const char *e = login_json_str(j, "error");
@@ -80,7 +84,7 @@ int login_oauth_refresh(struct proxy_login *l, const struct login_tokens *old,
 	json_t *grant = l->kind->grant(l, old->refresh), *resp = NULL;
 	char *body = grant ? json_dumps(grant, JSON_COMPACT) : NULL, why[256];
 	struct curl_slist *h = NULL;
-	struct answer a = {0};
+	struct login_answer a = {0};
 	CURL *e = curl_easy_init();
 	long status = 0;
 	CURLcode cc;
@@ -104,7 +108,7 @@ int login_oauth_refresh(struct proxy_login *l, const struct login_tokens *old,
 	curl_easy_setopt(e, CURLOPT_TIMEOUT, 60L);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, login_answer_collect);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, &a);
 	cc = curl_easy_perform(e);
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
@@ -130,10 +134,7 @@ out:
 		explicit_bzero(body, strlen(body));
 		free(body);
 	}
-	if (a.buf) {
-		explicit_bzero(a.buf, a.len);
-		free(a.buf);
-	}
+	login_answer_free(&a);
 	json_decref(resp);
 	json_decref(grant);
 	curl_slist_free_all(h);

@@ -65,6 +65,13 @@ const char *proxy_backend_key_source(const struct proxy_backend *b);
  * 0, or -EHOSTUNREACH, -ECONNREFUSED, -ETIMEDOUT... with one line saying which.
  */
 int proxy_backend_reach(const struct proxy_backend *b) ARB_MUST_CHECK;
+/*
+ * The folders where one user's proxies share the tokens they mint (proxy/token_dir.c):
+ * $XDG_RUNTIME_DIR/arborinth/tokens and $XDG_STATE_HOME/arborinth/tokens (default
+ * ~/.local/state/arborinth/tokens), each NULL when its variables are unset or relative. A
+ * box must see neither. Caller frees both. -ENOMEM.
+ */
+int proxy_token_dirs(char **runtime, char **state) ARB_MUST_CHECK;
 
 /* ---- logins (OAuth tokens kept on the host) -------------------------------------------- */
 

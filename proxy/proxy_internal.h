@@ -120,6 +120,14 @@ struct proxy_backend *proxy_backend_by_port(struct proxy_backend *const *b, size
 int proxy_backend_load_credential(struct proxy_backend *b) ARB_MUST_CHECK;
 /* Clears and frees a secret string, and sets *s to NULL (NULL is fine). */
 void proxy_secret_free(char **s);
+/*
+ * Opens dfd/name (O_NOFOLLOW, O_CLOEXEC added to flags; mode when it creates) and takes an
+ * exclusive flock on it, re-opening while another process replaced the file by rename, for
+ * at most wait_ms (-ETIMEDOUT). *out: the locked fd (closing it unlocks). Errors name
+ * `shown` (the path for messages) and keep open's errno (-ENOENT: no such file). flock.c.
+ */
+int proxy_flock_open(int dfd, const char *name, const char *shown, int flags, mode_t mode,
+		     int wait_ms, int *out) ARB_MUST_CHECK;
 int proxy_placeholder_make(char *out, size_t size, const char *name) ARB_MUST_CHECK;
 /* The header name and value the upstream receives credential cred in; value malloc'd. */
 int proxy_backend_auth_header(const struct proxy_backend *b, const char *cred, const char **name,

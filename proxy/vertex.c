@@ -6,12 +6,14 @@
  * `service_account` key (an RS256 JWT signed with OpenSSL, jwt-bearer grant) or an
  * `impersonated_service_account` (its source credentials' token, then IAM Credentials
  * generateAccessToken). The token is minted again PROXY_LOGIN_MARGIN_MS before it expires,
- * under one mutex (single flight: concurrent requests wait for one mint); a token the
- * upstream refused is minted again only when it is LOGIN_REFUSED_MIN_MS old, as logins are.
+ * once for all the user's proxies (token_cache.c: a file per ADC content under a flock, as
+ * the logins; the threads of one proxy wait on its mutex first); a token the upstream
+ * refused is minted again only when it is LOGIN_REFUSED_MIN_MS old, as logins are.
  * Only POST .../projects/P/locations/R/publishers/anthropic/models/M:rawPredict and
  * :streamRawPredict under the configured project and region pass the policy.
  */
 #include "proxy/login_internal.h"
+#include "proxy/token_cache.h"
 #include "proxy/vertex_internal.h"
 
 #include <ctype.h>
@@ -24,35 +26,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct vx_answer {
-	char *buf;
-	size_t len;
-};
-
-static size_t collect(char *data, size_t size, size_t n, void *ud)
-{
-	struct vx_answer *a = ud;
-	size_t len = size * n;
-	char *nb;
-
-	if (a->len + len > VX_ANSWER_MAX)
-		return 0;
-	nb = realloc(a->buf, a->len + len + 1);
-	if (!nb)
-		return 0;
-	memcpy(nb + a->len, data, len);
-	a->buf = nb;
-	a->len += len;
-	a->buf[a->len] = '\0';
-	return len;
-}
-
 /* POSTs body to url; *resp: the 200 answer's JSON. Errors name the ADC file and the URL. */
 static int post(struct proxy_vertex *v, const char *url, const char *ctype, const char *body,
 		const char *bearer, json_t **resp)
 {
 	struct curl_slist *h = NULL;
-	struct vx_answer a = {0};
+	struct login_answer a = {0};
 	CURL *e = curl_easy_init();
 	char *hb = ctype ? util_asprintf("Content-Type: %s", ctype) : NULL;
 	char *ab = bearer ? util_asprintf("Authorization: Bearer %s", bearer) : NULL;
@@ -82,7 +61,7 @@ static int post(struct proxy_vertex *v, const char *url, const char *ctype, cons
 	curl_easy_setopt(e, CURLOPT_TIMEOUT, 60L);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, login_answer_collect);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, &a);
 	cc = curl_easy_perform(e);
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
@@ -96,10 +75,7 @@ static int post(struct proxy_vertex *v, const char *url, const char *ctype, cons
 		rc = util_err(-EKEYEXPIRED, "Vertex token from %s: %s answered no JSON", v->adc,
 			      url);
 out:
-	if (a.buf) {
-		explicit_bzero(a.buf, a.len);
-		free(a.buf);
-	}
+	login_answer_free(&a);
 	proxy_secret_free(&ab);
 	free(hb);
 	curl_slist_free_all(h);
@@ -354,42 +330,89 @@ static int mint_source(struct proxy_vertex *v, json_t *c, char **tok, int64_t *e
 			v->adc, t ? t : "", VX_FIX);
 }
 
+/* The token cache of this ADC file's content (another account's file: another cache), the
+ * token's kind, the account it impersonates and its scope (length-prefixed: unambiguous). */
+static int open_cache(struct proxy_vertex *v, const char *text, size_t len)
+{
+	const char *t = str(v->cred, "type") ?: "",
+		   *imp = str(v->cred, "service_account_impersonation_url") ?: "";
+	char *id = util_asprintf("%zu:%s%zu:%s%zu:%s%zu:", strlen(t), t, strlen(imp), imp,
+				 strlen(VX_SCOPE), VX_SCOPE, len);
+	size_t n = id ? strlen(id) : 0;
+	char *all = id ? malloc(n + len) : NULL;
+	int rc;
+
+	if (!all) {
+		free(id);
+		return util_err(-ENOMEM, "out of memory");
+	}
+	memcpy(all, id, n);
+	memcpy(all + n, text, len);
+	rc = proxy_token_cache_open(&v->cache, "vertex", all, n + len);
+	v->cache_free = proxy_token_cache_free;
+	explicit_bzero(all, n + len);
+	free(all);
+	free(id);
+	return rc;
+}
+
 static int load_adc(struct proxy_vertex *v)
 {
 	json_error_t err;
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
 
 	if (v->cred)
 		return 0;
-	v->cred = json_load_file(v->adc, JSON_REJECT_DUPLICATES, &err);
+	rc = util_read_file(v->adc, &text, &len);
+	if (rc < 0)
+		return util_err(-EINVAL, "%s: no Google credentials (%s); %s", v->adc,
+				strerror(-rc), VX_FIX);
+	v->cred = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
 	if (!v->cred)
-		return util_err(-EINVAL, "%s: no Google credentials (%s); %s", v->adc, err.text,
-				VX_FIX);
-	if (!json_is_object(v->cred)) {
+		rc = util_err(-EINVAL, "%s: no Google credentials (%s); %s", v->adc, err.text,
+			      VX_FIX);
+	else if (!json_is_object(v->cred))
+		rc = util_err(-EINVAL, "%s is not a JSON object; %s", v->adc, VX_FIX);
+	else
+		rc = open_cache(v, text, len);
+	explicit_bzero(text, len);
+	free(text);
+	if (rc < 0) {
 		json_decref(v->cred);
 		v->cred = NULL;
-		return util_err(-EINVAL, "%s is not a JSON object; %s", v->adc, VX_FIX);
 	}
-	return 0;
+	return rc;
 }
 
+static int mint_cb(void *ctx, struct proxy_token *t)
+{
+	struct proxy_vertex *v = ctx;
+
+	return mint_source(v, v->cred, &t->token, &t->expires_ms);
+}
+
+/* Under v->lock (the threads of this proxy); token_cache.c makes the processes take turns. */
 static int ensure_locked(struct proxy_vertex *v)
 {
-	int64_t now = util_now_ns() / 1000000, exp = 0;
-	char *tok = NULL;
+	int64_t now = util_now_ns() / 1000000;
+	struct proxy_token have = {v->token, v->expires_ms, v->minted_ms}, t = {0};
+	bool minted = false;
 	int rc;
 
 	if (v->token && !v->stale && v->expires_ms - now > PROXY_LOGIN_MARGIN_MS)
 		return 0;
 	rc = load_adc(v);
-	rc = rc ?: mint_source(v, v->cred, &tok, &exp);
+	rc = rc ?: proxy_token_cache_get(v->cache, &have, v->stale, mint_cb, v, &t, &minted);
 	if (rc < 0)
 		return rc;
 	proxy_secret_free(&v->token);
-	v->token = tok;
-	v->expires_ms = exp;
-	v->minted_ms = now;
+	v->token = t.token;
+	v->expires_ms = t.expires_ms;
+	v->minted_ms = t.minted_ms;
 	v->stale = false;
-	v->mints++;
+	v->mints += minted;
 	return 0;
 }
 
@@ -409,9 +432,8 @@ int proxy_vertex_current(struct proxy_vertex *v, char **token)
 void proxy_vertex_refused(struct proxy_vertex *v, const char *token)
 {
 	pthread_mutex_lock(&v->lock);
-	/* One new token per LOGIN_REFUSED_MIN_MS at most, whatever the upstream answers. */
-	if (v->token && !strcmp(v->token, token) &&
-	    util_now_ns() / 1000000 - v->minted_ms >= LOGIN_REFUSED_MIN_MS)
+	/* Whether it is minted again (once per LOGIN_REFUSED_MIN_MS) is the cache file's call. */
+	if (v->token && !strcmp(v->token, token))
 		v->stale = true;
 	pthread_mutex_unlock(&v->lock);
 }

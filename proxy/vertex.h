@@ -26,9 +26,11 @@ const char *proxy_vertex_adc(const struct proxy_vertex *v);
 /* POST .../projects/P/locations/R/publishers/anthropic/models/M:(stream)rawPredict only. */
 bool proxy_vertex_path_ok(const struct proxy_vertex *v, const char *method, const char *path);
 /* The current token (minted when it has less than PROXY_LOGIN_MARGIN_MS left; one mint at a
- * time), malloc'd (a secret). Errors name the ADC file. */
+ * time for all the user's proxies, token_cache.c), malloc'd (a secret). Errors name the ADC
+ * file. */
 int proxy_vertex_current(struct proxy_vertex *v, char **token) ARB_MUST_CHECK;
-/* The upstream refused token: mint again, at most once per LOGIN_REFUSED_MIN_MS. */
+/* The upstream refused token: mint again, at most once per LOGIN_REFUSED_MIN_MS (by the
+ * shared cache file's time, so for all the boxes on the ADC file). */
 void proxy_vertex_refused(struct proxy_vertex *v, const char *token);
 unsigned proxy_vertex_mints(struct proxy_vertex *v);
 

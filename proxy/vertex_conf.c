@@ -18,6 +18,8 @@ void proxy_vertex_free(struct proxy_vertex *v)
 		return;
 	proxy_secret_free(&v->token);
 	json_decref(v->cred);
+	if (v->cache)
+		v->cache_free(v->cache);
 	free(v->project);
 	free(v->region);
 	free(v->adc);

@@ -15,12 +15,17 @@
 #define VX_IAM_URL                                                                                 \
 	"https://iamcredentials.googleapis.com/v1/projects/-/serviceAccounts/"                     \
 	"%s:generateAccessToken"
-#define VX_ANSWER_MAX (256 * 1024)
-#define VX_FIX	      "run 'gcloud auth application-default login' or set GOOGLE_APPLICATION_CREDENTIALS"
+#define VX_FIX "run 'gcloud auth application-default login' or set GOOGLE_APPLICATION_CREDENTIALS"
+
+struct proxy_token_cache;
 
 struct proxy_vertex {
 	char *project, *region, *adc, *ca_file;
 	json_t *cred; /* the ADC file's JSON; host memory only */
+	/* The tokens shared with the other proxies (vertex.c, token_cache.c; the launcher never
+	 * opens one, so it frees through the pointer and links no OpenSSL). */
+	struct proxy_token_cache *cache;
+	void (*cache_free)(struct proxy_token_cache *c);
 	pthread_mutex_t lock;
 	char *token;
 	int64_t expires_ms, minted_ms;

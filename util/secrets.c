@@ -35,6 +35,7 @@ static const char *const secrets[] = {
     ".local/share/opencode/auth.json",
     ".password-store",
     ".local/share/keyrings",
+    ".local/state/arborinth/tokens",
     ".gem/credentials",
     ".vault-token",
     ".pgpass",

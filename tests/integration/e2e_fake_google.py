@@ -2,12 +2,13 @@
 """A local stand-in for Google's OAuth token endpoint, IAM Credentials and Vertex AI's
 Anthropic publisher (standard library, plus the openssl command to verify JWTs).
 
-    e2e_fake_google.py --log FILE --reply TEXT --client-secret S --refresh-token R
+    e2e_fake_google.py --log FILE --reply TEXT --client-secret S --refresh-token R...
                        [--sa-pubkey PEM] [--expires-in N]
 
 Prints "PORT\\n" when listening on 127.0.0.1. Every request is one JSON line in --log
 (method, path, headers, form or JSON body, time); every token minted is logged as
-{"minted": TOKEN, "how": ..., "time": ...}.
+{"minted": TOKEN, "how": ..., "sub": ..., "time": ...} (sub: the refresh token of a
+refresh grant). --refresh-token may be given more than once (accounts of one client).
 
   POST /token     grant_type=refresh_token (client_secret and refresh_token must match), or
                   urn:ietf:params:oauth:grant-type:jwt-bearer with an RS256 assertion signed
@@ -62,13 +63,13 @@ def jwt_ok(assertion, aud):
 
 
 class Handler(M.Handler):
-    def mint(self, how):
+    def mint(self, how, sub=""):
         time.sleep(0.3)  # a real endpoint is slow: widens any race between minters
         with M.LOCK:
             N[0] += 1
             tok = "ya29.fake-%d-%s" % (N[0], os.urandom(8).hex())
             MINTED[tok] = time.time() + A.expires_in
-        M.log({"minted": tok, "how": how, "time": time.time()})
+        M.log({"minted": tok, "how": how, "sub": sub, "time": time.time()})
         return tok
 
     def bearer_ok(self):
@@ -94,8 +95,9 @@ class Handler(M.Handler):
         if self.command == "POST" and path == "/token" and isinstance(body, dict):
             g = body.get("grant_type")
             if g == "refresh_token" and body.get("client_secret") == A.client_secret and \
-                    body.get("refresh_token") == A.refresh_token:
-                return self.send_json(200, {"access_token": self.mint("refresh_token"),
+                    body.get("refresh_token") in A.refresh_token:
+                return self.send_json(200, {"access_token": self.mint(
+                                            "refresh_token", body["refresh_token"]),
                                             "expires_in": A.expires_in,
                                             "token_type": "Bearer"})
             url = "http://127.0.0.1:%d/token" % self.server.server_address[1]
@@ -137,7 +139,7 @@ def main():
     ap.add_argument("--log", required=True)
     ap.add_argument("--reply", required=True)
     ap.add_argument("--client-secret", required=True)
-    ap.add_argument("--refresh-token", required=True)
+    ap.add_argument("--refresh-token", required=True, action="append")
     ap.add_argument("--sa-pubkey")
     ap.add_argument("--expires-in", type=int, default=3600)
     ap.add_argument("--refuse-vertex", action="store_true", help="answer every Vertex call 401")
