@@ -225,8 +225,8 @@ static int box_setup_tcp(const struct proxy_ready *r, struct jail_box *b, const 
 		const struct proxy_ready_backend *rb = &r->backends[i];
 		char *file;
 
-		if (rb->login_path)
-			continue; /* its placeholders are in the box's login file */
+		if (!rb->key_var)
+			continue; /* no key in the box (a login's are in its login file) */
 		file = util_asprintf("%s.key", rb->name);
 
 		rc = file ? lib_home_write(ws->home, BOX_KEY_SUB, file, rb->placeholder)
