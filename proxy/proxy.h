@@ -291,7 +291,7 @@ void proxy_relay_hook_stop(void *state);
 struct proxy_args {
 	const char *const *backends; /* backend specifications (proxy_backend_parse) */
 	size_t n_backends;
-	const char *key_file; /* key-file= of the only backend, or NULL */
+	const char *key_file; /* key-file= of the first backend, or NULL */
 	/* A launcher's login on backend login_backend (proxy_login_open), or NULL. */
 	const char *login_backend, *login_path, *login_token_url;
 	int login_kind; /* enum proxy_login_kind */
