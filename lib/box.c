@@ -285,8 +285,8 @@ static int make_box(const arb_box *spec, const struct core_ws *ws, struct proxy_
 	free(store);
 
 	/* The proxy started meanwhile (start_proxy): its answer, or why it failed. */
-	if (rc == 0)
-		rc = lib_proxy_wait(px);
+	if (rc == 0 && (rc = lib_proxy_wait(px)) < 0)
+		rc = lib_binds_blame(lb, rc);
 	if (rc < 0) {
 		jail_box_free(b);
 		return rc;

@@ -139,6 +139,17 @@ static int push(char ***v, size_t *n, char *s)
 	return 0;
 }
 
+/* rc, with the message "ORIGIN: MSG". */
+static int prefixed(int rc, const char *origin, const char *msg)
+{
+	char *copy = strdup(msg);
+
+	if (copy)
+		util_err(rc, "%s: %s", origin, copy);
+	free(copy);
+	return rc;
+}
+
 /* A backend's specification and origin (both taken; NULL: -ENOMEM). */
 static int add_backend(struct lib_binds *lb, char *spec, char *origin)
 {
@@ -230,6 +241,22 @@ int lib_binds_load(struct lib_binds *lb, const char *const *files, size_t n_file
 		rc = add_file_backend(lb, &fb[i], state_dir);
 	if (rc < 0)
 		lib_binds_release(lb);
+	return rc;
+}
+
+int lib_binds_blame(const struct lib_binds *lb, int rc)
+{
+	const char *msg = util_err_msg();
+
+	if (!util_str_has_prefix(msg, "backend "))
+		return rc;
+	for (size_t i = lb->n_given; i < lb->n_backends; i++) {
+		const char *spec = lb->backends[i];
+		size_t n = strcspn(spec, "=,");
+
+		if (!strncmp(msg + 8, spec, n) && msg[8 + n] && strchr(": ", msg[8 + n]))
+			return prefixed(rc, lb->origins[i], msg);
+	}
 	return rc;
 }
 

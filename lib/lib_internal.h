@@ -195,6 +195,9 @@ struct lib_binds {
 int lib_binds_load(struct lib_binds *lb, const char *const *files, size_t n_files,
 		   const char *const *given, size_t n_given, const char *state_dir) ARB_MUST_CHECK;
 void lib_binds_release(struct lib_binds *lb);
+/* The proxy's failure rc: when its message names a bind file's backend ("backend NAME..."),
+ * the message is prefixed with "--binds FILE:LINE:COL: ". Returns rc. */
+int lib_binds_blame(const struct lib_binds *lb, int rc);
 /* Grants, then the loaded bind files (lb->files), on a box. -EINVAL (input) with
  * "--grant ..."/"--binds ..." messages. */
 /*
