@@ -339,9 +339,9 @@ static int start_proxy(const arb_box *spec, const struct core_ws *ws, bool expla
 		       struct lib_binds *lb, struct proxy_proc **px)
 {
 	const struct lib_box_extra *x = spec->extra;
-	int rc = lib_binds_load(lb, (const char *const *)spec->binds.v, spec->binds.n,
-				(const char *const *)spec->backends.v, spec->backends.n,
-				core_project_state_dir(spec->p->core));
+	char **writable = calloc(spec->mounts.n + 2, sizeof(*writable));
+	size_t nw = 0;
+	int rc = writable ? 0 : util_err(-ENOMEM, "out of memory");
 	struct lib_proxy_opts po = {.backends = (const char *const *)lb->backends,
 				    .n_backends = lb->n_backends,
 				    .key_file = spec->key_file,
@@ -355,6 +355,28 @@ static int start_proxy(const arb_box *spec, const struct core_ws *ws, bool expla
 				    .tcp_backend = x ? x->tcp_backend : NULL,
 				    .spawn_only = true};
 
+	/* Where the box writes (rw:SOURCE:DEST or rw:PATH): a bind file there may not give
+	 * backends. */
+	if (rc == 0 && !(writable[nw++] = strdup(core_project_state_dir(spec->p->core))))
+		rc = util_err(-ENOMEM, "out of memory");
+	for (size_t i = 0; rc == 0 && i < spec->mounts.n; i++) {
+		const char *m = spec->mounts.v[i];
+
+		if (util_str_has_prefix(m, "rw:") &&
+		    !(writable[nw++] = strndup(m + 3, strcspn(m + 3, ":"))))
+			rc = util_err(-ENOMEM, "out of memory");
+	}
+	if (rc == 0)
+		rc = lib_binds_load(lb, (const char *const *)spec->binds.v, spec->binds.n,
+				    (const char *const *)spec->backends.v, spec->backends.n,
+				    (const char *const *)writable, nw);
+	for (size_t i = 0; writable && i < nw; i++)
+		free(writable[i]);
+	free(writable);
+	if (rc == 0) {
+		po.backends = (const char *const *)lb->backends;
+		po.n_backends = lb->n_backends;
+	}
 	return rc ?: lib_proxy_start(px, spec->p->core, ws, &po);
 }
 

@@ -171,30 +171,39 @@ static int add_backend(struct lib_binds *lb, char *spec, char *origin)
 	return 0;
 }
 
-/* Whether the box may write the file at real path f: under the state folder or an rw entry. */
-static bool box_writable(const struct binds_set *s, const char *f, const char *state_dir)
+/* Whether real path f is at or below dir (or dir's real path). */
+static bool under(const char *f, const char *dir)
+{
+	char real[PATH_MAX];
+
+	return util_path_under(f, dir) || (realpath(dir, real) && util_path_under(f, real));
+}
+
+/* Whether the box may write the file at real path f: under one of the writable folders
+ * (the state folder, --mount rw sources) or an rw or overlay entry of the files. */
+static bool box_writable(const struct binds_set *s, const char *f, const char *const *writable,
+			 size_t n_writable)
 {
 	size_t n;
 	const struct binds_mount *m = binds_set_mounts(s, &n);
-	char real[PATH_MAX];
 
-	if (state_dir && util_path_under(f, realpath(state_dir, real) ? real : state_dir))
-		return true;
+	for (size_t i = 0; i < n_writable; i++)
+		if (writable[i] && under(f, writable[i]))
+			return true;
 	for (size_t i = 0; i < n; i++)
-		if ((m[i].kind == BINDS_RW || m[i].kind == BINDS_OVERLAY) &&
-		    util_path_under(f, realpath(m[i].path, real) ? real : m[i].path))
+		if ((m[i].kind == BINDS_RW || m[i].kind == BINDS_OVERLAY) && under(f, m[i].path))
 			return true;
 	return false;
 }
 
 /* A file's backend: trusted, a specification the proxy takes, not one given already. */
 static int add_file_backend(struct lib_binds *lb, const struct binds_backend *fb,
-			    const char *state_dir)
+			    const char *const *writable, size_t n_writable)
 {
 	struct proxy_backend *pb = NULL;
 	int rc;
 
-	if (box_writable(lb->files, fb->file, state_dir))
+	if (box_writable(lb->files, fb->file, writable, n_writable))
 		return lib_input_err(util_err(
 		    -EPERM,
 		    "--binds %s: backends: %s is a file the box can write; a backend from it "
@@ -221,7 +230,8 @@ static int add_file_backend(struct lib_binds *lb, const struct binds_backend *fb
 }
 
 int lib_binds_load(struct lib_binds *lb, const char *const *files, size_t n_files,
-		   const char *const *given, size_t n_given, const char *state_dir)
+		   const char *const *given, size_t n_given, const char *const *writable,
+		   size_t n_writable)
 {
 	const struct binds_backend *fb;
 	size_t n = 0;
@@ -238,7 +248,7 @@ int lib_binds_load(struct lib_binds *lb, const char *const *files, size_t n_file
 			rc = lib_input_err(util_err(-EINVAL, "--binds %s", util_err_msg()));
 	fb = rc == 0 && lb->files ? binds_set_backends(lb->files, &n) : NULL;
 	for (size_t i = 0; rc == 0 && i < n; i++)
-		rc = add_file_backend(lb, &fb[i], state_dir);
+		rc = add_file_backend(lb, &fb[i], writable, n_writable);
 	if (rc < 0)
 		lib_binds_release(lb);
 	return rc;

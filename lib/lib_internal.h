@@ -179,9 +179,10 @@ char *lib_proxy_ca_file(const char *home);
  * A box's bind files, loaded once, before its proxy starts (their backends go to it), and its
  * backends: those given (--backend, a launcher's) first, then the files' (a later file's
  * replaces an earlier one's of the same name; one given wins, and origins says so). A bind
- * file the box can write (under the project's state folder: every workspace's view, home,
- * cache; under an rw entry of the files) may not give a backend (-EPERM, input): a backend
- * reads host credentials and sends them where it says.
+ * file the box can write (under one of the writable folders: the project's state folder,
+ * with every workspace's view, home and cache, and --mount rw sources; under an rw or
+ * overlay entry of the files) may not give a backend (-EPERM, input): a backend reads host
+ * credentials and sends them where it says.
  */
 struct binds_set;
 struct lib_binds {
@@ -193,7 +194,8 @@ struct lib_binds {
 	char *explain_json; /* explain: the backends as JSON (lib_proxy_explain) */
 };
 int lib_binds_load(struct lib_binds *lb, const char *const *files, size_t n_files,
-		   const char *const *given, size_t n_given, const char *state_dir) ARB_MUST_CHECK;
+		   const char *const *given, size_t n_given, const char *const *writable,
+		   size_t n_writable) ARB_MUST_CHECK;
 void lib_binds_release(struct lib_binds *lb);
 /* The proxy's failure rc: when its message names a bind file's backend ("backend NAME..."),
  * the message is prefixed with "--binds FILE:LINE:COL: ". Returns rc. */

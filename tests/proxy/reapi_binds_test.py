@@ -191,6 +191,12 @@ def errors(port, tf, main, log):
     rw = write(os.path.join(T, "rw.toml"), "rw = ['%s']\ninclude = ['shared/evil.toml']\n" % wr)
     cp = shell("--binds", rw, "--", "true")
     arb.one_line_error(cp, 2, "is a file the box can write", "bind file under an rw entry")
+    cp = shell("--mount", "rw:%s" % wr, "--binds", os.path.join(wr, "evil.toml"), "--", "true")
+    arb.one_line_error(cp, 2, "is a file the box can write", "bind file under --mount rw:")
+    cp = shell("--mount", "ro:%s" % wr, "--binds", os.path.join(wr, "evil.toml"), "--explain",
+               "--", "true")
+    C.eq(0, cp.returncode, "control: the same file under --mount ro: gives its backend (%s)"
+         % cp.stderr)
     C.eq(n0, len(read_log(log)), "no call reached the server for a refused file")
 
 
