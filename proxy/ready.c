@@ -8,6 +8,7 @@
  */
 #include "proxy/proxy.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -143,16 +144,16 @@ static uint16_t get_port(json_t *o, const char *key, bool *bad)
 }
 
 /*
- * A variable's name the box may get from the answer: [A-Z_][A-Z0-9_]*, at most 128 bytes,
- * and none the box's own set-up owns (PATH, HOME, LD_*): the proxy is ours, but its answer
- * is read like any input.
+ * A variable's name the box may get from the answer: [A-Za-z_][A-Za-z0-9_]* (env= may give a
+ * lower-case prefix), at most 128 bytes, and none the box's own set-up owns (PATH, HOME,
+ * LD_*): the proxy is ours, but its answer is read like any input.
  */
 static bool var_name_ok(const char *s, size_t n)
 {
 	if (n == 0 || n > 128 || (s[0] >= '0' && s[0] <= '9'))
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (!(s[i] >= 'A' && s[i] <= 'Z') && !(s[i] >= '0' && s[i] <= '9') && s[i] != '_')
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_')
 			return false;
 	return !(n == 4 && !memcmp(s, "PATH", 4)) && !(n == 4 && !memcmp(s, "HOME", 4)) &&
 	       !(n >= 3 && !memcmp(s, "LD_", 3));

@@ -242,8 +242,9 @@ START_TEST(ready_env_hostile)
 				       "\"file /t\"}"),
 			 0);
 	ck_assert_int_eq(parse_backend("[]", "\"X_API_KEY\"", "null"), 0);
-	/* Names: [A-Z_][A-Z0-9_]*, none of the box's own. */
-	ck_assert_int_eq(parse_backend("[\"lower=1\"]", "null", "null"), -EPROTO);
+	/* Names: [A-Za-z_][A-Za-z0-9_]* (a lower-case env= prefix is fine), none of the box's own.
+	 */
+	ck_assert_int_eq(parse_backend("[\"lower_BASE_URL=1\"]", "null", "null"), 0);
 	ck_assert_int_eq(parse_backend("[\"1X=1\"]", "null", "null"), -EPROTO);
 	ck_assert_int_eq(parse_backend("[\"=1\"]", "null", "null"), -EPROTO);
 	ck_assert_int_eq(parse_backend("[\"NOEQUALS\"]", "null", "null"), -EPROTO);
