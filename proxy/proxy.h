@@ -330,7 +330,7 @@ struct proxy_ready_backend {
 	char *key_source; /* the host key file (hidden from the box), or NULL */
 	char *login_path; /* the login's host file (symlinks resolved), or NULL */
 	char *login_box;  /* the box's login file (proxy_login_box_file), or NULL */
-	char **env;	  /* the box's variables, "NAME=VALUE" (NAME: [A-Z_][A-Z0-9_]*) */
+	char **env;	  /* the box's variables, "NAME=VALUE" (NAME: [A-Za-z_][A-Za-z0-9_]*) */
 	size_t n_env;
 	/* The variable the placeholder goes in (NAME=placeholder, or with a key folder
 	 * NAME_FILE=FOLDER/BACKEND.key), or NULL: no key in the box. */
