@@ -307,8 +307,8 @@ static int make_box(const arb_box *spec, const struct core_ws *ws, struct proxy_
 		rc = lib_proxy_box_setup(
 		    px, b, ws, (spec->net ? LIB_PROXY_TCP : 0) | (explain ? LIB_PROXY_DRY : 0));
 	if (rc == 0 && px && explain)
-		rc = lib_proxy_explain(px, b, lb->origins, lb->notes, lb->n_notes,
-				       &lb->explain_json);
+		rc = lib_proxy_explain(px, b, spec->net ? LIB_PROXY_TCP : 0, lb->origins, lb->notes,
+				       lb->n_notes, &lb->explain_json);
 	if (rc == 0)
 		rc = lib_box_hide_credentials(b, px, spec->key_file);
 	if (rc == 0)

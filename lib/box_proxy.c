@@ -321,21 +321,21 @@ int lib_proxy_box_setup(struct proxy_proc *px, struct jail_box *b, const struct 
 	return rc;
 }
 
-/* "NAME, NAME, KEY (a placeholder)": the variables backend rb gives the box. */
-static char *var_names(const struct proxy_ready_backend *rb)
+/* "NAME, NAME, KEY (a placeholder)": the variables backend rb gives the box; with key
+ * files (--net) the key's is KEY_FILE. */
+static char *var_names(const struct proxy_ready_backend *rb, bool key_files)
 {
-	char *s = strdup("");
+	char *s = strdup(""), *more;
 
-	for (size_t i = 0; s && i <= rb->n_env; i++) {
-		const char *v = i < rb->n_env ? rb->env[i] : rb->key_var;
-		char *more =
-		    !v ? NULL
-		    : i < rb->n_env
-			? util_asprintf("%s%s%.*s", s, *s ? ", " : "", (int)strcspn(v, "="), v)
-			: util_asprintf("%s%s%s (a placeholder)", s, *s ? ", " : "", v);
-
-		if (!v)
-			break;
+	for (size_t i = 0; s && i < rb->n_env; i++) {
+		more = util_asprintf("%s%s%.*s", s, *s ? ", " : "", (int)strcspn(rb->env[i], "="),
+				     rb->env[i]);
+		free(s);
+		s = more;
+	}
+	if (s && rb->key_var) {
+		more = util_asprintf("%s%s%s%s (a placeholder%s)", s, *s ? ", " : "", rb->key_var,
+				     key_files ? "_FILE" : "", key_files ? "'s file" : "");
 		free(s);
 		s = more;
 	}
@@ -343,9 +343,9 @@ static char *var_names(const struct proxy_ready_backend *rb)
 }
 
 /* One line: origin, what the backend reaches (its facts), the box's variables. */
-static char *explain_line(const struct proxy_ready_backend *rb, const char *origin)
+static char *explain_line(const struct proxy_ready_backend *rb, const char *origin, bool key_files)
 {
-	char *facts = strdup(""), *vars = var_names(rb), *line = NULL;
+	char *facts = strdup(""), *vars = var_names(rb, key_files), *line = NULL;
 
 	for (size_t i = 0; facts && i < rb->n_about; i++) {
 		char *more = util_asprintf("%s%s%s %s", facts, *facts ? ", " : "", rb->about[2 * i],
@@ -376,8 +376,8 @@ static json_t *explain_json(const struct proxy_ready_backend *rb, const char *or
 			 rb->key_var ? json_string(rb->key_var) : json_null());
 }
 
-int lib_proxy_explain(struct proxy_proc *px, struct jail_box *b, char *const *origins,
-		      char *const *notes, size_t n_notes, char **json)
+int lib_proxy_explain(struct proxy_proc *px, struct jail_box *b, unsigned flags,
+		      char *const *origins, char *const *notes, size_t n_notes, char **json)
 {
 	const struct proxy_ready *r = proxy_proc_ready(px);
 	json_t *arr = json_array();
@@ -385,7 +385,7 @@ int lib_proxy_explain(struct proxy_proc *px, struct jail_box *b, char *const *or
 
 	for (size_t i = 0; rc == 0 && r && i < r->n_backends; i++) {
 		const char *origin = origins ? origins[i] : "--backend";
-		char *line = explain_line(&r->backends[i], origin);
+		char *line = explain_line(&r->backends[i], origin, flags & LIB_PROXY_TCP);
 
 		rc = line ? jail_box_add_input(b, "backend", line)
 			  : util_err(-ENOMEM, "out of memory");

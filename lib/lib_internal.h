@@ -162,11 +162,12 @@ int lib_proxy_box_setup(struct proxy_proc *px, struct jail_box *b, const struct 
 /*
  * --explain's lines for the proxy's backends: per backend its origin (origins[i], in the
  * answer's order), what it reaches (the answer's facts) and its box variables' names; then
- * notes (bind-file backends a given one replaced). *json: the backends as a JSON array (caller
- * frees).
+ * notes (bind-file backends a given one replaced). flags: as lib_proxy_box_setup's. *json: the
+ * backends as a JSON array (caller frees).
  */
-int lib_proxy_explain(struct proxy_proc *px, struct jail_box *b, char *const *origins,
-		      char *const *notes, size_t n_notes, char **json) ARB_MUST_CHECK;
+int lib_proxy_explain(struct proxy_proc *px, struct jail_box *b, unsigned flags,
+		      char *const *origins, char *const *notes, size_t n_notes,
+		      char **json) ARB_MUST_CHECK;
 /* Where the box finds backend's key file with the network shared: HOME/.arborinth/proxy/NAME.key */
 char *lib_proxy_key_file(const char *home, const char *backend);
 /* Where the box finds the proxy's CA certificate when a backend serves TLS (tls-port=):

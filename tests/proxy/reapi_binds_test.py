@@ -94,6 +94,9 @@ def explain(port, tf, main):
          "anth.key; in the box 127.0.0.1:8713, gets ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY "
          "(a placeholder)" % (main, HOME) in cp.stdout, "any backend from a file: anthropic")
     C.ok(TOKEN not in cp.stdout + cp.stderr, "--explain never shows the token")
+    cp = shell("--net", "--binds", main, "--explain", "--", "true")
+    C.ok(cp.returncode == 0 and "ANTHROPIC_API_KEY_FILE (a placeholder's file)" in cp.stdout,
+         "with --net the key variable is a file's (%s)" % cp.stderr)
     cp = shell("--binds", main, "--explain", "--json", "--", "true")
     C.eq(0, cp.returncode, "--explain --json (%s)" % cp.stderr)
     doc = json.loads(cp.stdout) if cp.returncode == 0 else {}
