@@ -18,7 +18,7 @@ mkdir "$T/repo" && cd "$T/repo"
 git init -q -b main && echo x >x && git add x && git -c user.email=b@b -c user.name=b commit -qm x
 "$ARB" workspace create w >/dev/null
 WS=$T/repo/.git/arborinth/workspaces/w
-cp "$SRC/tests/proxy/reapi_client.py" "$WS/tmp/"
+cp "$SRC/tests/proxy/reapi_client.py" "$SRC/tests/proxy/reapi_pb.py" "$WS/tmp/"
 echo "bench-token" >"$T/token"
 direct=$($PY "$SRC/tests/proxy/reapi_client.py" "127.0.0.1:$PORT" "" 64)
 boxed=$("$ARB" shell w --backend "reapi=grpc://127.0.0.1:$PORT,token-file=$T/token" -- \

@@ -18,6 +18,10 @@
  *   mcp     = ["docs", "/opt/mcp/bin/search"]   # the host client's local (stdio) MCP
  *                                    # servers started in the box: by server name, by
  *                                    # command as written or by its full path; "*" is all
+ *   backends = ["reapi=grpcs://rbe.example,instance=main,token-file=~/.config/rbe.token"]
+ *                                    # credential proxy backends, each as `--backend SPEC`
+ *                                    # says it; the paths of key-file=, token-file=,
+ *                                    # ca-file=, adc= and key-json= absolute or "~/"
  *
  * Values are basic ("...") or literal ('...') single-line strings, arrays of them (which
  * may span lines, with comments and a trailing comma) and, for env, a table of strings.
@@ -30,7 +34,9 @@
  * Precedence: later sources win. Grants are applied before bind files, files in the order
  * given, an included file before the file including it. A mount at the destination of an
  * earlier one replaces it; a variable set again replaces the earlier value; a later
- * source's PATH entries come before an earlier one's.
+ * source's PATH entries come before an earlier one's; a backend of the same name as an
+ * earlier one replaces it (and `--backend` on the command line wins over every file: the
+ * caller's rule).
  *
  * The module only reads files; it never prints and knows nothing about bubblewrap.
  */
@@ -74,6 +80,15 @@ struct binds_mcp {
 	const char *origin;
 };
 
+/* A backends = [...] entry: a credential proxy backend's specification. */
+struct binds_backend {
+	const char *name;   /* the backend's name: the specification up to its first '=' or ',' */
+	const char *spec;   /* the specification, its file options' paths expanded */
+	const char *origin; /* "FILE:LINE:COL" */
+	const char *file;   /* the real path of the bind file it came from (not an include's
+			       includer): the caller decides whether that file is trusted */
+};
+
 struct binds_set;
 
 int binds_set_new(struct binds_set **out) ARB_MUST_CHECK;
@@ -87,6 +102,10 @@ const struct binds_dir *binds_set_path(const struct binds_set *s, size_t *n);
 const struct binds_var *binds_set_env(const struct binds_set *s, size_t *n);
 /* The mcp = [...] entries of all bind files, in order, each once. */
 const struct binds_mcp *binds_set_mcp(const struct binds_set *s, size_t *n);
+/* The backends of all bind files, one per name, in the order first named. */
+const struct binds_backend *binds_set_backends(const struct binds_set *s, size_t *n);
+/* Adds everything of src to dst as if it had been added to dst directly (src later). */
+int binds_set_copy_into(struct binds_set *dst, const struct binds_set *src) ARB_MUST_CHECK;
 /* Notes for --explain (grant entries skipped because the host lacks them, ...). */
 const char *const *binds_set_notes(const struct binds_set *s, size_t *n);
 

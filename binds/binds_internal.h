@@ -15,6 +15,8 @@ struct binds_set {
 	size_t n_notes;
 	struct binds_mcp *mcp;
 	size_t n_mcp;
+	struct binds_backend *backends;
+	size_t n_backends;
 };
 
 /* Precedence rules of the set (binds.h); strings copied. 0 or -ENOMEM. */
@@ -22,6 +24,9 @@ int binds_set_add_mount(struct binds_set *s, enum binds_kind kind, const char *p
 			const char *origin) ARB_MUST_CHECK;
 /* An mcp = [...] entry; one already there keeps its place and first origin. */
 int binds_set_add_mcp(struct binds_set *s, const char *select, const char *origin) ARB_MUST_CHECK;
+/* A backend: one of the same name already there is replaced (it keeps its place). */
+int binds_set_add_backend(struct binds_set *s, const char *name, const char *spec,
+			  const char *origin, const char *file) ARB_MUST_CHECK;
 int binds_set_add_env(struct binds_set *s, const char *name, const char *value,
 		      const char *origin) ARB_MUST_CHECK;
 /* Puts block (in its order) in front of the PATH entries; duplicates keep the first place. */
@@ -29,8 +34,6 @@ int binds_set_prepend_path(struct binds_set *s, const struct binds_dir *block,
 			   size_t n) ARB_MUST_CHECK;
 /* Takes ownership of note (NULL: -ENOMEM). */
 int binds_set_note(struct binds_set *s, char *note) ARB_MUST_CHECK;
-/* Adds everything of src to dst as if it had been added to dst directly. */
-int binds_set_copy_into(struct binds_set *dst, const struct binds_set *src) ARB_MUST_CHECK;
 
 /*
  * Replaces the current message (util_err_msg) with PREFIX + that message, where PREFIX is
@@ -48,6 +51,7 @@ enum binds_key {
 	BINDS_KEY_PATH,
 	BINDS_KEY_INCLUDE,
 	BINDS_KEY_MCP,
+	BINDS_KEY_BACKENDS,
 	BINDS_KEY_ENV, /* last: the parser sizes its tables by it */
 };
 
@@ -71,7 +75,7 @@ struct binds_doc {
 int binds_toml_parse(const char *name, const char *text, size_t len,
 		     struct binds_doc *doc) ARB_MUST_CHECK;
 void binds_doc_clear(struct binds_doc *doc);
-/* "ro", "rw", "tmpfs", "overlay", "path", "include", "mcp", "env". */
+/* "ro", "rw", "tmpfs", "overlay", "path", "include", "mcp", "backends", "env". */
 const char *binds_key_name(enum binds_key k);
 
 /*
@@ -83,5 +87,13 @@ const char *binds_key_name(enum binds_key k);
  */
 int binds_path_expand(const char *value, const char *home, const char *base_dir,
 		      char **out) ARB_MUST_CHECK;
+
+/*
+ * A backends = [...] entry (binds/backends.c): *name the backend's name, *spec the
+ * specification with the paths of its file options expanded (home: "~"). Both malloc'd.
+ * -EINVAL with a message (no location: the caller adds it).
+ */
+int binds_backend_check(const char *value, const char *home, char **name,
+			char **spec) ARB_MUST_CHECK;
 
 #endif

@@ -183,6 +183,42 @@ static int mcp_select_check(const char *v)
 	return 0;
 }
 
+/* This file's backends = [...]: each name once in a file; real: the file's real path. */
+static int own_backends(struct binds_set *s, const struct binds_doc *d, const char *name,
+			const char *home, const char *real)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < d->n && rc == 0; i++) {
+		const struct binds_item *it = &d->v[i];
+		char *bname = NULL, *spec = NULL, *origin = NULL;
+
+		if (it->key != BINDS_KEY_BACKENDS)
+			continue;
+		rc = binds_backend_check(it->value, home, &bname, &spec);
+		if (rc < 0) {
+			rc = binds_err_prefix(rc, "%s:%u:%u: backends: ", name, it->line, it->col);
+			break;
+		}
+		for (size_t j = 0; j < i && rc == 0; j++)
+			if (d->v[j].key == BINDS_KEY_BACKENDS &&
+			    !strncmp(d->v[j].value, bname, strlen(bname)) &&
+			    strchr("=,", d->v[j].value[strlen(bname)]))
+				rc = util_err(-EINVAL,
+					      "%s:%u:%u: backends: backend %s is listed twice in "
+					      "this file",
+					      name, it->line, it->col, bname);
+		origin = util_asprintf("%s:%u:%u", name, it->line, it->col);
+		if (rc == 0)
+			rc = origin ? binds_set_add_backend(s, bname, spec, origin, real)
+				    : util_err(-ENOMEM, "out of memory");
+		free(origin);
+		free(spec);
+		free(bname);
+	}
+	return rc;
+}
+
 /* This file's own mounts, PATH entries (each covered by one of its mounts) and variables. */
 static int own_keys(struct binds_set *s, const struct binds_doc *d, const char *name,
 		    const char *home)
@@ -322,6 +358,8 @@ static int load(struct binds_set *s, const char *name, const char *text, size_t 
 			rc = load_include(s, &d.v[i], name, home, st);
 	if (rc == 0)
 		rc = own_keys(s, &d, name, home);
+	if (rc == 0)
+		rc = own_backends(s, &d, name, home, st->real[st->n - 1]);
 	free(st->real[--st->n]);
 	binds_doc_clear(&d);
 	return rc;

@@ -48,6 +48,14 @@ static void free_strs(char **v, size_t n)
 	free(v);
 }
 
+static void free_backend(struct binds_backend *b)
+{
+	free((char *)b->name);
+	free((char *)b->spec);
+	free((char *)b->origin);
+	free((char *)b->file);
+}
+
 void binds_set_free(struct binds_set *s)
 {
 	if (!s)
@@ -61,6 +69,9 @@ void binds_set_free(struct binds_set *s)
 		free((char *)s->mcp[i].origin);
 	}
 	free(s->mcp);
+	for (size_t i = 0; i < s->n_backends; i++)
+		free_backend(&s->backends[i]);
+	free(s->backends);
 	free(s);
 }
 
@@ -86,6 +97,12 @@ const struct binds_mcp *binds_set_mcp(const struct binds_set *s, size_t *n)
 {
 	*n = s->n_mcp;
 	return s->mcp;
+}
+
+const struct binds_backend *binds_set_backends(const struct binds_set *s, size_t *n)
+{
+	*n = s->n_backends;
+	return s->backends;
 }
 
 const char *const *binds_set_notes(const struct binds_set *s, size_t *n)
@@ -156,6 +173,31 @@ oom:
 	free(n);
 	free(val);
 	free(o);
+	return util_err(-ENOMEM, "out of memory");
+}
+
+int binds_set_add_backend(struct binds_set *s, const char *name, const char *spec,
+			  const char *origin, const char *file)
+{
+	struct binds_backend b = {strdup(name), strdup(spec), strdup(origin), strdup(file)};
+	struct binds_backend *v;
+
+	if (!b.name || !b.spec || !b.origin || !b.file)
+		goto oom;
+	for (size_t i = 0; i < s->n_backends; i++)
+		if (!strcmp(s->backends[i].name, name)) {
+			free_backend(&s->backends[i]);
+			s->backends[i] = b;
+			return 0;
+		}
+	v = grow(s->backends, s->n_backends, sizeof(*v));
+	if (!v)
+		goto oom;
+	s->backends = v;
+	v[s->n_backends++] = b;
+	return 0;
+oom:
+	free_backend(&b);
 	return util_err(-ENOMEM, "out of memory");
 }
 
@@ -257,6 +299,9 @@ int binds_set_copy_into(struct binds_set *dst, const struct binds_set *src)
 		rc = binds_set_note(dst, strdup(src->notes[i]));
 	for (size_t i = 0; i < src->n_mcp && rc == 0; i++)
 		rc = binds_set_add_mcp(dst, src->mcp[i].select, src->mcp[i].origin);
+	for (size_t i = 0; i < src->n_backends && rc == 0; i++)
+		rc = binds_set_add_backend(dst, src->backends[i].name, src->backends[i].spec,
+					   src->backends[i].origin, src->backends[i].file);
 	return rc;
 }
 

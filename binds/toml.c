@@ -23,9 +23,11 @@ struct lexer {
 };
 
 static const char *const key_names[] = {
-    [BINDS_KEY_RO] = "ro",	     [BINDS_KEY_RW] = "rw",	[BINDS_KEY_TMPFS] = "tmpfs",
-    [BINDS_KEY_OVERLAY] = "overlay", [BINDS_KEY_PATH] = "path", [BINDS_KEY_INCLUDE] = "include",
-    [BINDS_KEY_MCP] = "mcp",	     [BINDS_KEY_ENV] = "env",
+    [BINDS_KEY_RO] = "ro",	 [BINDS_KEY_RW] = "rw",
+    [BINDS_KEY_TMPFS] = "tmpfs", [BINDS_KEY_OVERLAY] = "overlay",
+    [BINDS_KEY_PATH] = "path",	 [BINDS_KEY_INCLUDE] = "include",
+    [BINDS_KEY_MCP] = "mcp",	 [BINDS_KEY_BACKENDS] = "backends",
+    [BINDS_KEY_ENV] = "env",
 };
 
 const char *binds_key_name(enum binds_key k)
@@ -546,7 +548,7 @@ static int parse_root_pair(struct lexer *lx)
 	if (lookup_key(name, &key) < 0) {
 		rc = fail_at(lx, kline, kcol,
 			     "unknown key '%s' (bind files know ro, rw, overlay, tmpfs, path, env, "
-			     "mcp, include)",
+			     "mcp, backends, include)",
 			     name);
 		free(name);
 		return rc;

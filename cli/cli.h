@@ -74,6 +74,8 @@ json_t *cli_argv_json(const char *argv_json);
 
 /* Prints obj as JSON on stdout (one document, newline-terminated) and releases it. */
 int cli_json_print(json_t *obj);
+/* The library's JSON array of an explain's backends (arb_box_explain_backends); [] for NULL. */
+json_t *cli_json_backends(const char *text);
 
 /*
  * Shared option parsing: getopt_long over argv with the command's options plus --workdir and

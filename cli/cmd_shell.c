@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,23 +17,15 @@
 static const struct cli_cmd shell_cmd = {"shell", NULL, cmd_shell, NULL, cmd_shell_usage};
 
 static const struct option shell_opts[] = {
-    {"jail", required_argument, NULL, 'J'},
-    {"mount", required_argument, NULL, 'm'},
-    {"env", required_argument, NULL, 'e'},
-    {"net", no_argument, NULL, 'n'},
-    {"explain", no_argument, NULL, 'x'},
-    {"backend", required_argument, NULL, 'b'},
-    {"api-key-file", required_argument, NULL, 'k'},
-    {"allow-host", required_argument, NULL, 'H'},
-    {"grant", required_argument, NULL, 'g'},
-    {"binds", required_argument, NULL, 'B'},
-    {"no-tool-managers", no_argument, NULL, 'T'},
-    {"timeout", required_argument, NULL, 't'},
-    {"memory", required_argument, NULL, 'M'},
-    {"cpus", required_argument, NULL, 'C'},
-    {"pids", required_argument, NULL, 'P'},
-    {"inotify", required_argument, NULL, 'I'},
-    {0},
+    {"jail", required_argument, NULL, 'J'},	  {"mount", required_argument, NULL, 'm'},
+    {"env", required_argument, NULL, 'e'},	  {"net", no_argument, NULL, 'n'},
+    {"explain", no_argument, NULL, 'x'},	  {"json", no_argument, NULL, 'j'},
+    {"backend", required_argument, NULL, 'b'},	  {"api-key-file", required_argument, NULL, 'k'},
+    {"allow-host", required_argument, NULL, 'H'}, {"grant", required_argument, NULL, 'g'},
+    {"binds", required_argument, NULL, 'B'},	  {"no-tool-managers", no_argument, NULL, 'T'},
+    {"timeout", required_argument, NULL, 't'},	  {"memory", required_argument, NULL, 'M'},
+    {"cpus", required_argument, NULL, 'C'},	  {"pids", required_argument, NULL, 'P'},
+    {"inotify", required_argument, NULL, 'I'},	  {0},
 };
 
 static bool option_takes_value(const char *arg)
@@ -87,7 +80,7 @@ static const char *default_shell(void)
  */
 struct shell_opts {
 	const char *jail;
-	bool explain;
+	bool explain, json;
 	struct {
 		int opt;
 		const char *arg;
@@ -108,11 +101,15 @@ static int parse_options(struct cli_global *g, int argc, char **argv, struct she
 			o->jail = optarg;
 		else if (c == 'x')
 			o->explain = true;
+		else if (c == 'j')
+			o->json = true;
 		else
 			o->v[o->n].opt = c, o->v[o->n++].arg = optarg;
 	}
 	if (optind >= argc)
 		return cli_usage_error("shell", "missing workspace NAME");
+	if (o->json && !o->explain)
+		return cli_usage_error("shell", "--json goes with --explain");
 	*name_at = optind;
 	return -1;
 }
@@ -226,6 +223,20 @@ int cli_box_go(arb_box *b, char **cmd, bool explain, const char *name)
 	return run_status(rc, &res, name);
 }
 
+/* --explain --json: the proxy's backends and the box's text. */
+static int explain_json(arb_box *b, char **cmd, const char *ws)
+{
+	char *text = NULL;
+	json_t *o;
+
+	if (arb_box_explain(&text, b, cmd) < 0)
+		return cli_box_fail("shell");
+	o = json_pack("{s:s, s:s, s:o, s:o}", "command", "shell", "workspace", ws, "backends",
+		      cli_json_backends(arb_box_explain_backends(b)), "box", util_json_bytes(text));
+	arb_free(text);
+	return cli_json_print(o);
+}
+
 int cmd_shell(struct cli_global *g, int argc, char **argv)
 {
 	struct shell_opts o = {.jail = "bubblewrap"};
@@ -255,7 +266,8 @@ int cmd_shell(struct cli_global *g, int argc, char **argv)
 		shell_argv[0] = (char *)default_shell();
 		cmd = shell_argv;
 	}
-	status = cli_box_go(b, cmd, o.explain, "shell");
+	status =
+	    o.json ? explain_json(b, cmd, argv[name_at]) : cli_box_go(b, cmd, o.explain, "shell");
 out:
 	arb_box_free(b);
 	arb_project_free(p);

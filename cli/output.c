@@ -71,6 +71,13 @@ void cli_print_help(const struct cli_cmd *cmd)
 	fputs(cmd->usage, stdout);
 }
 
+json_t *cli_json_backends(const char *text)
+{
+	json_t *v = text ? json_loads(text, 0, NULL) : NULL;
+
+	return json_is_array(v) ? v : (json_decref(v), json_array());
+}
+
 int cli_json_print(json_t *obj)
 {
 	int rc;

@@ -68,8 +68,8 @@ static int make_backends(const struct proxy_args *a, struct proxy_backend **b)
 	for (i = 0; rc == 0 && i < a->n_backends; i++)
 		rc = proxy_backend_parse(&b[i], a->backends[i]);
 	if (rc == 0 && a->key_file)
-		rc = a->n_backends == 1 ? proxy_backend_set(b[0], "key-file", a->key_file)
-					: util_err(-EINVAL, "--key-file needs exactly one backend");
+		rc = a->n_backends ? proxy_backend_set(b[0], "key-file", a->key_file)
+				   : util_err(-EINVAL, "--key-file needs a backend");
 	if (rc < 0 || !a->login_backend)
 		return rc;
 	for (i = 0; i < a->n_backends; i++)

@@ -281,6 +281,13 @@ ARB_EXTERN int arb_box_set_stdio(arb_box *b, int in_fd, int out_fd, int err_fd);
 
 /* The resolved box as text (mounts with their reasons, environment, argv); runs nothing. */
 ARB_EXTERN int arb_box_explain(char **out, arb_box *b, char *const argv[]);
+/*
+ * The credential proxy's backends of the last arb_box_explain as a JSON array (each: name,
+ * origin "--backend" or "--binds FILE:LINE:COL", port, about {upstream, instance, token or
+ * credential source kind...}, env ["NAME=VALUE"...], key_var), "[]" without any; NULL before
+ * an explain. Never a credential. Borrowed: valid until the next explain or arb_box_free.
+ */
+ARB_EXTERN const char *arb_box_explain_backends(const arb_box *b);
 
 struct arb_run_result {
 	int exit_status;       /* the command's (128+N for signal N; 124 after a timeout) */

@@ -9,6 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+int jail_box_add_input(struct jail_box *b, const char *label, const char *text)
+{
+	jail_strv_pushf(&b->inputs, "%-10s %s", label, text);
+	return jail_strv_ok(&b->inputs);
+}
+
 const char *jail_box_home(const struct jail_box *b)
 {
 	return b->home;

@@ -43,6 +43,7 @@ void jail_box_free(struct jail_box *b)
 	jail_strv_clear(&b->env);
 	jail_strv_clear(&b->withheld);
 	jail_strv_clear(&b->notes);
+	jail_strv_clear(&b->inputs);
 	jail_strv_clear(&b->hooks);
 	jail_strv_clear(&b->command);
 	jail_strv_clear(&b->hidden);
@@ -371,7 +372,7 @@ int jail_box_finish(struct jail_box *b)
 		return rc;
 	jail_mounts_sort(&b->mounts);
 	place_box_init(b);
-	rc = jail_strv_ok(&b->notes);
+	rc = jail_strv_ok(&b->notes) ?: jail_strv_ok(&b->inputs);
 	if (rc == 0)
 		rc = jail_mounts_check_links(&b->mounts);
 	if (rc == 0)

@@ -26,6 +26,7 @@ struct jail_box {
 	struct jail_strv env;	   /* "NAME=VALUE", sorted once finished */
 	struct jail_strv withheld; /* host variable names not passed, sorted once finished */
 	struct jail_strv notes;	   /* decisions --explain reports (skipped PATH entries ...) */
+	struct jail_strv inputs;   /* more inputs --explain lists ("LABEL      text") */
 	struct jail_strv hooks;	   /* box-init options: "--NAME", "ARG", ... */
 	struct jail_strv command;
 	struct jail_strv hidden; /* walls.c: credential paths (real) and why, in pairs */

@@ -73,6 +73,8 @@ static void explain_inputs(FILE *f, const struct jail_box *b)
 			(long long)b->timeout_ms, JAIL_EXIT_TIMEOUT);
 	explain_limits(f, b);
 	jail_budget_explain(f, b);
+	for (size_t i = 0; i < b->inputs.n; i++)
+		fprintf(f, "  %s\n", b->inputs.v[i]);
 	for (size_t i = 0; i < b->notes.n; i++)
 		fprintf(f, "  note       %s\n", b->notes.v[i]);
 }

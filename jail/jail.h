@@ -174,6 +174,8 @@ int jail_box_add_extra_mount(struct jail_box *b, enum jail_mount_type type, cons
 int jail_box_hide(struct jail_box *b, const char *path, const char *why) ARB_MUST_CHECK;
 /* Puts dir (absolute, no ':') in front of the box's PATH. */
 int jail_box_path_prepend(struct jail_box *b, const char *dir) ARB_MUST_CHECK;
+/* One more line of --explain's inputs: "LABEL      text" (a backend of the proxy, ...). */
+int jail_box_add_input(struct jail_box *b, const char *label, const char *text) ARB_MUST_CHECK;
 /* $HOME and $XDG_CACHE_HOME as the box sees them. Borrowed. */
 const char *jail_box_home(const struct jail_box *b);
 const char *jail_box_cache_dir(const struct jail_box *b);

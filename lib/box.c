@@ -36,6 +36,7 @@ struct arb_box {
 	struct jail_limits limits;
 	int stdio[3];
 	const struct lib_box_extra *extra;
+	char *explain_backends; /* the last explain's backends (JSON) */
 };
 
 static int strs_push(struct strs *s, const char *str)
@@ -93,6 +94,7 @@ void arb_box_free(arb_box *b)
 	strs_clear(&b->grants);
 	strs_clear(&b->binds);
 	free(b->key_file);
+	free(b->explain_backends);
 	free(b->jail);
 	free(b->ws_name);
 	free(b);
@@ -239,7 +241,7 @@ static int spec_check(const arb_box *b)
 
 /* Builds the jail box for ws from the specification; *out: jail_box_free(). */
 static int make_box(const arb_box *spec, const struct core_ws *ws, struct proxy_proc *px,
-		    char *const cmd[], bool explain, struct jail_box **out)
+		    struct lib_binds *lb, char *const cmd[], bool explain, struct jail_box **out)
 {
 	struct core_project *p = spec->p->core;
 	struct jail_box_config cfg = {
@@ -283,8 +285,8 @@ static int make_box(const arb_box *spec, const struct core_ws *ws, struct proxy_
 	free(store);
 
 	/* The proxy started meanwhile (start_proxy): its answer, or why it failed. */
-	if (rc == 0)
-		rc = lib_proxy_wait(px);
+	if (rc == 0 && (rc = lib_proxy_wait(px)) < 0)
+		rc = lib_binds_blame(lb, rc);
 	if (rc < 0) {
 		jail_box_free(b);
 		return rc;
@@ -293,8 +295,7 @@ static int make_box(const arb_box *spec, const struct core_ws *ws, struct proxy_
 	if (spec->extra)
 		rc = spec->extra->apply(spec->extra->ctx, b, px);
 	if (rc == 0)
-		rc = lib_binds_apply(b, (const char *const *)spec->grants.v, spec->grants.n,
-				     (const char *const *)spec->binds.v, spec->binds.n);
+		rc = lib_binds_apply(b, (const char *const *)spec->grants.v, spec->grants.n, lb);
 	for (size_t i = 0; i < spec->mounts.n && rc == 0; i++)
 		if ((rc = jail_box_add_mount(b, spec->mounts.v[i])) < 0 && rc != -ENOMEM)
 			rc = lib_input_err(rc);
@@ -305,6 +306,9 @@ static int make_box(const arb_box *spec, const struct core_ws *ws, struct proxy_
 	if (rc == 0 && px)
 		rc = lib_proxy_box_setup(
 		    px, b, ws, (spec->net ? LIB_PROXY_TCP : 0) | (explain ? LIB_PROXY_DRY : 0));
+	if (rc == 0 && px && explain)
+		rc = lib_proxy_explain(px, b, spec->net ? LIB_PROXY_TCP : 0, lb->origins, lb->notes,
+				       lb->n_notes, &lb->explain_json);
 	if (rc == 0)
 		rc = lib_box_hide_credentials(b, px, spec->key_file);
 	if (rc == 0)
@@ -327,12 +331,19 @@ static int make_box(const arb_box *spec, const struct core_ws *ws, struct proxy_
 	return 0;
 }
 
+/*
+ * The bind files, then the proxy with the backends given and the files' (it starts while
+ * make_box works: its answer is read there).
+ */
 static int start_proxy(const arb_box *spec, const struct core_ws *ws, bool explain,
-		       struct proxy_proc **px)
+		       struct lib_binds *lb, struct proxy_proc **px)
 {
 	const struct lib_box_extra *x = spec->extra;
-	struct lib_proxy_opts po = {.backends = (const char *const *)spec->backends.v,
-				    .n_backends = spec->backends.n,
+	char **writable = calloc(spec->mounts.n + 2, sizeof(*writable));
+	size_t nw = 0;
+	int rc = writable ? 0 : util_err(-ENOMEM, "out of memory");
+	struct lib_proxy_opts po = {.backends = (const char *const *)lb->backends,
+				    .n_backends = lb->n_backends,
 				    .key_file = spec->key_file,
 				    .login = x ? x->login : NULL,
 				    .allow_hosts = (const char *const *)spec->allow_hosts.v,
@@ -342,10 +353,31 @@ static int start_proxy(const arb_box *spec, const struct core_ws *ws, bool expla
 				    .tcp_fd = x ? x->tcp_fd : -1,
 				    .tcp_tls_fd = x ? x->tcp_tls_fd : -1,
 				    .tcp_backend = x ? x->tcp_backend : NULL,
-				    /* It starts while make_box works: its answer is read there. */
 				    .spawn_only = true};
 
-	return lib_proxy_start(px, spec->p->core, ws, &po);
+	/* Where the box writes (rw:SOURCE:DEST or rw:PATH): a bind file there may not give
+	 * backends. */
+	if (rc == 0 && !(writable[nw++] = strdup(core_project_state_dir(spec->p->core))))
+		rc = util_err(-ENOMEM, "out of memory");
+	for (size_t i = 0; rc == 0 && i < spec->mounts.n; i++) {
+		const char *m = spec->mounts.v[i];
+
+		if (util_str_has_prefix(m, "rw:") &&
+		    !(writable[nw++] = strndup(m + 3, strcspn(m + 3, ":"))))
+			rc = util_err(-ENOMEM, "out of memory");
+	}
+	if (rc == 0)
+		rc = lib_binds_load(lb, (const char *const *)spec->binds.v, spec->binds.n,
+				    (const char *const *)spec->backends.v, spec->backends.n,
+				    (const char *const *)writable, nw);
+	for (size_t i = 0; writable && i < nw; i++)
+		free(writable[i]);
+	free(writable);
+	if (rc == 0) {
+		po.backends = (const char *const *)lb->backends;
+		po.n_backends = lb->n_backends;
+	}
+	return rc ?: lib_proxy_start(px, spec->p->core, ws, &po);
 }
 
 /* The workspace, checked and (unless explain) with its view mounted. */
@@ -370,6 +402,7 @@ int arb_box_explain(char **out, arb_box *b, char *const argv[])
 	struct core_ws *ws = NULL;
 	struct proxy_proc *px = NULL;
 	struct jail_box *jb = NULL;
+	struct lib_binds lb = {0};
 	int rc;
 
 	lib_err_reset();
@@ -386,16 +419,28 @@ int arb_box_explain(char **out, arb_box *b, char *const argv[])
 		goto out;
 	}
 	if (rc == 0)
-		rc = start_proxy(b, ws, true, &px);
+		rc = start_proxy(b, ws, true, &lb, &px);
 	if (rc == 0)
-		rc = make_box(b, ws, px, argv, true, &jb);
+		rc = make_box(b, ws, px, &lb, argv, true, &jb);
 	if (rc == 0)
 		rc = jail_box_explain(jb, out);
+	if (rc == 0) {
+		free(b->explain_backends);
+		b->explain_backends = lb.explain_json ? lb.explain_json : strdup("[]");
+		lb.explain_json = NULL;
+		rc = b->explain_backends ? 0 : util_err(-ENOMEM, "out of memory");
+	}
 out:
 	jail_box_free(jb);
 	lib_proxy_stop(px);
+	lib_binds_release(&lb);
 	core_ws_free(ws);
 	return rc;
+}
+
+const char *arb_box_explain_backends(const arb_box *b)
+{
+	return b->explain_backends;
 }
 
 /* ---- running ----------------------------------------------------------------------------- */
@@ -510,14 +555,15 @@ static int run_box(const arb_box *b, const struct core_ws *ws, char *const argv[
 	struct jail_box *jb = NULL;
 	struct proxy_proc *px = NULL;
 	struct jail_run_stats stats = {0};
+	struct lib_binds lb = {0};
 	char *why = NULL;
 	bool disk;
 	int rc;
 
 	/* The proxy first: the box's environment holds its placeholders. */
-	rc = start_proxy(b, ws, false, &px);
+	rc = start_proxy(b, ws, false, &lb, &px);
 	if (rc == 0)
-		rc = make_box(b, ws, px, argv, false, &jb);
+		rc = make_box(b, ws, px, &lb, argv, false, &jb);
 	if (rc < 0)
 		goto out;
 	start.px = px;
@@ -560,6 +606,7 @@ out:
 	free(why);
 	jail_box_free(jb);
 	lib_proxy_stop(px);
+	lib_binds_release(&lb);
 	return rc;
 }
 

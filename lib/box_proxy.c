@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,9 +120,9 @@ int lib_proxy_start(struct proxy_proc **out, struct core_project *p, const struc
 	*out = NULL;
 	if (n == 0 && o->n_allow_hosts == 0)
 		return 0;
-	if (o->key_file && n != 1)
-		return util_err(-EINVAL, "--api-key-file needs exactly one --backend (else give "
-					 "key-file= in each)");
+	/* The key file is the first backend's (the one --backend, or the launcher's). */
+	if (o->key_file && n == 0)
+		return util_err(-EINVAL, "--api-key-file needs a --backend");
 	/* Checked before anything starts, so a bad one is a usage error with nothing left. */
 	for (size_t i = 0; i < o->n_allow_hosts; i++) {
 		char *host = NULL;
@@ -225,8 +226,8 @@ static int box_setup_tcp(const struct proxy_ready *r, struct jail_box *b, const 
 		const struct proxy_ready_backend *rb = &r->backends[i];
 		char *file;
 
-		if (rb->login_path)
-			continue; /* its placeholders are in the box's login file */
+		if (!rb->key_var)
+			continue; /* no key in the box (a login's are in its login file) */
 		file = util_asprintf("%s.key", rb->name);
 
 		rc = file ? lib_home_write(ws->home, BOX_KEY_SUB, file, rb->placeholder)
@@ -317,5 +318,86 @@ int lib_proxy_box_setup(struct proxy_proc *px, struct jail_box *b, const struct 
 	}
 	free(env);
 	free(key_dir);
+	return rc;
+}
+
+/* "NAME, NAME, KEY (a placeholder)": the variables backend rb gives the box; with key
+ * files (--net) the key's is KEY_FILE. */
+static char *var_names(const struct proxy_ready_backend *rb, bool key_files)
+{
+	char *s = strdup(""), *more;
+
+	for (size_t i = 0; s && i < rb->n_env; i++) {
+		more = util_asprintf("%s%s%.*s", s, *s ? ", " : "", (int)strcspn(rb->env[i], "="),
+				     rb->env[i]);
+		free(s);
+		s = more;
+	}
+	if (s && rb->key_var) {
+		more = util_asprintf("%s%s%s%s (a placeholder%s)", s, *s ? ", " : "", rb->key_var,
+				     key_files ? "_FILE" : "", key_files ? "'s file" : "");
+		free(s);
+		s = more;
+	}
+	return s;
+}
+
+/* One line: origin, what the backend reaches (its facts), the box's variables. */
+static char *explain_line(const struct proxy_ready_backend *rb, const char *origin, bool key_files)
+{
+	char *facts = strdup(""), *vars = var_names(rb, key_files), *line = NULL;
+
+	for (size_t i = 0; facts && i < rb->n_about; i++) {
+		char *more = util_asprintf("%s%s%s %s", facts, *facts ? ", " : "", rb->about[2 * i],
+					   rb->about[2 * i + 1]);
+
+		free(facts);
+		facts = more;
+	}
+	if (facts && vars)
+		line = util_asprintf("%s (%s): %s; in the box 127.0.0.1:%u, gets %s", rb->name,
+				     origin, facts, rb->port, *vars ? vars : "no variable");
+	free(facts);
+	free(vars);
+	return line;
+}
+
+/* The same for --explain --json: name, origin, port, facts, variables, key variable. */
+static json_t *explain_json(const struct proxy_ready_backend *rb, const char *origin)
+{
+	json_t *about = json_object(), *env = json_array();
+
+	for (size_t i = 0; about && i < rb->n_about; i++)
+		json_object_set_new(about, rb->about[2 * i], json_string(rb->about[2 * i + 1]));
+	for (size_t i = 0; env && i < rb->n_env; i++)
+		json_array_append_new(env, json_string(rb->env[i]));
+	return json_pack("{s:s, s:s, s:i, s:o, s:o, s:o}", "name", rb->name, "origin", origin,
+			 "port", (int)rb->port, "about", about, "env", env, "key_var",
+			 rb->key_var ? json_string(rb->key_var) : json_null());
+}
+
+int lib_proxy_explain(struct proxy_proc *px, struct jail_box *b, unsigned flags,
+		      char *const *origins, char *const *notes, size_t n_notes, char **json)
+{
+	const struct proxy_ready *r = proxy_proc_ready(px);
+	json_t *arr = json_array();
+	int rc = arr ? 0 : util_err(-ENOMEM, "out of memory");
+
+	for (size_t i = 0; rc == 0 && r && i < r->n_backends; i++) {
+		const char *origin = origins ? origins[i] : "--backend";
+		char *line = explain_line(&r->backends[i], origin, flags & LIB_PROXY_TCP);
+
+		rc = line ? jail_box_add_input(b, "backend", line)
+			  : util_err(-ENOMEM, "out of memory");
+		free(line);
+		if (rc == 0 &&
+		    json_array_append_new(arr, explain_json(&r->backends[i], origin)) < 0)
+			rc = util_err(-ENOMEM, "out of memory");
+	}
+	if (rc == 0 && !(*json = json_dumps(arr, JSON_COMPACT)))
+		rc = util_err(-ENOMEM, "out of memory");
+	json_decref(arr);
+	for (size_t i = 0; rc == 0 && i < n_notes; i++)
+		rc = jail_box_add_input(b, "backend", notes[i]);
 	return rc;
 }

@@ -159,6 +159,15 @@ const uint16_t *lib_proxy_ports(const struct proxy_proc *px, size_t *n);
 enum { LIB_PROXY_TCP = 1, LIB_PROXY_DRY = 2 /* explain: write nothing */ };
 int lib_proxy_box_setup(struct proxy_proc *px, struct jail_box *b, const struct core_ws *ws,
 			unsigned flags) ARB_MUST_CHECK;
+/*
+ * --explain's lines for the proxy's backends: per backend its origin (origins[i], in the
+ * answer's order), what it reaches (the answer's facts) and its box variables' names; then
+ * notes (bind-file backends a given one replaced). flags: as lib_proxy_box_setup's. *json: the
+ * backends as a JSON array (caller frees).
+ */
+int lib_proxy_explain(struct proxy_proc *px, struct jail_box *b, unsigned flags,
+		      char *const *origins, char *const *notes, size_t n_notes,
+		      char **json) ARB_MUST_CHECK;
 /* Where the box finds backend's key file with the network shared: HOME/.arborinth/proxy/NAME.key */
 char *lib_proxy_key_file(const char *home, const char *backend);
 /* Where the box finds the proxy's CA certificate when a backend serves TLS (tls-port=):
@@ -167,7 +176,33 @@ char *lib_proxy_ca_file(const char *home);
 
 /* ---- grants and bind files (lib/box_binds.c) --------------------------------------------- */
 
-/* Grants, then bind files, on a box. -EINVAL (input) with "--grant ..."/"--binds ..." messages. */
+/*
+ * A box's bind files, loaded once, before its proxy starts (their backends go to it), and its
+ * backends: those given (--backend, a launcher's) first, then the files' (a later file's
+ * replaces an earlier one's of the same name; one given wins, and origins says so). A bind
+ * file the box can write (under one of the writable folders: the project's state folder,
+ * with every workspace's view, home and cache, and --mount rw sources; under an rw or
+ * overlay entry of the files) may not give a backend (-EPERM, input): a backend reads host
+ * credentials and sends them where it says.
+ */
+struct binds_set;
+struct lib_binds {
+	struct binds_set *files; /* NULL without bind files */
+	char **backends;	 /* specifications, NULL-terminated */
+	char **origins;		 /* per backend: "--backend" or "--binds FILE:LINE:COL" */
+	char **notes;		 /* file backends a given one replaced, for --explain */
+	size_t n_backends, n_given, n_notes;
+	char *explain_json; /* explain: the backends as JSON (lib_proxy_explain) */
+};
+int lib_binds_load(struct lib_binds *lb, const char *const *files, size_t n_files,
+		   const char *const *given, size_t n_given, const char *const *writable,
+		   size_t n_writable) ARB_MUST_CHECK;
+void lib_binds_release(struct lib_binds *lb);
+/* The proxy's failure rc: when its message names a bind file's backend ("backend NAME..."),
+ * the message is prefixed with "--binds FILE:LINE:COL: ". Returns rc. */
+int lib_binds_blame(const struct lib_binds *lb, int rc);
+/* Grants, then the loaded bind files (lb->files), on a box. -EINVAL (input) with
+ * "--grant ..."/"--binds ..." messages. */
 /*
  * lib/box_walls.c: hides from the box every credential file the box's proxy reads (key files,
  * key-json files, logins) and the --api-key-file given (jail_box_hide). px may be NULL.
@@ -175,7 +210,7 @@ char *lib_proxy_ca_file(const char *home);
 int lib_box_hide_credentials(struct jail_box *b, struct proxy_proc *px,
 			     const char *key_file) ARB_MUST_CHECK;
 int lib_binds_apply(struct jail_box *b, const char *const *grants, size_t n_grants,
-		    const char *const *files, size_t n_files) ARB_MUST_CHECK;
+		    const struct lib_binds *lb) ARB_MUST_CHECK;
 
 /* ---- a launcher's part of a box (lib/box.c) ---------------------------------------------- */
 

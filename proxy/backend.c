@@ -239,6 +239,10 @@ int proxy_backend_set(struct proxy_backend *b, const char *key, const char *v)
 		if (!env_name_valid(v))
 			return util_err(-EINVAL, "backend %s: '%s' is not a variable name", b->name,
 					v);
+		/* The box's variables are PREFIX_...: never the dynamic loader's. */
+		if (!strcmp(key, "env") && (!strcmp(v, "LD") || util_str_has_prefix(v, "LD_")))
+			return util_err(-EINVAL, "backend %s: env=%s would name LD_ variables",
+					b->name, v);
 		return set_str(!strcmp(key, "env") ? &b->env_prefix : &b->key_env, v);
 	} else if (!strcmp(key, "key-file") || !strcmp(key, "ca-file")) {
 		if (!*v)

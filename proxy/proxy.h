@@ -217,11 +217,12 @@ int proxy_new(struct proxy **out, const struct proxy_config *cfg) ARB_MUST_CHECK
 void proxy_free(struct proxy *p);
 
 /*
- * The box's environment for the backends: for each, PREFIX_BASE_URL=http://127.0.0.1:PORT
- * (plus its base path; with tls-port= also PREFIX_TLS_BASE_URL=https://127.0.0.1:TLSPORT...)
- * and PREFIX_API_KEY=<placeholder>, or, with key_dir,
- * PREFIX_API_KEY_FILE=key_dir/NAME.key (the caller writes proxy_placeholder() there); a
- * login's backend gets neither (its placeholders are in the box's login file). With allowed
+ * The box's environment for the backends, each backend's own (proxy_backend_answer): an
+ * HTTP backend PREFIX_BASE_URL=http://127.0.0.1:PORT (plus its base path; with tls-port=
+ * also PREFIX_TLS_BASE_URL=https://127.0.0.1:TLSPORT...) and PREFIX_API_KEY=<placeholder>,
+ * or, with key_dir, PREFIX_API_KEY_FILE=key_dir/NAME.key (the caller writes
+ * proxy_placeholder() there); a login's backend no key variable (its placeholders are in the
+ * box's login file); reapi PREFIX_REMOTE and PREFIX_INSTANCE; vertex its base URL. With allowed
  * hosts also HTTPS_PROXY, HTTP_PROXY, https_proxy, http_proxy =
  * http://127.0.0.1:PROXY_EGRESS_PORT and NO_PROXY, no_proxy = 127.0.0.1 (the relays;
  * "localhost" is proxied, so an allowed host "localhost" means the host's). NULL-terminated
@@ -297,7 +298,7 @@ void proxy_relay_hook_stop(void *state);
 struct proxy_args {
 	const char *const *backends; /* backend specifications (proxy_backend_parse) */
 	size_t n_backends;
-	const char *key_file; /* key-file= of the only backend, or NULL */
+	const char *key_file; /* key-file= of the first backend, or NULL */
 	/* A launcher's login on backend login_backend (proxy_login_open), or NULL. */
 	const char *login_backend, *login_path, *login_token_url;
 	int login_kind; /* enum proxy_login_kind */
@@ -323,15 +324,28 @@ int proxy_args_format(const struct proxy_args *a, const char *exe, char ***argv)
 int proxy_args_parse(struct proxy_args *a, int argc, char **argv) ARB_MUST_CHECK;
 void proxy_args_release(struct proxy_args *a);
 
-/* What a started proxy tells its launcher: everything the box needs, no credential. */
+/*
+ * What a started proxy tells its launcher: everything the box needs, no credential. Each
+ * backend computes its own box variables inside the proxy (proxy_backend_box_env); the
+ * launcher applies them without knowing what kind of backend it has.
+ */
+#define PROXY_READY_ENV_MAX   16   /* variables per backend */
+#define PROXY_READY_ABOUT_MAX 8	   /* facts per backend */
+#define PROXY_READY_VALUE_MAX 4096 /* bytes of one variable or fact */
 struct proxy_ready_backend {
-	char *name, *placeholder, *env_prefix, *base_path;
-	char *key_source;     /* the host key file (hidden from the box), or NULL */
-	char *login_path;     /* the login's host file (symlinks resolved), or NULL */
-	char *login_box;      /* the box's login file (proxy_login_box_file), or NULL */
-	bool reapi;	      /* a reapi backend: the box gets its gRPC address, no key */
-	char *reapi_instance; /* its instance=, or NULL */
-	bool vertex;	      /* a vertex backend: no key in the box (the proxy mints one) */
+	char *name, *placeholder;
+	char *key_source; /* the host key file (hidden from the box), or NULL */
+	char *login_path; /* the login's host file (symlinks resolved), or NULL */
+	char *login_box;  /* the box's login file (proxy_login_box_file), or NULL */
+	char **env;	  /* the box's variables, "NAME=VALUE" (NAME: [A-Za-z_][A-Za-z0-9_]*) */
+	size_t n_env;
+	/* The variable the placeholder goes in (NAME=placeholder, or with a key folder
+	 * NAME_FILE=FOLDER/BACKEND.key), or NULL: no key in the box. */
+	char *key_var;
+	/* For --explain: "key", "value" pairs (about[2*i], about[2*i+1]): upstream, instance,
+	 * credential source kind... Never a secret. */
+	char **about;
+	size_t n_about;
 	uint16_t port, tls_port;
 };
 struct proxy_ready {
@@ -351,6 +365,12 @@ int proxy_ready_parse(struct proxy_ready **out, const char *text) ARB_MUST_CHECK
 void proxy_ready_free(struct proxy_ready *r);
 /* p's answer (the proxy's side). */
 int proxy_ready_of(struct proxy_ready **out, const struct proxy *p) ARB_MUST_CHECK;
+/*
+ * Backend b's own part of the answer (proxy/backend.c, each kind's hook), for the in-box
+ * ports port and tls_port: its box variables into rb->env and rb->key_var, and rb->about.
+ */
+int proxy_backend_answer(const struct proxy_backend *b, uint16_t port,
+			 struct proxy_ready_backend *rb) ARB_MUST_CHECK;
 /* As proxy_box_env, proxy_placeholder and proxy_backend_* for the proxy that answered r. */
 int proxy_ready_box_env(const struct proxy_ready *r, const char *key_dir,
 			char ***out) ARB_MUST_CHECK;

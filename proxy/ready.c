@@ -1,11 +1,14 @@
 /*
  * proxy/ready.c: arborinth_proxy's answer on its ready pipe, the only owner of its form: one
  * line of JSON with what the box needs (ports, placeholders, the box's login files, the TLS
- * CA), or {"errno": N, "error": "..."} when it could not start. Never a credential. The box's
- * environment is computed from it here too, for the proxy (proxy_box_env) and the launcher.
+ * CA), or {"errno": N, "error": "..."} when it could not start. Never a credential. Each
+ * backend's box variables come in the answer (the proxy's backends compute them,
+ * proxy/answer.c); they are checked here when read, and put together into the box's
+ * environment (proxy_ready_box_env) without knowing any kind of backend.
  */
 #include "proxy/proxy.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -14,6 +17,30 @@
 static json_t *str_or_null(const char *s)
 {
 	return s ? json_string(s) : json_null();
+}
+
+static json_t *strs(char *const *v, size_t n)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < n; i++)
+		if (json_array_append_new(a, json_string(v[i])) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+static json_t *about_of(const struct proxy_ready_backend *b)
+{
+	json_t *o = json_object();
+
+	for (size_t i = 0; o && i < b->n_about; i++)
+		if (json_object_set_new(o, b->about[2 * i], json_string(b->about[2 * i + 1])) < 0) {
+			json_decref(o);
+			return NULL;
+		}
+	return o;
 }
 
 char *proxy_ready_format(const struct proxy_ready *r)
@@ -26,13 +53,12 @@ char *proxy_ready_format(const struct proxy_ready *r)
 	for (size_t i = 0; i < r->n_backends; i++) {
 		const struct proxy_ready_backend *b = &r->backends[i];
 		json_t *j =
-		    json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:b, s:o, s:b, s:i, s:i}",
-			      "name", b->name, "placeholder", b->placeholder, "env_prefix",
-			      b->env_prefix, "base_path", str_or_null(b->base_path), "key_source",
+		    json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:i}", "name", b->name,
+			      "placeholder", b->placeholder, "key_source",
 			      str_or_null(b->key_source), "login_path", str_or_null(b->login_path),
-			      "login_box", str_or_null(b->login_box), "reapi", b->reapi,
-			      "reapi_instance", str_or_null(b->reapi_instance), "vertex", b->vertex,
-			      "port", (int)b->port, "tls_port", (int)b->tls_port);
+			      "login_box", str_or_null(b->login_box), "env", strs(b->env, b->n_env),
+			      "key_var", str_or_null(b->key_var), "about", about_of(b), "port",
+			      (int)b->port, "tls_port", (int)b->tls_port);
 
 		if (!j || json_array_append_new(bs, j) < 0)
 			goto out;
@@ -70,12 +96,16 @@ void proxy_ready_free(struct proxy_ready *r)
 
 		free(b->name);
 		free(b->placeholder);
-		free(b->env_prefix);
-		free(b->base_path);
 		free(b->key_source);
 		free(b->login_path);
-		free(b->reapi_instance);
 		free(b->login_box);
+		free(b->key_var);
+		for (size_t j = 0; j < b->n_env; j++)
+			free(b->env[j]);
+		free(b->env);
+		for (size_t j = 0; j < 2 * b->n_about; j++)
+			free(b->about[j]);
+		free(b->about);
 	}
 	for (size_t i = 0; i < r->n_allow_hosts; i++)
 		free(r->allow_hosts[i]);
@@ -113,6 +143,103 @@ static uint16_t get_port(json_t *o, const char *key, bool *bad)
 	return (uint16_t)v;
 }
 
+/*
+ * A variable's name the box may get from the answer: [A-Za-z_][A-Za-z0-9_]* (env= may give a
+ * lower-case prefix), at most 128 bytes, and none the box's own set-up owns (PATH, HOME,
+ * LD_*): the proxy is ours, but its answer is read like any input.
+ */
+static bool var_name_ok(const char *s, size_t n)
+{
+	if (n == 0 || n > 128 || (s[0] >= '0' && s[0] <= '9'))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_')
+			return false;
+	return !(n == 4 && !memcmp(s, "PATH", 4)) && !(n == 4 && !memcmp(s, "HOME", 4)) &&
+	       !(n >= 3 && !memcmp(s, "LD_", 3));
+}
+
+/* A backend's name (it names the box's key file): 1-32 of a-z, 0-9, '-'. */
+static bool name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n && n <= 32 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == n;
+}
+
+/* A string of the answer for the box: no NUL, no line break, no other control character. */
+static bool text_ok(json_t *v)
+{
+	const char *s = json_string_value(v);
+	size_t n = json_string_length(v);
+
+	if (!s || n > PROXY_READY_VALUE_MAX || strlen(s) != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return false;
+	return true;
+}
+
+/* j's "env" (NAME=VALUE strings) and "key_var" into b; false when one is not as above. */
+static bool parse_env(struct proxy_ready_backend *b, json_t *j)
+{
+	json_t *env = json_object_get(j, "env"), *kv = json_object_get(j, "key_var");
+	size_t n = json_array_size(env);
+
+	if (!json_is_array(env) || n > PROXY_READY_ENV_MAX)
+		return false;
+	b->env = calloc(n + 1, sizeof(*b->env));
+	if (!b->env)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		json_t *v = json_array_get(env, i);
+		const char *s = json_string_value(v), *eq = s ? strchr(s, '=') : NULL;
+
+		if (!text_ok(v) || !eq || !var_name_ok(s, (size_t)(eq - s)))
+			return false;
+		if (!(b->env[b->n_env] = strdup(s)))
+			return false;
+		b->n_env++;
+	}
+	if (!kv || json_is_null(kv))
+		return true;
+	/* NAME, and NAME_FILE with a key folder: both must be names the box may get. */
+	if (!text_ok(kv) || !var_name_ok(json_string_value(kv), json_string_length(kv)) ||
+	    json_string_length(kv) > 120)
+		return false;
+	b->key_var = strdup(json_string_value(kv));
+	return b->key_var != NULL;
+}
+
+/* j's "about" (an object of strings, keys [a-z-]) into b. */
+static bool parse_about(struct proxy_ready_backend *b, json_t *j)
+{
+	json_t *about = json_object_get(j, "about"), *v;
+	const char *k;
+	size_t n = json_object_size(about);
+
+	if (!about || json_is_null(about))
+		return true;
+	if (!json_is_object(about) || n > PROXY_READY_ABOUT_MAX)
+		return false;
+	b->about = calloc(2 * n + 1, sizeof(*b->about));
+	if (!b->about)
+		return false;
+	json_object_foreach(about, k, v)
+	{
+		if (!*k || strlen(k) > 32 ||
+		    strspn(k, "abcdefghijklmnopqrstuvwxyz-") != strlen(k) || !text_ok(v))
+			return false;
+		b->about[2 * b->n_about] = strdup(k);
+		b->about[2 * b->n_about + 1] = strdup(json_string_value(v));
+		b->n_about++;
+		if (!b->about[2 * b->n_about - 2] || !b->about[2 * b->n_about - 1])
+			return false;
+	}
+	return true;
+}
+
 static int parse_ok(struct proxy_ready *r, json_t *o)
 {
 	json_t *bs = json_object_get(o, "backends"), *hosts = json_object_get(o, "allow_hosts");
@@ -131,17 +258,13 @@ static int parse_ok(struct proxy_ready *r, json_t *o)
 		r->n_backends++;
 		b->name = get_str(j, "name", &bad);
 		b->placeholder = get_str(j, "placeholder", &bad);
-		b->env_prefix = get_str(j, "env_prefix", &bad);
-		b->base_path = get_str(j, "base_path", &bad);
 		b->key_source = get_str(j, "key_source", &bad);
 		b->login_path = get_str(j, "login_path", &bad);
 		b->login_box = get_str(j, "login_box", &bad);
-		b->reapi = json_is_true(json_object_get(j, "reapi"));
-		b->reapi_instance = get_str(j, "reapi_instance", &bad);
-		b->vertex = json_is_true(json_object_get(j, "vertex"));
 		b->port = r->ports[i] = get_port(j, "port", &bad);
 		b->tls_port = get_port(j, "tls_port", &bad);
-		bad = bad || !b->name || !b->placeholder || !b->env_prefix;
+		bad = bad || !b->name || !b->placeholder || !name_ok(b->name) || !parse_env(b, j) ||
+		      !parse_about(b, j);
 	}
 	for (size_t i = 0; !bad && i < nh; i++) {
 		const char *h = json_string_value(json_array_get(hosts, i));
@@ -194,10 +317,14 @@ int proxy_ready_box_env(const struct proxy_ready *r, const char *key_dir, char *
 {
 	static const char *const proxy_vars[] = {"HTTPS_PROXY", "HTTP_PROXY", "https_proxy",
 						 "http_proxy"};
-	char **env = calloc(4 * r->n_backends + 7, sizeof(*env));
-	size_t k = 0;
-	bool failed = !env;
+	size_t n = 7, k = 0;
+	char **env;
+	bool failed;
 
+	for (size_t i = 0; i < r->n_backends; i++)
+		n += r->backends[i].n_env + 1;
+	env = calloc(n, sizeof(*env));
+	failed = !env;
 	for (size_t i = 0; !failed && r->n_allow_hosts && i < ARB_ARRAY_LEN(proxy_vars); i++)
 		env[k++] =
 		    util_asprintf("%s=http://127.0.0.1:%u", proxy_vars[i], PROXY_EGRESS_PORT);
@@ -207,26 +334,15 @@ int proxy_ready_box_env(const struct proxy_ready *r, const char *key_dir, char *
 	}
 	for (size_t i = 0; !failed && i < r->n_backends; i++) {
 		const struct proxy_ready_backend *b = &r->backends[i];
-		const char *bp = b->base_path ? b->base_path : "";
 
-		env[k++] =
-		    util_asprintf("%s_BASE_URL=http://127.0.0.1:%u%s", b->env_prefix, b->port, bp);
-		if (b->tls_port)
-			env[k++] = util_asprintf("%s_TLS_BASE_URL=https://127.0.0.1:%u%s",
-						 b->env_prefix, b->tls_port, bp);
-		/* A login's placeholders live in the box's login file: a key variable would make
-		 * the client prefer an API key. A reapi backend's gRPC clients get its address and
-		 * instance, and no key at all (the proxy adds the token per stream). */
-		if (b->reapi) {
-			env[k++] =
-			    util_asprintf("%s_REMOTE=grpc://127.0.0.1:%u", b->env_prefix, b->port);
-			env[k++] = util_asprintf("%s_INSTANCE=%s", b->env_prefix,
-						 b->reapi_instance ? b->reapi_instance : "");
-		} else if (!b->login_path && !b->vertex)
-			env[k++] =
-			    key_dir ? util_asprintf("%s_API_KEY_FILE=%s/%s.key", b->env_prefix,
-						    key_dir, b->name)
-				    : util_asprintf("%s_API_KEY=%s", b->env_prefix, b->placeholder);
+		/* The backend's own variables, then its placeholder's (a login's and a token
+		 * the proxy adds per request have none). */
+		for (size_t j = 0; j < b->n_env; j++)
+			env[k++] = strdup(b->env[j]);
+		if (b->key_var)
+			env[k++] = key_dir ? util_asprintf("%s_FILE=%s/%s.key", b->key_var, key_dir,
+							   b->name)
+					   : util_asprintf("%s=%s", b->key_var, b->placeholder);
 	}
 	for (size_t i = 0; !failed && i < k; i++)
 		failed = !env[i];

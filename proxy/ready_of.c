@@ -3,7 +3,6 @@
  * box's environment made from it (proxy_box_env), so the proxy and its launcher say the same.
  */
 #include "proxy/proxy_internal.h"
-#include "proxy/reapi_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -15,24 +14,19 @@ static int dup_or_null(char **dst, const char *s)
 	return s && !*dst ? -ENOMEM : 0;
 }
 
-static int backend_of(const struct proxy *p, const struct proxy_backend *b,
+static int backend_of(const struct proxy *p, const struct proxy_backend *b, uint16_t port,
 		      struct proxy_ready_backend *rb)
 {
 	int rc = dup_or_null(&rb->name, b->name) ?: dup_or_null(&rb->placeholder, b->placeholder)
-		 ?: dup_or_null(&rb->env_prefix, b->env_prefix)
-		 ?: dup_or_null(&rb->base_path, b->base_path)
 		 ?: dup_or_null(&rb->key_source, proxy_backend_key_source(b));
 
 	if (rc < 0)
 		return util_err(rc, "out of memory");
-	rb->port = b->port;
+	rb->port = port;
 	rb->tls_port = b->tls_port;
-	rb->reapi = b->reapi != NULL;
-	rb->vertex = b->vertex != NULL;
-	if (b->reapi && dup_or_null(&rb->reapi_instance, b->reapi->instance) < 0)
-		return util_err(-ENOMEM, "out of memory");
-	if (!b->login)
-		return 0;
+	rc = proxy_backend_answer(b, port, rb);
+	if (rc < 0 || !b->login)
+		return rc;
 	if (dup_or_null(&rb->login_path, proxy_login_path(b->login)) < 0)
 		return util_err(-ENOMEM, "out of memory");
 	return proxy_login_box_file(p, b->name, &rb->login_box);
@@ -54,9 +48,9 @@ int proxy_ready_of(struct proxy_ready **out, const struct proxy *p)
 		rc = util_err(-ENOMEM, "out of memory");
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		r->n_backends++;
-		rc = backend_of(p, p->backends[i], &r->backends[i]);
+		/* The port the box comes to (with --net, the host's loopback listener's). */
+		rc = backend_of(p, p->backends[i], p->ports[i], &r->backends[i]);
 		r->ports[i] = p->ports[i];
-		r->backends[i].port = p->ports[i];
 	}
 	for (size_t i = 0; rc == 0 && i < p->n_allow; i++) {
 		r->allow_hosts[i] = strdup(p->allow_names[i]);

@@ -142,14 +142,6 @@ int proxy_reapi_set(struct proxy_backend *b, const char *key, const char *v, int
 	return 1;
 }
 
-int proxy_reapi_box_env(const struct proxy_backend *b, char **remote, char **instance)
-{
-	*remote = util_asprintf("%s_REMOTE=grpc://127.0.0.1:%u", b->env_prefix, b->port);
-	*instance = util_asprintf("%s_INSTANCE=%s", b->env_prefix,
-				  b->reapi->instance ? b->reapi->instance : "");
-	return *remote && *instance ? 0 : -ENOMEM;
-}
-
 bool proxy_reapi_uses_command(const struct proxy_backend *b)
 {
 	return b->reapi && b->reapi->token_command;

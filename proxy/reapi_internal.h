@@ -37,12 +37,6 @@ int proxy_reapi_set(struct proxy_backend *b, const char *key, const char *v, int
 int proxy_reapi_preflight(struct proxy_backend *b) ARB_MUST_CHECK;
 /* True when the token comes from token-command= (no static credential to load). */
 bool proxy_reapi_uses_command(const struct proxy_backend *b);
-/*
- * The box's variables for b: *remote "PREFIX_REMOTE=grpc://127.0.0.1:PORT" (for Bazel's
- * --remote_cache / --remote_executor) and *instance "PREFIX_INSTANCE=NAME" ("" when any).
- * Both malloc'd (also on failure: free them); -ENOMEM.
- */
-int proxy_reapi_box_env(const struct proxy_backend *b, char **remote, char **instance);
 /* The bearer token for one stream (malloc'd; clear and free it). -errno with a message. */
 int proxy_reapi_token(struct proxy_backend *b, char **out) ARB_MUST_CHECK;
 /* Index in the allow-list of the gRPC method path, or -1. */

@@ -11,26 +11,15 @@ import time
 
 import grpc
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reapi_pb import enc_bytes, enc_varint, fields  # noqa: E402
+
 ADDR, INST = sys.argv[1], sys.argv[2]
 BIG = int(sys.argv[3]) if len(sys.argv) > 3 else 0
 ident = lambda b: b  # noqa: E731
 ch = grpc.insecure_channel(ADDR, options=[("grpc.max_receive_message_length", 256 << 20)])
 R = "/build.bazel.remote.execution.v2."
 rep = {}
-
-
-def enc_varint(v):
-    out = bytearray()
-    while True:
-        if v < 0x80:
-            out.append(v)
-            return bytes(out)
-        out.append(v & 0x7F | 0x80)
-        v >>= 7
-
-
-def enc_bytes(f, v):
-    return enc_varint(f << 3 | 2) + enc_varint(len(v)) + v
 
 
 def inst_msg():
@@ -63,21 +52,7 @@ def read(resource):
     out = bytearray()
     for m in ch.unary_stream("/google.bytestream.ByteStream/Read", ident, ident)(
             enc_bytes(1, resource.encode()), timeout=120):
-        i = 0
-        while i < len(m):  # ReadResponse: data (10)
-            tag = m[i]
-            i += 1
-            n = s = 0
-            while True:
-                c = m[i]
-                i += 1
-                n |= (c & 0x7F) << s
-                s += 7
-                if not c & 0x80:
-                    break
-            if tag == 0x52:
-                out += m[i:i + n]
-            i += n
+        out += b"".join(v for f, v in fields(m) if f == 10)  # ReadResponse: data (10)
     return bytes(out)
 
 

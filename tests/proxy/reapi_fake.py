@@ -7,57 +7,19 @@ miss), UpdateActionResult (accepted: refusing it is the proxy's job). Each call'
     reapi_fake.py LOG PORTFILE [CERT KEY]   (with CERT and KEY: TLS, ALPN h2)
 """
 import json
+import os
 import sys
 import threading
 from concurrent import futures
 
 import grpc
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reapi_pb import enc_bytes, enc_varint, fields  # noqa: E402
+
 LOG, PORTFILE = sys.argv[1], sys.argv[2]
 LOCK = threading.Lock()
 CAS = {}
-
-
-def varint(b, i):
-    v = s = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << s
-        s += 7
-        if not c & 0x80:
-            return v, i
-
-
-def fields(b):
-    """Protobuf wire format: [(field, value)] for varint and length-delimited fields."""
-    out, i = [], 0
-    while i < len(b):
-        tag, i = varint(b, i)
-        f, wt = tag >> 3, tag & 7
-        if wt == 0:
-            v, i = varint(b, i)
-        elif wt == 2:
-            n, i = varint(b, i)
-            v, i = b[i:i + n], i + n
-        else:
-            raise ValueError("wire type %d" % wt)
-        out.append((f, v))
-    return out
-
-
-def enc_varint(v):
-    out = bytearray()
-    while True:
-        if v < 0x80:
-            out.append(v)
-            return bytes(out)
-        out.append(v & 0x7F | 0x80)
-        v >>= 7
-
-
-def enc_bytes(f, v):
-    return enc_varint(f << 3 | 2) + enc_varint(len(v)) + v
 
 
 def log(method, ctx, **kw):
@@ -166,7 +128,6 @@ def main():
     srv.start()
     with open(PORTFILE + ".tmp", "w") as f:
         f.write(str(port))
-    import os
     os.rename(PORTFILE + ".tmp", PORTFILE)
     srv.wait_for_termination()
 

@@ -106,7 +106,8 @@ def tls_upstream(tf):
 def main():
     arb.make_repo("w")
     ws = os.path.join(REPO, ".git", "arborinth", "workspaces", "w")
-    shutil.copy(os.path.join(HERE, "reapi_client.py"), os.path.join(ws, "tmp", "reapi_client.py"))
+    for f in ("reapi_client.py", "reapi_pb.py"):
+        shutil.copy(os.path.join(HERE, f), os.path.join(ws, "tmp", f))
     log, portfile = os.path.join(T, "fake.log"), os.path.join(T, "fake.port")
     P.start([sys.executable, os.path.join(HERE, "reapi_fake.py"), log, portfile], stdout=None)
     for _ in range(200):

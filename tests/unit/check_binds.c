@@ -1,6 +1,7 @@
 /* tests/unit/check_binds.c: bind files (the TOML subset, includes, rules) and grants. */
 #include <check.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,7 +224,7 @@ START_TEST(errors)
 	} cases[] = {
 	    {"foo = []\n",
 	     "t.toml:1:1: unknown key 'foo' (bind files know ro, rw, overlay, tmpfs, path, env, "
-	     "mcp, include)"},
+	     "mcp, backends, include)"},
 	    {"mcp = [\"\"]\n", "t.toml:1:8: mcp: an empty entry (use \"*\" for all local servers)"},
 	    {"mcp = [\"a\\tb\"]\n", "t.toml:1:8: mcp: a control character in 'a\tb'"},
 	    {"mcp = \"x\"\n", "t.toml:1:7: 'mcp' takes an array of strings, found a string"},
@@ -457,6 +458,118 @@ START_TEST(later_files_win)
 }
 END_TEST
 
+/* backends = [...]: the specification with its file options' paths expanded. */
+START_TEST(backends_entries)
+{
+	struct binds_set *s = NULL;
+	const struct binds_backend *b;
+	size_t n;
+
+	ck_assert_int_eq(binds_set_new(&s), 0);
+	ck_assert_int_eq(
+	    binds_text_load(
+		s, "1.toml",
+		T("backends = [\n  \"reapi=grpcs://rbe.example:443,instance=projects/p/i,"
+		  "token-file=~/.config/rbe.token,ca-file=/etc//ca.pem\",\n"
+		  "  'anthropic',\n"
+		  "  'gem=https://g.example,port=9000,allow=POST:/v1/*,key-json=~/k.json#/a/b',\n"
+		  "  'vertex,project=p,region=r,adc=~/adc.json',\n"
+		  "  'r2=grpc://h:1,token-command=/usr/bin/helper --x=1',\n]\n"),
+		HOME),
+	    0);
+	b = binds_set_backends(s, &n);
+	ck_assert_uint_eq(n, 5);
+	ck_assert_str_eq(b[0].name, "reapi");
+	ck_assert_str_eq(b[0].spec, "reapi=grpcs://rbe.example:443,instance=projects/p/i,"
+				    "token-file=/home/u/.config/rbe.token,ca-file=/etc/ca.pem");
+	ck_assert_str_eq(b[0].origin, "1.toml:2:3");
+	ck_assert_str_eq(b[1].name, "anthropic");
+	ck_assert_str_eq(b[1].spec, "anthropic");
+	ck_assert_str_eq(b[2].spec, "gem=https://g.example,port=9000,allow=POST:/v1/*,"
+				    "key-json=/home/u/k.json#/a/b");
+	ck_assert_str_eq(b[3].spec, "vertex,project=p,region=r,adc=/home/u/adc.json");
+	/* A command is not a path: as written. */
+	ck_assert_str_eq(b[4].spec, "r2=grpc://h:1,token-command=/usr/bin/helper --x=1");
+	/* A later file's backend of the same name replaces it, in its place. */
+	ck_assert_int_eq(
+	    binds_text_load(s, "2.toml", T("backends = ['reapi=grpc://local:8980']\n"), HOME), 0);
+	b = binds_set_backends(s, &n);
+	ck_assert_uint_eq(n, 5);
+	ck_assert_str_eq(b[0].spec, "reapi=grpc://local:8980");
+	ck_assert_str_eq(b[0].origin, "2.toml:1:13");
+	ck_assert_str_eq(b[1].name, "anthropic");
+	binds_set_free(s);
+}
+END_TEST
+
+START_TEST(backends_errors)
+{
+	expect_error("backends = ['reapi=grpc://h:1,token-file=rel/t']\n",
+		     "t.toml:1:13: backends: token-file: 'rel/t' is not an absolute path (write "
+		     "/... or ~/...)");
+	expect_error("\nbackends = ['x,key-file=/a/../b']\n",
+		     "t.toml:2:13: backends: key-file: '/a/../b' must not contain '.' or '..' "
+		     "components");
+	expect_error("backends = ['x,ca-file=~bob/ca']\n",
+		     "t.toml:1:13: backends: ca-file: '~bob/ca': only '~' and '~/...' are expanded "
+		     "(~user is not)");
+	expect_error("backends = ['vertex,adc=adc.json']\n",
+		     "t.toml:1:13: backends: adc: 'adc.json' is not an absolute path (write /... "
+		     "or ~/...)");
+	expect_error(
+	    "backends = ['x,key-json=k.json#/a']\n",
+	    "t.toml:1:13: backends: key-json: 'k.json' is not an absolute path (write /... "
+	    "or ~/...)");
+	expect_error("backends = ['Evil=https://x']\n",
+		     "t.toml:1:13: backends: 'Evil' is not a backend name (1-32 of a-z, 0-9, '-')");
+	expect_error("backends = ['=https://x']\n",
+		     "t.toml:1:13: backends: '' is not a backend name (1-32 of a-z, 0-9, '-')");
+	expect_error("backends = ['x,novalue']\n",
+		     "t.toml:1:13: backends: option 'novalue' is not KEY=VALUE");
+	expect_error("backends = ['x,,port=1']\n",
+		     "t.toml:1:13: backends: option '' is not KEY=VALUE");
+	expect_error("backends = [\"x,port=1\\u0007\"]\n",
+		     "t.toml:1:13: backends: a control character in a backend");
+	expect_error("backends = ['reapi=grpc://a:1', 'reapi,instance=x']\n",
+		     "t.toml:1:33: backends: backend reapi is listed twice in this file");
+	expect_error("backends = ['anthropic', 'anthropic']\n",
+		     "t.toml:1:26: backends: backend anthropic is listed twice in this file");
+	expect_error("backends = 'reapi'\n",
+		     "t.toml:1:12: 'backends' takes an array of strings, found a string");
+}
+END_TEST
+
+/* An included file's backends carry their own file and place; the includer's win. */
+START_TEST(backends_include)
+{
+	struct binds_set *s = NULL;
+	const struct binds_backend *b;
+	char *top = util_path_join(tmpdir, "top.toml"), *want;
+	char real[PATH_MAX];
+	size_t n;
+
+	write_file("inc.toml", "backends = ['reapi=grpc://inc:1', 'openai']\n");
+	write_file("top.toml", "include = ['inc.toml']\nbackends = ['reapi=grpc://top:1']\n");
+	ck_assert_int_eq(binds_set_new(&s), 0);
+	ck_assert_int_eq(binds_file_load(s, top, HOME), 0);
+	b = binds_set_backends(s, &n);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_str_eq(b[0].spec, "reapi=grpc://top:1");
+	want = util_asprintf("%s:2:13", top);
+	ck_assert_str_eq(b[0].origin, want);
+	free(want);
+	ck_assert_ptr_nonnull(realpath(top, real));
+	ck_assert_str_eq(b[0].file, real);
+	ck_assert_str_eq(b[1].name, "openai");
+	want = util_asprintf("%s/inc.toml", tmpdir);
+	ck_assert_ptr_nonnull(realpath(want, real));
+	ck_assert_str_eq(b[1].file, real);
+	free(want);
+	binds_set_free(s);
+	free(top);
+}
+END_TEST
+
 START_TEST(grants)
 {
 	struct binds_set *s = NULL;
@@ -543,6 +656,9 @@ int main(void)
 	tcase_add_test(tc, include_errors_name_the_included_file);
 	tcase_add_test(tc, later_files_win);
 	tcase_add_test(tc, grants);
+	tcase_add_test(tc, backends_entries);
+	tcase_add_test(tc, backends_errors);
+	tcase_add_test(tc, backends_include);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

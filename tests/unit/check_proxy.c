@@ -134,6 +134,8 @@ START_TEST(backend_errors)
 	    "anthropic,auth=header:a b",
 	    "anthropic,key-env=1X",
 	    "anthropic,key-env=A-B",
+	    "anthropic,env=LD",
+	    "anthropic,env=LD_AUDIT",
 	    "anthropic,idle-timeout=0",
 	    "anthropic,base-path=v1",
 	    "anthropic,noequals",

@@ -127,18 +127,26 @@ END_TEST
 
 START_TEST(ready_round_trip)
 {
+	char *env0[] = {"ANTHROPIC_BASE_URL=http://127.0.0.1:8713"};
+	char *env1[] = {"OPENAI_BASE_URL=http://127.0.0.1:8714/v1",
+			"OPENAI_TLS_BASE_URL=https://127.0.0.1:8715/v1"};
+	char *about1[] = {"upstream", "https://api.openai.com", "credential", "login /h/auth.json"};
 	struct proxy_ready_backend bs[2] = {
 	    {.name = "anthropic",
 	     .placeholder = "arb-anthropic-placeholder-00",
-	     .env_prefix = "ANTHROPIC",
 	     .key_source = "/k",
+	     .env = env0,
+	     .n_env = 1,
+	     .key_var = "ANTHROPIC_API_KEY",
 	     .port = 8713},
 	    {.name = "openai",
 	     .placeholder = "arb-openai-placeholder-11",
-	     .env_prefix = "OPENAI",
-	     .base_path = "/v1",
 	     .login_path = "/h/auth.json",
 	     .login_box = "{\"tokens\": 1}\n",
+	     .env = env1,
+	     .n_env = 2,
+	     .about = about1,
+	     .n_about = 2,
 	     .port = 8714,
 	     .tls_port = 8715},
 	};
@@ -151,7 +159,7 @@ START_TEST(ready_round_trip)
 				.n_allow_hosts = 1,
 				.tls_ca = "-----BEGIN CERTIFICATE-----\nx\n"};
 	struct proxy_ready *q = NULL;
-	char *text = proxy_ready_format(&r), **e1 = NULL, **e2 = NULL;
+	char *text = proxy_ready_format(&r), **e1 = NULL, **e2 = NULL, **e3 = NULL;
 
 	ck_assert_ptr_nonnull(text);
 	ck_assert_ptr_null(strchr(text, '\n')); /* one line */
@@ -159,8 +167,15 @@ START_TEST(ready_round_trip)
 	ck_assert_uint_eq(q->n_backends, 2);
 	ck_assert_str_eq(q->backends[0].placeholder, bs[0].placeholder);
 	ck_assert_str_eq(q->backends[0].key_source, "/k");
+	ck_assert_str_eq(q->backends[0].key_var, "ANTHROPIC_API_KEY");
 	ck_assert_ptr_null(q->backends[0].login_path);
-	ck_assert_ptr_null(q->backends[0].base_path);
+	ck_assert_uint_eq(q->backends[0].n_about, 0);
+	ck_assert_ptr_null(q->backends[1].key_var);
+	ck_assert_uint_eq(q->backends[1].n_env, 2);
+	ck_assert_str_eq(q->backends[1].env[1], env1[1]);
+	ck_assert_uint_eq(q->backends[1].n_about, 2);
+	ck_assert_str_eq(q->backends[1].about[2], "credential");
+	ck_assert_str_eq(q->backends[1].about[3], "login /h/auth.json");
 	ck_assert_str_eq(q->backends[1].login_box, bs[1].login_box);
 	ck_assert_str_eq(q->backends[1].login_path, "/h/auth.json");
 	ck_assert_int_eq(q->backends[1].tls_port, 8715);
@@ -178,10 +193,97 @@ START_TEST(ready_round_trip)
 		ck_assert_str_eq(e1[i], e2[i]);
 	}
 	ck_assert_str_eq(e1[0], "HTTPS_PROXY=http://127.0.0.1:8712");
+	ck_assert_str_eq(e1[6], "ANTHROPIC_BASE_URL=http://127.0.0.1:8713");
+	ck_assert_str_eq(e1[7], "ANTHROPIC_API_KEY_FILE=/home/.arborinth/proxy/anthropic.key");
+	ck_assert_str_eq(e1[8], env1[0]);
+	ck_assert_str_eq(e1[9], env1[1]);
+	ck_assert_ptr_null(e1[10]); /* a login's backend: no key variable */
+	/* Without a key folder: the placeholder itself. */
+	ck_assert_int_eq(proxy_ready_box_env(q, NULL, &e3), 0);
+	ck_assert_str_eq(e3[7], "ANTHROPIC_API_KEY=arb-anthropic-placeholder-00");
 	strv_free(e1);
 	strv_free(e2);
+	strv_free(e3);
 	proxy_ready_free(q);
 	free(text);
+}
+END_TEST
+
+/* A backend of the answer with the given "env", "key_var" and "about" (JSON text). */
+static int parse_backend(const char *env, const char *key_var, const char *about)
+{
+	struct proxy_ready *q = NULL;
+	char *text = util_asprintf("{\"backends\": [{\"name\": \"reapi\", \"placeholder\": "
+				   "\"p\", \"port\": 8717, \"tls_port\": 0, \"env\": %s, "
+				   "\"key_var\": %s, \"about\": %s}], \"allow_hosts\": []}",
+				   env, key_var, about);
+	int rc = proxy_ready_parse(&q, text);
+
+	if (rc == 0) {
+		ck_assert_ptr_nonnull(q);
+		ck_assert_uint_eq(q->backends[0].port, 8717);
+	}
+	proxy_ready_free(q);
+	free(text);
+	return rc;
+}
+
+/* The box's variables in the answer are read like any input: hostile ones are refused. */
+START_TEST(ready_env_hostile)
+{
+	struct proxy_ready *q = NULL;
+	char big[PROXY_READY_VALUE_MAX + 64];
+
+	/* Control: the real form is read. */
+	ck_assert_int_eq(parse_backend("[\"REAPI_REMOTE=grpc://127.0.0.1:8717\", "
+				       "\"REAPI_INSTANCE=\"]",
+				       "null",
+				       "{\"upstream\": \"grpc://h:1\", \"token\": "
+				       "\"file /t\"}"),
+			 0);
+	ck_assert_int_eq(parse_backend("[]", "\"X_API_KEY\"", "null"), 0);
+	/* Names: [A-Za-z_][A-Za-z0-9_]* (a lower-case env= prefix is fine), none of the box's own.
+	 */
+	ck_assert_int_eq(parse_backend("[\"lower_BASE_URL=1\"]", "null", "null"), 0);
+	ck_assert_int_eq(parse_backend("[\"1X=1\"]", "null", "null"), -EPROTO);
+	ck_assert_int_eq(parse_backend("[\"=1\"]", "null", "null"), -EPROTO);
+	ck_assert_int_eq(parse_backend("[\"NOEQUALS\"]", "null", "null"), -EPROTO);
+	ck_assert_int_eq(parse_backend("[\"A-B=1\"]", "null", "null"), -EPROTO);
+	ck_assert_int_eq(parse_backend("[\"PATH=/evil\"]", "null", "null"), -EPROTO);
+	ck_assert_int_eq(parse_backend("[\"HOME=/evil\"]", "null", "null"), -EPROTO);
+	ck_assert_int_eq(parse_backend("[\"LD_PRELOAD=/evil.so\"]", "null", "null"), -EPROTO);
+	ck_assert_int_eq(parse_backend("[\"A B=1\"]", "null", "null"), -EPROTO);
+	/* Values: no NUL, no line break, no control character; bounded. */
+	ck_assert_int_eq(parse_backend("[\"A=x\\u0000y\"]", "null", "null"), -EPROTO);
+	ck_assert_int_eq(parse_backend("[\"A=x\\ny\"]", "null", "null"), -EPROTO);
+	ck_assert_int_eq(parse_backend("[\"A=x\\u001b[2J\"]", "null", "null"), -EPROTO);
+	ck_assert_int_eq(parse_backend("[1]", "null", "null"), -EPROTO);
+	ck_assert_int_eq(parse_backend("{\"A\": \"1\"}", "null", "null"), -EPROTO);
+	ck_assert_int_eq(parse_backend("null", "null", "null"), -EPROTO);
+	memset(big, 'x', sizeof(big) - 1);
+	big[0] = '[', big[1] = '"', big[2] = 'A', big[3] = '=';
+	memcpy(big + sizeof(big) - 3, "\"]", 3);
+	ck_assert_int_eq(parse_backend(big, "null", "null"), -EPROTO);
+	ck_assert_int_eq(parse_backend("[\"A=1\",\"A=1\",\"A=1\",\"A=1\",\"A=1\",\"A=1\","
+				       "\"A=1\",\"A=1\",\"A=1\",\"A=1\",\"A=1\",\"A=1\","
+				       "\"A=1\",\"A=1\",\"A=1\",\"A=1\",\"A=1\"]",
+				       "null", "null"),
+			 -EPROTO);
+	/* The key variable: a name, the same rules. */
+	ck_assert_int_eq(parse_backend("[]", "\"LD_PRELOAD\"", "null"), -EPROTO);
+	ck_assert_int_eq(parse_backend("[]", "\"K\\nX\"", "null"), -EPROTO);
+	ck_assert_int_eq(parse_backend("[]", "7", "null"), -EPROTO);
+	/* The name makes the box's key file's name. */
+	ck_assert_int_eq(proxy_ready_parse(&q, "{\"backends\": [{\"name\": \"../x\", "
+					       "\"placeholder\": \"p\", \"port\": 1, "
+					       "\"tls_port\": 0, \"env\": []}], "
+					       "\"allow_hosts\": []}"),
+			 -EPROTO);
+	/* About: an object of strings under [a-z-] keys. */
+	ck_assert_int_eq(parse_backend("[]", "null", "[\"x\"]"), -EPROTO);
+	ck_assert_int_eq(parse_backend("[]", "null", "{\"Up\": \"x\"}"), -EPROTO);
+	ck_assert_int_eq(parse_backend("[]", "null", "{\"up\": 1}"), -EPROTO);
+	ck_assert_int_eq(parse_backend("[]", "null", "{\"up\": \"a\\u001b]0;x\\u0007\"}"), -EPROTO);
 }
 END_TEST
 
@@ -200,7 +302,7 @@ START_TEST(ready_errors)
 					       "\"allow_hosts\": []}"),
 			 -EPROTO);
 	ck_assert_int_eq(proxy_ready_parse(&q, "{\"backends\": [{\"name\": \"a\", \"placeholder\": "
-					       "\"p\", \"env_prefix\": \"A\", \"port\": 70000, "
+					       "\"p\", \"env\": [], \"port\": 70000, "
 					       "\"tls_port\": 0}], \"allow_hosts\": []}"),
 			 -EPROTO);
 	ck_assert_ptr_null(q);
@@ -216,6 +318,7 @@ static Suite *proxy_proc_suite(void)
 	tcase_add_test(tc, args_errors);
 	tcase_add_test(tc, ready_round_trip);
 	tcase_add_test(tc, ready_errors);
+	tcase_add_test(tc, ready_env_hostile);
 	suite_add_tcase(s, tc);
 	return s;
 }
