@@ -226,8 +226,11 @@ static int box_setup_tcp(const struct proxy_ready *r, struct jail_box *b, const 
 		const struct proxy_ready_backend *rb = &r->backends[i];
 		char *file;
 
-		if (!rb->key_var)
-			continue; /* no key in the box (a login's are in its login file) */
+		/* A login's placeholders are in its login file. Every other backend's is in
+		 * NAME.key, announced in NAME_FILE when it has a key variable; a client may read
+		 * it without one (OpenCode's Vertex provider: agents/opencode_vertex.c). */
+		if (rb->login_box || rb->login_path)
+			continue;
 		file = util_asprintf("%s.key", rb->name);
 
 		rc = file ? lib_home_write(ws->home, BOX_KEY_SUB, file, rb->placeholder)

@@ -2,8 +2,8 @@
  * lib/box_walls.c: the credentials a box's proxy holds stay off the box's walls. Every host
  * file a backend reads its key from (key-file=, the file of key-json=), every login file and
  * the --api-key-file given are hidden wherever the box would show them (jail_box_hide: under
- * a system folder, a --mount, a grant or bind file that names a folder above them), and so
- * are the folders where the proxies share the Vertex tokens they mint.
+ * a system folder, a --mount, a grant or bind file that names a folder above them), and in
+ * every box the folders where the proxies share the Vertex tokens they mint.
  */
 #include "lib/lib_internal.h"
 
@@ -52,8 +52,8 @@ int lib_box_hide_credentials(struct jail_box *b, struct proxy_proc *px, const ch
 		rc = hide(b, be->key_source, "a backend's key file (the proxy's)");
 		if (rc == 0 && be->login_path)
 			rc = hide(b, be->login_path, "a login the proxy holds");
-		if (rc == 0 && be->vertex)
-			rc = hide_token_dirs(b);
 	}
-	return rc;
+	/* In every box, with or without a vertex backend: a box whose bind file shows
+	 * ~/.local/state must not read the tokens other boxes' proxies minted. */
+	return rc ?: hide_token_dirs(b);
 }

@@ -258,6 +258,16 @@ def walls(E, url, log, a, runtime=None):
          "%s: no link, the entry intact" % where)
     C.ok(os.path.exists(os.path.join(top, "written")),
          "%s: control: a write beside the folder reaches the host" % where)
+    # A box without any backend hides the folder too (its bind files or mounts may show it).
+    plain = subprocess.run([os.environ["ARB"], "shell", "w", "--mount", "rw:%s:/mnt/top" % top,
+                            "--", "sh", "-c", probe], capture_output=True, text=True,
+                           env=env_of(E, a, runtime), cwd=E.repo, timeout=120,
+                           stdin=subprocess.DEVNULL)
+    C.ok("done" in plain.stdout and "BESIDE-VISIBLE" in plain.stdout,
+         "%s: control: the probe ran in a box without a backend (%r)" % (where,
+                                                                        plain.stderr[-500:]))
+    C.ok(tok not in plain.stdout and "ya29." not in plain.stdout,
+         "%s: a box without a backend reads no token either (%r)" % (where, plain.stdout[-500:]))
 
 
 def main():
