@@ -87,6 +87,19 @@ def smuggling(be):
          "only the allowed method reached the server: %r" % [c["method"] for c in calls])
     C.eq("answered", rep.get("raw_cont_auth"), "a head split into CONTINUATION is served")
     C.eq("answered", rep.get("raw_trailer_auth"), "a request with trailers is served")
+    # The box's :path in the audit: no raw bytes a terminal or a JSON reader chokes on.
+    for args in (["--kind", "net"], ["--kind", "net", "--json"]):
+        cp = subprocess.run([ARB, "audit", "w"] + args, cwd=REPO, capture_output=True)
+        out = cp.stdout
+        C.ok(cp.returncode == 0 and b"GetCapabilities" in out,
+             "audit %s lists the calls (%s)" % (args, cp.stderr[-300:]))
+        C.ok(b"\xff" not in out and "\u202e".encode() not in out,
+             "audit %s: the box's bytes are not written raw: %r" % (args, out[-600:]))
+        try:
+            out.decode("utf-8")
+            C.ok(True, "audit %s is UTF-8" % args)
+        except UnicodeDecodeError as e:
+            C.ok(False, "audit %s is UTF-8: %s" % (args, e))
     for c in calls:
         md = dict((k, v) for k, v in c["metadata"])
         C.ok(md.get("authorization") == "Bearer " + TOKEN and "x-goog-user-project" not in md,

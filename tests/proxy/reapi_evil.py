@@ -210,6 +210,8 @@ def raw_attacks():
         "name_upper": req() + [("Authorization", "Bearer box")],
         "authority_other": req(authority="evil.example:443"),
         "method_get": [(":method", "GET")] + req()[1:],
+        # Bytes for the audit: invalid UTF-8, a right-to-left override, 8 KB.
+        "path_binary": req(b"/evil\xff\xfe\xe2\x80\xaetxt.exe/" + b"A" * 8000),
     }
     for k, hs in cases.items():
         h = H2()
