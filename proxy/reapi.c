@@ -32,6 +32,11 @@
 #define H2_HDRS_MAX  64
 #define H2_HDR_BYTES (16 * 1024)
 #define H2_STREAMS   100
+/*
+ * HTTP/2 connections a box may hold at once. Each may make the proxy hold its windows (16
+ * MiB each way); a box's 256 connections would be 8 GiB. 16 serve 1600 concurrent streams.
+ */
+#define H2_BRIDGES   16
 #define GRPC_DENIED  7
 #define GRPC_UNAUTH  16
 #define GRPC_UNAVAIL 14
@@ -882,8 +887,20 @@ static struct proxy_backend *reapi_backend(struct proxy *p)
 
 void proxy_reapi_serve(struct proxy_conn *c)
 {
+	static atomic_int bridges; /* one proxy per box: this box's */
 	struct bridge br = {.c = c, .p = c->p, .up_fd = -1};
 
+	if (atomic_fetch_add(&bridges, 1) >= H2_BRIDGES) {
+		struct proxy_record rec = {.time_ns = util_now_ns(),
+					   .method = "PRI",
+					   .path = "",
+					   .reason =
+					       "refused: too many HTTP/2 connections at once"};
+
+		proxy_record_emit(c->p, &rec);
+		atomic_fetch_sub(&bridges, 1);
+		return;
+	}
 	br.b = reapi_backend(c->p);
 	if (!br.b) { /* HTTP/2 to a proxy without the reapi backend: recorded, closed */
 		struct proxy_record rec = {.time_ns = util_now_ns(),
@@ -953,4 +970,5 @@ out:
 	SSL_free(br.up_ssl);
 	if (br.up_fd >= 0)
 		close(br.up_fd);
+	atomic_fetch_sub(&bridges, 1);
 }

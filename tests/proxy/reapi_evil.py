@@ -312,6 +312,23 @@ def flood_attacks():
     rep["many_streams"] = {"rst": kinds.get(RST, 0), "goaway": kinds.get(GOAWAY, 0)}
     h.close()
     rep["alive_after_many_streams"] = alive()
+    # More HTTP/2 connections at once than the proxy bridges (each may hold its windows).
+    hs, outs = [], []
+    for _ in range(24):
+        try:
+            hs.append(H2())
+        except OSError:
+            outs.append("closed")
+    for h in hs:
+        try:
+            outs.append(h.call(req()))
+        except OSError:
+            outs.append("closed")
+    rep["conns"] = {"answered": outs.count("answered"), "other": len(outs) - outs.count("answered")}
+    for h in hs:
+        h.close()
+    time.sleep(0.5)
+    rep["alive_after_conns"] = alive()
     rep["flood_s"] = round(time.monotonic() - t0, 1)
 
 
