@@ -17,6 +17,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxytest import Arb, Checks, Procs  # noqa: E402
+from procwatch import proxy_of, rss_mib  # noqa: E402
 
 ARB, T = sys.argv[1], sys.argv[2]
 os.environ["PATH"] = "/usr/local/bin:/usr/bin:/bin"
@@ -138,30 +139,6 @@ def echo(be):
     cp = arb("audit", "w")
     C.ok(cp.returncode == 0 and "GetCapabilities" in cp.stdout and TOKEN not in cp.stdout,
          "the audit lists the calls, never the token")
-
-
-def proxy_of(pid):
-    """The arborinth_proxy child of the launcher pid."""
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                st = f.read()
-        except OSError:
-            continue
-        comm, rest = st[st.index("(") + 1:st.rindex(")")], st[st.rindex(")") + 2:].split()
-        if comm == "arborinth_proxy" and int(rest[1]) == pid:
-            return int(d)
-    return None
-
-
-def rss_mib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for ln in f:
-            if ln.startswith("VmRSS:"):
-                return int(ln.split()[1]) / 1024
-    return -1
 
 
 def slow_reader(be, limit_mib):
