@@ -87,6 +87,8 @@ def smuggling(be):
             C.ok(v in ("refused", "rst", "goaway", "closed"), "%s is not served: %s" % (k, v))
     C.ok(all(c["method"] == "GetCapabilities" for c in calls),
          "only the allowed method reached the server: %r" % [c["method"] for c in calls])
+    for k in ("http1_cap", "http1_uar"):
+        C.ok(rep.get(k, "").startswith("HTTP/1.1 403"), "%s refused: %r" % (k, rep.get(k)))
     C.eq("answered", rep.get("raw_cont_auth"), "a head split into CONTINUATION is served")
     C.eq("answered", rep.get("raw_trailer_auth"), "a request with trailers is served")
     # The box's :path in the audit: no raw bytes a terminal or a JSON reader chokes on.

@@ -217,6 +217,14 @@ def raw_attacks():
         h = H2()
         rep["raw_" + k] = h.call(hs)
         h.close()
+    # HTTP/1.1 on the reapi port: the HTTP/1 path must not forward it with the token.
+    for k, path in (("http1_cap", CAP), ("http1_uar", V2 + "ActionCache/UpdateActionResult")):
+        c = socket.create_connection(ADDR, timeout=10)
+        body = grpc_msg(enc_bytes(1, b"main"))
+        c.sendall(b"POST %s HTTP/1.1\r\nHost: 127.0.0.1:8717\r\nContent-Type: application/grpc"
+                  b"\r\nContent-Length: %d\r\n\r\n%s" % (path.encode(), len(body), body))
+        rep[k] = c.recv(4096).split(b"\r\n")[0].decode("latin-1")
+        c.close()
     # Credentials in a CONTINUATION frame, and in the request's trailers.
     h = H2()
     rep["raw_cont_auth"] = h.call(req(extra=[("authorization", "Bearer box-cont"),
