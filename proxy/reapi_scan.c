@@ -37,6 +37,38 @@ void proxy_reapi_scan_init(struct proxy_reapi_scan *sc, const struct proxy_reapi
 	sc->ready = sc->off;
 }
 
+/*
+ * After the instance, a resource name's components: "blobs/..." has the keyword "blobs" first
+ * and no other, "uploads/UUID/blobs|compressed-blobs/..." has "uploads" first, the second
+ * keyword third and no other, no component is empty. A server that finds the instance by the
+ * last keyword, or by the component before it, finds the prefix: never "main/blobs/other/blobs".
+ */
+static bool resource_ok(const unsigned char *v, size_t len)
+{
+	static const char *const kw[] = {"blobs", "uploads", "compressed-blobs"};
+	size_t i = 0, k = 0;
+	bool uploads = false;
+
+	for (size_t at = 0; at <= len; k++) {
+		const unsigned char *e = memchr(v + at, '/', len - at);
+		size_t n = e ? (size_t)(e - (v + at)) : len - at;
+		int w = -1;
+
+		for (size_t j = 0; j < ARB_ARRAY_LEN(kw); j++)
+			if (n == strlen(kw[j]) && !memcmp(v + at, kw[j], n))
+				w = (int)j;
+		if (n == 0)
+			return false;
+		if (k == 0)
+			uploads = w == 1;
+		if (k == 0 ? w != 0 && w != 1 : (uploads && k == 2) ? w != 0 && w != 2 : w != -1)
+			return false;
+		i++;
+		at += n + 1;
+	}
+	return i >= (uploads ? 5 : 3); /* at least a hash and a size after the keyword */
+}
+
 /* One field 1 value: the instance, or ByteStream's "{instance}/blobs|uploads/...". */
 static bool field1_ok(const struct proxy_reapi *r, bool bytestream, const unsigned char *v,
 		      size_t len)
@@ -53,7 +85,7 @@ static bool field1_ok(const struct proxy_reapi *r, bool bytestream, const unsign
 	}
 	if (memmem(v, len, "..", 2) || memchr(v, '\0', len))
 		return false;
-	return (len > 6 && !memcmp(v, "blobs/", 6)) || (len > 8 && !memcmp(v, "uploads/", 8));
+	return resource_ok(v, len);
 }
 
 /* The end of a message: the first one must have named the instance (or "" for none). */

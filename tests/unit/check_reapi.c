@@ -211,12 +211,35 @@ START_TEST(reapi_instance_repeated)
 	ck_assert_int_eq(check_bytewise(r, V2, m, n, &rel), 0);
 	ck_assert_uint_eq(rel, n);
 	/* A second message (ByteStream Write) naming another instance. */
-	n = wrap(m, "\x0a\x0emain/uploads/u\x52\x01x", 19);
-	n += wrap(m + n, "\x0a\x0fother/uploads/u\x52\x01x", 20);
+	n = wrap(m, "\x0a\x18main/uploads/u/blobs/0/1\x52\x01x", 29);
+	n += wrap(m + n, "\x0a\x19other/uploads/u/blobs/0/1\x52\x01x", 30);
 	ck_assert_int_eq(check(r, "/google.bytestream.ByteStream/Write", m, n, true), -EPERM);
-	n = wrap(m, "\x0a\x0emain/uploads/u\x52\x01x", 19);
+	n = wrap(m, "\x0a\x18main/uploads/u/blobs/0/1\x52\x01x", 29);
 	n += wrap(m + n, "\x52\x01y", 3); /* control: later messages without field 1 */
 	ck_assert_int_eq(check(r, "/google.bytestream.ByteStream/Write", m, n, true), 0);
+	/* Keywords out of place: a server reading the instance by the last one. */
+	{
+		static const char *const bad[] = {"main/blobs/other/blobs/h/3",
+						  "main/uploads/u/blobs/h/3/other/blobs/h/3",
+						  "main/uploads/blobs/h/3",
+						  "main/blobs/h/3/",
+						  "main//blobs/h/3",
+						  "main/blobs/h",
+						  "main/uploads/u",
+						  "main/compressed-blobs/zstd/h/3"};
+		static const char *const good[] = {
+		    "main/blobs/h/3", "main/blobs/sha256/h/3", "main/uploads/u/blobs/h/3",
+		    "main/uploads/u/compressed-blobs/zstd/h/3", "main/uploads/u/blobs/h/3/meta"};
+
+		for (size_t i = 0; i < ARB_ARRAY_LEN(bad); i++) {
+			n = frame(m, bad[i]);
+			ck_assert_msg(check(r, BSR, m, n, true) == -EPERM, "%s", bad[i]);
+		}
+		for (size_t i = 0; i < ARB_ARRAY_LEN(good); i++) {
+			n = frame(m, good[i]);
+			ck_assert_msg(check(r, BSR, m, n, true) == 0, "%s", good[i]);
+		}
+	}
 	/* A length prefix that lies (longer than what came) at the request's end. */
 	n = wrap(m, "\x0a\x04main", 6);
 	m[4] = 9;
