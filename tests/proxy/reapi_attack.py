@@ -144,6 +144,30 @@ def echo(be):
          "the audit lists the calls, never the token")
 
 
+def hostile_upstreams(tf):
+    """An upstream that pushes, or answers with 500 headers of 1 KiB, or an HPACK bomb: the
+    box's calls end (the proxy keeps at most 64 headers), the proxy serves the next one."""
+    for mode in ("plain", "push", "huge", "bomb"):
+        portfile = os.path.join(T, "h2.%s.port" % mode)
+        p = P.start([sys.executable, os.path.join(HERE, "reapi_h2upstream.py"), mode, portfile],
+                    stdout=None)
+        for _ in range(200):
+            if os.path.exists(portfile):
+                break
+            time.sleep(0.05)
+        with open(portfile) as f:
+            port = int(f.read())
+        rep, _, cp = evil("reapi=grpc://127.0.0.1:%d,token-file=%s" % (port, tf), "hostile")
+        for k in ("first", "second"):
+            r = rep.get(k) or ["?", "", 999]
+            C.ok(r[0] in ("OK", "UNAVAILABLE", "INTERNAL", "UNKNOWN", "RESOURCE_EXHAUSTED") and
+                 r[2] <= 64,
+                 "%s upstream, %s call: ends, at most 64 headers: %r" % (mode, k, r))
+        if mode == "plain":
+            C.eq("OK", (rep.get("first") or ["?"])[0], "control: the hand-written upstream")
+        P.stop(p)
+
+
 def slow_reader(be, limit_mib):
     p = subprocess.Popen([ARB, "shell", "w", "--backend", be, "--", "/usr/bin/python3",
                           "/tmp/reapi_evil.py", "slow"], cwd=REPO, stdin=subprocess.PIPE,
@@ -190,7 +214,7 @@ def main():
         f.write(TOKEN + "\n")
     os.chmod(tf, 0o600)
     be = "reapi=grpc://127.0.0.1:%d,instance=main,token-file=%s" % (port, tf)
-    only = sys.argv[3:] or ["instance", "smuggling", "floods", "echo", "slow"]
+    only = sys.argv[3:] or ["instance", "smuggling", "floods", "echo", "hostile", "slow"]
     if "instance" in only:
         instance_attacks(be)
     if "smuggling" in only:
@@ -199,6 +223,8 @@ def main():
         floods(be)
     if "echo" in only:
         echo("reapi=grpc://127.0.0.1:%d,token-file=%s" % (port, tf))
+    if "hostile" in only:
+        hostile_upstreams(tf)
     if "slow" in only:
         slow_reader(be, 200)
     P.stop_all()

@@ -79,6 +79,13 @@ def grpc_attacks():
         ("x-goog-api-key", "box-key"), ("authorization", "Bearer box-own")])
 
 
+def hostile_upstream():
+    """Two calls against an upstream that pushes, or answers with huge or bombed headers."""
+    for k in ("first", "second"):
+        out = grpc_call(CAP, b"", whole=True)
+        rep[k] = out[:2] + [out[3].count("_Metadatum")]
+
+
 def echo_attacks():
     for m in ("echo-header", "echo-trailer", "echo-message", "echo-body", "plain"):
         rep[m] = grpc_call(CAP, enc_bytes(1, m.encode()), whole=True)
@@ -373,7 +380,8 @@ def slow_reader(conns=4, streams=8):
 
 def main():
     what = sys.argv[1]
-    {"grpc": grpc_attacks, "echo": echo_attacks, "raw": raw_attacks, "flood": flood_attacks,
+    {"grpc": grpc_attacks, "echo": echo_attacks, "hostile": hostile_upstream,
+     "raw": raw_attacks, "flood": flood_attacks,
      "slow": slow_reader}[what]()
     print(json.dumps(rep), flush=True)
 
