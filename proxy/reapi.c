@@ -230,7 +230,8 @@ static ssize_t up_read(nghttp2_session *sess, int32_t id, uint8_t *buf, size_t l
 	(void)sess;
 	(void)id;
 	(void)ud;
-	memcpy(buf, s->up_q.buf + s->up_q.off, n);
+	if (n) /* the queue may have no buffer yet */
+		memcpy(buf, s->up_q.buf + s->up_q.off, n);
 	s->up_q.off += n;
 	s->up_q.len -= n;
 	s->released -= n;
@@ -251,7 +252,8 @@ static ssize_t down_read(nghttp2_session *sess, int32_t id, uint8_t *buf, size_t
 	size_t n = s->down_q.len < len ? s->down_q.len : len;
 
 	(void)ud;
-	memcpy(buf, s->down_q.buf + s->down_q.off, n);
+	if (n) /* the queue may have no buffer yet */
+		memcpy(buf, s->down_q.buf + s->down_q.off, n);
 	s->down_q.off += n;
 	s->down_q.len -= n;
 	s->bytes_down += (int64_t)n;
