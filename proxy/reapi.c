@@ -506,6 +506,8 @@ static void on_request(struct stream *s)
 		refuse(s, GRPC_DENIED, "authority is not this backend's");
 	else if (!strcmp(path, "/build.bazel.remote.execution.v2.ActionCache/UpdateActionResult"))
 		refuse(s, GRPC_DENIED, "UpdateActionResult refused (cache poisoning)");
+	else if (r->instance && !strcmp(path, "/google.longrunning.Operations/ListOperations"))
+		refuse(s, GRPC_DENIED, "ListOperations refused with instance= (every instance's)");
 	else if (proxy_reapi_method(path) < 0)
 		refuse(s, GRPC_DENIED, "method not allowed");
 	else

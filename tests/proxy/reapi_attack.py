@@ -68,6 +68,9 @@ def instance_attacks(be):
          rep.get("write_second_other"))
     C.ok(not any(f.startswith("other/") for f in seen),
          "the other instance's resource never reached the server: %r" % seen)
+    C.eq("PERMISSION_DENIED", code(rep, "list_operations"), "ListOperations refused with instance=")
+    C.eq("UNIMPLEMENTED", code(rep, "get_operation"),
+         "control: GetOperation reaches the server (which has no such service)")
     caps = [c for c in calls if c["method"] == "GetCapabilities"]
     C.eq("OK", code(rep, "goog_headers"), "call with Google's metadata headers")
     md = caps[-1]["metadata"] if caps else []

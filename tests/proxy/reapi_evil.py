@@ -72,6 +72,11 @@ def grpc_attacks():
         except grpc.RpcError as e:
             rep[key] = e.code().name
     ch.close()
+    # Operations have no instance field: listing them names every instance's.
+    rep["list_operations"] = grpc_call("/google.longrunning.Operations/ListOperations",
+                                       enc_bytes(4, b"") + enc_bytes(1, b""))
+    rep["get_operation"] = grpc_call("/google.longrunning.Operations/GetOperation",
+                                     enc_bytes(1, b"operations/x"))
     # Google's metadata that the host's token would carry: quota project, IAM, routing.
     rep["goog_headers"] = grpc_call(CAP, enc_bytes(1, b"main"), [
         ("x-goog-user-project", "victim-project"), ("x-goog-request-params", "victim=1"),
