@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -254,15 +255,28 @@ static int fix_alternates(struct move *m, int wsdir, const char *name)
 		rc = rc ?: util_buf_put(&out, "\n", 1);
 	}
 	if (rc == 0 && changed) {
-		static const char tmp[] = "alternates.arborinth-upgrade";
+		/*
+		 * Written beside it under a name the box cannot have planted (it may have made
+		 * any name a directory, or its folder read-only): a failure here is that
+		 * workspace's own git directory's, so a warning, not the whole upgrade's end.
+		 */
+		unsigned long long r = 0;
+		char tmp[64];
 		int w;
 
-		(void)unlinkat(info, tmp, 0);
+		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+			r = (unsigned long long)util_now_ns() ^ (unsigned long long)getpid();
+		snprintf(tmp, sizeof(tmp), "alternates.arborinth-upgrade-%016llx", r);
 		w = core_open_beneath(info, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 		if (w < 0 || util_write_all(w, out.s, out.n) < 0 || fsync(w) < 0 ||
-		    renameat(info, tmp, info, "alternates") < 0)
-			rc = util_err(-errno, "%s/workspaces/%s: cannot update its alternates: %s",
-				      m->p->state_dir, name, strerror(errno));
+		    renameat(info, tmp, info, "alternates") < 0) {
+			fprintf(stderr,
+				"arborinth: warning: %s/workspaces/%s: cannot update its "
+				"alternates (%s): its git may not find the origin's branches\n",
+				m->p->state_dir, name, strerror(errno));
+			if (w >= 0)
+				(void)unlinkat(info, tmp, 0);
+		}
 		if (w >= 0)
 			close(w);
 	}

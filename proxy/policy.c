@@ -214,6 +214,11 @@ void proxy_policy_check(const struct proxy_req *r, struct proxy_backend *const *
 		deny(v, 403, "not a Vertex anthropic rawPredict of this project and region");
 		return;
 	}
+	/* Google's system parameters ($userProject, key, ...) would ride on the host's token. */
+	if (v->backend->vertex && strchr(r->target, '?')) {
+		deny(v, 403, "a query is not allowed on Vertex rawPredict");
+		return;
+	}
 	v->status = 0;
 	v->reason = "allowed";
 }

@@ -32,6 +32,11 @@
 #define H2_HDRS_MAX  64
 #define H2_HDR_BYTES (16 * 1024)
 #define H2_STREAMS   100
+/*
+ * HTTP/2 connections a box may hold at once. Each may make the proxy hold its windows (16
+ * MiB each way); a box's 256 connections would be 8 GiB. 16 serve 1600 concurrent streams.
+ */
+#define H2_BRIDGES   16
 #define GRPC_DENIED  7
 #define GRPC_UNAUTH  16
 #define GRPC_UNAVAIL 14
@@ -54,6 +59,10 @@ struct stream {
 	struct bq up_q, down_q; /* box to upstream, upstream to box */
 	bool up_eof, down_eof, checked, refused, resp_sent, down_closed, up_closed, up_open;
 	bool have_trailers;
+	struct proxy_reapi_scan scan; /* the instance check on the box's messages */
+	size_t released;	      /* bytes at up_q's front the scan passed */
+	char *token;		      /* the bearer sent upstream: redacted from all that returns */
+	struct proxy_redact *rd;      /* ... from the response's messages */
 	int64_t t0, bytes_up, bytes_down;
 	int grpc_status;
 	const char *reason;
@@ -170,6 +179,10 @@ static void stream_free(struct stream *s)
 	hdrs_free(&s->req);
 	hdrs_free(&s->resp);
 	hdrs_free(&s->trl);
+	proxy_secret_free(&s->token);
+	if (s->rd)
+		proxy_redact_free(s->rd);
+	free(s->rd);
 	free(s->up_q.buf);
 	free(s->down_q.buf);
 	free(s);
@@ -212,14 +225,16 @@ static ssize_t up_read(nghttp2_session *sess, int32_t id, uint8_t *buf, size_t l
 		       nghttp2_data_source *src, void *ud)
 {
 	struct stream *s = src->ptr;
-	size_t n = s->up_q.len < len ? s->up_q.len : len;
+	size_t n = s->released < len ? s->released : len; /* only what the scan passed */
 
 	(void)sess;
 	(void)id;
 	(void)ud;
-	memcpy(buf, s->up_q.buf + s->up_q.off, n);
+	if (n) /* the queue may have no buffer yet */
+		memcpy(buf, s->up_q.buf + s->up_q.off, n);
 	s->up_q.off += n;
 	s->up_q.len -= n;
+	s->released -= n;
 	if (n && !s->down_closed)
 		nghttp2_session_consume(s->br->down, s->down_id, n);
 	if (s->up_q.len == 0 && s->up_eof)
@@ -237,7 +252,8 @@ static ssize_t down_read(nghttp2_session *sess, int32_t id, uint8_t *buf, size_t
 	size_t n = s->down_q.len < len ? s->down_q.len : len;
 
 	(void)ud;
-	memcpy(buf, s->down_q.buf + s->down_q.off, n);
+	if (n) /* the queue may have no buffer yet */
+		memcpy(buf, s->down_q.buf + s->down_q.off, n);
 	s->down_q.off += n;
 	s->down_q.len -= n;
 	s->bytes_down += (int64_t)n;
@@ -412,8 +428,11 @@ static void up_open(struct stream *s)
 		return;
 	}
 	auth = util_asprintf("Bearer %s", token);
-	proxy_secret_free(&token);
-	if (!auth) {
+	s->rd = calloc(1, sizeof(*s->rd));
+	s->token = token; /* kept for the redaction of what the upstream answers */
+	if (s->rd)
+		proxy_redact_init(s->rd, token, NULL);
+	if (!auth || !s->rd) {
 		refuse(s, GRPC_UNAVAIL, "out of memory");
 		return;
 	}
@@ -427,8 +446,8 @@ static void up_open(struct stream *s)
 		/* The box's own credentials and hop-by-hop headers never go upstream. */
 		if (k[0] == ':' || !strcmp(k, "authorization") || !strcmp(k, "cookie") ||
 		    !strcmp(k, "connection") || !strcmp(k, "proxy-authorization") ||
-		    !strcmp(k, "x-goog-api-key") || !strcmp(k, "host"))
-			continue;
+		    util_str_has_prefix(k, "x-goog-") || !strcmp(k, "host"))
+			continue; /* x-goog-*: a key, another quota project, IAM tokens, routing */
 		h[n++] = nv(k, s->req.value[i]);
 	}
 	h[n++] = nv("authorization", auth);
@@ -443,22 +462,28 @@ static void up_open(struct stream *s)
 	s->up_open = true;
 }
 
-/* The first message is checked (instance=) before anything goes upstream. */
+/*
+ * The box's bytes not scanned yet are checked (instance=): only what passed may go upstream,
+ * and the upstream stream is opened once the first message named an allowed instance.
+ */
 static void try_check(struct stream *s)
 {
-	int rc;
+	size_t ok = 0;
 
-	if (s->checked || s->resp_sent)
+	if (s->resp_sent || s->refused)
 		return;
-	rc = proxy_reapi_check_instance(s->br->b->reapi, hdrs_get(&s->req, ":path"),
-					s->up_q.buf + s->up_q.off, s->up_q.len, s->up_eof);
-	if (rc == -EAGAIN)
-		return;
-	s->checked = true;
-	if (rc < 0)
+	if (proxy_reapi_scan(&s->scan, s->br->b->reapi, s->up_q.buf + s->up_q.off + s->released,
+			     s->up_q.len - s->released, s->up_eof, &ok) < 0) {
 		refuse(s, GRPC_DENIED, "instance name not allowed");
-	else
+		return;
+	}
+	s->released += ok;
+	if (!s->checked && s->scan.ready) {
+		s->checked = true;
 		up_open(s);
+	} else if (s->up_open && !s->up_closed) {
+		nghttp2_session_resume_data(s->br->up, s->up_id);
+	}
 }
 
 /* A complete request head from the box: the policy. */
@@ -481,10 +506,12 @@ static void on_request(struct stream *s)
 		refuse(s, GRPC_DENIED, "authority is not this backend's");
 	else if (!strcmp(path, "/build.bazel.remote.execution.v2.ActionCache/UpdateActionResult"))
 		refuse(s, GRPC_DENIED, "UpdateActionResult refused (cache poisoning)");
+	else if (r->instance && !strcmp(path, "/google.longrunning.Operations/ListOperations"))
+		refuse(s, GRPC_DENIED, "ListOperations refused with instance= (every instance's)");
 	else if (proxy_reapi_method(path) < 0)
 		refuse(s, GRPC_DENIED, "method not allowed");
 	else
-		try_check(s);
+		proxy_reapi_scan_init(&s->scan, r, path), try_check(s);
 }
 
 /* ---- callbacks: the box's side ------------------------------------------------------ */
@@ -547,8 +574,6 @@ static int down_frame(nghttp2_session *sess, const nghttp2_frame *f, void *ud)
 		on_request(s);
 	else if (s->up_eof)
 		try_check(s);
-	if (s->up_eof && s->up_open && !s->up_closed)
-		nghttp2_session_resume_data(s->br->up, s->up_id);
 	return 0;
 }
 
@@ -566,10 +591,7 @@ static int down_data(nghttp2_session *sess, uint8_t fl, int32_t id, const uint8_
 	s->bytes_up += (int64_t)n;
 	if (bq_put(&s->up_q, d, n) < 0)
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
-	if (!s->checked)
-		try_check(s);
-	else if (s->up_open && !s->up_closed)
-		nghttp2_session_resume_data(s->br->up, s->up_id);
+	try_check(s);
 	return 0;
 }
 
@@ -618,10 +640,62 @@ static ssize_t up_send(nghttp2_session *sess, const uint8_t *d, size_t n, int fl
 	return w;
 }
 
+/* The redaction's output: toward the box. */
+static int down_put(void *ud, const char *d, size_t n)
+{
+	struct stream *s = ud;
+
+	return bq_put(&s->down_q, d, n);
+}
+
+/* The upstream's response ended: what the redaction held back goes to the box too. */
+static void down_end(struct stream *s)
+{
+	if (!s->down_eof && s->rd && proxy_redact_feed(s->rd, NULL, 0, true, down_put, s) < 0)
+		nghttp2_submit_rst_stream(s->br->down, NGHTTP2_FLAG_NONE, s->down_id,
+					  NGHTTP2_INTERNAL_ERROR);
+	s->down_eof = true;
+}
+
+/* A "-bin" header (base64, maybe unpadded) whose bytes hold the token. */
+static bool bin_has(const uint8_t *n, size_t nl, const uint8_t *v, size_t vl, const char *token)
+{
+	static const char b64[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	unsigned char *out;
+	size_t o = 0;
+	uint32_t acc = 0;
+	int bits = 0;
+	bool hit;
+
+	if (nl < 4 || memcmp(n + nl - 4, "-bin", 4))
+		return false;
+	out = malloc(vl + 1);
+	if (!out)
+		return true; /* cannot look: dropped */
+	for (size_t i = 0; i < vl; i++) {
+		const char *c = v[i] ? strchr(b64, v[i]) : NULL;
+
+		if (!c)
+			continue; /* padding, or another alphabet's character */
+		acc = acc << 6 | (uint32_t)(c - b64);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[o++] = (unsigned char)(acc >> bits);
+		}
+	}
+	hit = memmem(out, o, token, strlen(token)) != NULL;
+	free(out);
+	return hit;
+}
+
 static int up_header(nghttp2_session *sess, const nghttp2_frame *f, const uint8_t *n, size_t nl,
 		     const uint8_t *v, size_t vl, uint8_t fl, void *ud)
 {
 	struct stream *s = nghttp2_session_get_stream_user_data(sess, f->hd.stream_id);
+	struct hdrs *h;
+	size_t k;
 
 	(void)fl;
 	(void)ud;
@@ -630,7 +704,13 @@ static int up_header(nghttp2_session *sess, const nghttp2_frame *f, const uint8_
 	if (nl == 11 && !memcmp(n, "grpc-status", 11))
 		s->grpc_status =
 		    (int)(strtol((const char *)v, NULL, 10) & 0xffff); /* NUL-terminated */
-	hdrs_add(f->headers.cat == NGHTTP2_HCAT_HEADERS ? &s->trl : &s->resp, n, nl, v, vl);
+	if (s->token && bin_has(n, nl, v, vl, s->token))
+		return 0; /* a binary header holding the token: dropped */
+	h = f->headers.cat == NGHTTP2_HCAT_HEADERS ? &s->trl : &s->resp;
+	k = h->n;
+	hdrs_add(h, n, nl, v, vl);
+	if (h->n > k && s->token) /* an upstream that echoes the token: '*'s toward the box */
+		proxy_redact_buf(s->token, NULL, h->value[k], vl);
 	return 0;
 }
 
@@ -653,13 +733,14 @@ static int up_frame(nghttp2_session *sess, const nghttp2_frame *f, void *ud)
 		s->resp_sent =
 		    nghttp2_submit_response(s->br->down, s->down_id, h, k, end ? NULL : &dp) == 0;
 		if (end)
-			s->down_eof = true;
+			down_end(s);
 	} else if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_HEADERS) {
 		s->have_trailers = true;
-		s->down_eof = s->down_eof || end;
+		if (end)
+			down_end(s);
 		nghttp2_session_resume_data(s->br->down, s->down_id);
 	} else if (f->hd.type == NGHTTP2_DATA && end) {
-		s->down_eof = true;
+		down_end(s);
 		nghttp2_session_resume_data(s->br->down, s->down_id);
 	}
 	return 0;
@@ -676,7 +757,7 @@ static int up_data(nghttp2_session *sess, uint8_t fl, int32_t id, const uint8_t 
 		nghttp2_session_consume(sess, id, n);
 		return 0;
 	}
-	if (bq_put(&s->down_q, d, n) < 0)
+	if (proxy_redact_feed(s->rd, (const char *)d, n, false, down_put, s) < 0)
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	nghttp2_session_resume_data(s->br->down, s->down_id);
 	return 0;
@@ -697,7 +778,7 @@ static int up_close(nghttp2_session *sess, int32_t id, uint32_t err, void *ud)
 		else if (!s->down_eof && err)
 			nghttp2_submit_rst_stream(s->br->down, NGHTTP2_FLAG_NONE, s->down_id, err);
 		else if (!s->down_eof)
-			s->down_eof = true, nghttp2_session_resume_data(s->br->down, s->down_id);
+			down_end(s), nghttp2_session_resume_data(s->br->down, s->down_id);
 	}
 	stream_maybe_free(s);
 	return 0;
@@ -810,8 +891,20 @@ static struct proxy_backend *reapi_backend(struct proxy *p)
 
 void proxy_reapi_serve(struct proxy_conn *c)
 {
+	static atomic_int bridges; /* one proxy per box: this box's */
 	struct bridge br = {.c = c, .p = c->p, .up_fd = -1};
 
+	if (atomic_fetch_add(&bridges, 1) >= H2_BRIDGES) {
+		struct proxy_record rec = {.time_ns = util_now_ns(),
+					   .method = "PRI",
+					   .path = "",
+					   .reason =
+					       "refused: too many HTTP/2 connections at once"};
+
+		proxy_record_emit(c->p, &rec);
+		atomic_fetch_sub(&bridges, 1);
+		return;
+	}
 	br.b = reapi_backend(c->p);
 	if (!br.b) { /* HTTP/2 to a proxy without the reapi backend: recorded, closed */
 		struct proxy_record rec = {.time_ns = util_now_ns(),
@@ -881,4 +974,5 @@ out:
 	SSL_free(br.up_ssl);
 	if (br.up_fd >= 0)
 		close(br.up_fd);
+	atomic_fetch_sub(&bridges, 1);
 }

@@ -1,7 +1,7 @@
 /*
  * proxy/reapi_conf.c: the reapi backend's configuration (reapi=HOST[:PORT], instance=,
  * token-file=, token-command=) and the per-stream checks (the method allow-list and the
- * instance name in the first request message). No TLS and no token here: the launcher links
+ * instance check in reapi_scan.c). No TLS and no token here: the launcher links
  * it (the token: reapi_token.c; the bridge and its TLS: reapi.c, arborinth_proxy only).
  */
 #include "proxy/reapi_internal.h"
@@ -153,68 +153,4 @@ int proxy_reapi_method(const char *path)
 		if (!strcmp(allowed[i], path))
 			return (int)i;
 	return -1;
-}
-
-/* Reads a protobuf varint; 0 when incomplete or too long. */
-static size_t varint(const unsigned char *p, size_t n, uint64_t *v)
-{
-	*v = 0;
-	for (size_t i = 0; i < n && i < 10; i++) {
-		*v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
-		if (!(p[i] & 0x80))
-			return i + 1;
-	}
-	return 0;
-}
-
-int proxy_reapi_check_instance(const struct proxy_reapi *r, const char *path,
-			       const unsigned char *msg, size_t n, bool complete)
-{
-	bool bytestream = util_str_has_prefix(path, "/google.bytestream.");
-	const char *inst = r->instance;
-	size_t il = inst ? strlen(inst) : 0, off, vl;
-	uint64_t mlen, tag, len;
-
-	if (!inst || util_str_has_prefix(path, "/google.longrunning.") ||
-	    strstr(path, "/WaitExecution"))
-		return 0; /* nothing to check, or an operation name: not checked */
-	if (n < 5)
-		return complete ? -EPERM : -EAGAIN;
-	if (msg[0] != 0)
-		return -EPERM; /* a compressed message cannot be inspected */
-	mlen = (uint64_t)msg[1] << 24 | (uint64_t)msg[2] << 16 | (uint64_t)msg[3] << 8 | msg[4];
-	off = 5;
-	if (n == off && mlen == 0)
-		return bytestream || il ? -EPERM : 0;
-	if (n == off)
-		return complete ? -EPERM : -EAGAIN;
-	vl = varint(msg + off, n - off, &tag);
-	if (!vl)
-		return complete || n - off >= 10 ? -EPERM : -EAGAIN;
-	if (tag != 0x0a) /* field 1 absent: an empty instance name */
-		return !bytestream && il == 0 ? 0 : -EPERM;
-	off += vl;
-	vl = varint(msg + off, n - off, &len);
-	if (!vl)
-		return complete || n - off >= 10 ? -EPERM : -EAGAIN;
-	off += vl;
-	if (len > 4096 || off + len > 5 + mlen)
-		return -EPERM;
-	if (n - off < len)
-		return complete ? -EPERM : -EAGAIN;
-	if (!bytestream)
-		return len == il && !memcmp(msg + off, inst, il) ? 0 : -EPERM;
-	/* ByteStream: "{instance}/blobs/..." or "{instance}/uploads/...", no ".." segment. */
-	if (il) {
-		if (len <= il || memcmp(msg + off, inst, il) || msg[off + il] != '/')
-			return -EPERM;
-		off += il + 1;
-		len -= il + 1;
-	}
-	if (memmem(msg + off, len, "..", 2))
-		return -EPERM;
-	if ((len > 6 && !memcmp(msg + off, "blobs/", 6)) ||
-	    (len > 8 && !memcmp(msg + off, "uploads/", 8)))
-		return 0;
-	return -EPERM;
 }

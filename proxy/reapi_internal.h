@@ -41,12 +41,28 @@ bool proxy_reapi_uses_command(const struct proxy_backend *b);
 int proxy_reapi_token(struct proxy_backend *b, char **out) ARB_MUST_CHECK;
 /* Index in the allow-list of the gRPC method path, or -1. */
 int proxy_reapi_method(const char *path);
+/* The instance check's state on one stream's request bytes (reapi_scan.c). */
+struct proxy_reapi_scan {
+	bool off;	 /* nothing to check on this method (or no instance=) */
+	bool ready;	 /* the first message named an allowed instance: open the upstream */
+	bool bytestream; /* field 1 is a resource name "{instance}/blobs|uploads/..." */
+	bool in_msg;	 /* inside a message's body ... */
+	bool seen1;	 /* ... which had a field 1 */
+	uint32_t left;	 /* bytes left in that body */
+	uint64_t skip;	 /* bytes left of a field that is not checked */
+	unsigned msgs;	 /* messages fully checked */
+};
+
+void proxy_reapi_scan_init(struct proxy_reapi_scan *sc, const struct proxy_reapi *r,
+			   const char *path);
 /*
- * Checks the instance name in the first gRPC message (msg, n bytes so far; complete when
- * the request ended): 0 fine, -EAGAIN need more bytes, -EPERM refused.
+ * Checks the request bytes p[0..n) that follow the ones already checked (complete: the
+ * request ended there). *ok: how many of them may go upstream now (the rest are kept and
+ * given again with what follows). 0, or -EPERM: a field 1 names another instance, a message
+ * is compressed, malformed or past its length.
  */
-int proxy_reapi_check_instance(const struct proxy_reapi *r, const char *path,
-			       const unsigned char *msg, size_t n, bool complete);
+int proxy_reapi_scan(struct proxy_reapi_scan *sc, const struct proxy_reapi *r,
+		     const unsigned char *p, size_t n, bool complete, size_t *ok);
 /* True when the connection's first bytes (in c->in) are HTTP/2's preface; reads until sure. */
 bool proxy_reapi_sniff(struct proxy_conn *c);
 /* Serves the HTTP/2 connection c until it ends. */

@@ -364,9 +364,11 @@ static int build_headers(struct fwd *f, struct curl_slist **out)
 	for (size_t i = 0; i < r->n_hdrs && rc == 0; i++) {
 		const char *n = r->hdrs[i].name, *v = r->hdrs[i].value;
 
+		/* Vertex: no x-goog-* of the box's (another quota project, a key, IAM). */
 		if (proxy_header_is_dropped(r, n) ||
 		    (f->b->auth_header && strcasecmp(n, f->b->auth_header) == 0) ||
-		    (acct && strcasecmp(n, acct) == 0))
+		    (acct && strcasecmp(n, acct) == 0) ||
+		    (f->b->vertex && strncasecmp(n, "x-goog-", 7) == 0))
 			continue;
 		/* "Name;" is how libcurl sends a header with an empty value. */
 		rc = header_add(&l, *v ? util_asprintf("%s: %s", n, v) : util_asprintf("%s;", n));
