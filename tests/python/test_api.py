@@ -5,31 +5,20 @@ import os
 import shutil
 import socket
 import subprocess
-import tempfile
+import sys
 import threading
 import unittest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from arbtest import make_repo  # noqa: E402
 from arborinth import ArborinthError, ArborinthInputError, Project, library_version
 from arborinth.shell import JailBackend, MountSpec
-
-
-def git(repo, *args):
-    subprocess.run(["git", "-c", "user.email=t@e", "-c", "user.name=t", *args], cwd=repo,
-                   check=True, stdout=subprocess.DEVNULL)
 
 
 class Api(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        base = os.environ.get("ARB_JAIL_TMPDIR", "/var/tmp")
-        cls.t = tempfile.mkdtemp(prefix="arb-pyapi.", dir=base)
-        cls.repo = os.path.join(cls.t, "repo")
-        os.makedirs(cls.repo)
-        git(cls.repo, "init", "-q", "-b", "main")
-        with open(os.path.join(cls.repo, "README"), "w") as f:
-            f.write("origin\n")
-        git(cls.repo, "add", "README")
-        git(cls.repo, "commit", "-qm", "first")
+        cls.t, cls.repo = make_repo("arb-pyapi.")
         cls.p = Project(cls.repo)
 
     @classmethod

@@ -5,16 +5,13 @@ library unittest). Run by tests/integration/lib_sessions.sh against the build's 
 import os
 import shutil
 import subprocess
-import tempfile
+import sys
 import threading
 import unittest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from arbtest import make_repo  # noqa: E402
 from arborinth import Project
-
-
-def git(repo, *args):
-    subprocess.run(["git", "-c", "user.email=t@e", "-c", "user.name=t", *args], cwd=repo,
-                   check=True, stdout=subprocess.DEVNULL)
 
 
 def script(tag):
@@ -26,15 +23,7 @@ def script(tag):
 class Sessions(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        base = os.environ.get("ARB_JAIL_TMPDIR", "/var/tmp")
-        cls.t = tempfile.mkdtemp(prefix="arb-pysess.", dir=base)
-        cls.repo = os.path.join(cls.t, "repo")
-        os.makedirs(cls.repo)
-        git(cls.repo, "init", "-q", "-b", "main")
-        with open(os.path.join(cls.repo, "README"), "w") as f:
-            f.write("origin\n")
-        git(cls.repo, "add", "README")
-        git(cls.repo, "commit", "-qm", "first")
+        cls.t, cls.repo = make_repo("arb-pysess.")
         cls.p = Project(cls.repo)
         cls.ws = cls.p.create_workspace("py-sessions")
 
