@@ -143,6 +143,15 @@ int core_lfs_prepare(struct core_project *p, const char *root, const git_oid *ba
 		     char **note) ARB_MUST_CHECK;
 bool core_lfs_view(const struct core_ws *ws);
 
+/*
+ * The review page's comments (core/ws_review.c): <state dir>/review/<workspace id>.json, as
+ * cli/review_comments.c writes them. core_review_file_id: whether name is one (or its .tmp),
+ * its workspace's id into id. core_review_remove: the workspace's, gone (best effort).
+ */
+#define CORE_REVIEW_DIR "review"
+bool core_review_file_id(const char *name, char id[33]);
+void core_review_remove(struct core_project *p, const char *id);
+
 /* Drops the shared index of base_hex when no workspace links it any more (best effort). */
 void core_index_cache_prune(struct core_project *p, const char *base_hex);
 /* Drops the objects views no workspace of db is based on, but the newest (best effort). */

@@ -2,13 +2,15 @@
  * core/gc.c: `arborinth gc`, what no workspace of the project uses, removed: the view
  * daemons' blob cache (only while no view is mounted: a daemon holds the folder open), shared
  * indexes and objects views of commits no workspace is based on, folders a killed create or
- * delete left, refs/arborinth/NAME and remotes arborinth/NAME with no workspace, and with
- * purge the audit history of deleted workspaces. Safe beside a create, delete or shell:
- * decisions and renames out of sight happen under the state database's write lock (which
- * create and delete take for theirs); the slow removal of what was renamed comes after. A
- * create still building (a staging folder) keeps the caches. The blob cache's folder stays
- * (a daemon starting meanwhile holds it open), its contents go. Nothing is followed: folders
- * are removed with util_rm_rf (no link followed, no file opened).
+ * delete left (an older version's delete could leave an overlay's mode-0 work folder), the
+ * review page's comments on workspaces that are gone, refs/arborinth/NAME and remotes
+ * arborinth/NAME with no workspace, and with purge the audit history of deleted workspaces.
+ * Safe beside a create, delete or shell: decisions and renames out of sight happen under the
+ * state database's write lock (which create and delete take for theirs); the slow removal of
+ * what was renamed comes after. A create still building (a staging folder) keeps the caches.
+ * The blob cache's folder stays (a daemon starting meanwhile holds it open), its contents go.
+ * Nothing is followed: folders are removed with util_rm_rf (no link followed, no file
+ * opened); a name read from the disk is only renamed within the folder it was read from.
  */
 #include "core/core_internal.h"
 
@@ -129,11 +131,15 @@ static void gc_finish(struct gc *g)
 		if (it->contents && lstat(where, &st) == 0 && bytes >= (uint64_t)st.st_blocks * 512)
 			bytes -= (uint64_t)st.st_blocks * 512;
 
+		if (!it->kept && !gc_dry(g) && util_rm_rf(it->trash) < 0) {
+			/* Said as it is: still there, under the name it has now. */
+			g->fn(g->arg, false, "leftover that cannot be removed (gc tries again)",
+			      it->trash, bytes);
+			continue;
+		}
 		if (!it->kept)
 			g->total += bytes;
 		g->fn(g->arg, !it->kept, it->what, it->path, bytes);
-		if (!it->kept && !gc_dry(g))
-			(void)util_rm_rf(it->trash);
 	}
 }
 
@@ -149,6 +155,14 @@ static bool gc_name_used(const struct gc *g, const char *name)
 {
 	for (size_t i = 0; i < g->n_ws; i++)
 		if (!strcmp(g->ws[i]->name, name))
+			return true;
+	return false;
+}
+
+static bool gc_id_used(const struct gc *g, const char *id)
+{
+	for (size_t i = 0; i < g->n_ws; i++)
+		if (!strcmp(g->ws[i]->id, id))
 			return true;
 	return false;
 }
@@ -329,6 +343,20 @@ static bool keep_ws_dir(const struct gc *g, int dir, const char *name)
 	return true;
 }
 
+/*
+ * review/<id>.json (and .json.tmp): the review page's comments on a workspace that is gone
+ * (deleted by a version that left them). Other names are not ours to judge: kept.
+ */
+static bool keep_review(const struct gc *g, int dir, const char *name)
+{
+	char id[33];
+
+	(void)dir;
+	if (!strncmp(name, ".gc-", 4))
+		return false;
+	return !core_review_file_id(name, id) || gc_id_used(g, id);
+}
+
 /* Workspace folders with no row (a crash between steps): only with purge. */
 static int gc_orphans(struct gc *g)
 {
@@ -360,22 +388,101 @@ static int gc_orphans(struct gc *g)
 	return rc;
 }
 
-/* refs/arborinth/NAME and remotes arborinth/NAME whose workspace is gone. */
+/* The workspace names dir holds a folder of (NAME, or .new-NAME.* while created), added. */
+static int names_add_ws(const char *dir, char ***v, size_t *n)
+{
+	char **names = NULL;
+	size_t k = 0;
+	int rc = dir ? names_of(dir, &names, &k) : util_err(-ENOMEM, "out of memory");
+
+	for (size_t i = 0; rc == 0 && i < k; i++) {
+		const char *s = names[i];
+		size_t len = strlen(s);
+		char **nv;
+
+		if (!strncmp(s, ".new-", 5)) {
+			s += 5;
+			len = strrchr(s, '.') ? (size_t)(strrchr(s, '.') - s) : 0;
+		} else if (s[0] == '.') {
+			continue;
+		}
+		nv = realloc(*v, (*n + 1) * sizeof(**v));
+		if (nv)
+			*v = nv;
+		if (!nv || !((*v)[*n] = strndup(s, len)))
+			rc = util_err(-ENOMEM, "out of memory");
+		else
+			(*n)++;
+	}
+	names_free(names, k);
+	return rc;
+}
+
+/*
+ * The names of every workspace of the repository, whichever checkout made it: the main one's
+ * and each linked worktree's (<commondir>/arborinth[/worktrees/ID]/workspaces). They share
+ * refs/arborinth/ and the remotes, but each has its own state database, so their rows are
+ * not this gc's to see; their folders are.
+ */
+static int gc_all_names(const struct gc *g, char ***v, size_t *n)
+{
+	char *top = util_asprintf("%s/arborinth", g->p->commondir);
+	char *wts = top ? util_path_join(top, "worktrees") : NULL;
+	char *dir = top ? util_path_join(top, "workspaces") : NULL;
+	char **ids = NULL;
+	size_t k = 0;
+	int rc = names_add_ws(dir, v, n);
+
+	rc = rc ?: (wts ? names_of(wts, &ids, &k) : util_err(-ENOMEM, "out of memory"));
+	for (size_t i = 0; rc == 0 && i < k; i++) {
+		free(dir);
+		dir = util_asprintf("%s/%s/workspaces", wts, ids[i]);
+		rc = names_add_ws(dir, v, n);
+	}
+	names_free(ids, k);
+	free(dir);
+	free(wts);
+	free(top);
+	return rc;
+}
+
+/* Whether name is a workspace's of this checkout (a row) or of any (a folder). */
+static bool gc_ref_used(const struct gc *g, char **all, size_t n, const char *name)
+{
+	if (gc_name_used(g, name))
+		return true;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(all[i], name))
+			return true;
+	return false;
+}
+
+/*
+ * refs/arborinth/NAME and remotes arborinth/NAME whose workspace is gone: no workspace of any
+ * checkout of the repository has that name.
+ */
 static int gc_refs(struct gc *g)
 {
 	git_repository *repo = core_project_repo(g->p);
 	git_reference_iterator *it = NULL;
 	git_strarray remotes = {0};
 	git_reference *ref;
+	char **all = NULL;
+	size_t n_all = 0;
 	int rc = 0;
 
 	if (!repo)
 		return -EIO;
+	rc = gc_all_names(g, &all, &n_all);
+	if (rc < 0) {
+		names_free(all, n_all);
+		return rc;
+	}
 	if (git_reference_iterator_glob_new(&it, repo, "refs/arborinth/*") == 0) {
 		while (rc == 0 && git_reference_next(&ref, it) == 0) {
 			const char *name = git_reference_name(ref) + strlen("refs/arborinth/");
 
-			if (core_ws_name_check(name) == 0 && !gc_name_used(g, name)) {
+			if (core_ws_name_check(name) == 0 && !gc_ref_used(g, all, n_all, name)) {
 				g->fn(g->arg, true, "ref of no workspace", git_reference_name(ref),
 				      0);
 				if (!gc_dry(g))
@@ -393,7 +500,7 @@ static int gc_refs(struct gc *g)
 			if (!util_str_has_prefix(name, "arborinth/"))
 				continue;
 			name += strlen("arborinth/");
-			if (core_ws_name_check(name) == 0 && !gc_name_used(g, name)) {
+			if (core_ws_name_check(name) == 0 && !gc_ref_used(g, all, n_all, name)) {
 				g->fn(g->arg, true, "remote of no workspace", remotes.strings[i],
 				      0);
 				if (!gc_dry(g))
@@ -403,6 +510,7 @@ static int gc_refs(struct gc *g)
 		git_strarray_dispose(&remotes);
 	}
 	util_err_clear();
+	names_free(all, n_all);
 	return rc;
 }
 
@@ -473,6 +581,7 @@ static int gc_locked(struct gc *g, sqlite3 *db)
 		rc = gc_sweep(g, "index-cache", "index cache", keep_index)
 			 ?: gc_sweep(g, "objects-view", "objects view", keep_view);
 	rc = rc ?: gc_sweep(g, "workspaces", "leftover folder", keep_ws_dir);
+	rc = rc ?: gc_sweep(g, CORE_REVIEW_DIR, "review comments of no workspace", keep_review);
 	rc = rc ?: gc_orphans(g);
 	rc = rc ?: gc_refs(g);
 	if (rc == 0 && (g->flags & CORE_GC_PURGE))

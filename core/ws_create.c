@@ -440,6 +440,7 @@ int core_ws_delete_opts(struct core_project *p, const char *name, unsigned int f
 		/* The box wrote git/ and layer/: removed without following a link or opening a
 		 * file (a FIFO is unlinked, never read). */
 		(void)util_rm_rf(trash);
+		core_review_remove(p, ws->id);
 		core_index_cache_prune(p, ws->base_commit);
 		core_objects_view_prune(p, db);
 		goto out;

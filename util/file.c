@@ -62,6 +62,27 @@ static int rm_children(int dfd)
 	return rc;
 }
 
+/*
+ * A directory of ours whose mode lets not even us read it (overlayfs leaves work/work at mode
+ * 0, owned by the user who mounted it in a user namespace): made 0700 through a handle that
+ * names that very directory (O_PATH, no link followed), then opened. Root never needs this.
+ */
+static int open_unreadable_dir(int dirfd, const char *name)
+{
+	int path = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), fd = -1;
+	char proc[64];
+
+	if (path < 0)
+		return -1;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", path);
+	if (chmod(proc, 0700) == 0)
+		fd = openat(path, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	else
+		errno = EACCES;
+	close(path);
+	return fd;
+}
+
 int util_rm_rf_at(int dirfd, const char *name)
 {
 	struct stat st;
@@ -76,6 +97,8 @@ int util_rm_rf_at(int dirfd, const char *name)
 		return 0;
 	}
 	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == EACCES)
+		fd = open_unreadable_dir(dirfd, name);
 	if (fd < 0)
 		return -errno;
 	/* A directory we cannot list (mode 0) is still ours to remove. */
