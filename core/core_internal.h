@@ -257,6 +257,9 @@ int core_submodules_write(struct core_project *p, const char *gitdir,
  * directory of each top-level one moves from the replaced layer `from` to `to` (the view
  * unmounted). Names are the box's: opened beneath, no link followed. -errno, message.
  */
+/* What create found (core/submod_record.c), recorded in ws_root for core_ws_submodules. */
+int core_submodules_record(const char *ws_root, const struct fs_submodule *v,
+			   size_t n) ARB_MUST_CHECK;
 int core_submodules_carry(struct core_project *p, const struct core_ws *ws, const char *from,
 			  const char *to, git_repository *repo, const git_oid *tree) ARB_MUST_CHECK;
 
