@@ -320,18 +320,9 @@ expect_match "dropped 1 gone project" "$OUT" "gc says it dropped it"
 expect_eq 2 "$(grep -c . "$reg")" "the list keeps the live ones"
 
 # ---- as an ordinary user ----------------------------------------------------------------
-if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null && [ -u "$(command -v fusermount3)" ]; then
-	user=arbtest
-	id "$user" >/dev/null 2>&1 || useradd -m "$user" 2>/dev/null || skip "cannot create user $user"
-	chmod 0666 /dev/fuse
-	chmod 0755 "$T"
-	U="$T/user"
-	mkdir "$U"
-	cp "$ARB" "$U/arborinth"
-	chown -R "$user" "$U"
-	as_user() { runuser -u "$user" -- env HOME="$U/home" XDG_STATE_HOME= TMPDIR="$U" "$@"; }
-	UA() { as_user "$U/arborinth" --workdir "$U/r" "$@"; }
-	as_user bash -c "mkdir -p '$U/home' && cd '$U' && mkdir r && cd r && git init -q &&
+. "$ARB_SRC/tests/lib/as_user.sh"
+if user_begin; then
+	as_user bash -c "cd '$U' && mkdir r && cd r && git init -q &&
 		git config user.email a@b && git config user.name a && echo hi > f &&
 		git add f && git commit -qm init"
 	expect_status 0 "user: create" -- UA workspace create u

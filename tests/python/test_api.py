@@ -2,30 +2,18 @@
 (standard library unittest). Run by tests/integration/lib_python.sh from a venv the package
 was pip-installed into, against the build's library (ARBORINTH_LIBRARY)."""
 import os
-import shutil
 import socket
 import subprocess
-import sys
 import threading
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from arbtest import make_repo  # noqa: E402
+from pkgtest import ProjectCase
 from arborinth import ArborinthError, ArborinthInputError, Project, library_version
 from arborinth.shell import JailBackend, MountSpec
 
 
-class Api(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.t, cls.repo = make_repo("arb-pyapi.")
-        cls.p = Project(cls.repo)
-
-    @classmethod
-    def tearDownClass(cls):
-        for ws in cls.p.workspaces:
-            ws.delete()
-        shutil.rmtree(cls.t, ignore_errors=True)
+class Api(ProjectCase):
+    prefix = "arb-pyapi."
 
     def test_project(self):
         self.assertEqual(str(self.p.repo_root_path), os.path.realpath(self.repo))

@@ -10,14 +10,12 @@ import os
 import pathlib
 import shutil
 import subprocess
-import sys
 import time
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from arbtest import git, make_repo  # noqa: E402
-import arborinth  # noqa: E402
-from arborinth import ArborinthError, ArborinthInputError, Project  # noqa: E402
+from pkgtest import ProjectCase, git, make_repo
+import arborinth
+from arborinth import ArborinthError, ArborinthInputError, Project
 
 
 def tree_state(top):
@@ -31,17 +29,8 @@ def tree_state(top):
     return out
 
 
-class RemoveGc(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.t, cls.repo = make_repo("arb-pygc.")
-        cls.p = Project(cls.repo)
-
-    @classmethod
-    def tearDownClass(cls):
-        for ws in cls.p.workspaces:
-            ws.delete()
-        shutil.rmtree(cls.t, ignore_errors=True)
+class RemoveGc(ProjectCase):
+    prefix = "arb-pygc."
 
     def names(self):
         return [w.name for w in self.p.workspaces]

@@ -3,15 +3,11 @@ from threads): each box is its own session, with its own rows and checkpoints (s
 library unittest). Run by tests/integration/lib_sessions.sh against the build's library
 (ARBORINTH_LIBRARY), in a repository it makes under ARB_JAIL_TMPDIR or /var/tmp."""
 import os
-import shutil
 import subprocess
-import sys
 import threading
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from arbtest import make_repo  # noqa: E402
-from arborinth import Project
+from pkgtest import ProjectCase
 
 
 def script(tag):
@@ -20,18 +16,13 @@ def script(tag):
             "echo {0} > {0}-d/f".format(tag)]
 
 
-class Sessions(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.t, cls.repo = make_repo("arb-pysess.")
-        cls.p = Project(cls.repo)
-        cls.ws = cls.p.create_workspace("py-sessions")
+class Sessions(ProjectCase):
+    prefix = "arb-pysess."
 
     @classmethod
-    def tearDownClass(cls):
-        for ws in cls.p.workspaces:
-            ws.delete()
-        shutil.rmtree(cls.t, ignore_errors=True)
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.ws = cls.p.create_workspace("py-sessions")
 
     def run_at_once(self, tags):
         results, errors = {}, []
