@@ -3,8 +3,9 @@
  * daemons' blob cache (only while no view is mounted: a daemon holds the folder open), shared
  * indexes and objects views of commits no workspace is based on, folders a killed create or
  * delete left (an older version's delete could leave an overlay's mode-0 work folder), the
- * review page's comments on workspaces that are gone, refs/arborinth/NAME and remotes
- * arborinth/NAME with no workspace, and with purge the audit history of deleted workspaces.
+ * review page's comments on workspaces that are gone, submodule stores and indexes no view
+ * shows (a killed delete's), refs/arborinth/NAME and remotes arborinth/NAME with no
+ * workspace, and with purge the audit history of deleted workspaces.
  * Safe beside a create, delete or shell: decisions and renames out of sight happen under the
  * state database's write lock (which create and delete take for theirs); the slow removal of
  * what was renamed comes after. A create still building (a staging folder) keeps the caches.
@@ -45,6 +46,7 @@ struct gc {
 	size_t n_ws;
 	struct gc_item *items; /* taken (renamed out of sight) under the lock, or kept */
 	size_t n_items;
+	char *subs_used; /* "\nHEX\n" for each submodule commit a workspace shows, or NULL */
 };
 
 /* Bytes on disk under path, as du counts them (no link followed; a file another name still
@@ -332,6 +334,71 @@ static bool keep_view(const struct gc *g, int dir, const char *name)
 	return strncmp(name, ".gc-", 4) != 0 && gc_base_used(g, name);
 }
 
+/*
+ * The submodule commits the workspaces' views show ("\nHEX\n" each), from their records
+ * (core_ws_submodules: the walk for a workspace of an older version). NULL, the reason said,
+ * when that cannot be known: then every submodule store and index stays.
+ */
+static char *gc_subs_used(struct gc *g)
+{
+	char *all = strdup("\n");
+
+	for (size_t i = 0; all && i < g->n_ws; i++) {
+		struct fs_submodule *v = NULL;
+		size_t n = 0;
+
+		if (core_ws_submodules(g->p, g->ws[i]->root, g->ws[i]->base_commit, &v, &n) < 0) {
+			g->fn(g->arg, false,
+			      "submodule stores and indexes (cannot tell which are used)",
+			      g->ws[i]->root, 0);
+			util_err_clear();
+			free(all);
+			all = NULL;
+		}
+		for (size_t k = 0; all && k < n; k++) {
+			char *more = v[k].state == FS_SUBMODULE_PRESENT
+					 ? util_asprintf("%s%s\n", all, v[k].commit)
+					 : NULL;
+
+			if (more) {
+				free(all);
+				all = more;
+			}
+		}
+		fs_submodules_free(v, n);
+	}
+	return all;
+}
+
+static bool gc_sub_used(const struct gc *g, const char *hex)
+{
+	char key[GIT_OID_HEXSZ + 3];
+
+	snprintf(key, sizeof(key), "\n%.40s\n", hex);
+	return strlen(hex) >= GIT_OID_HEXSZ && strspn(hex, "0123456789abcdef") >= GIT_OID_HEXSZ &&
+	       strstr(g->subs_used, key);
+}
+
+/* objects-view/modules/<commit> (core_objects_view_sub): kept while a view shows it. */
+static bool keep_sub_store(const struct gc *g, int dir, const char *name)
+{
+	if (!strncmp(name, ".new-", 5) || !strncmp(name, ".del-", 5))
+		return !old_enough(dir, name);
+	if (!strncmp(name, ".gc-", 4))
+		return false;
+	return strlen(name) != GIT_OID_HEXSZ || gc_sub_used(g, name);
+}
+
+/* index-cache/modules/<commit>-<time> (core/submodules.c): kept while a view shows it. */
+static bool keep_sub_index(const struct gc *g, int dir, const char *name)
+{
+	(void)dir;
+	if (!strncmp(name, ".gc-", 4))
+		return false;
+	return strlen(name) <= GIT_OID_HEXSZ + 1 || name[GIT_OID_HEXSZ] != '-' ||
+	       gc_sub_used(g, name);
+}
+
 /* workspaces/: what a killed delete (.del-*) or create (.new-*) left, an hour on. */
 static bool keep_ws_dir(const struct gc *g, int dir, const char *name)
 {
@@ -580,6 +647,9 @@ static int gc_locked(struct gc *g, sqlite3 *db)
 	else if (rc == 0)
 		rc = gc_sweep(g, "index-cache", "index cache", keep_index)
 			 ?: gc_sweep(g, "objects-view", "objects view", keep_view);
+	if (rc == 0 && !gc_create_running(g) && (g->subs_used = gc_subs_used(g)))
+		rc = gc_sweep(g, "objects-view/modules", "submodule store", keep_sub_store)
+			 ?: gc_sweep(g, "index-cache/modules", "submodule index", keep_sub_index);
 	rc = rc ?: gc_sweep(g, "workspaces", "leftover folder", keep_ws_dir);
 	rc = rc ?: gc_sweep(g, CORE_REVIEW_DIR, "review comments of no workspace", keep_review);
 	rc = rc ?: gc_orphans(g);
@@ -599,6 +669,7 @@ static void gc_free(struct gc *g)
 		free(g->items[i].trash);
 	}
 	free(g->items);
+	free(g->subs_used);
 }
 
 int core_gc(struct core_project *p, unsigned int flags, core_gc_fn *fn, void *arg, uint64_t *bytes)

@@ -92,7 +92,8 @@ ARB_EXTERN const char *arb_project_note(const arb_project *p);
  * Reclaims what no workspace of p uses (`arborinth gc`): the views' blob cache (only while
  * no view of p is mounted), shared indexes and objects views of commits no workspace is
  * based on, folders interrupted creates and deletes left, review comments of workspaces
- * that are gone (arb_workspace_delete removes a workspace's), refs/arborinth/NAME and remotes
+ * that are gone (arb_workspace_delete removes a workspace's), submodule stores and indexes no
+ * view shows, refs/arborinth/NAME and remotes
  * arborinth/NAME of no workspace; with ARB_GC_PURGE also folders of no workspace and the
  * audit history of deleted workspaces. ARB_GC_DRY_RUN changes nothing. fn (optional) gets
  * each thing removed (removed nonzero) or kept and why (what), with its size; *bytes (optional)

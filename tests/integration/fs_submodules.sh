@@ -181,8 +181,28 @@ scenario() {
 	expect_status 0 "gc" -- "$ARB" --workdir "$R/super" gc
 	expect_eq 3 "$(ls "$state/objects-view/modules" | grep -c .)" "gc keeps the stores boxes use"
 	expect_eq 3 "$(ls "$state/index-cache/modules" | grep -c .)" "and their indexes"
+	# What a delete killed before its prune leaves: a store and an index of a submodule commit
+	# no view shows. gc --dry-run names them and changes nothing; gc takes them and only them.
+	local gone=0123456789abcdef0123456789abcdef01234567 one
+	one=$(ls "$state/objects-view/modules" | head -1)
+	cp -a "$state/objects-view/modules/$one" "$state/objects-view/modules/$gone"
+	cp "$(ls -d "$state/index-cache/modules/"* | head -1)" "$state/index-cache/modules/$gone-1"
+	expect_status 0 "gc --dry-run" -- "$ARB" --workdir "$R/super" gc --dry-run --json
+	expect_eq "index-cache/modules/$gone-1 objects-view/modules/$gone" \
+		"$(printf '%s' "$OUT" | python3 -c 'import json, os, sys
+d = json.load(sys.stdin)
+print(" ".join(sorted(os.path.relpath(i["path"], sys.argv[1]) for i in d["items"]
+                      if i["removed"] and i["what"].startswith("submodule"))))' "$state")" \
+		"the dry run names the leftover store and index, and nothing a view shows"
+	expect_eq 4 "$(ls "$state/objects-view/modules" | grep -c .)" "the dry run changed nothing"
+	expect_status 0 "gc takes the leftovers" -- "$ARB" --workdir "$R/super" gc
+	expect_match "removed submodule store .*/objects-view/modules/$gone" "$OUT" "gc names the store"
+	expect_eq 3 "$(ls "$state/objects-view/modules" | grep -c .)" "the stores views show stay"
+	expect_eq 3 "$(ls "$state/index-cache/modules" | grep -c .)" "and their indexes"
 	expect_status 0 "delete w" -- "$ARB" --workdir "$R/super" workspace delete w
 	expect_eq 3 "$(ls "$state/objects-view/modules" | grep -c .)" "kept while w2 shows them"
+	expect_status 0 "gc beside w2 (no record: the walk)" -- "$ARB" --workdir "$R/super" gc
+	expect_eq 3 "$(ls "$state/objects-view/modules" | grep -c .)" "gc keeps what w2 shows"
 	expect_status 0 "delete w2" -- "$ARB" --workdir "$R/super" workspace delete w2
 	expect_eq 0 "$(ls "$state/objects-view/modules" | grep -c .)" "removed with the last"
 	expect_eq 0 "$(ls "$state/index-cache/modules" | grep -c .)" "their indexes too"
