@@ -14,14 +14,13 @@ export ARBORINTH_LIBRARY="$ARB_BUILD/lib/libarborinth.so.0"
 [ -f "$ARBORINTH_LIBRARY" ] && pass || fail "libarborinth.so.0 is built"
 # The sanitizer build's library needs its runtime loaded first, and Python's own allocations
 # are not this project's leaks: the library's errors are still fatal (halt_on_error).
-pyrun() { "$@"; }
+pyenv=()
 if asan=$(ldd "$ARBORINTH_LIBRARY" | awk '/libasan/ {print $3}') && [ -n "$asan" ]; then
 	ubsan=$(ldd "$ARBORINTH_LIBRARY" | awk '/libubsan/ {print $3}')
-	pyrun() {
-		LD_PRELOAD="$asan${ubsan:+ $ubsan}" \
-			ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:verify_asan_link_order=0 "$@"
-	}
+	pyenv=("LD_PRELOAD=$asan${ubsan:+ $ubsan}"
+		"ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:verify_asan_link_order=0")
 fi
+pyrun() { env "${pyenv[@]}" "$@"; }
 
 "$PY" -m venv --system-site-packages "$T/venv" >"$T/venv.log" 2>&1 && pass ||
 	fail "venv: $(tail -3 "$T/venv.log")"
@@ -61,9 +60,8 @@ if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null && [ -u "$(command -v fus
 		chown "$user" "$T/user"
 		if runuser -u "$user" -- env HOME="$T/user" XDG_STATE_HOME="$T/user/xdg" \
 			TMPDIR="$T/user" ARB_JAIL_TMPDIR="$T/user" PYTHONPATH="$ARB_SRC/python" \
-			ARBORINTH_LIBRARY="$ARBORINTH_LIBRARY" \
-			bash -c "$(declare -f pyrun); pyrun $PY '$ARB_SRC/tests/python/test_remove_gc.py'" \
-			>"$T/gc-user.log" 2>&1; then
+			ARBORINTH_LIBRARY="$ARBORINTH_LIBRARY" "${pyenv[@]}" \
+			"$PY" "$ARB_SRC/tests/python/test_remove_gc.py" >"$T/gc-user.log" 2>&1; then
 			pass
 		else
 			fail "$user: test_remove_gc.py: $(tail -30 "$T/gc-user.log")"
