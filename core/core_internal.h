@@ -144,6 +144,17 @@ int core_lfs_prepare(struct core_project *p, const char *root, const git_oid *ba
 bool core_lfs_view(const struct core_ws *ws);
 
 /*
+ * The workspace names of every checkout of the repository (core/ws_names.c), from their
+ * folders: the main checkout's and each linked worktree's (others_only: all but p's own
+ * state directory's). They share refs/arborinth/ and the remotes. Free with
+ * core_ws_names_free. -ENOMEM.
+ */
+int core_ws_names_all(const struct core_project *p, bool others_only, char ***out,
+		      size_t *n) ARB_MUST_CHECK;
+void core_ws_names_free(char **v, size_t n);
+bool core_ws_names_has(char *const *v, size_t n, const char *name);
+
+/*
  * The review page's comments (core/ws_review.c): <state dir>/review/<workspace id>.json, as
  * cli/review_comments.c writes them. core_review_file_id: whether name is one (or its .tmp),
  * its workspace's id into id. core_review_remove: the workspace's, gone (best effort).

@@ -455,73 +455,10 @@ static int gc_orphans(struct gc *g)
 	return rc;
 }
 
-/* The workspace names dir holds a folder of (NAME, or .new-NAME.* while created), added. */
-static int names_add_ws(const char *dir, char ***v, size_t *n)
-{
-	char **names = NULL;
-	size_t k = 0;
-	int rc = dir ? names_of(dir, &names, &k) : util_err(-ENOMEM, "out of memory");
-
-	for (size_t i = 0; rc == 0 && i < k; i++) {
-		const char *s = names[i];
-		size_t len = strlen(s);
-		char **nv;
-
-		if (!strncmp(s, ".new-", 5)) {
-			s += 5;
-			len = strrchr(s, '.') ? (size_t)(strrchr(s, '.') - s) : 0;
-		} else if (s[0] == '.') {
-			continue;
-		}
-		nv = realloc(*v, (*n + 1) * sizeof(**v));
-		if (nv)
-			*v = nv;
-		if (!nv || !((*v)[*n] = strndup(s, len)))
-			rc = util_err(-ENOMEM, "out of memory");
-		else
-			(*n)++;
-	}
-	names_free(names, k);
-	return rc;
-}
-
-/*
- * The names of every workspace of the repository, whichever checkout made it: the main one's
- * and each linked worktree's (<commondir>/arborinth[/worktrees/ID]/workspaces). They share
- * refs/arborinth/ and the remotes, but each has its own state database, so their rows are
- * not this gc's to see; their folders are.
- */
-static int gc_all_names(const struct gc *g, char ***v, size_t *n)
-{
-	char *top = util_asprintf("%s/arborinth", g->p->commondir);
-	char *wts = top ? util_path_join(top, "worktrees") : NULL;
-	char *dir = top ? util_path_join(top, "workspaces") : NULL;
-	char **ids = NULL;
-	size_t k = 0;
-	int rc = names_add_ws(dir, v, n);
-
-	rc = rc ?: (wts ? names_of(wts, &ids, &k) : util_err(-ENOMEM, "out of memory"));
-	for (size_t i = 0; rc == 0 && i < k; i++) {
-		free(dir);
-		dir = util_asprintf("%s/%s/workspaces", wts, ids[i]);
-		rc = names_add_ws(dir, v, n);
-	}
-	names_free(ids, k);
-	free(dir);
-	free(wts);
-	free(top);
-	return rc;
-}
-
 /* Whether name is a workspace's of this checkout (a row) or of any (a folder). */
 static bool gc_ref_used(const struct gc *g, char **all, size_t n, const char *name)
 {
-	if (gc_name_used(g, name))
-		return true;
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(all[i], name))
-			return true;
-	return false;
+	return gc_name_used(g, name) || core_ws_names_has(all, n, name);
 }
 
 /*
@@ -540,11 +477,9 @@ static int gc_refs(struct gc *g)
 
 	if (!repo)
 		return -EIO;
-	rc = gc_all_names(g, &all, &n_all);
-	if (rc < 0) {
-		names_free(all, n_all);
+	rc = core_ws_names_all(g->p, false, &all, &n_all);
+	if (rc < 0)
 		return rc;
-	}
 	if (git_reference_iterator_glob_new(&it, repo, "refs/arborinth/*") == 0) {
 		while (rc == 0 && git_reference_next(&ref, it) == 0) {
 			const char *name = git_reference_name(ref) + strlen("refs/arborinth/");
@@ -577,7 +512,7 @@ static int gc_refs(struct gc *g)
 		git_strarray_dispose(&remotes);
 	}
 	util_err_clear();
-	names_free(all, n_all);
+	core_ws_names_free(all, n_all);
 	return rc;
 }
 

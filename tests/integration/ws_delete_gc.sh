@@ -203,6 +203,16 @@ LW() { XDG_STATE_HOME="$T/xdg-lw" "$ARB" --workdir "$T/lw" "$@"; } # not in the 
 expect_status 0 "create in a linked worktree" -- LW workspace create lw
 LSD=$(LW project info --json | js "d['state_dir']")
 LID=$(wsid "$LSD" lw)
+# One name, one workspace across checkouts: a create never takes over another's ref and remote.
+expect_status 1 "the worktree cannot take the main checkout's name" -- LW workspace create rk
+expect_match "^arborinth: workspace 'rk' already exists in another checkout of this repository" \
+	"$ERR" "the refusal says why"
+expect_one_line_error "name of another checkout"
+expect_eq "$(wsdir rk root)/export.git" "$(git -C "$R" config remote.arborinth/rk.url)" \
+	"rk's remote is still its own"
+expect_status 1 "nor the main checkout the worktree's" -- A workspace create lw
+expect_eq "$LSD/workspaces/lw/export.git" "$(git -C "$R" config remote.arborinth/lw.url)" \
+	"lw's remote is still its own"
 mkdir -p "$LSD/review" && echo '{}' >"$LSD/review/$LID.json"
 expect_status 0 "gc in the main checkout" -- A gc
 expect_status 0 "gc in the linked worktree" -- LW gc
