@@ -41,7 +41,32 @@ out:
 	return rc;
 }
 
-static int rm_children(int dfd)
+static int rm_at(int dirfd, const char *name, const struct stat *parent);
+
+/*
+ * Whether dirfd/name, a directory, is another mount than its parent's (another file system,
+ * or a bind mount of the same one): rm -rf stays on one, as `rm --one-file-system` does, so
+ * that nothing mounted into a folder being removed is emptied through it.
+ */
+static bool mount_root(int dirfd, const char *name, const struct stat *st,
+		       const struct stat *parent)
+{
+	struct statx sx;
+
+	if (parent && st->st_dev != parent->st_dev)
+		return true;
+#ifdef STATX_ATTR_MOUNT_ROOT
+	if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW, STATX_TYPE, &sx) == 0 &&
+	    (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+	    (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+		return true;
+#else
+	(void)dirfd, (void)name, (void)sx;
+#endif
+	return false;
+}
+
+static int rm_children(int dfd, const struct stat *self)
 {
 	DIR *d = fdopendir(dfd);
 	struct dirent *de;
@@ -54,7 +79,7 @@ static int rm_children(int dfd)
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		rc = util_rm_rf_at(dirfd(d), de->d_name);
+		rc = rm_at(dirfd(d), de->d_name, self);
 		if (rc < 0)
 			break;
 	}
@@ -83,7 +108,8 @@ static int open_unreadable_dir(int dirfd, const char *name)
 	return fd;
 }
 
-int util_rm_rf_at(int dirfd, const char *name)
+/* parent: the folder's stat (NULL for the top, whose parent is the caller's business). */
+static int rm_at(int dirfd, const char *name, const struct stat *parent)
 {
 	struct stat st;
 	int fd;
@@ -96,6 +122,8 @@ int util_rm_rf_at(int dirfd, const char *name)
 			return -errno;
 		return 0;
 	}
+	if (mount_root(dirfd, name, &st, parent))
+		return -EXDEV;
 	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 && errno == EACCES)
 		fd = open_unreadable_dir(dirfd, name);
@@ -103,12 +131,17 @@ int util_rm_rf_at(int dirfd, const char *name)
 		return -errno;
 	/* A directory we cannot list (mode 0) is still ours to remove. */
 	(void)fchmod(fd, 0700);
-	rc = rm_children(fd);
+	rc = rm_children(fd, &st);
 	if (rc < 0)
 		return rc;
 	if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
 		return -errno;
 	return 0;
+}
+
+int util_rm_rf_at(int dirfd, const char *name)
+{
+	return rm_at(dirfd, name, NULL);
 }
 
 int util_rm_rf(const char *path)

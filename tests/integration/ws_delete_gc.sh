@@ -194,6 +194,20 @@ rm "$SD/review" && mv "$SD/review.real" "$SD/review"
 expect_status 0 "gc" -- A gc
 [ -e "$SD/workspaces/.del-old.1" ] && fail "gc left .del-old.1" || pass
 expect_eq "" "$(ls -A "$SD/workspaces" | grep '^\.' || true)" "no leftover in workspaces/"
+# A leftover with a folder from outside mounted in it: gc stays on its own mount and says it
+# could not; unmounted (the control), the leftover goes and the folder keeps its file.
+if [ "$(id -u)" = 0 ]; then
+	mkdir -p "$T/precious" "$SD/workspaces/.del-mnt.1/m" && echo keep >"$T/precious/f"
+	mount --bind "$T/precious" "$SD/workspaces/.del-mnt.1/m"
+	expect_status 0 "gc with a mount in a leftover" -- A gc
+	expect_match "^kept leftover that cannot be removed \(gc tries again\) $SD/workspaces/\.gc-\.del-mnt\.1\.[0-9]+" \
+		"$OUT" "gc says what it could not remove"
+	expect_eq keep "$(cat "$T/precious/f")" "nothing mounted into a leftover is emptied"
+	umount "$SD/workspaces/".gc-.del-mnt.1.*/m
+	expect_status 0 "gc once unmounted" -- A gc
+	expect_eq "" "$(ls -A "$SD/workspaces" | grep '^\.' || true)" "then the leftover goes"
+	expect_eq keep "$(cat "$T/precious/f")" "and the folder that was mounted keeps its file"
+fi
 expect_eq "$RK.json notes.txt" "$(ls "$SD/review" | tr '\n' ' ' | sed 's/ $//')" \
 	"gc kept the live workspace's comments and the foreign file, took the rest"
 expect_eq "secret" "$(cat "$T/outside")" "the link's target is untouched"
