@@ -79,8 +79,11 @@ static bool gc_dry(const struct gc *g)
  */
 static int gc_take(struct gc *g, const char *what, const char *dir, const char *name)
 {
+	/* An earlier gc's that it could not remove is out of sight already: its name stays. */
+	bool again = !strncmp(name, ".gc-", 4);
 	char *path = util_path_join(dir, name);
-	char *trash = util_asprintf("%s/.gc-%s.%d", dir, name, (int)getpid());
+	char *trash = again ? util_path_join(dir, name)
+			    : util_asprintf("%s/.gc-%s.%d", dir, name, (int)getpid());
 	struct gc_item *v = realloc(g->items, (g->n_items + 1) * sizeof(*v));
 	int rc = 0;
 
@@ -90,7 +93,7 @@ static int gc_take(struct gc *g, const char *what, const char *dir, const char *
 		rc = util_err(-ENOMEM, "out of memory");
 		goto out;
 	}
-	if (!gc_dry(g) && rename(path, trash) < 0) {
+	if (!gc_dry(g) && !again && rename(path, trash) < 0) {
 		rc = errno == ENOENT
 			 ? 0
 			 : util_err(-errno, "gc: cannot remove %s: %s", path, strerror(errno));
