@@ -141,7 +141,9 @@ ARB_EXTERN int arb_workspace_name_check(const char *name);
 
 /*
  * Creates workspace `name` at revision `rev` (NULL: HEAD) and mounts its view. -EEXIST when
- * the name is taken; nothing is left behind on failure. *out may be NULL when not wanted.
+ * the name is taken, also by a workspace of another checkout of the repository (a linked
+ * worktree's: they share refs/arborinth/NAME); nothing is left behind on failure. *out may be
+ * NULL when not wanted.
  */
 ARB_EXTERN int arb_workspace_create(arb_workspace **out, arb_project *p, const char *name,
 				    const char *rev, unsigned flags);
