@@ -17,6 +17,7 @@
 
 #include "util/util.h"
 
+/* Removed with the workspace, and by gc when left (core/ws_review.c knows the name). */
 static char *comments_path(arb_project *p, arb_workspace *ws, int make_dir)
 {
 	char *dir = util_asprintf("%s/review", arb_project_state_dir(p));

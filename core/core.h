@@ -174,7 +174,8 @@ int core_ws_origin_refresh(struct core_project *p, const struct core_ws *ws) ARB
  * (fs_submodules_find on the origin; free with fs_submodules_free). core_objects_view_sub:
  * the store a box is shown for a submodule the origin initialised, the same as
  * core_objects_view's from its store <commondir>/<gitdir> (objects-view/modules/<commit>).
- * core_submodule_binds: for each such submodule of base_hex, the store's path (*src) and
+ * core_submodule_binds: for each such submodule of the workspace at ws_root, based at base_hex
+ * (core_ws_submodules), the store's path (*src) and
  * where the box sees it (*dest, the origin's own store of it, where the workspace's
  * submodule gitdirs' alternates point); both arrays of *n strings, free each and them.
  */
@@ -183,8 +184,16 @@ int core_submodules(struct core_project *p, const char *base_hex, struct fs_subm
 		    size_t *n) ARB_MUST_CHECK;
 int core_objects_view_sub(struct core_project *p, const char *gitdir, const char *commit_hex,
 			  char **out) ARB_MUST_CHECK;
-int core_submodule_binds(struct core_project *p, const char *base_hex, char ***src, char ***dest,
-			 size_t *n) ARB_MUST_CHECK;
+int core_submodule_binds(struct core_project *p, const char *ws_root, const char *base_hex,
+			 char ***src, char ***dest, size_t *n) ARB_MUST_CHECK;
+/*
+ * The submodules of the workspace at ws_root (based at base_hex) as its create recorded them
+ * (core/submod_record.c), without walking .gitmodules and the origin's modules/ again; a
+ * workspace made by an older version has no record: then core_submodules. Free with
+ * fs_submodules_free.
+ */
+int core_ws_submodules(struct core_project *p, const char *ws_root, const char *base_hex,
+		       struct fs_submodule **out, size_t *n) ARB_MUST_CHECK;
 /*
  * `workspace delete --purge`: deletes the workspace if it exists (core_ws_delete_opts with
  * flags), then removes the audit history of every workspace ever called name (two

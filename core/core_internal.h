@@ -143,6 +143,26 @@ int core_lfs_prepare(struct core_project *p, const char *root, const git_oid *ba
 		     char **note) ARB_MUST_CHECK;
 bool core_lfs_view(const struct core_ws *ws);
 
+/*
+ * The workspace names of every checkout of the repository (core/ws_names.c), from their
+ * folders: the main checkout's and each linked worktree's (others_only: all but p's own
+ * state directory's). They share refs/arborinth/ and the remotes. Free with
+ * core_ws_names_free. -ENOMEM.
+ */
+int core_ws_names_all(const struct core_project *p, bool others_only, char ***out,
+		      size_t *n) ARB_MUST_CHECK;
+void core_ws_names_free(char **v, size_t n);
+bool core_ws_names_has(char *const *v, size_t n, const char *name);
+
+/*
+ * The review page's comments (core/ws_review.c): <state dir>/review/<workspace id>.json, as
+ * cli/review_comments.c writes them. core_review_file_id: whether name is one (or its .tmp),
+ * its workspace's id into id. core_review_remove: the workspace's, gone (best effort).
+ */
+#define CORE_REVIEW_DIR "review"
+bool core_review_file_id(const char *name, char id[33]);
+void core_review_remove(struct core_project *p, const char *id);
+
 /* Drops the shared index of base_hex when no workspace links it any more (best effort). */
 void core_index_cache_prune(struct core_project *p, const char *base_hex);
 /* Drops the objects views no workspace of db is based on, but the newest (best effort). */
@@ -248,6 +268,9 @@ int core_submodules_write(struct core_project *p, const char *gitdir,
  * directory of each top-level one moves from the replaced layer `from` to `to` (the view
  * unmounted). Names are the box's: opened beneath, no link followed. -errno, message.
  */
+/* What create found (core/submod_record.c), recorded in ws_root for core_ws_submodules. */
+int core_submodules_record(const char *ws_root, const struct fs_submodule *v,
+			   size_t n) ARB_MUST_CHECK;
 int core_submodules_carry(struct core_project *p, const struct core_ws *ws, const char *from,
 			  const char *to, git_repository *repo, const git_oid *tree) ARB_MUST_CHECK;
 

@@ -2,13 +2,16 @@
  * core/gc.c: `arborinth gc`, what no workspace of the project uses, removed: the view
  * daemons' blob cache (only while no view is mounted: a daemon holds the folder open), shared
  * indexes and objects views of commits no workspace is based on, folders a killed create or
- * delete left, refs/arborinth/NAME and remotes arborinth/NAME with no workspace, and with
- * purge the audit history of deleted workspaces. Safe beside a create, delete or shell:
- * decisions and renames out of sight happen under the state database's write lock (which
- * create and delete take for theirs); the slow removal of what was renamed comes after. A
- * create still building (a staging folder) keeps the caches. The blob cache's folder stays
- * (a daemon starting meanwhile holds it open), its contents go. Nothing is followed: folders
- * are removed with util_rm_rf (no link followed, no file opened).
+ * delete left (an older version's delete could leave an overlay's mode-0 work folder), the
+ * review page's comments on workspaces that are gone, submodule stores and indexes no view
+ * shows (a killed delete's), refs/arborinth/NAME and remotes arborinth/NAME with no
+ * workspace, and with purge the audit history of deleted workspaces.
+ * Safe beside a create, delete or shell: decisions and renames out of sight happen under the
+ * state database's write lock (which create and delete take for theirs); the slow removal of
+ * what was renamed comes after. A create still building (a staging folder) keeps the caches.
+ * The blob cache's folder stays (a daemon starting meanwhile holds it open), its contents go.
+ * Nothing is followed: folders are removed with util_rm_rf (no link followed, no file
+ * opened); a name read from the disk is only renamed within the folder it was read from.
  */
 #include "core/core_internal.h"
 
@@ -43,6 +46,7 @@ struct gc {
 	size_t n_ws;
 	struct gc_item *items; /* taken (renamed out of sight) under the lock, or kept */
 	size_t n_items;
+	char *subs_used; /* "\nHEX\n" for each submodule commit a workspace shows, or NULL */
 };
 
 /* Bytes on disk under path, as du counts them (no link followed; a file another name still
@@ -75,8 +79,11 @@ static bool gc_dry(const struct gc *g)
  */
 static int gc_take(struct gc *g, const char *what, const char *dir, const char *name)
 {
+	/* An earlier gc's that it could not remove is out of sight already: its name stays. */
+	bool again = !strncmp(name, ".gc-", 4);
 	char *path = util_path_join(dir, name);
-	char *trash = util_asprintf("%s/.gc-%s.%d", dir, name, (int)getpid());
+	char *trash = again ? util_path_join(dir, name)
+			    : util_asprintf("%s/.gc-%s.%d", dir, name, (int)getpid());
 	struct gc_item *v = realloc(g->items, (g->n_items + 1) * sizeof(*v));
 	int rc = 0;
 
@@ -86,7 +93,7 @@ static int gc_take(struct gc *g, const char *what, const char *dir, const char *
 		rc = util_err(-ENOMEM, "out of memory");
 		goto out;
 	}
-	if (!gc_dry(g) && rename(path, trash) < 0) {
+	if (!gc_dry(g) && !again && rename(path, trash) < 0) {
 		rc = errno == ENOENT
 			 ? 0
 			 : util_err(-errno, "gc: cannot remove %s: %s", path, strerror(errno));
@@ -129,11 +136,15 @@ static void gc_finish(struct gc *g)
 		if (it->contents && lstat(where, &st) == 0 && bytes >= (uint64_t)st.st_blocks * 512)
 			bytes -= (uint64_t)st.st_blocks * 512;
 
+		if (!it->kept && !gc_dry(g) && util_rm_rf(it->trash) < 0) {
+			/* Said as it is: still there, under the name it has now. */
+			g->fn(g->arg, false, "leftover that cannot be removed (gc tries again)",
+			      it->trash, bytes);
+			continue;
+		}
 		if (!it->kept)
 			g->total += bytes;
 		g->fn(g->arg, !it->kept, it->what, it->path, bytes);
-		if (!it->kept && !gc_dry(g))
-			(void)util_rm_rf(it->trash);
 	}
 }
 
@@ -149,6 +160,14 @@ static bool gc_name_used(const struct gc *g, const char *name)
 {
 	for (size_t i = 0; i < g->n_ws; i++)
 		if (!strcmp(g->ws[i]->name, name))
+			return true;
+	return false;
+}
+
+static bool gc_id_used(const struct gc *g, const char *id)
+{
+	for (size_t i = 0; i < g->n_ws; i++)
+		if (!strcmp(g->ws[i]->id, id))
 			return true;
 	return false;
 }
@@ -318,6 +337,71 @@ static bool keep_view(const struct gc *g, int dir, const char *name)
 	return strncmp(name, ".gc-", 4) != 0 && gc_base_used(g, name);
 }
 
+/*
+ * The submodule commits the workspaces' views show ("\nHEX\n" each), from their records
+ * (core_ws_submodules: the walk for a workspace of an older version). NULL, the reason said,
+ * when that cannot be known: then every submodule store and index stays.
+ */
+static char *gc_subs_used(struct gc *g)
+{
+	char *all = strdup("\n");
+
+	for (size_t i = 0; all && i < g->n_ws; i++) {
+		struct fs_submodule *v = NULL;
+		size_t n = 0;
+
+		if (core_ws_submodules(g->p, g->ws[i]->root, g->ws[i]->base_commit, &v, &n) < 0) {
+			g->fn(g->arg, false,
+			      "submodule stores and indexes (cannot tell which are used)",
+			      g->ws[i]->root, 0);
+			util_err_clear();
+			free(all);
+			all = NULL;
+		}
+		for (size_t k = 0; all && k < n; k++) {
+			char *more = v[k].state == FS_SUBMODULE_PRESENT
+					 ? util_asprintf("%s%s\n", all, v[k].commit)
+					 : NULL;
+
+			if (more) {
+				free(all);
+				all = more;
+			}
+		}
+		fs_submodules_free(v, n);
+	}
+	return all;
+}
+
+static bool gc_sub_used(const struct gc *g, const char *hex)
+{
+	char key[GIT_OID_HEXSZ + 3];
+
+	snprintf(key, sizeof(key), "\n%.40s\n", hex);
+	return strlen(hex) >= GIT_OID_HEXSZ && strspn(hex, "0123456789abcdef") >= GIT_OID_HEXSZ &&
+	       strstr(g->subs_used, key);
+}
+
+/* objects-view/modules/<commit> (core_objects_view_sub): kept while a view shows it. */
+static bool keep_sub_store(const struct gc *g, int dir, const char *name)
+{
+	if (!strncmp(name, ".new-", 5) || !strncmp(name, ".del-", 5))
+		return !old_enough(dir, name);
+	if (!strncmp(name, ".gc-", 4))
+		return false;
+	return strlen(name) != GIT_OID_HEXSZ || gc_sub_used(g, name);
+}
+
+/* index-cache/modules/<commit>-<time> (core/submodules.c): kept while a view shows it. */
+static bool keep_sub_index(const struct gc *g, int dir, const char *name)
+{
+	(void)dir;
+	if (!strncmp(name, ".gc-", 4))
+		return false;
+	return strlen(name) <= GIT_OID_HEXSZ + 1 || name[GIT_OID_HEXSZ] != '-' ||
+	       gc_sub_used(g, name);
+}
+
 /* workspaces/: what a killed delete (.del-*) or create (.new-*) left, an hour on. */
 static bool keep_ws_dir(const struct gc *g, int dir, const char *name)
 {
@@ -327,6 +411,20 @@ static bool keep_ws_dir(const struct gc *g, int dir, const char *name)
 	if (!strncmp(name, ".new-", 5))
 		return !old_enough(dir, name);
 	return true;
+}
+
+/*
+ * review/<id>.json (and .json.tmp): the review page's comments on a workspace that is gone
+ * (deleted by a version that left them). Other names are not ours to judge: kept.
+ */
+static bool keep_review(const struct gc *g, int dir, const char *name)
+{
+	char id[33];
+
+	(void)dir;
+	if (!strncmp(name, ".gc-", 4))
+		return false;
+	return !core_review_file_id(name, id) || gc_id_used(g, id);
 }
 
 /* Workspace folders with no row (a crash between steps): only with purge. */
@@ -360,22 +458,36 @@ static int gc_orphans(struct gc *g)
 	return rc;
 }
 
-/* refs/arborinth/NAME and remotes arborinth/NAME whose workspace is gone. */
+/* Whether name is a workspace's of this checkout (a row) or of any (a folder). */
+static bool gc_ref_used(const struct gc *g, char **all, size_t n, const char *name)
+{
+	return gc_name_used(g, name) || core_ws_names_has(all, n, name);
+}
+
+/*
+ * refs/arborinth/NAME and remotes arborinth/NAME whose workspace is gone: no workspace of any
+ * checkout of the repository has that name.
+ */
 static int gc_refs(struct gc *g)
 {
 	git_repository *repo = core_project_repo(g->p);
 	git_reference_iterator *it = NULL;
 	git_strarray remotes = {0};
 	git_reference *ref;
+	char **all = NULL;
+	size_t n_all = 0;
 	int rc = 0;
 
 	if (!repo)
 		return -EIO;
+	rc = core_ws_names_all(g->p, false, &all, &n_all);
+	if (rc < 0)
+		return rc;
 	if (git_reference_iterator_glob_new(&it, repo, "refs/arborinth/*") == 0) {
 		while (rc == 0 && git_reference_next(&ref, it) == 0) {
 			const char *name = git_reference_name(ref) + strlen("refs/arborinth/");
 
-			if (core_ws_name_check(name) == 0 && !gc_name_used(g, name)) {
+			if (core_ws_name_check(name) == 0 && !gc_ref_used(g, all, n_all, name)) {
 				g->fn(g->arg, true, "ref of no workspace", git_reference_name(ref),
 				      0);
 				if (!gc_dry(g))
@@ -393,7 +505,7 @@ static int gc_refs(struct gc *g)
 			if (!util_str_has_prefix(name, "arborinth/"))
 				continue;
 			name += strlen("arborinth/");
-			if (core_ws_name_check(name) == 0 && !gc_name_used(g, name)) {
+			if (core_ws_name_check(name) == 0 && !gc_ref_used(g, all, n_all, name)) {
 				g->fn(g->arg, true, "remote of no workspace", remotes.strings[i],
 				      0);
 				if (!gc_dry(g))
@@ -403,6 +515,7 @@ static int gc_refs(struct gc *g)
 		git_strarray_dispose(&remotes);
 	}
 	util_err_clear();
+	core_ws_names_free(all, n_all);
 	return rc;
 }
 
@@ -472,7 +585,11 @@ static int gc_locked(struct gc *g, sqlite3 *db)
 	else if (rc == 0)
 		rc = gc_sweep(g, "index-cache", "index cache", keep_index)
 			 ?: gc_sweep(g, "objects-view", "objects view", keep_view);
+	if (rc == 0 && !gc_create_running(g) && (g->subs_used = gc_subs_used(g)))
+		rc = gc_sweep(g, "objects-view/modules", "submodule store", keep_sub_store)
+			 ?: gc_sweep(g, "index-cache/modules", "submodule index", keep_sub_index);
 	rc = rc ?: gc_sweep(g, "workspaces", "leftover folder", keep_ws_dir);
+	rc = rc ?: gc_sweep(g, CORE_REVIEW_DIR, "review comments of no workspace", keep_review);
 	rc = rc ?: gc_orphans(g);
 	rc = rc ?: gc_refs(g);
 	if (rc == 0 && (g->flags & CORE_GC_PURGE))
@@ -490,6 +607,7 @@ static void gc_free(struct gc *g)
 		free(g->items[i].trash);
 	}
 	free(g->items);
+	free(g->subs_used);
 }
 
 int core_gc(struct core_project *p, unsigned int flags, core_gc_fn *fn, void *arg, uint64_t *bytes)

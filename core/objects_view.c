@@ -592,20 +592,24 @@ static char *subs_in_use(struct core_project *p, sqlite3 *db)
 	char *all = strdup("\n");
 	int step = SQLITE_ERROR;
 
-	if (!all || sqlite3_prepare_v2(db, "SELECT DISTINCT base_commit FROM workspaces", -1, &st,
+	if (!all || sqlite3_prepare_v2(db, "SELECT name, base_commit FROM workspaces", -1, &st,
 				       NULL) != SQLITE_OK) {
 		free(all);
 		return NULL;
 	}
 	while (all && (step = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *base = (const char *)sqlite3_column_text(st, 0);
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+		const char *base = (const char *)sqlite3_column_text(st, 1);
+		char *root = name ? util_asprintf("%s/workspaces/%s", p->state_dir, name) : NULL;
 		struct fs_submodule *v = NULL;
 		size_t n = 0;
 
-		if (!base || core_submodules(p, base, &v, &n) < 0) {
+		/* Each workspace's record; the walk for one an older version made. */
+		if (!base || !root || core_ws_submodules(p, root, base, &v, &n) < 0) {
 			free(all);
 			all = NULL;
 		}
+		free(root);
 		for (size_t i = 0; all && i < n; i++) {
 			char *more;
 

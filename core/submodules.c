@@ -248,6 +248,16 @@ int core_submodules_write(struct core_project *p, const char *gitdir, const git_
 
 	git_oid_tostr(hex, sizeof(hex), base);
 	rc = core_submodules(p, hex, &v, &n);
+	/* The one walk: recorded beside gitdir (the workspace's root) for later readers. */
+	if (rc == 0) {
+		char *root = strdup(gitdir), *slash = root ? strrchr(root, '/') : NULL;
+
+		if (slash)
+			*slash = '\0';
+		rc =
+		    slash ? core_submodules_record(root, v, n) : util_err(-ENOMEM, "out of memory");
+		free(root);
+	}
 	if (rc < 0 || n == 0)
 		goto out;
 	if (git_commit_lookup(&commit, core_project_repo(p), base) < 0) {
@@ -265,8 +275,8 @@ out:
 	return rc;
 }
 
-int core_submodule_binds(struct core_project *p, const char *base_hex, char ***src, char ***dest,
-			 size_t *n)
+int core_submodule_binds(struct core_project *p, const char *ws_root, const char *base_hex,
+			 char ***src, char ***dest, size_t *n)
 {
 	struct fs_submodule *v = NULL;
 	size_t nv = 0, k = 0;
@@ -274,7 +284,7 @@ int core_submodule_binds(struct core_project *p, const char *base_hex, char ***s
 
 	*src = *dest = NULL;
 	*n = 0;
-	rc = core_submodules(p, base_hex, &v, &nv);
+	rc = core_ws_submodules(p, ws_root, base_hex, &v, &nv);
 	if (rc < 0 || nv == 0)
 		goto out;
 	*src = calloc(nv, sizeof(char *));
@@ -370,7 +380,7 @@ int core_submodules_carry(struct core_project *p, const struct core_ws *ws, cons
 	git_tree *t = NULL;
 	size_t n = 0;
 	int f = -1, d = -1;
-	int rc = core_submodules(p, ws->base_commit, &v, &n);
+	int rc = core_ws_submodules(p, ws->root, ws->base_commit, &v, &n);
 
 	if (rc < 0 || n == 0)
 		goto out;

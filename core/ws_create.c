@@ -207,6 +207,27 @@ out:
 	return rc;
 }
 
+/*
+ * -EEXIST when another checkout of the repository (the main one, a linked worktree) has a
+ * workspace of that name: they share refs/arborinth/NAME and the remote arborinth/NAME, which
+ * this create would otherwise take over as stale.
+ */
+static int name_elsewhere(struct core_project *p, const char *name)
+{
+	char **v = NULL;
+	size_t n = 0;
+	int rc = core_ws_names_all(p, true, &v, &n);
+
+	if (rc == 0 && core_ws_names_has(v, n, name))
+		rc =
+		    util_err(-EEXIST,
+			     "workspace '%s' already exists in another checkout of this repository "
+			     "(they share refs/arborinth/%s); choose another name",
+			     name, name);
+	core_ws_names_free(v, n);
+	return rc;
+}
+
 /* Mounts the new workspace; on failure removes it again, keeping the reason. */
 static int mount_new(struct core_project *p, const char *name, unsigned int flags,
 		     struct core_ws **out)
@@ -271,6 +292,9 @@ int core_ws_create_opts(struct core_project *p, const char *name, const char *re
 		core_ws_free(existing);
 		return util_err(-EEXIST, "workspace '%s' already exists", name);
 	}
+	rc = name_elsewhere(p, name);
+	if (rc < 0)
+		return rc;
 	wsdir = util_path_join(p->state_dir, "workspaces");
 	root = util_asprintf("%s/%s", wsdir ? wsdir : "", name);
 	if (!wsdir || !root) {
@@ -440,6 +464,7 @@ int core_ws_delete_opts(struct core_project *p, const char *name, unsigned int f
 		/* The box wrote git/ and layer/: removed without following a link or opening a
 		 * file (a FIFO is unlinked, never read). */
 		(void)util_rm_rf(trash);
+		core_review_remove(p, ws->id);
 		core_index_cache_prune(p, ws->base_commit);
 		core_objects_view_prune(p, db);
 		goto out;

@@ -91,7 +91,9 @@ ARB_EXTERN const char *arb_project_note(const arb_project *p);
 /*
  * Reclaims what no workspace of p uses (`arborinth gc`): the views' blob cache (only while
  * no view of p is mounted), shared indexes and objects views of commits no workspace is
- * based on, folders interrupted creates and deletes left, refs/arborinth/NAME and remotes
+ * based on, folders interrupted creates and deletes left, review comments of workspaces
+ * that are gone (arb_workspace_delete removes a workspace's), submodule stores and indexes no
+ * view shows, refs/arborinth/NAME and remotes
  * arborinth/NAME of no workspace; with ARB_GC_PURGE also folders of no workspace and the
  * audit history of deleted workspaces. ARB_GC_DRY_RUN changes nothing. fn (optional) gets
  * each thing removed (removed nonzero) or kept and why (what), with its size; *bytes (optional)
@@ -139,7 +141,9 @@ ARB_EXTERN int arb_workspace_name_check(const char *name);
 
 /*
  * Creates workspace `name` at revision `rev` (NULL: HEAD) and mounts its view. -EEXIST when
- * the name is taken; nothing is left behind on failure. *out may be NULL when not wanted.
+ * the name is taken, also by a workspace of another checkout of the repository (a linked
+ * worktree's: they share refs/arborinth/NAME); nothing is left behind on failure. *out may be
+ * NULL when not wanted.
  */
 ARB_EXTERN int arb_workspace_create(arb_workspace **out, arb_project *p, const char *name,
 				    const char *rev, unsigned flags);

@@ -281,7 +281,7 @@ static int make_box(const arb_box *spec, const struct core_ws *ws, struct proxy_
 	free(init);
 	free(objects);
 	if (rc == 0)
-		rc = lib_box_submodules(b, p, ws->base_commit, ws->gitdir);
+		rc = lib_box_submodules(b, p, ws->root, ws->base_commit, ws->gitdir);
 	free(store);
 
 	/* The proxy started meanwhile (start_proxy): its answer, or why it failed. */

@@ -47,12 +47,13 @@ void lib_err_reset(void);
 /*
  * lib/submodules.c: the stores of the base's submodules the origin initialised, each shown
  * read-only at the origin's store of it with what the recorded commit reaches only (as the
- * origin's own objects are: core_objects_view). -errno with a message.
+ * origin's own objects are: core_objects_view), as the workspace at ws_root recorded them at
+ * create (core_ws_submodules). -errno with a message.
  */
 struct jail_box;
 struct core_project;
-int lib_box_submodules(struct jail_box *b, struct core_project *p, const char *base_hex,
-		       const char *gitdir) ARB_MUST_CHECK;
+int lib_box_submodules(struct jail_box *b, struct core_project *p, const char *ws_root,
+		       const char *base_hex, const char *gitdir) ARB_MUST_CHECK;
 
 struct arb_project {
 	struct core_project *core;

@@ -38,7 +38,8 @@ int arb_workspace_submodules(arb_submodule **out, size_t *n, arb_project *p,
 	lib_err_reset();
 	*out = NULL;
 	*n = 0;
-	rc = core_submodules(p->core, arb_workspace_base_commit(ws), &v, &nv);
+	rc = core_ws_submodules(p->core, arb_workspace_root(ws), arb_workspace_base_commit(ws), &v,
+				&nv);
 	if (rc == 0 && nv && !(r = calloc(nv, sizeof(*r))))
 		rc = util_err(-ENOMEM, "out of memory");
 	for (size_t i = 0; i < nv && rc == 0; i++) {
@@ -59,8 +60,8 @@ int arb_workspace_submodules(arb_submodule **out, size_t *n, arb_project *p,
 	return 0;
 }
 
-int lib_box_submodules(struct jail_box *b, struct core_project *p, const char *base_hex,
-		       const char *gitdir)
+int lib_box_submodules(struct jail_box *b, struct core_project *p, const char *ws_root,
+		       const char *base_hex, const char *gitdir)
 {
 	char **src = NULL, **dest = NULL, *modules = util_path_join(gitdir, "modules");
 	struct stat st;
@@ -75,7 +76,7 @@ int lib_box_submodules(struct jail_box *b, struct core_project *p, const char *b
 	if (!modules)
 		return util_err(-ENOMEM, "out of memory");
 	if (lstat(modules, &st) == 0 && S_ISDIR(st.st_mode))
-		rc = core_submodule_binds(p, base_hex, &src, &dest, &n);
+		rc = core_submodule_binds(p, ws_root, base_hex, &src, &dest, &n);
 	free(modules);
 
 	for (size_t i = 0; i < n && rc == 0; i++)

@@ -41,7 +41,32 @@ out:
 	return rc;
 }
 
-static int rm_children(int dfd)
+static int rm_at(int dirfd, const char *name, const struct stat *parent);
+
+/*
+ * Whether dirfd/name, a directory, is another mount than its parent's (another file system,
+ * or a bind mount of the same one): rm -rf stays on one, as `rm --one-file-system` does, so
+ * that nothing mounted into a folder being removed is emptied through it.
+ */
+static bool mount_root(int dirfd, const char *name, const struct stat *st,
+		       const struct stat *parent)
+{
+	struct statx sx;
+
+	if (parent && st->st_dev != parent->st_dev)
+		return true;
+#ifdef STATX_ATTR_MOUNT_ROOT
+	if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW, STATX_TYPE, &sx) == 0 &&
+	    (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+	    (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+		return true;
+#else
+	(void)dirfd, (void)name, (void)sx;
+#endif
+	return false;
+}
+
+static int rm_children(int dfd, const struct stat *self)
 {
 	DIR *d = fdopendir(dfd);
 	struct dirent *de;
@@ -54,7 +79,7 @@ static int rm_children(int dfd)
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		rc = util_rm_rf_at(dirfd(d), de->d_name);
+		rc = rm_at(dirfd(d), de->d_name, self);
 		if (rc < 0)
 			break;
 	}
@@ -62,7 +87,29 @@ static int rm_children(int dfd)
 	return rc;
 }
 
-int util_rm_rf_at(int dirfd, const char *name)
+/*
+ * A directory of ours whose mode lets not even us read it (overlayfs leaves work/work at mode
+ * 0, owned by the user who mounted it in a user namespace): made 0700 through a handle that
+ * names that very directory (O_PATH, no link followed), then opened. Root never needs this.
+ */
+static int open_unreadable_dir(int dirfd, const char *name)
+{
+	int path = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), fd = -1;
+	char proc[64];
+
+	if (path < 0)
+		return -1;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", path);
+	if (chmod(proc, 0700) == 0)
+		fd = openat(path, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	else
+		errno = EACCES;
+	close(path);
+	return fd;
+}
+
+/* parent: the folder's stat (NULL for the top, whose parent is the caller's business). */
+static int rm_at(int dirfd, const char *name, const struct stat *parent)
 {
 	struct stat st;
 	int fd;
@@ -75,17 +122,26 @@ int util_rm_rf_at(int dirfd, const char *name)
 			return -errno;
 		return 0;
 	}
+	if (mount_root(dirfd, name, &st, parent))
+		return -EXDEV;
 	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == EACCES)
+		fd = open_unreadable_dir(dirfd, name);
 	if (fd < 0)
 		return -errno;
 	/* A directory we cannot list (mode 0) is still ours to remove. */
 	(void)fchmod(fd, 0700);
-	rc = rm_children(fd);
+	rc = rm_children(fd, &st);
 	if (rc < 0)
 		return rc;
 	if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
 		return -errno;
 	return 0;
+}
+
+int util_rm_rf_at(int dirfd, const char *name)
+{
+	return rm_at(dirfd, name, NULL);
 }
 
 int util_rm_rf(const char *path)

@@ -115,7 +115,11 @@ bool util_secret_inside(const char *dir, char **out);
 
 /* mkdir -p; existing directories are fine. */
 int util_mkdir_p(const char *path, mode_t mode) ARB_MUST_CHECK;
-/* rm -rf of dirfd/name without following symlinks anywhere below; missing is fine. */
+/*
+ * rm -rf of dirfd/name without following symlinks anywhere below; missing is fine. Stays on
+ * one mount: -EXDEV, what is left left, when it meets a mount point (another file system, a
+ * bind mount) below, or dirfd/name is one.
+ */
 int util_rm_rf_at(int dirfd, const char *name);
 int util_rm_rf(const char *path);
 /*

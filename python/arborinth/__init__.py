@@ -15,7 +15,7 @@ from .errors import ArborinthError, ArborinthInputError
 from .shell import JailBackend, MountSpec, ShellResult
 
 __all__ = ["Project", "Workspace", "ArborinthError", "ArborinthInputError", "JailBackend",
-           "MountSpec", "ShellResult", "library_version"]
+           "MountSpec", "ShellResult", "library_version", "projects", "prune_projects"]
 
 _KINDS = {"fs": 1, "exec": 2, "net": 4}
 
@@ -24,6 +24,26 @@ def library_version():
     v = [ctypes.c_int(), ctypes.c_int(), ctypes.c_int()]
     lib.arb_version(*[ctypes.byref(x) for x in v])
     return tuple(x.value for x in v)
+
+
+def projects():
+    """The roots of the user's projects (every repository arborinth keeps state for), as
+    `workspace list --all` reads them: entries that no longer name a project of this user's
+    are left out."""
+    arr = _lib.c_char_pp()
+    n = ctypes.c_size_t()
+    check(lib.arb_projects_list(ctypes.byref(arr), ctypes.byref(n)))
+    try:
+        return [pathlib.Path(dec(arr[i])) for i in range(n.value)]
+    finally:
+        lib.arb_projects_free(arr, n)
+
+
+def prune_projects():
+    """Drops entries of gone projects from the user's list; returns how many."""
+    n = ctypes.c_size_t()
+    check(lib.arb_projects_prune(ctypes.byref(n)))
+    return n.value
 
 
 class Project:
@@ -66,6 +86,33 @@ class Project:
         h = ctypes.c_void_p()
         check(lib.arb_workspace_get(ctypes.byref(h), self._h, enc(name)))
         return Workspace._wrap(self, h)
+
+    def remove_workspace(self, name, force=False, purge=False):
+        """`workspace delete NAME`: refuses (ArborinthError, errno ENOTEMPTY, the library's
+        message counting them; nothing changed) when the workspace has commits no ref of the
+        origin reaches or files not in its branch's last commit, unless force. Always refused
+        (EBUSY) while a session of it runs or processes keep its view busy. purge: its audit
+        history goes too."""
+        check(lib.arb_workspace_remove(self._h, enc(name),
+                                       (1 if force else 0) | (2 if purge else 0)))
+
+    def gc(self, dry_run=False, purge=False):
+        """`arborinth gc`: reclaims what no workspace uses. dry_run: changes nothing, says
+        what would go. purge: also folders of no workspace and the audit history of deleted
+        workspaces. Returns what `gc --json` prints: {"dry_run", "bytes", "items": [{"removed",
+        "what", "path", "bytes"}], "projects_dropped"} (gone projects dropped from the user's
+        list, as gc does, unless dry_run)."""
+        items = []
+
+        def item(_arg, removed, what, path, size):
+            items.append({"removed": bool(removed), "what": dec(what), "path": dec(path),
+                          "bytes": size})
+        fn = _lib.GcFn(item)
+        total = ctypes.c_uint64()
+        check(lib.arb_project_gc(self._h, (1 if dry_run else 0) | (2 if purge else 0), fn,
+                                 None, ctypes.byref(total)))
+        return {"dry_run": bool(dry_run), "bytes": total.value, "items": items,
+                "projects_dropped": 0 if dry_run else prune_projects()}
 
     @property
     def workspaces(self):
@@ -136,7 +183,13 @@ class Workspace:
         check(lib.arb_workspace_unmount(self.project._h, enc(self.name)))
 
     def delete(self):
+        """Deletes the workspace whatever it holds (arb_workspace_delete); remove() is the
+        command line's careful delete."""
         check(lib.arb_workspace_delete(self.project._h, enc(self.name)))
+
+    def remove(self, force=False, purge=False):
+        """`workspace delete`: Project.remove_workspace(self.name, force, purge)."""
+        self.project.remove_workspace(self.name, force=force, purge=purge)
 
     def _box(self, project, jail_backend, mount_specs, env, network, backends, api_key_file,
              grants, binds, allow_hosts, limits, tool_managers):

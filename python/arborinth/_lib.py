@@ -92,6 +92,9 @@ class Merge(ctypes.Structure):
 
 
 P = ctypes.c_void_p
+# arb_gc_fn: (arg, removed, what, path, bytes)
+GcFn = ctypes.CFUNCTYPE(None, P, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p,
+                        ctypes.c_uint64)
 _protos = {
     "arb_error_last": (ctypes.c_char_p, []),
     "arb_error_is_input": (ctypes.c_int, []),
@@ -168,6 +171,13 @@ _protos = {
     "arb_workspace_fork": (ctypes.c_int, [ctypes.POINTER(P), P, ctypes.c_char_p,
                                           ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint]),
     "arb_workspace_purge": (ctypes.c_int, [P, ctypes.c_char_p]),
+    "arb_workspace_remove": (ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_uint]),
+    "arb_project_gc": (ctypes.c_int, [P, ctypes.c_uint, GcFn, P,
+                                      ctypes.POINTER(ctypes.c_uint64)]),
+    "arb_projects_list": (ctypes.c_int, [ctypes.POINTER(c_char_pp),
+                                         ctypes.POINTER(ctypes.c_size_t)]),
+    "arb_projects_free": (None, [c_char_pp, ctypes.c_size_t]),
+    "arb_projects_prune": (ctypes.c_int, [ctypes.POINTER(ctypes.c_size_t)]),
 }
 for _name, (_res, _args) in _protos.items():
     _f = getattr(lib, _name)

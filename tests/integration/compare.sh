@@ -171,18 +171,9 @@ expect_status 0 "s2: more work" -- A shell s2 -- sh -c "echo more >> src/lib/a.t
 expect_status 0 "s2 merged again" -- A merge s2
 
 # ---- as an ordinary user ----------------------------------------------------------------
-if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null && [ -u "$(command -v fusermount3)" ]; then
-	user=arbtest
-	id "$user" >/dev/null 2>&1 || useradd -m "$user" 2>/dev/null || skip "cannot create user $user"
-	chmod 0666 /dev/fuse
-	chmod 0755 "$T"
-	U="$T/user"
-	mkdir "$U"
-	cp "$ARB" "$U/arborinth"
-	chown -R "$user" "$U"
-	as_user() { runuser -u "$user" -- env HOME="$U/home" XDG_STATE_HOME= TMPDIR="$U" "$@"; }
-	UA() { as_user "$U/arborinth" --workdir "$U/r" "$@"; }
-	as_user bash -c "mkdir -p '$U/home' && cd '$U' && mkdir r && cd r && git init -q -b main &&
+. "$ARB_SRC/tests/lib/as_user.sh"
+if user_begin; then
+	as_user bash -c "cd '$U' && mkdir r && cd r && git init -q -b main &&
 		git config user.email a@b && git config user.name a && printf 'a\nb\nc\nd\ne\n' > f &&
 		git add f && git commit -qm init"
 	expect_status 0 "user: create x" -- UA workspace create x

@@ -119,6 +119,45 @@ scenario() {
 		git -C lib1 cat-file -e "$hidden"
 	expect_status 0 "box: reachable object" -- "$ARB" --workdir "$R/super" shell w -- \
 		git -C lib1 cat-file -e "$lib1:file1"
+	# Create looked the submodules up once and recorded them in the workspace's own folder
+	# (out of the box's reach); a box's start reads the record and does not walk .gitmodules
+	# and the origin's modules/ again (strace, where there is one). The control: without a
+	# record (a workspace of an older version) the walk happens, and everything still works.
+	local root
+	root=$("$ARB" --workdir "$R/super" workspace info w --json |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["root"])')
+	expect_eq "p 0 $lib1 lib1 lib1 modules/lib1" "$(sed -n 2p "$root/submodules")" \
+		"create recorded lib1"
+	expect_eq "p 1 $nest nest lib1/nest modules/lib1/modules/nest" \
+		"$(sed -n 3p "$root/submodules")" "and its nested one"
+	expect_eq "a r p" "$(sed -n '4,$p' "$root/submodules" | cut -c1 | tr '\n' ' ' | sed 's/ $//')" \
+		"lib2 absent, evil refused, evilctl present"
+	local walked="\"$R/super/.git/modules/lib1/HEAD\""
+	# LeakSanitizer cannot run under ptrace: no leak check for the traced commands.
+	local traced=(env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" strace -f -e trace=%file)
+	if command -v strace >/dev/null; then
+		expect_status 0 "box start, traced" -- "${traced[@]}" -o "$T/trace1" \
+			"$ARB" --workdir "$R/super" shell w -- cat lib1/nest/nfile
+		expect_eq "nested content" "$OUT" "the traced box reads the nested submodule"
+		grep -qF "$walked" "$T/trace1" && fail "box start walked the origin's modules/ again" || pass
+	fi
+	mv "$root/submodules" "$T/record"
+	if command -v strace >/dev/null; then
+		expect_status 0 "box start without a record, traced" -- "${traced[@]}" -o "$T/trace2" \
+			"$ARB" --workdir "$R/super" shell w -- cat lib1/nest/nfile
+		grep -qF "$walked" "$T/trace2" && pass || fail "control: without a record the walk is seen"
+	else
+		expect_status 0 "box start without a record" -- "$ARB" --workdir "$R/super" shell w -- \
+			cat lib1/nest/nfile
+	fi
+	expect_eq "nested content" "$OUT" "without a record: the box reads the nested submodule"
+	expect_status 0 "info without a record" -- "$ARB" --workdir "$R/super" workspace info w
+	expect_match "lib1/nest [0-9a-f]{12} \(in the view\)" "$OUT" "without a record: info lists it"
+	printf 'arborinth-submodules 1\np 0 %s lib1 lib1 ../../x\n' "$lib1" >"$root/submodules"
+	expect_status 0 "box start with a bad record" -- "$ARB" --workdir "$R/super" shell w -- \
+		cat lib1/nest/nfile
+	expect_eq "nested content" "$OUT" "a record that does not read is not trusted: the walk"
+	mv "$T/record" "$root/submodules"
 	# A workspace made before submodules were shown (no gitdir for them) keeps empty ones.
 	expect_status 0 "create w2" -- "$ARB" --workdir "$R/super" workspace create w2
 	local info
@@ -129,6 +168,7 @@ scenario() {
 	expect_eq "nested content" "$OUT" "a second workspace of the base: clean, from the cache"
 	expect_status 0 "unmount w2" -- "$ARB" --workdir "$R/super" workspace unmount w2
 	rm -rf "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["root"])' "$info")/git/modules"
+	rm "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["root"])' "$info")/submodules"
 	expect_status 0 "mount w2" -- "$ARB" --workdir "$R/super" workspace mount w2
 	V=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["workdir"])' "$info")
 	expect_eq "" "$(ls -A "$V/lib1")" "an older workspace's lib1 stays empty"
@@ -143,8 +183,28 @@ scenario() {
 	expect_status 0 "gc" -- "$ARB" --workdir "$R/super" gc
 	expect_eq 3 "$(ls "$state/objects-view/modules" | grep -c .)" "gc keeps the stores boxes use"
 	expect_eq 3 "$(ls "$state/index-cache/modules" | grep -c .)" "and their indexes"
+	# What a delete killed before its prune leaves: a store and an index of a submodule commit
+	# no view shows. gc --dry-run names them and changes nothing; gc takes them and only them.
+	local gone=0123456789abcdef0123456789abcdef01234567 one
+	one=$(ls "$state/objects-view/modules" | head -1)
+	cp -a "$state/objects-view/modules/$one" "$state/objects-view/modules/$gone"
+	cp "$(ls -d "$state/index-cache/modules/"* | head -1)" "$state/index-cache/modules/$gone-1"
+	expect_status 0 "gc --dry-run" -- "$ARB" --workdir "$R/super" gc --dry-run --json
+	expect_eq "index-cache/modules/$gone-1 objects-view/modules/$gone" \
+		"$(printf '%s' "$OUT" | python3 -c 'import json, os, sys
+d = json.load(sys.stdin)
+print(" ".join(sorted(os.path.relpath(i["path"], sys.argv[1]) for i in d["items"]
+                      if i["removed"] and i["what"].startswith("submodule"))))' "$state")" \
+		"the dry run names the leftover store and index, and nothing a view shows"
+	expect_eq 4 "$(ls "$state/objects-view/modules" | grep -c .)" "the dry run changed nothing"
+	expect_status 0 "gc takes the leftovers" -- "$ARB" --workdir "$R/super" gc
+	expect_match "removed submodule store .*/objects-view/modules/$gone" "$OUT" "gc names the store"
+	expect_eq 3 "$(ls "$state/objects-view/modules" | grep -c .)" "the stores views show stay"
+	expect_eq 3 "$(ls "$state/index-cache/modules" | grep -c .)" "and their indexes"
 	expect_status 0 "delete w" -- "$ARB" --workdir "$R/super" workspace delete w
 	expect_eq 3 "$(ls "$state/objects-view/modules" | grep -c .)" "kept while w2 shows them"
+	expect_status 0 "gc beside w2 (no record: the walk)" -- "$ARB" --workdir "$R/super" gc
+	expect_eq 3 "$(ls "$state/objects-view/modules" | grep -c .)" "gc keeps what w2 shows"
 	expect_status 0 "delete w2" -- "$ARB" --workdir "$R/super" workspace delete w2
 	expect_eq 0 "$(ls "$state/objects-view/modules" | grep -c .)" "removed with the last"
 	expect_eq 0 "$(ls "$state/index-cache/modules" | grep -c .)" "their indexes too"

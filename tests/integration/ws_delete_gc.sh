@@ -150,6 +150,101 @@ expect_eq "$(git -C "$R" rev-parse HEAD)" "$(git -C "$R" rev-parse refs/arborint
 A workspace delete s1 >/dev/null
 A workspace delete s2 >/dev/null
 
+# ---- what belongs to a workspace goes with it; gc reclaims what older versions left -------
+SD=$(A project info --json | js "d['state_dir']")
+wsid() { python3 -c "import sqlite3,sys; c=sqlite3.connect('file:' + sys.argv[1] + '?mode=ro', uri=True)
+print(c.execute('SELECT id FROM workspaces WHERE name=?', (sys.argv[2],)).fetchone()[0])" "$1/state.db" "$2"; }
+expect_status 0 "create rv" -- A workspace create rv
+expect_status 0 "create rk" -- A workspace create rk
+RV=$(wsid "$SD" rv) RK=$(wsid "$SD" rk)
+mkdir -p "$SD/review"
+for id in "$RV" "$RK"; do echo '{"comments":[]}' >"$SD/review/$id.json"; done
+expect_status 0 "delete rv" -- A workspace delete rv
+[ -e "$SD/review/$RV.json" ] && fail "delete left rv's review comments" || pass
+[ -e "$SD/review/$RK.json" ] && pass || fail "delete took another workspace's review comments"
+# As a version before this one left them, and what is not gc's: a link, a foreign name.
+dead=0123456789abcdef0123456789abcdef
+echo '{}' >"$SD/review/$dead.json"
+echo '{}' >"$SD/review/$dead.json.tmp"
+echo secret >"$T/outside"
+ln -s "$T/outside" "$SD/review/fedcba9876543210fedcba9876543210.json"
+echo mine >"$SD/review/notes.txt"
+mkdir -p "$SD/workspaces/.del-old.1/overlay/x/work/work" && echo w >"$SD/workspaces/.del-old.1/f"
+chmod 0 "$SD/workspaces/.del-old.1/overlay/x/work/work"
+snap() { (cd "$SD" && find review workspaces -maxdepth 2 -printf '%p %s %T@\n' | sort); }
+before=$(snap)
+expect_status 0 "gc --dry-run names the leftovers" -- A gc --dry-run
+for f in "$dead.json" "$dead.json.tmp" fedcba9876543210fedcba9876543210.json; do
+	expect_match "^would remove review comments of no workspace $SD/review/$f" "$OUT" "dry run: $f"
+done
+expect_match "^would remove leftover folder $SD/workspaces/.del-old.1" "$OUT" "dry run: .del-old.1"
+if grep -q "$RK\|notes.txt" <<<"$OUT"; then fail "dry run would take a live workspace's or a foreign file: $OUT"; else pass; fi
+expect_status 0 "gc --dry-run --json" -- A gc --dry-run --json
+expect_eq "$dead.json $dead.json.tmp fedcba9876543210fedcba9876543210.json" \
+	"$(printf '%s' "$OUT" | js "' '.join(sorted(i['path'].rsplit('/', 1)[1] for i in d['items'] if i['what'] == 'review comments of no workspace' and i['removed']))")" \
+	"--json lists the same"
+expect_eq "$before" "$(snap)" "the dry runs changed nothing"
+# review/ made a link elsewhere: gc does not follow it.
+mkdir "$T/elsewhere" && echo '{}' >"$T/elsewhere/$dead.json"
+mv "$SD/review" "$SD/review.real" && ln -s "$T/elsewhere" "$SD/review"
+expect_status 0 "gc with review/ a link" -- A gc
+[ -e "$T/elsewhere/$dead.json" ] && pass || fail "gc followed review/, a link"
+expect_match "^removed leftover folder $SD/workspaces/.del-old.1" "$OUT" "gc removed the old delete's folder"
+rm "$SD/review" && mv "$SD/review.real" "$SD/review"
+expect_status 0 "gc" -- A gc
+[ -e "$SD/workspaces/.del-old.1" ] && fail "gc left .del-old.1" || pass
+expect_eq "" "$(ls -A "$SD/workspaces" | grep '^\.' || true)" "no leftover in workspaces/"
+# A leftover with a folder from outside mounted in it: gc stays on its own mount and says it
+# could not; unmounted (the control), the leftover goes and the folder keeps its file.
+if [ "$(id -u)" = 0 ]; then
+	mkdir -p "$T/precious" "$SD/workspaces/.del-mnt.1/m" && echo keep >"$T/precious/f"
+	mount --bind "$T/precious" "$SD/workspaces/.del-mnt.1/m"
+	expect_status 0 "gc with a mount in a leftover" -- A gc
+	expect_match "^kept leftover that cannot be removed \(gc tries again\) $SD/workspaces/\.gc-\.del-mnt\.1\.[0-9]+" \
+		"$OUT" "gc says what it could not remove"
+	expect_eq keep "$(cat "$T/precious/f")" "nothing mounted into a leftover is emptied"
+	left=$(printf '%s\n' "$OUT" | sed -n 's/^kept leftover that cannot be removed (gc tries again) \([^ ]*\).*/\1/p')
+	expect_status 0 "gc again" -- A gc
+	expect_match "^kept leftover that cannot be removed \(gc tries again\) $left( |$)" "$OUT" \
+		"a leftover gc could not remove keeps its name (no longer with each try)"
+	umount "$left/m"
+	expect_status 0 "gc once unmounted" -- A gc
+	expect_eq "" "$(ls -A "$SD/workspaces" | grep '^\.' || true)" "then the leftover goes"
+	expect_eq keep "$(cat "$T/precious/f")" "and the folder that was mounted keeps its file"
+fi
+expect_eq "$RK.json notes.txt" "$(ls "$SD/review" | tr '\n' ' ' | sed 's/ $//')" \
+	"gc kept the live workspace's comments and the foreign file, took the rest"
+expect_eq "secret" "$(cat "$T/outside")" "the link's target is untouched"
+# A linked worktree's workspace: its state dir is its own; the main checkout's gc leaves it.
+git -C "$R" worktree add -q "$T/lw" 2>/dev/null
+LW() { XDG_STATE_HOME="$T/xdg-lw" "$ARB" --workdir "$T/lw" "$@"; } # not in the list below
+expect_status 0 "create in a linked worktree" -- LW workspace create lw
+LSD=$(LW project info --json | js "d['state_dir']")
+LID=$(wsid "$LSD" lw)
+# One name, one workspace across checkouts: a create never takes over another's ref and remote.
+expect_status 1 "the worktree cannot take the main checkout's name" -- LW workspace create rk
+expect_match "^arborinth: workspace 'rk' already exists in another checkout of this repository" \
+	"$ERR" "the refusal says why"
+expect_one_line_error "name of another checkout"
+expect_eq "$(wsdir rk root)/export.git" "$(git -C "$R" config remote.arborinth/rk.url)" \
+	"rk's remote is still its own"
+expect_status 1 "nor the main checkout the worktree's" -- A workspace create lw
+expect_eq "$LSD/workspaces/lw/export.git" "$(git -C "$R" config remote.arborinth/lw.url)" \
+	"lw's remote is still its own"
+mkdir -p "$LSD/review" && echo '{}' >"$LSD/review/$LID.json"
+expect_status 0 "gc in the main checkout" -- A gc
+expect_status 0 "gc in the linked worktree" -- LW gc
+[ -e "$LSD/review/$LID.json" ] && pass || fail "gc took a linked worktree's workspace's comments"
+# They share refs/arborinth/ and the remotes: neither gc takes the other checkout's.
+git -C "$R" rev-parse -q --verify refs/arborinth/lw >/dev/null && pass || fail "main's gc took lw's ref"
+git -C "$R" config remote.arborinth/lw.url >/dev/null && pass || fail "main's gc took lw's remote"
+git -C "$R" config remote.arborinth/rk.url >/dev/null && pass || fail "the worktree's gc took rk's remote"
+expect_eq "$(git -C "$R" show HEAD:README)" "$(cat "$(LW workspace info lw --json | js "d['workdir']")/README")" \
+	"the linked worktree's workspace reads after both gc"
+expect_status 0 "delete the linked worktree's workspace" -- LW workspace delete lw
+[ -e "$LSD/review/$LID.json" ] && fail "its delete left its comments" || pass
+A workspace delete rk >/dev/null
+
 # ---- gc reclaims bytes, never under a live view ---------------------------------------
 STATE=$(A project info --json | js "d['state_dir']")
 # More content, so that caches are measurable.
@@ -253,18 +348,9 @@ expect_match "dropped 1 gone project" "$OUT" "gc says it dropped it"
 expect_eq 2 "$(grep -c . "$reg")" "the list keeps the live ones"
 
 # ---- as an ordinary user ----------------------------------------------------------------
-if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null && [ -u "$(command -v fusermount3)" ]; then
-	user=arbtest
-	id "$user" >/dev/null 2>&1 || useradd -m "$user" 2>/dev/null || skip "cannot create user $user"
-	chmod 0666 /dev/fuse
-	chmod 0755 "$T"
-	U="$T/user"
-	mkdir "$U"
-	cp "$ARB" "$U/arborinth"
-	chown -R "$user" "$U"
-	as_user() { runuser -u "$user" -- env HOME="$U/home" XDG_STATE_HOME= TMPDIR="$U" "$@"; }
-	UA() { as_user "$U/arborinth" --workdir "$U/r" "$@"; }
-	as_user bash -c "mkdir -p '$U/home' && cd '$U' && mkdir r && cd r && git init -q &&
+. "$ARB_SRC/tests/lib/as_user.sh"
+if user_begin; then
+	as_user bash -c "cd '$U' && mkdir r && cd r && git init -q &&
 		git config user.email a@b && git config user.name a && echo hi > f &&
 		git add f && git commit -qm init"
 	expect_status 0 "user: create" -- UA workspace create u
@@ -295,6 +381,22 @@ if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null && [ -u "$(command -v fus
 	expect_status 0 "user: mount again" -- UA workspace mount v
 	expect_eq "hi" "$(as_user cat "$(UA workspace info v --json | js "d['workdir']")/f")" "user: view reads after gc"
 	expect_status 0 "user: clean delete" -- UA workspace delete v
+	# An overlay a box wrote leaves a mode-0 work folder (the kernel's, in the box's user
+	# namespace): delete removes it all the same, and gc what an older version left of one.
+	as_user mkdir -p "$U/data"
+	expect_status 0 "user: create ov" -- UA workspace create ov
+	expect_status 0 "user: a box writes into an overlay" -- UA shell ov --mount "overlay:$U/data:/mnt" \
+		-- sh -c 'echo y > /mnt/y'
+	USD=$(UA project info --json | js "d['state_dir']")
+	expect_status 0 "user: delete ov" -- UA workspace delete ov --force
+	expect_eq "" "$(ls -A "$USD/workspaces")" "user: delete left nothing of ov"
+	as_user sh -c "mkdir -p '$USD/workspaces/.del-old.9/overlay/x/work/work' &&
+		chmod 0 '$USD/workspaces/.del-old.9/overlay/x/work/work'"
+	expect_status 0 "user: gc --dry-run" -- UA gc --dry-run
+	expect_match "would remove leftover folder $USD/workspaces/.del-old.9" "$OUT" "user: dry run names it"
+	[ -d "$USD/workspaces/.del-old.9" ] && pass || fail "user: the dry run removed it"
+	expect_status 0 "user: gc" -- UA gc
+	expect_eq "" "$(ls -A "$USD/workspaces")" "user: gc removed the old delete's folder"
 fi
 
 finish

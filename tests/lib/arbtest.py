@@ -46,3 +46,27 @@ class Checks:
             print("%d of %d checks failed" % (self.failed, self.n), file=sys.stderr)
             sys.exit(1)
         print("all %d checks passed" % self.n)
+
+
+def git(repo, *args):
+    """git in repo with a fixed identity, its output dropped; raises on failure."""
+    import subprocess
+    subprocess.run(["git", "-c", "user.email=t@e", "-c", "user.name=t", *args], cwd=repo,
+                   check=True, stdout=subprocess.DEVNULL)
+
+
+def make_repo(prefix):
+    """A fresh temp dir (under ARB_JAIL_TMPDIR, else /var/tmp: boxes and views need a file
+    system that is not tmpfs's) holding repo/, a repository on branch main with one commit of
+    README. Returns (dir, repo); the caller removes dir."""
+    import tempfile
+    base = os.environ.get("ARB_JAIL_TMPDIR", "/var/tmp")
+    t = tempfile.mkdtemp(prefix=prefix, dir=base)
+    repo = os.path.join(t, "repo")
+    os.makedirs(repo)
+    git(repo, "init", "-q", "-b", "main")
+    with open(os.path.join(repo, "README"), "w") as f:
+        f.write("origin\n")
+    git(repo, "add", "README")
+    git(repo, "commit", "-qm", "first")
+    return t, repo

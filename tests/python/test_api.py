@@ -2,41 +2,18 @@
 (standard library unittest). Run by tests/integration/lib_python.sh from a venv the package
 was pip-installed into, against the build's library (ARBORINTH_LIBRARY)."""
 import os
-import shutil
 import socket
 import subprocess
-import tempfile
 import threading
 import unittest
 
+from pkgtest import ProjectCase
 from arborinth import ArborinthError, ArborinthInputError, Project, library_version
 from arborinth.shell import JailBackend, MountSpec
 
 
-def git(repo, *args):
-    subprocess.run(["git", "-c", "user.email=t@e", "-c", "user.name=t", *args], cwd=repo,
-                   check=True, stdout=subprocess.DEVNULL)
-
-
-class Api(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        base = os.environ.get("ARB_JAIL_TMPDIR", "/var/tmp")
-        cls.t = tempfile.mkdtemp(prefix="arb-pyapi.", dir=base)
-        cls.repo = os.path.join(cls.t, "repo")
-        os.makedirs(cls.repo)
-        git(cls.repo, "init", "-q", "-b", "main")
-        with open(os.path.join(cls.repo, "README"), "w") as f:
-            f.write("origin\n")
-        git(cls.repo, "add", "README")
-        git(cls.repo, "commit", "-qm", "first")
-        cls.p = Project(cls.repo)
-
-    @classmethod
-    def tearDownClass(cls):
-        for ws in cls.p.workspaces:
-            ws.delete()
-        shutil.rmtree(cls.t, ignore_errors=True)
+class Api(ProjectCase):
+    prefix = "arb-pyapi."
 
     def test_project(self):
         self.assertEqual(str(self.p.repo_root_path), os.path.realpath(self.repo))

@@ -3,18 +3,11 @@ from threads): each box is its own session, with its own rows and checkpoints (s
 library unittest). Run by tests/integration/lib_sessions.sh against the build's library
 (ARBORINTH_LIBRARY), in a repository it makes under ARB_JAIL_TMPDIR or /var/tmp."""
 import os
-import shutil
 import subprocess
-import tempfile
 import threading
 import unittest
 
-from arborinth import Project
-
-
-def git(repo, *args):
-    subprocess.run(["git", "-c", "user.email=t@e", "-c", "user.name=t", *args], cwd=repo,
-                   check=True, stdout=subprocess.DEVNULL)
+from pkgtest import ProjectCase
 
 
 def script(tag):
@@ -23,26 +16,13 @@ def script(tag):
             "echo {0} > {0}-d/f".format(tag)]
 
 
-class Sessions(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        base = os.environ.get("ARB_JAIL_TMPDIR", "/var/tmp")
-        cls.t = tempfile.mkdtemp(prefix="arb-pysess.", dir=base)
-        cls.repo = os.path.join(cls.t, "repo")
-        os.makedirs(cls.repo)
-        git(cls.repo, "init", "-q", "-b", "main")
-        with open(os.path.join(cls.repo, "README"), "w") as f:
-            f.write("origin\n")
-        git(cls.repo, "add", "README")
-        git(cls.repo, "commit", "-qm", "first")
-        cls.p = Project(cls.repo)
-        cls.ws = cls.p.create_workspace("py-sessions")
+class Sessions(ProjectCase):
+    prefix = "arb-pysess."
 
     @classmethod
-    def tearDownClass(cls):
-        for ws in cls.p.workspaces:
-            ws.delete()
-        shutil.rmtree(cls.t, ignore_errors=True)
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.ws = cls.p.create_workspace("py-sessions")
 
     def run_at_once(self, tags):
         results, errors = {}, []

@@ -562,6 +562,45 @@ START_TEST(submodules_from_gitmodules)
 	ck_assert_str_eq(v[2].path, "evil");
 	ck_assert_int_eq(v[2].state, FS_SUBMODULE_REFUSED);
 	ck_assert_ptr_null(v[2].gitdir);
+
+	/* What create records reads back the same (spaces, quotes, a refused name). */
+	struct core_project *p = NULL;
+	struct fs_submodule *r = NULL;
+	size_t nr = 0;
+
+	snprintf(cmd, sizeof(cmd), "%s/record", repo);
+	ck_assert_int_eq(mkdir(cmd, 0755), 0);
+	ck_assert_int_eq(core_submodules_record(cmd, v, n), 0);
+	ck_assert_int_eq(core_project_open(&p, repo), 0);
+	ck_assert_msg(core_ws_submodules(p, cmd, head, &r, &nr) == 0, "%s", util_err_msg());
+	ck_assert_uint_eq(nr, n);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_str_eq(r[i].path, v[i].path);
+		ck_assert_str_eq(r[i].name, v[i].name);
+		ck_assert_str_eq(r[i].commit, v[i].commit);
+		ck_assert_int_eq(r[i].state, v[i].state);
+		ck_assert_int_eq(r[i].depth, v[i].depth);
+		if (v[i].gitdir)
+			ck_assert_str_eq(r[i].gitdir, v[i].gitdir);
+		else
+			ck_assert_ptr_null(r[i].gitdir);
+	}
+	fs_submodules_free(r, nr);
+	/* An empty list is a record too; a gitdir leaving modules/ is not trusted (the walk). */
+	ck_assert_int_eq(core_submodules_record(cmd, v, 0), 0);
+	ck_assert_int_eq(core_ws_submodules(p, cmd, head, &r, &nr), 0);
+	ck_assert_uint_eq(nr, 0);
+	snprintf(cmd, sizeof(cmd), "%s/record/submodules", repo);
+	f = fopen(cmd, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "arborinth-submodules 1\np 0 %s ok ok modules/../../etc\n", v[0].commit);
+	ck_assert_int_eq(fclose(f), 0);
+	snprintf(cmd, sizeof(cmd), "%s/record", repo);
+	ck_assert_int_eq(core_ws_submodules(p, cmd, head, &r, &nr), 0);
+	ck_assert_uint_eq(nr, 3); /* the walk's answer */
+	ck_assert_str_eq(r[0].gitdir, "modules/ok");
+	fs_submodules_free(r, nr);
+	core_project_free(p);
 	fs_submodules_free(v, n);
 }
 END_TEST
