@@ -487,6 +487,8 @@ static void session_done(void *ctx, int status)
 	struct session_start *s = ctx;
 	const struct jail_limits *l = &s->b->limits;
 
+	/* No request can come any more: the proxy writes out its rows and exits meanwhile. */
+	lib_proxy_end(s->px);
 	if (core_ws_box_list(s->ws, jail_box_init_pid(), false) < 0) {
 	} /* else the daemon forgets it once the box's pid 1 is gone */
 	if (!s->session)

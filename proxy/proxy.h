@@ -372,7 +372,11 @@ const struct proxy_ready *proxy_proc_ready(const struct proxy_proc *pp);
 pid_t proxy_proc_pid(const struct proxy_proc *pp);
 /* The session the program's audit rows belong to from now on. */
 int proxy_proc_session(struct proxy_proc *pp, int64_t session) ARB_MUST_CHECK;
-/* Closes the control pipe (the program finishes its requests and rows) and waits. */
+/*
+ * Closes the control pipe (the program finishes its requests and rows) and waits. end only
+ * closes it: the program exits while the launcher works on (the box is over), stop waits.
+ */
+void proxy_proc_end(struct proxy_proc *pp);
 void proxy_proc_stop(struct proxy_proc *pp);
 
 #endif
