@@ -520,6 +520,9 @@ static int run_box(const arb_box *b, const struct core_ws *ws, char *const argv[
 	rc = start_proxy(b, ws, false, &px);
 	if (rc == 0)
 		rc = make_box(b, ws, px, argv, false, &jb);
+	/* The proxy records the box's requests (it opened its log while make_box worked). */
+	if (rc == 0)
+		rc = lib_proxy_confirm(px);
 	if (rc < 0)
 		goto out;
 	start.px = px;

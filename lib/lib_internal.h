@@ -155,6 +155,8 @@ void lib_proxy_stop(struct proxy_proc *px);
 void lib_proxy_end(struct proxy_proc *px);
 /* The started proxy's answer: 0, or why it could not start (NULL px: 0). */
 int lib_proxy_wait(struct proxy_proc *px) ARB_MUST_CHECK;
+/* Whether it records (its audit log opens after its answer): before the box starts. */
+int lib_proxy_confirm(struct proxy_proc *px) ARB_MUST_CHECK;
 /* The running proxy's placeholder for backend name (NULL: none), and its in-box ports. */
 const char *lib_proxy_placeholder(const struct proxy_proc *px, const char *name);
 const uint16_t *lib_proxy_ports(const struct proxy_proc *px, size_t *n);

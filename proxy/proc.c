@@ -28,6 +28,7 @@ struct proxy_proc {
 	int ready_fd; /* read end of the ready pipe until the answer is in */
 	int rc;	      /* the answer's: 0, or the failure (its message in msg) */
 	char *msg;
+	char *rest; /* what came after the answer's line: the start of the second part */
 	struct proxy_ready *ready;
 };
 
@@ -70,8 +71,11 @@ static void child(char **argv, pid_t parent, const int *keep, size_t n_keep)
 	_exit(127);
 }
 
-/* Everything the program writes before closing the ready pipe (its end of file). */
-static char *read_answer(int fd)
+/*
+ * What the program writes on the ready pipe: with line, up to the end of the first line (the
+ * answer; *len its length, the rest of what was read after it), else up to the end of file.
+ */
+static char *read_answer(int fd, bool line, size_t *line_len)
 {
 	size_t len = 0, cap = 4096;
 	char *buf = malloc(cap);
@@ -80,6 +84,12 @@ static char *read_answer(int fd)
 	if (!buf)
 		return NULL;
 	for (;;) {
+		char *nl = line ? memchr(buf, '\n', len) : NULL;
+
+		if (nl) {
+			*line_len = (size_t)(nl - buf);
+			break;
+		}
 		if (len + 1 >= cap) {
 			char *nb = cap < (1u << 24) ? realloc(buf, cap *= 2) : NULL;
 
@@ -97,6 +107,8 @@ static char *read_answer(int fd)
 		len += (size_t)n;
 	}
 	buf[len] = '\0';
+	if (line && !memchr(buf, '\n', len))
+		*line_len = len;
 	return buf;
 }
 
@@ -182,15 +194,30 @@ out:
 	return 0;
 }
 
+/*
+ * The answer is the first line: the program writes it as soon as it listens, then opens its
+ * audit log (state.db) while the launcher builds the box, and ends the pipe (all is well) or
+ * writes why it cannot record (proxy_proc_confirm reads that before the box's command runs).
+ * A failure before it answered is the whole text, without a newline.
+ */
 int proxy_proc_wait(struct proxy_proc *pp)
 {
+	size_t n = 0;
 	char *answer;
 
 	if (pp->rc <= 0)
 		return pp->rc < 0 ? util_err(pp->rc, "%s", pp->msg ? pp->msg : "out of memory") : 0;
-	answer = read_answer(pp->ready_fd);
-	close(pp->ready_fd);
-	pp->ready_fd = -1;
+	answer = read_answer(pp->ready_fd, true, &n);
+	if (answer && answer[n] == '\n' && !(pp->rest = strdup(answer + n + 1))) {
+		free(answer);
+		answer = NULL;
+	}
+	if (answer)
+		answer[n] = '\0';
+	if (!answer || !pp->rest) {
+		close(pp->ready_fd); /* no second part: the pipe ended, or memory did */
+		pp->ready_fd = -1;
+	}
 	if (!answer)
 		pp->rc = util_err(-ENOMEM, "out of memory");
 	else if (!*answer)
@@ -203,11 +230,45 @@ int proxy_proc_wait(struct proxy_proc *pp)
 	return pp->rc;
 }
 
+int proxy_proc_confirm(struct proxy_proc *pp)
+{
+	char *more, *text;
+	int rc = proxy_proc_wait(pp);
+
+	if (rc < 0 || pp->ready_fd < 0)
+		return rc;
+	more = read_answer(pp->ready_fd, false, NULL);
+	close(pp->ready_fd);
+	pp->ready_fd = -1;
+	text = more ? util_asprintf("%s%s", pp->rest, more) : NULL;
+	free(more);
+	free(pp->rest);
+	pp->rest = NULL;
+	if (!text)
+		rc = util_err(-ENOMEM, "out of memory");
+	else if (text[strspn(text, "\n")]) {
+		struct proxy_ready *r = NULL;
+
+		/* Only a failure comes after the answer. */
+		rc = proxy_ready_parse(&r, text);
+		proxy_ready_free(r);
+		if (rc == 0)
+			rc = util_err(-EPROTO, "the credential proxy (%s) answered twice",
+				      PROXY_PROGRAM);
+	}
+	free(text);
+	if (rc < 0) {
+		pp->rc = rc;
+		pp->msg = strdup(util_err_msg());
+	}
+	return rc;
+}
+
 int proxy_proc_start(struct proxy_proc **out, const char *exe, const struct proxy_args *a)
 {
 	int rc = proxy_proc_spawn(out, exe, a);
 
-	if (rc == 0 && (rc = proxy_proc_wait(*out)) < 0) {
+	if (rc == 0 && (rc = proxy_proc_confirm(*out)) < 0) {
 		proxy_proc_stop(*out);
 		*out = NULL;
 	}
@@ -260,6 +321,7 @@ void proxy_proc_stop(struct proxy_proc *pp)
 	if (pp->ready_fd >= 0)
 		close(pp->ready_fd);
 	free(pp->msg);
+	free(pp->rest);
 	while (pp->pid > 0 && waitpid(pp->pid, &status, 0) < 0 && errno == EINTR)
 		;
 	/* A proxy that served the box and then crashed: its last requests may be unrecorded. */
