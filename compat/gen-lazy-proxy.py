@@ -1,20 +1,21 @@
 #!/usr/bin/env python3
-"""compat/gen-lazy-proxy.py: the forwarder lines at the end of compat/proxy_lazy_libs.c.
+r"""compat/gen-lazy-proxy.py: the forwarder lines at the end of compat/proxy_lazy_libs.c.
 
 Reads the prototypes of the named libcurl, OpenSSL and nghttp2 functions (names on stdin, one
 per line) from their headers, as clang sees them (its JSON syntax tree), and prints a
 LAZY_FWD(lib, ret, name, (params), (args)) line for each, LAZY_FREE(...) for one that frees
 or disposes of an object and returns nothing, LAZY_VOID(...) for another returning nothing.
 The variadic ones (curl_easy_setopt, curl_easy_getinfo, curl_share_setopt, EVP_PKEY_Q_keygen)
-are written by hand. When arborinth_proxy starts calling a function of these libraries it did not call
-before, its link fails naming it; then:
+are written by hand. When arborinth_proxy starts calling a function of these libraries it did
+not call before, its link fails naming it; then:
 
-    (grep -o '^LAZY_[A-Z]*([A-Z_]*, [^,]*, *[a-zA-Z0-9_]*' compat/proxy_lazy_libs.c |
-        sed 's/.*, *//'; echo new_function) | python3 compat/gen-lazy-proxy.py
+    (python3 -c 'import re; print("\n".join(re.findall(r"(\w+),\s*\(",
+        open("compat/proxy_lazy_libs.c").read())))'; echo new_function) |
+        python3 compat/gen-lazy-proxy.py
 
-(for LAZY_FWD the name is the third field: the script takes the last word) and put the lines
-printed in place of the list, then run clang-format -i compat/proxy_lazy_libs.c. The compiler
-checks every line against the headers: a wrong prototype does not build.
+and put the lines printed in place of the list, then run clang-format -i
+compat/proxy_lazy_libs.c. The compiler checks every line against the headers: a wrong
+prototype does not build.
 """
 import json
 import re
