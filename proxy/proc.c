@@ -12,11 +12,14 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/close_range.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -32,17 +35,40 @@ struct proxy_proc {
 	struct proxy_ready *ready;
 };
 
-/* In the child: only the pipes and the listeners given are inherited, then exec. */
-static void child(char **argv, pid_t parent, const int *keep, size_t n_keep)
-{
-	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	sigset_t none;
+/* What the child needs: all made by the parent before the child starts. */
+struct child_args {
+	char **argv;
+	pid_t parent;
+	const int *keep;
+	size_t n_keep;
+};
 
-	/* The launcher's blocked signals are not the proxy's (a mask survives exec). */
+/*
+ * In the child: only the pipes and the listeners given are inherited, then exec. It may share
+ * the launcher's memory (spawn): it allocates nothing and writes only its own stack.
+ */
+static int child(void *arg)
+{
+	const struct child_args *c = arg;
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
+	sigset_t none;
+	char msg[256];
+	int n;
+
+	/*
+	 * The launcher's handlers are its own (they would run on its memory): every caught
+	 * signal back to its default (exec does the same), then the launcher's blocked signals
+	 * (all, while spawn runs) are not the proxy's (a mask survives exec).
+	 */
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_DFL &&
+		    old.sa_handler != SIG_IGN)
+			sigaction(sig, &dfl, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	setsid();
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != c->parent)
 		_exit(127);
 	if (fd >= 0)
 		dup2(fd, 0);
@@ -51,24 +77,75 @@ static void child(char **argv, pid_t parent, const int *keep, size_t n_keep)
 	 * descriptor close-on-exec in one call (Linux 5.11), else each closed in turn.
 	 */
 	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0) {
-		for (size_t k = 0; k < n_keep; k++)
-			if (keep[k] >= 0)
-				fcntl(keep[k], F_SETFD, 0);
+		for (size_t k = 0; k < c->n_keep; k++)
+			if (c->keep[k] >= 0)
+				fcntl(c->keep[k], F_SETFD, 0);
 	} else {
 		for (int i = 3; i < 1024; i++) {
 			bool kept = false;
 
-			for (size_t k = 0; k < n_keep; k++)
-				kept = kept || keep[k] == i;
+			for (size_t k = 0; k < c->n_keep; k++)
+				kept = kept || c->keep[k] == i;
 			if (kept)
 				fcntl(i, F_SETFD, 0);
 			else
 				close(i);
 		}
 	}
-	execv(argv[0], argv);
-	fprintf(stderr, "arborinth: cannot start %s: %s\n", argv[0], strerror(errno));
+	execv(c->argv[0], c->argv);
+	/* The errno's name: strerror may allocate (its locale's text), not in shared memory. */
+	n = snprintf(msg, sizeof(msg), "arborinth: cannot start %s: %s\n", c->argv[0],
+		     strerrorname_np(errno) ?: "error");
+	if (n > 0 && write(2, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1) < 0) {
+	}
 	_exit(127);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SPAWN_FORK 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SPAWN_FORK 1
+#endif
+#endif
+
+/*
+ * The child that execs the proxy. It shares the launcher's memory until then and the
+ * launcher waits for its exec (CLONE_VM | CLONE_VFORK, as posix_spawn and jail/run.c do): no
+ * copy of the launcher's page tables. Every signal blocked meanwhile, so none runs a handler
+ * of the launcher's in it before it resets them. AddressSanitizer builds fork (it does not
+ * know that stack). -1 with errno.
+ */
+static pid_t spawn(struct child_args *c)
+{
+	sigset_t all, old;
+	pid_t pid;
+	int e;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+#ifdef SPAWN_FORK
+	pid = fork();
+	if (pid == 0)
+		_exit(child(c));
+	e = errno;
+#else
+	const size_t size = 64 * 1024;
+	char *stack = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+
+	if (stack == MAP_FAILED) {
+		e = errno;
+		pid = -1;
+	} else {
+		pid = clone(child, stack + size, CLONE_VM | CLONE_VFORK | SIGCHLD, c);
+		e = errno;
+		munmap(stack, size);
+	}
+#endif
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = e;
+	return pid;
 }
 
 /*
@@ -134,6 +211,7 @@ int proxy_proc_spawn(struct proxy_proc **out, const char *exe, const struct prox
 	size_t n_keep = 0;
 	char **argv = NULL;
 	pid_t parent = getpid();
+	struct child_args cargs;
 
 	*out = NULL;
 	if (!pp)
@@ -159,13 +237,12 @@ int proxy_proc_spawn(struct proxy_proc **out, const char *exe, const struct prox
 		keep[n_keep++] = a->tcp_fds ? a->tcp_fds[i] : -1;
 		keep[n_keep++] = a->tcp_tls_fds ? a->tcp_tls_fds[i] : -1;
 	}
-	pp->pid = fork();
+	cargs = (struct child_args){.argv = argv, .parent = parent, .keep = keep, .n_keep = n_keep};
+	pp->pid = spawn(&cargs);
 	if (pp->pid < 0) {
 		rc = util_err(-errno, "cannot start the credential proxy: %s", strerror(errno));
 		goto out;
 	}
-	if (pp->pid == 0)
-		child(argv, parent, keep, n_keep);
 	close(ready[1]);
 	ready[1] = -1;
 	close(control[0]);
