@@ -16,7 +16,9 @@
  * by compat/gen-lazy-proxy.py, the variadic ones are written by hand. A function that frees
  * an object does nothing while its library is not open (no object of it exists). A library
  * that cannot be opened ends the process as the dynamic linker would have at start (127, the
- * reason on stderr). The tests and the benchmarks link the libraries.
+ * reason on stderr). The tests and the benchmarks link the libraries. The forwarders are not
+ * exported (the build's hidden visibility): exported, they would catch the libraries' calls
+ * to each other (libcurl's to OpenSSL's).
  */
 /* curl.h's checking macros would hide the definitions of the functions of the same name. */
 #define CURL_DISABLE_TYPECHECK
