@@ -170,6 +170,14 @@ static int db_migrate(sqlite3 *db)
 	int version = 0;
 	int rc;
 
+	/*
+	 * Current already (every open but a new version's first): nothing to write, so no write
+	 * lock to wait for behind the other writers (the launcher, the view's daemon, the proxy
+	 * of each box). The version is read again under the lock when there is work.
+	 */
+	if (db_user_version(db, &version) == 0 && version == audit_db_schema_version())
+		return 0;
+	util_err_clear();
 	/* IMMEDIATE: two processes opening a fresh database migrate one after the other. */
 	rc = audit_db_exec(db, "BEGIN IMMEDIATE");
 	if (rc < 0)

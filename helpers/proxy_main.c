@@ -4,11 +4,15 @@
  * on the command line (proxy_args_parse), and it alone reads the keys and logins (and
  * refreshes them), serves the box's requests, writes their "net" rows to state.db itself and
  * answers on the ready pipe (proxy_ready_format): what the box needs, or why it could not
- * start. It stops at the end of its control pipe (the launcher closed it, or died), or when
- * the launcher dies (PR_SET_PDEATHSIG, set by the launcher's child before exec).
+ * start. The answer is its first line, written as soon as the proxy listens; the audit log
+ * opens after it, while the launcher builds the box, and a failure to open it is a second
+ * line the launcher reads before the box's command runs (proxy_proc_confirm). It stops at the end
+ * of its control pipe (the launcher closed it, or died), or when the launcher dies
+ * (PR_SET_PDEATHSIG, set by the launcher's child before exec).
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -20,9 +24,15 @@
 #include "proxy/proxy.h"
 #include "util/util.h"
 
-/* The audit rows' state: the recorder, and the session once the launcher says it. */
+/*
+ * The audit rows' state: the recorder (once open: state 1; -1 it could not be), and the
+ * session once the launcher says it.
+ */
 struct net_audit {
 	struct audit_log *log;
+	pthread_mutex_t lock;
+	pthread_cond_t opened;
+	int state;
 	atomic_llong session;
 	atomic_bool warned;
 };
@@ -31,8 +41,11 @@ struct net_audit {
 static void net_observe(void *ctx, const struct proxy_record *rec)
 {
 	struct net_audit *a = ctx;
-	bool done =
-	    rec->allowed && rec->status != 0 && rec->reason && !strcmp(rec->reason, "allowed");
+	/* "allowed", or a stream's "allowed: grpc-status N" (reapi.c): the call completed; any
+	 * other reason (the upstream unreachable, the stream reset) is a failure. */
+	bool done = rec->allowed && rec->status != 0 && rec->reason &&
+		    !strncmp(rec->reason, "allowed", 7) &&
+		    (rec->reason[7] == '\0' || rec->reason[7] == ':');
 	struct audit_event ev = {
 	    .time_ns = rec->time_ns,
 	    .kind = "net",
@@ -53,7 +66,13 @@ static void net_observe(void *ctx, const struct proxy_record *rec)
 	    .reason = rec->reason ? rec->reason : "",
 	};
 
-	if (audit_log_append(a->log, &ev) < 0 && !atomic_exchange(&a->warned, true))
+	/* A request served while the log opens (none of the box's: it has not started yet). */
+	pthread_mutex_lock(&a->lock);
+	while (a->state == 0)
+		pthread_cond_wait(&a->opened, &a->lock);
+	pthread_mutex_unlock(&a->lock);
+	if ((a->state < 0 || audit_log_append(a->log, &ev) < 0) &&
+	    !atomic_exchange(&a->warned, true))
 		fprintf(stderr, "arborinth: warning: a proxy request could not be recorded in the "
 				"audit log\n");
 }
@@ -110,6 +129,36 @@ static int answer(int fd, const char *text)
 	return rc;
 }
 
+/* The answer's line, the pipe left open for what the audit log's opening says. */
+static int answer_line(int fd, const char *text)
+{
+	int rc = text ? util_write_all(fd, text, strlen(text)) : -ENOMEM;
+
+	return rc ?: util_write_all(fd, "\n", 1);
+}
+
+/* The audit log, opened once the launcher has its answer; its failure on the ready pipe. */
+static int open_audit(struct net_audit *na, const struct proxy_args *a)
+{
+	int rc = audit_log_open(&na->log, a->audit_db, a->ws_id, a->ws_name);
+
+	if (rc < 0)
+		util_err(rc, "cannot open the audit log for the proxy: %s", util_err_msg());
+	pthread_mutex_lock(&na->lock);
+	na->state = rc < 0 ? -1 : 1;
+	pthread_cond_broadcast(&na->opened);
+	pthread_mutex_unlock(&na->lock);
+	if (rc < 0) {
+		char *text = proxy_ready_format_error(rc, util_err_msg());
+
+		if (!text || util_write_all(a->ready_fd, text, strlen(text)) < 0)
+			fprintf(stderr, "%s: %s\n", PROXY_PROGRAM, util_err_msg());
+		free(text);
+	}
+	close(a->ready_fd);
+	return rc;
+}
+
 /* Reads "session N" lines until the end of the control pipe. */
 static void serve(int fd, struct net_audit *a)
 {
@@ -163,10 +212,11 @@ int main(int argc, char **argv)
 	rc = b ? make_backends(&a, b) : util_err(-ENOMEM, "out of memory");
 	if (rc == 0 && a.audit_db && a.serve) {
 		na = calloc(1, sizeof(*na));
-		rc = na ? audit_log_open(&na->log, a.audit_db, a.ws_id, a.ws_name)
-			: util_err(-ENOMEM, "out of memory");
-		if (rc < 0)
-			util_err(rc, "cannot open the audit log for the proxy: %s", util_err_msg());
+		if (na) {
+			pthread_mutex_init(&na->lock, NULL);
+			pthread_cond_init(&na->opened, NULL);
+		}
+		rc = na ? 0 : util_err(-ENOMEM, "out of memory");
 	}
 	cfg.backends = b;
 	cfg.n_backends = a.n_backends;
@@ -193,10 +243,19 @@ int main(int argc, char **argv)
 		if (answer(a.ready_fd, text) < 0)
 			fprintf(stderr, "%s: %s\n", PROXY_PROGRAM, util_err_msg());
 		free(text);
-	} else {
+	} else if (!na) {
 		char *text = proxy_ready_format(r);
 
 		if (answer(a.ready_fd, text) == 0 && a.serve)
+			serve(a.control_fd, na);
+		free(text);
+	} else {
+		char *text = proxy_ready_format(r);
+
+		rc = answer_line(a.ready_fd, text);
+		if (rc < 0)
+			close(a.ready_fd);
+		else if ((rc = open_audit(na, &a)) == 0)
 			serve(a.control_fd, na);
 		free(text);
 	}
@@ -205,10 +264,21 @@ int main(int argc, char **argv)
 			proxy_backend_free(b[i]);
 		free(b);
 	}
+	/* A log that never opened: its waiters (net_observe) go on without it. */
+	if (na) {
+		pthread_mutex_lock(&na->lock);
+		if (na->state == 0)
+			na->state = -1;
+		pthread_cond_broadcast(&na->opened);
+		pthread_mutex_unlock(&na->lock);
+	}
 	/* The proxy first: its last rows go to the log, which close writes out. */
 	proxy_free(p);
-	if (na)
+	if (na) {
 		audit_log_close(na->log);
+		pthread_mutex_destroy(&na->lock);
+		pthread_cond_destroy(&na->opened);
+	}
 	free(na);
 	proxy_ready_free(r);
 	proxy_args_release(&a);

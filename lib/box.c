@@ -532,6 +532,8 @@ static void session_done(void *ctx, int status)
 	struct session_start *s = ctx;
 	const struct jail_limits *l = &s->b->limits;
 
+	/* No request can come any more: the proxy writes out its rows and exits meanwhile. */
+	lib_proxy_end(s->px);
 	if (core_ws_box_list(s->ws, jail_box_init_pid(), false) < 0) {
 	} /* else the daemon forgets it once the box's pid 1 is gone */
 	if (!s->session)
@@ -564,6 +566,9 @@ static int run_box(const arb_box *b, const struct core_ws *ws, char *const argv[
 	rc = start_proxy(b, ws, false, &lb, &px);
 	if (rc == 0)
 		rc = make_box(b, ws, px, &lb, argv, false, &jb);
+	/* The proxy records the box's requests (it opened its log while make_box worked). */
+	if (rc == 0)
+		rc = lib_proxy_confirm(px);
 	if (rc < 0)
 		goto out;
 	start.px = px;

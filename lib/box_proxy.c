@@ -53,6 +53,16 @@ int lib_proxy_wait(struct proxy_proc *px)
 	return px ? proxy_proc_wait(px) : 0;
 }
 
+int lib_proxy_confirm(struct proxy_proc *px)
+{
+	return px ? proxy_proc_confirm(px) : 0;
+}
+
+void lib_proxy_end(struct proxy_proc *px)
+{
+	proxy_proc_end(px);
+}
+
 void lib_proxy_stop(struct proxy_proc *px)
 {
 	/* The program finishes its requests and writes out its rows before it exits. */

@@ -119,6 +119,7 @@ void lib_session_export(struct core_project *p, const struct core_ws *ws);
  * request in state.db through *audit, else only credentials and placeholders (for explain).
  * lib_proxy_set_session: the session the records belong to (once it has begun).
  * lib_proxy_stop: stops the proxy, then writes out and closes its records (NULLs are fine).
+ * lib_proxy_end: tells it to stop (once the box is over) without waiting for it.
  * lib_proxy_box_setup: the socket directory (read-only), the relay hooks and the base
  * URL/placeholder/HTTP(S)_PROXY variables on the box; with LIB_PROXY_TCP (network shared) no
  * socket and no relay, the placeholders in key files of the box's home (NAME_API_KEY_FILE).
@@ -152,8 +153,11 @@ int lib_proxy_start(struct proxy_proc **out, struct core_project *p, const struc
 		    const struct lib_proxy_opts *o) ARB_MUST_CHECK;
 void lib_proxy_set_session(struct proxy_proc *px, const struct audit_session *s);
 void lib_proxy_stop(struct proxy_proc *px);
+void lib_proxy_end(struct proxy_proc *px);
 /* The started proxy's answer: 0, or why it could not start (NULL px: 0). */
 int lib_proxy_wait(struct proxy_proc *px) ARB_MUST_CHECK;
+/* Whether it records (its audit log opens after its answer): before the box starts. */
+int lib_proxy_confirm(struct proxy_proc *px) ARB_MUST_CHECK;
 /* The running proxy's placeholder for backend name (NULL: none), and its in-box ports. */
 const char *lib_proxy_placeholder(const struct proxy_proc *px, const char *name);
 const uint16_t *lib_proxy_ports(const struct proxy_proc *px, size_t *n);

@@ -12,10 +12,14 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/close_range.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -27,41 +31,128 @@ struct proxy_proc {
 	int ready_fd; /* read end of the ready pipe until the answer is in */
 	int rc;	      /* the answer's: 0, or the failure (its message in msg) */
 	char *msg;
+	char *rest; /* what came after the answer's line: the start of the second part */
 	struct proxy_ready *ready;
 };
 
-/* In the child: only the pipes and the listeners given are inherited, then exec. */
-static void child(char **argv, pid_t parent, const int *keep, size_t n_keep)
-{
-	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	sigset_t none;
+/* What the child needs: all made by the parent before the child starts. */
+struct child_args {
+	char **argv;
+	pid_t parent;
+	const int *keep;
+	size_t n_keep;
+};
 
-	/* The launcher's blocked signals are not the proxy's (a mask survives exec). */
+/*
+ * In the child: only the pipes and the listeners given are inherited, then exec. It may share
+ * the launcher's memory (spawn): it allocates nothing and writes only its own stack.
+ */
+static int child(void *arg)
+{
+	const struct child_args *c = arg;
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
+	sigset_t none;
+	char msg[256];
+	int n;
+
+	/*
+	 * The launcher's handlers are its own (they would run on its memory): every caught
+	 * signal back to its default (exec does the same), then the launcher's blocked signals
+	 * (all, while spawn runs) are not the proxy's (a mask survives exec).
+	 */
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_DFL &&
+		    old.sa_handler != SIG_IGN)
+			sigaction(sig, &dfl, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	setsid();
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != c->parent)
 		_exit(127);
 	if (fd >= 0)
 		dup2(fd, 0);
-	/* Nothing else of the launcher's: only the pipes and listeners it was given. */
-	for (int i = 3; i < 1024; i++) {
-		bool kept = false;
+	/*
+	 * Nothing else of the launcher's: only the pipes and listeners it was given. Every other
+	 * descriptor close-on-exec in one call (Linux 5.11), else each closed in turn.
+	 */
+	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0) {
+		for (size_t k = 0; k < c->n_keep; k++)
+			if (c->keep[k] >= 0)
+				fcntl(c->keep[k], F_SETFD, 0);
+	} else {
+		for (int i = 3; i < 1024; i++) {
+			bool kept = false;
 
-		for (size_t k = 0; k < n_keep; k++)
-			kept = kept || keep[k] == i;
-		if (kept)
-			fcntl(i, F_SETFD, 0);
-		else
-			close(i);
+			for (size_t k = 0; k < c->n_keep; k++)
+				kept = kept || c->keep[k] == i;
+			if (kept)
+				fcntl(i, F_SETFD, 0);
+			else
+				close(i);
+		}
 	}
-	execv(argv[0], argv);
-	fprintf(stderr, "arborinth: cannot start %s: %s\n", argv[0], strerror(errno));
+	execv(c->argv[0], c->argv);
+	/* The errno's name: strerror may allocate (its locale's text), not in shared memory. */
+	n = snprintf(msg, sizeof(msg), "arborinth: cannot start %s: %s\n", c->argv[0],
+		     strerrorname_np(errno) ?: "error");
+	if (n > 0 && write(2, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1) < 0) {
+	}
 	_exit(127);
 }
 
-/* Everything the program writes before closing the ready pipe (its end of file). */
-static char *read_answer(int fd)
+#if defined(__SANITIZE_ADDRESS__)
+#define SPAWN_FORK 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SPAWN_FORK 1
+#endif
+#endif
+
+/*
+ * The child that execs the proxy. It shares the launcher's memory until then and the
+ * launcher waits for its exec (CLONE_VM | CLONE_VFORK, as posix_spawn and jail/run.c do): no
+ * copy of the launcher's page tables. Every signal blocked meanwhile, so none runs a handler
+ * of the launcher's in it before it resets them. AddressSanitizer builds fork (it does not
+ * know that stack). -1 with errno.
+ */
+static pid_t spawn(struct child_args *c)
+{
+	sigset_t all, old;
+	pid_t pid;
+	int e;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+#ifdef SPAWN_FORK
+	pid = fork();
+	if (pid == 0)
+		_exit(child(c));
+	e = errno;
+#else
+	const size_t size = 64 * 1024;
+	char *stack = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+
+	if (stack == MAP_FAILED) {
+		e = errno;
+		pid = -1;
+	} else {
+		pid = clone(child, stack + size, CLONE_VM | CLONE_VFORK | SIGCHLD, c);
+		e = errno;
+		munmap(stack, size);
+	}
+#endif
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = e;
+	return pid;
+}
+
+/*
+ * What the program writes on the ready pipe: with line, up to the end of the first line (the
+ * answer; *len its length, the rest of what was read after it), else up to the end of file.
+ */
+static char *read_answer(int fd, bool line, size_t *line_len)
 {
 	size_t len = 0, cap = 4096;
 	char *buf = malloc(cap);
@@ -70,6 +161,12 @@ static char *read_answer(int fd)
 	if (!buf)
 		return NULL;
 	for (;;) {
+		char *nl = line ? memchr(buf, '\n', len) : NULL;
+
+		if (nl) {
+			*line_len = (size_t)(nl - buf);
+			break;
+		}
 		if (len + 1 >= cap) {
 			char *nb = cap < (1u << 24) ? realloc(buf, cap *= 2) : NULL;
 
@@ -87,6 +184,8 @@ static char *read_answer(int fd)
 		len += (size_t)n;
 	}
 	buf[len] = '\0';
+	if (line && !memchr(buf, '\n', len))
+		*line_len = len;
 	return buf;
 }
 
@@ -112,6 +211,7 @@ int proxy_proc_spawn(struct proxy_proc **out, const char *exe, const struct prox
 	size_t n_keep = 0;
 	char **argv = NULL;
 	pid_t parent = getpid();
+	struct child_args cargs;
 
 	*out = NULL;
 	if (!pp)
@@ -137,13 +237,12 @@ int proxy_proc_spawn(struct proxy_proc **out, const char *exe, const struct prox
 		keep[n_keep++] = a->tcp_fds ? a->tcp_fds[i] : -1;
 		keep[n_keep++] = a->tcp_tls_fds ? a->tcp_tls_fds[i] : -1;
 	}
-	pp->pid = fork();
+	cargs = (struct child_args){.argv = argv, .parent = parent, .keep = keep, .n_keep = n_keep};
+	pp->pid = spawn(&cargs);
 	if (pp->pid < 0) {
 		rc = util_err(-errno, "cannot start the credential proxy: %s", strerror(errno));
 		goto out;
 	}
-	if (pp->pid == 0)
-		child(argv, parent, keep, n_keep);
 	close(ready[1]);
 	ready[1] = -1;
 	close(control[0]);
@@ -172,15 +271,30 @@ out:
 	return 0;
 }
 
+/*
+ * The answer is the first line: the program writes it as soon as it listens, then opens its
+ * audit log (state.db) while the launcher builds the box, and ends the pipe (all is well) or
+ * writes why it cannot record (proxy_proc_confirm reads that before the box's command runs).
+ * A failure before it answered is the whole text, without a newline.
+ */
 int proxy_proc_wait(struct proxy_proc *pp)
 {
+	size_t n = 0;
 	char *answer;
 
 	if (pp->rc <= 0)
 		return pp->rc < 0 ? util_err(pp->rc, "%s", pp->msg ? pp->msg : "out of memory") : 0;
-	answer = read_answer(pp->ready_fd);
-	close(pp->ready_fd);
-	pp->ready_fd = -1;
+	answer = read_answer(pp->ready_fd, true, &n);
+	if (answer && answer[n] == '\n' && !(pp->rest = strdup(answer + n + 1))) {
+		free(answer);
+		answer = NULL;
+	}
+	if (answer)
+		answer[n] = '\0';
+	if (!answer || !pp->rest) {
+		close(pp->ready_fd); /* no second part: the pipe ended, or memory did */
+		pp->ready_fd = -1;
+	}
 	if (!answer)
 		pp->rc = util_err(-ENOMEM, "out of memory");
 	else if (!*answer)
@@ -193,11 +307,45 @@ int proxy_proc_wait(struct proxy_proc *pp)
 	return pp->rc;
 }
 
+int proxy_proc_confirm(struct proxy_proc *pp)
+{
+	char *more, *text;
+	int rc = proxy_proc_wait(pp);
+
+	if (rc < 0 || pp->ready_fd < 0)
+		return rc;
+	more = read_answer(pp->ready_fd, false, NULL);
+	close(pp->ready_fd);
+	pp->ready_fd = -1;
+	text = more ? util_asprintf("%s%s", pp->rest, more) : NULL;
+	free(more);
+	free(pp->rest);
+	pp->rest = NULL;
+	if (!text)
+		rc = util_err(-ENOMEM, "out of memory");
+	else if (text[strspn(text, "\n")]) {
+		struct proxy_ready *r = NULL;
+
+		/* Only a failure comes after the answer. */
+		rc = proxy_ready_parse(&r, text);
+		proxy_ready_free(r);
+		if (rc == 0)
+			rc = util_err(-EPROTO, "the credential proxy (%s) answered twice",
+				      PROXY_PROGRAM);
+	}
+	free(text);
+	if (rc < 0) {
+		pp->rc = rc;
+		pp->msg = strdup(util_err_msg());
+	}
+	return rc;
+}
+
 int proxy_proc_start(struct proxy_proc **out, const char *exe, const struct proxy_args *a)
 {
 	int rc = proxy_proc_spawn(out, exe, a);
 
-	if (rc == 0 && (rc = proxy_proc_wait(*out)) < 0) {
+	if (rc == 0 && (rc = proxy_proc_confirm(*out)) < 0) {
 		proxy_proc_stop(*out);
 		*out = NULL;
 	}
@@ -231,6 +379,14 @@ int proxy_proc_session(struct proxy_proc *pp, int64_t session)
 	return 0;
 }
 
+void proxy_proc_end(struct proxy_proc *pp)
+{
+	if (pp && pp->control >= 0) {
+		close(pp->control);
+		pp->control = -1;
+	}
+}
+
 void proxy_proc_stop(struct proxy_proc *pp)
 {
 	int status = 0;
@@ -242,6 +398,7 @@ void proxy_proc_stop(struct proxy_proc *pp)
 	if (pp->ready_fd >= 0)
 		close(pp->ready_fd);
 	free(pp->msg);
+	free(pp->rest);
 	while (pp->pid > 0 && waitpid(pp->pid, &status, 0) < 0 && errno == EINTR)
 		;
 	/* A proxy that served the box and then crashed: its last requests may be unrecorded. */

@@ -389,17 +389,24 @@ struct proxy_proc;
 int proxy_proc_start(struct proxy_proc **out, const char *exe,
 		     const struct proxy_args *a) ARB_MUST_CHECK;
 /*
- * The same in two steps, so the launcher can work while the proxy starts: spawn starts it,
- * wait reads its answer (again: the same result). proxy_proc_ready is NULL until then.
+ * The same in steps, so the launcher can work while the proxy starts: spawn starts it, wait
+ * reads its answer (again: the same result; proxy_proc_ready is NULL until then), confirm
+ * whether it could open its audit log, which it does after answering (a failure: the box's
+ * command must not run).
  */
 int proxy_proc_spawn(struct proxy_proc **out, const char *exe,
 		     const struct proxy_args *a) ARB_MUST_CHECK;
 int proxy_proc_wait(struct proxy_proc *pp) ARB_MUST_CHECK;
+int proxy_proc_confirm(struct proxy_proc *pp) ARB_MUST_CHECK;
 const struct proxy_ready *proxy_proc_ready(const struct proxy_proc *pp);
 pid_t proxy_proc_pid(const struct proxy_proc *pp);
 /* The session the program's audit rows belong to from now on. */
 int proxy_proc_session(struct proxy_proc *pp, int64_t session) ARB_MUST_CHECK;
-/* Closes the control pipe (the program finishes its requests and rows) and waits. */
+/*
+ * Closes the control pipe (the program finishes its requests and rows) and waits. end only
+ * closes it: the program exits while the launcher works on (the box is over), stop waits.
+ */
+void proxy_proc_end(struct proxy_proc *pp);
 void proxy_proc_stop(struct proxy_proc *pp);
 
 #endif

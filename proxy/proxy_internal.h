@@ -215,6 +215,8 @@ struct proxy {
 	int wake[2]; /* self-pipe that stops the accept thread */
 	void *share; /* libcurl share: upstream connections, DNS, TLS sessions */
 	pthread_mutex_t share_locks[8];
+	pthread_mutex_t share_made;   /* the share is made by the first request upstream */
+	bool share_inited;	      /* the locks are */
 	struct proxy_client *clients; /* connections being served, for shutdown */
 	atomic_bool stopping;
 	/* --allow-host: the CONNECT proxy's listener and its list. */
@@ -291,8 +293,8 @@ int proxy_port_parse(const char *s, uint16_t *out);
 
 /*
  * An upstream URL: http(s)://host[:port][/path], no userinfo, query or fragment; -EINVAL
- * with a message naming backend `name`. proxy/url.c (libcurl's parser) in the proxy,
- * proxy/url_lite.c in the launcher.
+ * with a message naming backend `name` (proxy/url_lite.c: a grammar libcurl reads the same
+ * way, checked without libcurl in the launcher and the proxy).
  */
 int proxy_url_check(const char *name, const char *url);
 

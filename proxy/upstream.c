@@ -43,19 +43,35 @@ struct fwd {
 	const char *ph_account; /* the box's placeholder for the account id, or NULL */
 };
 
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static int init_rc;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT, curl_once = PTHREAD_ONCE_INIT;
+static bool curl_ok;
 
 static void global_init(void)
 {
-	init_rc = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -EIO;
 	http_parser_set_max_header_size(PROXY_HEAD_MAX);
 }
 
 int proxy_upstream_global_init(void)
 {
 	pthread_once(&init_once, global_init);
-	return init_rc ? util_err(init_rc, "cannot initialise libcurl") : 0;
+	return 0;
+}
+
+static void curl_init(void)
+{
+	curl_ok = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+}
+
+/*
+ * libcurl (and OpenSSL behind it) initialised on the first request upstream, not when the
+ * proxy starts: arborinth_proxy opens them then (compat/proxy_lazy_libs.c), so a box starts
+ * without them. (A login or Vertex token minted before the box starts initialises it in
+ * curl_easy_init, which libcurl makes thread-safe.)
+ */
+static bool curl_ready(void)
+{
+	pthread_once(&curl_once, curl_init);
+	return curl_ok;
 }
 
 static void share_lock(CURL *e, curl_lock_data data, curl_lock_access access, void *ud)
@@ -72,32 +88,49 @@ static void share_unlock(CURL *e, curl_lock_data data, void *ud)
 	pthread_mutex_unlock(&p->share_locks[(unsigned)data % ARB_ARRAY_LEN(p->share_locks)]);
 }
 
+/* The share itself is made by the first request (share_get): libcurl is not open before. */
 int proxy_upstream_share_new(struct proxy *p)
 {
-	CURLSH *sh = curl_share_init();
-
-	if (!sh)
-		return util_err(-ENOMEM, "out of memory");
 	for (size_t i = 0; i < ARB_ARRAY_LEN(p->share_locks); i++)
 		pthread_mutex_init(&p->share_locks[i], NULL);
-	curl_share_setopt(sh, CURLSHOPT_LOCKFUNC, share_lock);
-	curl_share_setopt(sh, CURLSHOPT_UNLOCKFUNC, share_unlock);
-	curl_share_setopt(sh, CURLSHOPT_USERDATA, p);
-	curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
-	curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
-	curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
-	p->share = sh;
+	pthread_mutex_init(&p->share_made, NULL);
+	p->share_inited = true;
 	return 0;
+}
+
+/* p's share, made on the first call; NULL without one (then each request connects anew). */
+static CURLSH *share_get(struct proxy *p)
+{
+	CURLSH *sh;
+
+	if (!p->share_inited)
+		return NULL;
+	pthread_mutex_lock(&p->share_made);
+	sh = p->share;
+	if (!sh && (sh = curl_share_init())) {
+		curl_share_setopt(sh, CURLSHOPT_LOCKFUNC, share_lock);
+		curl_share_setopt(sh, CURLSHOPT_UNLOCKFUNC, share_unlock);
+		curl_share_setopt(sh, CURLSHOPT_USERDATA, p);
+		curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+		curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+		curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+		p->share = sh;
+	}
+	pthread_mutex_unlock(&p->share_made);
+	return sh;
 }
 
 void proxy_upstream_share_free(struct proxy *p)
 {
-	if (!p->share)
+	if (!p->share_inited)
 		return;
-	curl_share_cleanup(p->share);
+	if (p->share)
+		curl_share_cleanup(p->share);
 	p->share = NULL;
 	for (size_t i = 0; i < ARB_ARRAY_LEN(p->share_locks); i++)
 		pthread_mutex_destroy(&p->share_locks[i]);
+	pthread_mutex_destroy(&p->share_made);
+	p->share_inited = false;
 }
 
 void proxy_upstream_conn_done(struct proxy_conn *c)
@@ -510,11 +543,12 @@ void proxy_upstream_forward(struct proxy_conn *c, struct proxy_req *r,
 	struct curl_slist *hdrs = NULL;
 	char *url = NULL;
 	CURLcode cc = CURLE_OUT_OF_MEMORY;
+	CURLSH *sh;
 	CURL *e;
 	int lrc;
 
 	memset(res, 0, sizeof(*res));
-	if (!c->easy)
+	if (!c->easy && curl_ready())
 		c->easy = curl_easy_init();
 	e = c->easy;
 	if (!f || !e)
@@ -554,8 +588,8 @@ void proxy_upstream_forward(struct proxy_conn *c, struct proxy_req *r,
 	if (!url || build_headers(f, &hdrs) < 0)
 		goto out;
 	curl_easy_setopt(e, CURLOPT_URL, url);
-	if (c->p->share)
-		curl_easy_setopt(e, CURLOPT_SHARE, c->p->share);
+	if ((sh = share_get(c->p)))
+		curl_easy_setopt(e, CURLOPT_SHARE, sh);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);

@@ -28,7 +28,17 @@ chmod 0600 "$KEY"
 BACKEND="anthropic=http://127.0.0.1:9,key-file=$KEY"
 
 # --- a running box: the proxy is a child of the launcher, which maps no TLS library ---------
-"$ARB" shell w --backend "$BACKEND" -- sleep 30 </dev/null >/dev/null 2>&1 &
+# The box says it runs (/tmp/up), waits for /tmp/go, sends a request (the upstream refuses the
+# connection: the proxy answers 502) and sleeps. In a workspace of its own (its row is not
+# one of those counted below).
+"$ARB" workspace create lz >/dev/null
+WSTMP=$("$ARB" workspace info lz --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["tmp"])')
+REQ='import http.client, os
+h, p = os.environ["ANTHROPIC_BASE_URL"].split("//")[1].split(":")
+c = http.client.HTTPConnection(h, int(p.split("/")[0]), timeout=20)
+c.request("GET", "/v1/models", headers={"x-api-key": os.environ["ANTHROPIC_API_KEY"]})
+print(c.getresponse().status)'
+"$ARB" shell lz --backend "$BACKEND" -- sh -c "touch /tmp/up; while [ ! -e /tmp/go ]; do sleep 0.05; done; python3 -c '$REQ' >/tmp/status; exec sleep 30" </dev/null >/dev/null 2>&1 &
 LP=$!
 PX=
 for _ in $(seq 100); do
@@ -38,12 +48,19 @@ for _ in $(seq 100); do
 done
 if [ -n "$PX" ]; then pass; else fail "no arborinth_proxy child of the launcher"; fi
 if [ -n "$PX" ]; then
-	# Once the box runs (its sleep), the launcher has done everything it does before it.
-	for _ in $(seq 100); do pgrep -f "^sleep 30$" >/dev/null && break; sleep 0.05; done
+	# Once the box runs, the launcher has done everything it does before it.
+	for _ in $(seq 200); do [ -e "$WSTMP/up" ] && break; sleep 0.05; done
 	if grep -Eq "$TLS" "/proc/$LP/maps"; then
 		fail "the launcher maps a TLS library: $(grep -Eo "[^/]*($TLS)[^ ]*" "/proc/$LP/maps" | sort -u | tr '\n' ' ')"
 	else pass; fi
-	expect_match libcurl "$(cat "/proc/$PX/maps")" "control: the proxy maps libcurl"
+	# The proxy opens libcurl and OpenSSL for the box's first request, not before.
+	if grep -Eq "$TLS" "/proc/$PX/maps"; then
+		fail "the proxy maps a TLS library before the box's first request"
+	else pass; fi
+	touch "$WSTMP/go"
+	for _ in $(seq 200); do pgrep -f "^sleep 30$" >/dev/null && break; sleep 0.05; done
+	expect_eq 502 "$(cat "$WSTMP/status" 2>/dev/null)" "the box's request reached the proxy (the upstream refused it)"
+	expect_match libcurl "$(cat "/proc/$PX/maps")" "control: the proxy maps libcurl after it"
 	if ls -l "/proc/$LP/fd" 2>/dev/null | grep -qF "$KEY"; then fail "the launcher holds the key file open"; else pass; fi
 	if grep -qaF "$SECRET" "/proc/$LP/environ" "/proc/$LP/cmdline" "/proc/$PX/cmdline"; then
 		fail "the key is in a command line or the launcher's environment"

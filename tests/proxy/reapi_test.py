@@ -165,9 +165,18 @@ def main():
     C.eq(0, cp.returncode, "audit ran (%s)" % cp.stderr)
     out = cp.stdout
     C.ok("UpdateActionResult" in out and "grpc-status 7" in out, "refusal audited")
-    C.ok("/google.bytestream.ByteStream/Write" in out and "grpc-status 0" in out,
-         "ByteStream Write audited with its status: %s" % out[-1500:])
     C.ok(TOKEN not in out, "token not in the audit")
+    cp = arb("audit", "w", "--json")
+    rows = [json.loads(l) for l in cp.stdout.splitlines() if l.strip()]
+    res = [(r.get("path"), r.get("result"), r.get("reason")) for r in rows
+           if r.get("kind") == "net"]
+    C.ok(("/google.bytestream.ByteStream/Write", "ok", "allowed: grpc-status 0") in res,
+         "ByteStream Write audited with its status, and a completed stream's row says ok, "
+         "not failed (%r)" % res)
+    C.ok(("/build.bazel.remote.execution.v2.ActionCache/UpdateActionResult", "refused",
+          "refused: method not allowed: grpc-status 7") in res or any(
+              p.endswith("UpdateActionResult") and r == "refused" and "grpc-status 7" in (w or "")
+              for p, r, w in res), "control: the refused stream's row says refused (%r)" % res)
 
     # --- token from a command (Bazel's credential helper protocol) ---
     helper = os.path.join(T, "helper.sh")

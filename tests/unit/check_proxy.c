@@ -1,6 +1,7 @@
 /* tests/unit/check_proxy.c: the proxy's parts: backends, request parsing, policy, redaction,
  * relay arguments, and whole connections served over socketpairs (hostile corpus, fuzz). */
 #include <check.h>
+#include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -1028,6 +1029,106 @@ START_TEST(login_open_errors)
 }
 END_TEST
 
+/*
+ * The URL check (proxy/url_lite.c, no libcurl: the proxy opens libcurl only for the first
+ * request) against libcurl's parser: whatever it takes, libcurl takes too, with the same
+ * scheme, host and port; what libcurl refuses it refuses (so it fails before the box starts).
+ */
+START_TEST(url_check_against_curl)
+{
+	static const char *const urls[] = {
+	    "http://h",
+	    "https://api.anthropic.com",
+	    "http://127.0.0.1:8080",
+	    "http://h:1/a/b",
+	    "https://h/v1/",
+	    "http://[::1]:9/x",
+	    "http://[fe80::1]",
+	    "http://a-b.c_d~e:65535",
+	    "http://h:65536",
+	    "http://h:0",
+	    "http://h:",
+	    "http://h:12x",
+	    "http://h:+1",
+	    "http://a b",
+	    "http://h/a b",
+	    "http://h/a\\b",
+	    "http://h\\.evil/",
+	    "http://[zz]",
+	    "http://[::1",
+	    "http://[]",
+	    "http://h]",
+	    "http://%41",
+	    "http://h/%zz",
+	    "http://h/\x01",
+	    "http://h/\xc3\xa9",
+	    "http://\xc3\xa9",
+	    "http://h:1:2",
+	    "http://h/\"",
+	    "http://h/{x}",
+	    "http://[::1]x",
+	    "http://h\t",
+	    "http:///x",
+	    "ftp://h",
+	    "http:/h",
+	    "HTTP://h",
+	    "http://u@h",
+	    "http://h?x",
+	    "http://h#f",
+	    "http://h,x",
+	    "http://h:08080",
+	};
+	static const char *const good[] = {"http://h", "https://api.anthropic.com",
+					   "http://127.0.0.1:8080", "http://[::1]:9/x"};
+	size_t n_ok = 0;
+
+	for (size_t i = 0; i < ARB_ARRAY_LEN(urls); i++) {
+		const char *u = urls[i];
+		bool lite = proxy_url_check("t", u) == 0;
+		CURLU *cu = curl_url();
+		char *scheme = NULL, *host = NULL, *port = NULL;
+		bool curl_ok =
+		    cu && curl_url_set(cu, CURLUPART_URL, u, 0) == CURLUE_OK &&
+		    curl_url_get(cu, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+		    curl_url_get(cu, CURLUPART_HOST, &host, 0) == CURLUE_OK && *host &&
+		    curl_url_get(cu, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK;
+
+		if (lite) {
+			const char *h = strstr(u, "://") + 3;
+			size_t hl = h[0] == '[' ? strcspn(h, "]") + 1 : strcspn(h, ":/");
+			const char *pp = h[hl] == ':' ? h + hl + 1 : NULL;
+			char want_port[8];
+
+			snprintf(want_port, sizeof(want_port), "%.*s",
+				 pp ? (int)strcspn(pp, "/") : 0, pp ? pp : "");
+			if (!pp)
+				snprintf(want_port, sizeof(want_port), "%s",
+					 !strncmp(u, "https", 5) ? "443" : "80");
+			ck_assert_msg(curl_ok, "url_lite takes '%s', libcurl does not", u);
+			ck_assert_msg(strlen(host) == hl && !strncmp(host, h, hl),
+				      "'%s': host %s for libcurl", u, host);
+			ck_assert_msg(strtol(port, NULL, 10) == strtol(want_port, NULL, 10),
+				      "'%s': port %s for libcurl, %s here", u, port, want_port);
+			ck_assert(!strcmp(scheme, "http") || !strcmp(scheme, "https"));
+			n_ok++;
+		}
+		curl_free(scheme);
+		curl_free(host);
+		curl_free(port);
+		curl_url_cleanup(cu);
+	}
+	/* Control: the usual URLs are taken (the comparison above is not empty). */
+	for (size_t i = 0; i < ARB_ARRAY_LEN(good); i++)
+		ck_assert_msg(proxy_url_check("t", good[i]) == 0, "refused '%s'", good[i]);
+	ck_assert_uint_ge(n_ok, 8);
+	/* What libcurl refuses, refused here with the backend's name. */
+	ck_assert_int_eq(proxy_url_check("x", "http://h:65536"), -EINVAL);
+	ck_assert(strstr(util_err_msg(), "backend x"));
+	ck_assert_int_eq(proxy_url_check("x", "http://a b"), -EINVAL);
+	ck_assert_int_eq(proxy_url_check("x", "http://[zz]"), -EINVAL);
+}
+END_TEST
+
 static Suite *proxy_suite(void)
 {
 	Suite *s = suite_create("proxy");
@@ -1043,6 +1144,7 @@ static Suite *proxy_suite(void)
 	tcase_add_test(tc, proxy_config_errors);
 	tcase_add_test(tc, key_json);
 	tcase_add_test(tc, allow_host_parse);
+	tcase_add_test(tc, url_check_against_curl);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("parse");
 	tcase_add_test(tc, parse_any_split);

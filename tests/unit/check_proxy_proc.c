@@ -1,10 +1,14 @@
 /* tests/unit/check_proxy_proc.c: arborinth_proxy's command line and ready message, each made
  * and read by one pair of functions (proxy/args.c, proxy/ready.c): every field survives the
- * round trip, and bad input is an error naming it. */
+ * round trip, and bad input is an error naming it. The ready pipe's two parts (proxy/proc.c)
+ * against a stand-in program. */
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "proxy/proxy.h"
 
@@ -309,6 +313,85 @@ START_TEST(ready_errors)
 }
 END_TEST
 
+/*
+ * A stand-in for arborinth_proxy (a shell script given as the program): on its ready pipe it
+ * writes $FAKE_OUT (printf's format, so "\\n" ends the answer's line), sleeping
+ * $FAKE_SLEEP seconds after the line, then $FAKE_MORE.
+ */
+static void fake_run(const char *out, const char *more, int *wait_rc, int *confirm_rc)
+{
+	char dir[] = "/tmp/arb-fakeproxy.XXXXXX", *exe;
+	const char *backends[] = {"anthropic"};
+	struct proxy_args a = {.backends = backends, .n_backends = 1};
+	struct proxy_proc *pp = NULL;
+	FILE *f;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	exe = malloc(strlen(dir) + 8);
+	ck_assert_ptr_nonnull(exe);
+	sprintf(exe, "%s/fake", dir);
+	f = fopen(exe, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("#!/bin/sh\n"
+	      "while [ $# -gt 0 ]; do [ \"$1\" = --ready-fd ] && fd=$2; shift; done\n"
+	      "eval \"exec 9>&$fd\"\n"
+	      "printf \"$FAKE_OUT\" >&9\n"
+	      "sleep 0.2\n"
+	      "printf '%s' \"$FAKE_MORE\" >&9\n",
+	      f);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_int_eq(chmod(exe, 0700), 0);
+	setenv("FAKE_OUT", out, 1);
+	setenv("FAKE_MORE", more, 1);
+	ck_assert_int_eq(proxy_proc_spawn(&pp, exe, &a), 0);
+	*wait_rc = proxy_proc_wait(pp);
+	*confirm_rc = *wait_rc < 0 ? *wait_rc : proxy_proc_confirm(pp);
+	proxy_proc_stop(pp);
+	unlink(exe);
+	rmdir(dir);
+	free(exe);
+}
+
+START_TEST(ready_two_parts)
+{
+	uint16_t ports[] = {8713};
+	struct proxy_ready_backend rb = {.name = "anthropic", .placeholder = "arb-p", .port = 8713};
+	struct proxy_ready r = {.backends = &rb, .n_backends = 1, .ports = ports};
+	char *ok = proxy_ready_format(&r), *line = NULL;
+	char *bad = proxy_ready_format_error(-EIO, "cannot open the audit log for the proxy: x");
+	int w, c;
+
+	ck_assert_ptr_nonnull(ok);
+	ck_assert_ptr_nonnull(bad);
+	line = malloc(strlen(ok) + 4);
+	ck_assert_ptr_nonnull(line);
+	sprintf(line, "%s\\n", ok);
+	/* The answer, then the log opened: nothing more. */
+	fake_run(line, "", &w, &c);
+	ck_assert_int_eq(w, 0);
+	ck_assert_int_eq(c, 0);
+	/* The answer, then (later) the log could not open: confirm fails with its message. */
+	fake_run(line, bad, &w, &c);
+	ck_assert_int_eq(w, 0);
+	ck_assert_int_eq(c, -EIO);
+	ck_assert_str_eq(util_err_msg(), "cannot open the audit log for the proxy: x");
+	/* A failure before the answer (no line): wait fails with it. */
+	fake_run(bad, "", &w, &c);
+	ck_assert_int_eq(w, -EIO);
+	/* The program says nothing: it exited without an answer. */
+	fake_run("", "", &w, &c);
+	ck_assert_int_eq(w, -EIO);
+	ck_assert_ptr_nonnull(strstr(util_err_msg(), "without an answer"));
+	/* A second answer is not a failure's: refused. */
+	fake_run(line, ok, &w, &c);
+	ck_assert_int_eq(w, 0);
+	ck_assert_int_eq(c, -EPROTO);
+	free(line);
+	free(ok);
+	free(bad);
+}
+END_TEST
+
 static Suite *proxy_proc_suite(void)
 {
 	Suite *s = suite_create("proxy_proc");
@@ -319,6 +402,7 @@ static Suite *proxy_proc_suite(void)
 	tcase_add_test(tc, ready_round_trip);
 	tcase_add_test(tc, ready_errors);
 	tcase_add_test(tc, ready_env_hostile);
+	tcase_add_test(tc, ready_two_parts);
 	suite_add_tcase(s, tc);
 	return s;
 }
