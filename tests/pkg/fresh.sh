@@ -40,7 +40,9 @@ took() {
 }
 tar=$(ARBORINTH_PKG_VARIANT=important bash "$pkg_top/tests/pkg/rootfs.sh" bookworm fresh git sudo)
 work=$(mktemp -d /var/tmp/arborinth-fresh.XXXXXX)
-trap 'rm -rf --one-file-system "$work"' EXIT
+# The logs of the last run stay in /var/tmp/arborinth-fresh-logs.
+logs=/var/tmp/arborinth-fresh-logs
+trap 'rm -rf "$logs"; mkdir -p "$logs"; cp "$work"/*.log "$logs/" 2>/dev/null; rm -rf --one-file-system "$work"' EXIT
 root=$work/root
 mkdir "$root"
 tar -xpf "$tar" -C "$root"
@@ -68,8 +70,12 @@ took "system ready"
 
 # As in a login: runuser -l clears the environment and starts a login shell (PATH from
 # /etc/profile: no /usr/sbin for a user); no XDG_RUNTIME_DIR (no logind), no LANG.
+# The host's switch of FUSE over io_uring is made read-only: run-all.sh would flip it for
+# the whole (shared) machine.
 as() { # USER CMD
-	pkg_enter "$root" runuser -l "$1" -c "$2" </dev/null
+	pkg_enter "$root" bash -c 'p=/sys/module/fuse/parameters
+		[ ! -d $p ] || mount --bind -o ro $p $p
+		exec runuser -l "$1" -c "$2"' _ "$1" "$2" </dev/null
 }
 
 out=$(as nosudo 'bash /home/newcomer/arborinth/scripts/deps.sh --build' 2>&1) && {
@@ -93,6 +99,9 @@ check_demo() { # WHO LOG
 	done
 	echo "ok: the demo as $1"
 }
+as newcomer 'echo "env: PATH=$PATH HOME=$HOME LANG=${LANG-} XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR-}"
+	id' >"$work/env-user.log" 2>&1
+cat "$work/env-user.log"
 as newcomer "cd ~/arborinth && $demo" >"$work/demo-user.log" 2>&1 || {
 	cat "$work/demo-user.log"
 	echo "FAIL: the demo as newcomer"
