@@ -16,9 +16,8 @@ PKGS=(build-essential cmake ninja-build pkg-config git python3 clang-format cppc
       util-linux attr tmux python3-venv python3-setuptools python3-pip groff-base zsh fish
       qemu-system-x86 busybox-static kmod cpio xz-utils zstd systemd
       nodejs clang) # qemu-system-x86 ... zstd: the VM lane (tests/vm: Debian's kernels under
-                    # QEMU; systemd: its user manager in the guest); nodejs (with npm:
-                    # nodesource's package here; on stock Debian add
-                    # npm) for the real agent clients in e2e_real_clients; clang for the
+                    # QEMU; systemd: its user manager in the guest); nodejs (and npm,
+                    # below) for the real agent clients in e2e_real_clients; clang for the
                     # libFuzzer target
 # tests/pkg (label pkg): the Debian packages (debhelper, dpkg-dev), fresh Debian 12 and 13
 # systems (mmdebstrap), the image under podman (runc: crun refuses hosts with cgroups in
@@ -34,6 +33,8 @@ PKGS+=(chromium)
 # server and client (python3-grpcio) and Bazel as the real client (bazel-bootstrap).
 PKGS+=(libnghttp2-dev python3-grpcio bazel-bootstrap)
 
+# npm: Debian's own package (nodesource's nodejs, as on the CI machine, has it inside).
+command -v npm >/dev/null || PKGS+=(npm)
 if [ "${1:-}" = --build ]; then
 	PKGS=("${BUILD[@]}")
 else
