@@ -25,10 +25,10 @@ cmds=$(awk '/^```sh$/ { on = 1; next } on && /^```$/ { exit } on' "$pkg_top/READ
 	sed 's/[[:space:]]*#.*$//' | grep -v '^$')
 demo=$(sed -n 1p <<<"$cmds")
 test_cmd=$(sed -n 2p <<<"$cmds")
-[ -n "$demo" ] && [ -n "$test_cmd" ] || {
+if [ -z "$demo" ] || [ -z "$test_cmd" ]; then
 	echo "fresh.sh: README.md has no two commands in its first sh block" >&2
 	exit 1
-}
+fi
 rev=$(git -C "$pkg_top" rev-parse HEAD)
 start=$(date +%s)
 step=$start
@@ -127,5 +127,13 @@ if [ "$tests" = 1 ]; then
 	tail -5 "$work/tests.log"
 	took "test command as root ($test_cmd$args)"
 fi
-find "$root/var/cache/apt/archives" -maxdepth 1 -name '*.deb' -exec cp -ln {} "$debs/" \;
+# Kept: what apt could still download (autoclean drops the versions the archive replaced).
+if compgen -G "$root/var/lib/apt/lists/*_Packages" >/dev/null; then
+	chroot "$root" apt-get autoclean -qq
+fi
+rm -rf "$debs.new"
+mkdir "$debs.new"
+find "$root/var/cache/apt/archives" -maxdepth 1 -name '*.deb' -exec cp -l {} "$debs.new/" \;
+rm -rf "$debs"
+mv "$debs.new" "$debs"
 echo "fresh.sh: all done in $(($(date +%s) - start)) s"
