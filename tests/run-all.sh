@@ -6,6 +6,12 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
+# Root's tests run parts as ordinary users, from this tree: they must be able to reach it.
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1 &&
+	! runuser -u nobody -- test -r "$top/tests/run-all.sh"; then
+	echo "tests/run-all.sh: ordinary users cannot read $top (the tests run parts as them): clone it where they can, e.g. in /srv or /opt, not /root" >&2
+	exit 1
+fi
 bash scripts/deps.sh
 # Non-root users need /dev/fuse (root does not).
 if [ "$(id -u)" = 0 ] && [ -e /dev/fuse ]; then

@@ -9,7 +9,8 @@
 #  2. newcomer runs the demo command in a clone in its home (packages through sudo, then the
 #     build and the demo, as that user with a login shell's PATH, HOME and no locale);
 #  3. root runs it in its own clone;
-#  4. with --tests: root runs the test command there (with CTEST ARGS, e.g. `-L unit`).
+#  4. with --tests: root runs the test command: in /root it says in one line that the tests'
+#     users cannot reach it; then in a clone in /srv (with CTEST ARGS, e.g. `-L unit`).
 # The system runs as in tests/pkg/common.sh's pkg_enter (own mount and pid namespace,
 # pivot_root, the host's /dev and /sys). Needs root and Debian's archive.
 set -euo pipefail
@@ -73,7 +74,7 @@ took "system ready"
 # The host's switch of FUSE over io_uring is made read-only: run-all.sh would flip it for
 # the whole (shared) machine.
 as() { # USER CMD
-	pkg_enter "$root" bash -c 'p=/sys/module/fuse/parameters
+	PKG_TMP=disk pkg_enter "$root" bash -c 'p=/sys/module/fuse/parameters
 		[ ! -d $p ] || mount --bind -o ro $p $p
 		exec runuser -l "$1" -c "$2"' _ "$1" "$2" </dev/null
 }
@@ -118,8 +119,19 @@ check_demo root "$work/demo-root.log"
 took "build and demo as root"
 
 if [ "$tests" = 1 ]; then
+	# In /root (0700) the tests' ordinary users cannot reach the tree: one line says so.
+	out=$(as root "cd ~/arborinth && $test_cmd" 2>&1) && {
+		echo "FAIL: the test command ran in /root/arborinth"
+		exit 1
+	}
+	grep -q '^tests/run-all.sh: ordinary users cannot read /root/arborinth' <<<"$out" || {
+		echo "FAIL: the test command in /root: $out"
+		exit 1
+	}
+	echo "ok: the test command in /root/arborinth: $out"
+	as root "git clone -q ~/arborinth /srv/arborinth"
 	args=$(printf ' %q' "$@")
-	if ! as root "cd ~/arborinth && nice $test_cmd$args" >"$work/tests.log" 2>&1; then
+	if ! as root "cd /srv/arborinth && nice $test_cmd$args" >"$work/tests.log" 2>&1; then
 		tail -150 "$work/tests.log"
 		echo "FAIL: the test command as root ($test_cmd$args)"
 		exit 1
