@@ -49,10 +49,11 @@ mkdir "$root"
 tar -xpf "$tar" -C "$root"
 # What booting would make: /etc/mtab (systemd-tmpfiles; fusermount3 needs it).
 ln -sfn ../proc/self/mounts "$root/etc/mtab"
-# What the installer writes: this host's name (the system shares its UTS namespace) in
-# /etc/hosts, else sudo says "unable to resolve host".
+# What the installer writes: this host's name (the system shares its UTS namespace) on
+# 127.0.1.1 in /etc/hosts (else sudo says "unable to resolve host").
 hostname >"$root/etc/hostname"
-printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n' "$(hostname)" >"$root/etc/hosts"
+printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\nff02::1\tip6-allnodes\nff02::2\tip6-allrouters\n' \
+	"$(hostname)" >"$root/etc/hosts"
 # Downloaded packages are kept between runs (hard links; apt still resolves and installs).
 debs=${ARBORINTH_PKG_CACHE:-/var/cache/arborinth-pkg}/fresh-debs
 mkdir -p "$debs"
