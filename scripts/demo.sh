@@ -10,7 +10,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 if [ -n "${ARBORINTH:-}" ]; then
 	A=$ARBORINTH
 else
-	bash "$top/scripts/deps.sh"
+	bash "$top/scripts/deps.sh" --build
+	echo "building (scripts/build.sh into build/)" >&2
 	bash "$top/scripts/build.sh" "$top/build" >/dev/null
 	A="$top/build/cli/arborinth"
 fi

@@ -6,6 +6,12 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
+# Root's tests run parts as ordinary users, from this tree: they must be able to reach it.
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1 &&
+	! runuser -u nobody -- test -r "$top/tests/run-all.sh"; then
+	echo "tests/run-all.sh: ordinary users cannot read $top (the tests run parts as them): clone it where they can, e.g. in /srv or /opt, not /root" >&2
+	exit 1
+fi
 bash scripts/deps.sh
 # Non-root users need /dev/fuse (root does not).
 if [ "$(id -u)" = 0 ] && [ -e /dev/fuse ]; then
@@ -21,6 +27,15 @@ newgit=
 if [ "${CI:-}" = true ]; then
 	bash scripts/newgit.sh >/dev/null &
 	newgit=$!
+fi
+# CI: the README's demo command on a fresh Debian 12 from a fresh clone, as an ordinary user
+# and as root (tests/pkg/fresh.sh, ~3 min), niced, beside the checks and builds; waited for
+# before the tests (its boxes and users would be seen by theirs). A failure fails the run.
+fresh=
+if [ "${CI:-}" = true ]; then
+	fresh_log=$(mktemp /tmp/arborinth-fresh.XXXXXX.log)
+	nice bash tests/pkg/fresh.sh >"$fresh_log" 2>&1 &
+	fresh=$!
 fi
 
 echo "== format check"
@@ -48,6 +63,13 @@ bash scripts/build.sh "$top/build"
 if [ -n "$newgit" ]; then
 	wait "$newgit" || echo "scripts/newgit.sh failed: ws_origin_refs will fail" >&2
 fi
+fresh_failed=
+if [ -n "$fresh" ]; then
+	wait "$fresh" || fresh_failed=1
+	echo "== the README's demo on a fresh Debian 12 (tests/pkg/fresh.sh)"
+	cat "$fresh_log"
+	rm -f "$fresh_log"
+fi
 echo "== tests"
 (cd build && ctest --output-on-failure -j "$jobs" "$@")
 
@@ -59,4 +81,8 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export LSAN_OPTIONS=suppressions=$top/tests/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 (cd build-asan && ctest --output-on-failure -j "$jobs" "$@")
+if [ -n "$fresh_failed" ]; then
+	echo "== FAILED: the README's demo on a fresh Debian 12 (its log above)"
+	exit 1
+fi
 echo "== all tests passed"

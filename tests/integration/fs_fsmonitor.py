@@ -73,7 +73,8 @@ def git_step(rng, view):
         fslib.git(view, "add", "-A")
     elif k == 1:
         fslib.git(view, "add", "-A")
-        fslib.git(view, "commit", "-qm", "step", "--allow-empty")
+        fslib.git(view, "-c", "user.name=tester", "-c", "user.email=t@example.com", "commit",
+                  "-qm", "step", "--allow-empty")
     else:
         fslib.git(view, "stash", "-q", "--include-untracked", check=False)
         fslib.git(view, "stash", "pop", "-q", check=False)

@@ -48,12 +48,13 @@ pkg_installed() { # DEBS DIR
 
 # pkg_enter ROOT CMD...: runs CMD as root in ROOT, in a private mount and pid namespace (every
 # process started there, view daemons too, ends with it) with its own /proc, the host's /dev
-# (for /dev/fuse) and /sys, a fresh /tmp. pivot_root, not chroot: the kernel refuses new user
-# namespaces (every box's) to a chrooted process.
+# (for /dev/fuse) and /sys, a fresh /tmp (a tmpfs; PKG_TMP=disk: ROOT's own, as on Debian 12).
+# pivot_root, not chroot: the kernel refuses new user namespaces (every box's) to a chrooted
+# process.
 pkg_enter() {
 	local root=$1
 	shift
-	unshare --mount --pid --fork --propagation private bash -c '
+	tmp=${PKG_TMP:-} unshare --mount --pid --fork --propagation private bash -c '
 		set -e
 		root=$1
 		shift
@@ -61,7 +62,7 @@ pkg_enter() {
 		mount -t proc proc "$root/proc"
 		mount --rbind /dev "$root/dev"
 		mount --rbind /sys "$root/sys"
-		mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
+		[ "$tmp" = disk ] || mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
 		cd "$root"
 		pivot_root . .
 		umount -l .

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/pkg/rootfs.sh SUITE NAME PACKAGE...: a fresh Debian SUITE system (mmdebstrap
-# --variant=apt, from Debian's archive) with PACKAGEs, as a tarball under
+# --variant=apt, or ARBORINTH_PKG_VARIANT, from Debian's archive) with PACKAGEs, as a tarball under
 # /var/cache/arborinth-pkg (ARBORINTH_PKG_CACHE), printed on stdout. Cached: the tarball's name
 # carries a hash of the suite and the package list, so a second call only prints it.
 set -euo pipefail
@@ -9,7 +9,9 @@ name=$2
 shift 2
 cache=${ARBORINTH_PKG_CACHE:-/var/cache/arborinth-pkg}
 mkdir -p "$cache"
+variant=${ARBORINTH_PKG_VARIANT:-apt}
 key=$(printf '%s\n' "$suite" "$@" | sha256sum | cut -c1-12)
+[ "$variant" = apt ] || key=$(printf '%s\n' "$suite" "$variant" "$@" | sha256sum | cut -c1-12)
 tar=$cache/$suite-$name-$key.tar
 if [ -s "$tar" ]; then
 	echo "$tar"
@@ -23,7 +25,7 @@ inc=$(
 	echo "$*"
 )
 start=$(date +%s)
-nice mmdebstrap --quiet --format=tar --variant=apt --include="$inc" \
+nice mmdebstrap --quiet --format=tar --variant="$variant" --include="$inc" \
 	--aptopt='Acquire::Retries "3"' "$suite" "$tar.tmp" "$mirror" >&2
 mv "$tar.tmp" "$tar"
 # Older tarballs of this SUITE and NAME (another package list) are not used again.

@@ -219,15 +219,23 @@ def main():
     ap.add_argument("--log", required=True)
     ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     ap.add_argument("--port", type=int, default=0)
+    # --also ADDR: the same server on another loopback address too, at the same port.
+    ap.add_argument("--also")
     a = ap.parse_args()
     LOG = open(a.log, "a")
     srv = Server(("127.0.0.1", a.port), Handler)
+    servers = [srv]
+    if a.also:
+        servers.append(Server((a.also, srv.server_address[1]), Handler))
     if a.tls:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(a.tls[0], a.tls[1])
-        srv.socket = ctx.wrap_socket(srv.socket, server_side=True,
+        for s in servers:
+            s.socket = ctx.wrap_socket(s.socket, server_side=True,
                                        do_handshake_on_connect=False)
     print(srv.server_address[1], flush=True)
+    for s in servers[1:]:
+        threading.Thread(target=s.serve_forever, daemon=True).start()
     srv.serve_forever()
 
 

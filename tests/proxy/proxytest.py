@@ -75,10 +75,12 @@ class Procs:
             self.stop(p)
 
 
-def start_upstream(procs, logfile, tls=None):
+def start_upstream(procs, logfile, tls=None, also=None):
     argv = [sys.executable, os.path.join(HERE, "fake_upstream.py"), "--log", logfile]
     if tls:
         argv += ["--tls", tls[0], tls[1]]
+    if also:
+        argv += ["--also", also]
     p = procs.start(argv)
     port = int(p.stdout.readline())
     return p, port
