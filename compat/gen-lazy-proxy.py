@@ -25,6 +25,10 @@ import sys
 HEADERS = ["curl/curl.h", "nghttp2/nghttp2.h", "openssl/err.h", "openssl/evp.h",
            "openssl/pem.h", "openssl/ssl.h", "openssl/x509v3.h"]
 BY_HAND = {"curl_easy_setopt", "curl_easy_getinfo", "curl_share_setopt", "EVP_PKEY_Q_keygen"}
+# Functions whose first parameter newer headers declare const (curl 8's curl_url_get): the
+# forwarder takes it const, which builds against both (proxy_lazy_libs.c renames the header's
+# declaration of these).
+CONST_FIRST = {"curl_url_get"}
 
 
 def lib_of(name):
@@ -62,6 +66,8 @@ def main():
             sys.exit("%s is variadic: write its forwarder by hand" % n)
         ft = d["type"]["qualType"]
         ret = ft[: ft.index("(")].strip() if not ps else ft[: len(ft) - len("(%s)" % ", ".join(ps))].strip()
+        if n in CONST_FIRST and ps and not ps[0].startswith("const "):
+            ps[0] = "const " + ps[0]
         plist = ", ".join(param(t, i) for i, t in enumerate(ps)) or "void"
         args = ", ".join("a%d" % i for i in range(len(ps)))
         lib = lib_of(n)

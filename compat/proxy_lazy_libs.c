@@ -22,7 +22,13 @@
  */
 /* curl.h's checking macros would hide the definitions of the functions of the same name. */
 #define CURL_DISABLE_TYPECHECK
+/* curl 8 (Debian 13) declares curl_url_get(const CURLU *, ...), 7.88 (Debian 12) without the
+ * const: the header's declaration is renamed here, and the forwarder below takes a const
+ * CURLU *, the same call for both (compat/gen-lazy-proxy.py: CONST_FIRST). */
+#define curl_url_get arb_curl_url_get_as_declared
 #include <curl/curl.h>
+#undef curl_url_get
+CURLUcode curl_url_get(const CURLU *handle, CURLUPart what, char **part, unsigned int flags);
 #include <dlfcn.h>
 #include <nghttp2/nghttp2.h>
 #include <openssl/err.h>
@@ -328,8 +334,8 @@ LAZY_FWD(LIB_CURL, struct curl_slist *, curl_slist_append, (struct curl_slist * 
 LAZY_FREE(LIB_CURL, curl_slist_free_all, (struct curl_slist * a0), (a0))
 LAZY_FWD(LIB_CURL, CURLU *, curl_url, (void), ())
 LAZY_FREE(LIB_CURL, curl_url_cleanup, (CURLU * a0), (a0))
-LAZY_FWD(LIB_CURL, CURLUcode, curl_url_get, (CURLU * a0, CURLUPart a1, char **a2, unsigned int a3),
-	 (a0, a1, a2, a3))
+LAZY_FWD(LIB_CURL, CURLUcode, curl_url_get,
+	 (const CURLU *a0, CURLUPart a1, char **a2, unsigned int a3), (a0, a1, a2, a3))
 LAZY_FWD(LIB_CURL, CURLUcode, curl_url_set,
 	 (CURLU * a0, CURLUPart a1, const char *a2, unsigned int a3), (a0, a1, a2, a3))
 LAZY_FREE(LIB_NGHTTP2, nghttp2_option_del, (nghttp2_option * a0), (a0))
