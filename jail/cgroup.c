@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { CG_MEMORY, CG_PIDS, CG_CPU };
@@ -217,14 +218,22 @@ static int write_value(const char *dir, const char *file, long long v, bool opti
 	return jail_cg_write(dir, file, text, optional);
 }
 
-/* Removes the empty cgroups of boxes whose shell is gone (killed before it could). */
+/*
+ * Removes the empty cgroups of boxes whose shell is gone (killed before it could). Only those
+ * older than STALE_AGE_S: a shell in another pid namespace sharing this cgroup tree (a
+ * container, a test system) has a pid that looks dead here, and its box's cgroup is empty
+ * between its mkdir and the box joining it; taking it then made that box fail to start.
+ */
+#define STALE_AGE_S 60
 static void remove_stale(const char *base)
 {
 	DIR *d = opendir(base);
 	struct dirent *de;
+	time_t now = time(NULL);
 
 	while (d && (de = readdir(d))) {
 		char *end = NULL, *path;
+		struct stat st;
 		long pid;
 
 		if (!util_str_has_prefix(de->d_name, "arborinth-"))
@@ -232,6 +241,9 @@ static void remove_stale(const char *base)
 		pid = strtol(de->d_name + strlen("arborinth-"), &end, 10);
 		/* arborinth-PID, or arborinth-PID.TID for a box run by another thread */
 		if (pid <= 0 || (*end && *end != '.') || util_pid_alive((pid_t)pid))
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode) || now - st.st_mtime < STALE_AGE_S)
 			continue;
 		path = util_path_join(base, de->d_name);
 		if (path)

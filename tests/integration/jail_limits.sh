@@ -68,14 +68,22 @@ cg_base=""
 if ! cg_base=$("$ARB" shell w --memory 64M --pids 100 --cpus 1 --explain -- true 2>&1 | grep '^  limits'); then
 	skip "no writable cgroup for the limits here: $cg_base"
 fi
-# The cgroups of a shell killed before it could remove them go with the next box's.
+# The cgroups of a shell killed before it could remove them go with the next box's, once
+# they are a minute old (dated back here). A fresh one of a pid that looks dead (a box of
+# another pid namespace sharing this cgroup tree, between its mkdir and its box joining it)
+# is left alone.
 mem_base=$(sed -n 's/.* below \([^ ]*\) .*/\1/p' <<<"$cg_base")
 mkdir "$mem_base/arborinth-999999999" 2>/dev/null || mkdir "$mem_base/arborinth-4194000"
+touch -d '2 minutes ago' "$mem_base"/arborinth-999999999 "$mem_base"/arborinth-4194000 2>/dev/null || true
+mkdir "$mem_base/arborinth-999999998" 2>/dev/null || mkdir "$mem_base/arborinth-4193999"
 HOG='x = bytearray(300 << 20); print("allocated")'
 expect_status 137 "--memory kills a memory hog" -- box --memory 64M -- "$PY" -c "$HOG"
 expect_match "^arborinth: --memory: the box reached its limit of 64 MiB; the kernel ended [1-9][0-9]* of its processes$" "$ERR" "--memory message"
 [ -z "$(ls -d "$mem_base"/arborinth-999999999 "$mem_base"/arborinth-4194000 2>/dev/null)" ] && pass ||
 	fail "a stale cgroup in $mem_base was left"
+[ -n "$(ls -d "$mem_base"/arborinth-999999998 "$mem_base"/arborinth-4193999 2>/dev/null)" ] && pass ||
+	fail "a fresh cgroup of a pid that looks dead (another pid namespace's box) was taken"
+rmdir "$mem_base"/arborinth-999999998 "$mem_base"/arborinth-4193999 2>/dev/null || true
 expect_status 0 "control: the hog without --memory" -- box -- "$PY" -c "$HOG"
 expect_eq "allocated" "$OUT" "control: the hog allocates without a limit"
 expect_status 0 "control: a small program under --memory" -- box --memory 64M -- "$PY" -c 'x = bytearray(8 << 20); print("ok")'
