@@ -191,6 +191,34 @@ fi
 expect_status 0 "verify" -- "$ARB" audit w --verify
 expect_match ": ok, [0-9]+ rows" "$OUT" "the chain still verifies"
 
+# As root: a project on a tmpfs (as /tmp is on Debian 13), which has no zero-range: the view
+# gives the box tmpfs's own EOPNOTSUPP, audited as such, and still punches the hole.
+if [ "$(id -u)" = 0 ] && [ -z "${ARB_AUDIT_USER:-}" ]; then
+	S=$T/small
+	mkdir "$S"
+	mount -t tmpfs -o size=64m tmpfs "$S" # above the 16 MiB reserve (fs/disk.c)
+	mkrepo "$S/repo"
+	cd "$S/repo"
+	expect_status 0 "create on tmpfs" -- "$ARB" workspace create t
+	printf 'A%.0s' $(seq 16384) >"$S/native.bin"
+	NATIVE=$(python3 -c "$FA_CODE" "$S/native.bin")
+	expect_eq "$(python3 -c 'import errno; print(errno.EOPNOTSUPP)') 0 0" "$NATIVE" \
+		"natively, tmpfs refuses zero-range and punches holes"
+	printf 'A%.0s' $(seq 16384) >"$S/repo/.git/arborinth/workspaces/t/workdir/fa.bin"
+	box_py t "fallocate in a box on tmpfs" "$FA_CODE" fa.bin
+	expect_eq "$NATIVE" "$OUT" "the view fails and works as tmpfs does"
+	cmp -s "$S/native.bin" "$S/repo/.git/arborinth/workspaces/t/workdir/fa.bin" && pass ||
+		fail "the content on tmpfs is as natively"
+	expect_status 0 "fallocate text on tmpfs" -- "$ARB" audit t --session "$SID" --op fallocate
+	expect_match "fallocate +fa.bin +zero-range 2.0 KiB at 1000 +EOPNOTSUPP" "$OUT" \
+		"the refused zero-range audited"
+	expect_match "fallocate +fa.bin +keep-size\+punch-hole 4.0 KiB at 8192 +ok" "$OUT" \
+		"the punch-hole after it audited"
+	cd "$R"
+	"$ARB" --workdir "$S/repo" workspace unmount t >/dev/null
+	umount "$S"
+fi
+
 # As root: all of the above again as an ordinary user (passthrough then falls back).
 if [ "$(id -u)" = 0 ] && [ -z "${ARB_AUDIT_USER:-}" ] && command -v runuser >/dev/null; then
 	user=arbtest
