@@ -3,8 +3,9 @@
  *
  * What a workspace uses is what its upper layer and gitdir hold: for each regular file the
  * larger of its size and its allocation (st_blocks), so a sparse file counts at its size and
- * a file allocated past its end (fallocate KEEP_SIZE) at its allocation; for directories and
- * symlinks their allocation; a file with several names counts once. The sum is taken by
+ * a file allocated past its end (fallocate KEEP_SIZE) at its allocation; for directories their
+ * allocation, one block at least (tmpfs reports none), for symlinks their allocation; a file
+ * with several names counts once. The sum is taken by
  * walking both trees when the view is mounted, then kept as the daemon changes files: the
  * node's charge is re-read (fstat) after every write, fallocate, truncate, copy-up and new
  * name in a directory, and given back when the last name goes.

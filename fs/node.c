@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #define TABLE_INITIAL 4096
+#define DIR_BYTES_MIN 4096 /* what a directory is charged at least (fs_disk_charge_of) */
 
 static uint64_t hash_u64(uint64_t x)
 {
@@ -250,6 +251,10 @@ int64_t fs_disk_charge_of(const struct stat *st)
 {
 	int64_t alloc = (int64_t)st->st_blocks * 512;
 
+	/* A directory takes a block at least: ext4 gives it one, tmpfs none (st_blocks 0), and a
+	 * storm of mkdirs must meet the budget on both. */
+	if (S_ISDIR(st->st_mode))
+		return alloc > DIR_BYTES_MIN ? alloc : DIR_BYTES_MIN;
 	if (!S_ISREG(st->st_mode))
 		return alloc;
 	return st->st_size > alloc ? st->st_size : alloc;

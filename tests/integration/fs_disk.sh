@@ -5,7 +5,8 @@
 # is in the audit (one disk-full row a second at most, counting the rest), the session's end
 # checkpoint completes, another workspace still creates, the usage survives a remount and is
 # given back when files go, and `--disk none` lifts the budget. As root, a project on a small
-# tmpfs shows the reserve: a box without a budget cannot take the last 16 MiB. As root the
+# tmpfs shows the reserve: a box without a budget cannot take the last 16 MiB (and a budget
+# stops a mkdir storm there too, though tmpfs gives directories no blocks). As root the
 # whole test runs again as an ordinary user (ARB_DISK_USER=1), without the tmpfs part.
 source "$(dirname "$0")/lib.sh"
 
@@ -170,6 +171,22 @@ if [ "$(id -u)" = 0 ] && [ -z "${ARB_DISK_USER:-}" ]; then
 	mount -t tmpfs -o size=48m tmpfs "$S"
 	mkrepo "$S/repo"
 	cd "$S/repo"
+	# tmpfs gives a directory no blocks (st_blocks 0): a mkdir storm meets a budget here too,
+	# each directory charged a block as on ext4 (CONTROL: the first ones are made).
+	expect_status 0 "create on tmpfs with a budget" -- "$ARB" workspace create d --disk 1M
+	expect_status 0 "mkdir storm on tmpfs" -- "$ARB" shell d -- python3 -c '
+import errno, os
+n = 0
+try:
+    for i in range(5000):
+        os.mkdir("dir%d" % i); n += 1
+except OSError as e:
+    assert e.errno == errno.ENOSPC, e
+    print(n, "ENOSPC")'
+	read -r made what <<<"$OUT"
+	expect_eq ENOSPC "$what" "mkdir refused past the budget on tmpfs"
+	[ "${made:-0}" -gt 10 ] && [ "${made:-0}" -le 256 ] && pass || fail "made $made directories on tmpfs"
+	"$ARB" workspace unmount d >/dev/null
 	expect_status 0 "create on tmpfs" -- "$ARB" workspace create r --disk none
 	fill r "fill the tmpfs" big.bin 60000000
 	RSID=$SID
