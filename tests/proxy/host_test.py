@@ -14,7 +14,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxytest import (Checks, Procs, Reader, free_port, make_ca, read_log, request,  # noqa
+from proxytest import (Checks, Procs, Reader, free_port, free_ports, make_ca, read_log, request,  # noqa
                        start_harness, start_upstream, tcp_conn, unix_conn, wait_for)
 
 HARNESS, T = sys.argv[1], sys.argv[2]
@@ -30,9 +30,9 @@ def main():
     ca, cert, key = make_ca(T, "good", ["localhost"])
     other_ca, _, _ = make_ca(T, "other", ["localhost"])
     _, tls_up = start_upstream(P, tls_log, tls=(cert, key))
-    closed = free_port()
-    ports = {n: free_port() for n in ("anthropic", "openai", "tls", "tlshost", "tlsca",
-                                      "refused", "slow", "custom")}
+    names = ("anthropic", "openai", "tls", "tlshost", "tlsca", "refused", "slow", "custom")
+    closed, *chosen = free_ports(len(names) + 1)
+    ports = dict(zip(names, chosen))
     allow = "allow=POST:/v1/messages"
     backends = [
         "anthropic=http://127.0.0.1:%d,port=%d" % (up, ports["anthropic"]),

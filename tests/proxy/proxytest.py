@@ -52,6 +52,21 @@ def free_port():
     return port
 
 
+def free_ports(n):
+    """n distinct free ports: each socket is held until all are chosen (free_port() called n
+    times may give the same port twice: the kernel hands a closed one out again)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            socks.append(s)
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
 class Procs:
     def __init__(self):
         self.procs = []
