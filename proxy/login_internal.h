@@ -88,6 +88,13 @@ struct login_answer {
 };
 size_t login_answer_collect(char *data, size_t size, size_t n, void *ud);
 void login_answer_free(struct login_answer *a);
+struct curl_slist;
+/* POSTs body with headers to a token endpoint (url checked by the caller: login_url_check):
+ * TLS verified (ca_file, or the system's CAs), no redirects, 15 s to connect, 60 s in all;
+ * the answer into a, its HTTP status into *status. libcurl's result, a CURLcode
+ * (CURLE_OUT_OF_MEMORY when no handle could be made). */
+int login_post(const char *url, const char *ca_file, struct curl_slist *headers, const char *body,
+	       struct login_answer *a, long *status);
 
 /* JWTs: the payload's claims (caller decrefs), and an unsigned one carrying claims. */
 json_t *login_jwt_claims(const char *jwt);

@@ -78,6 +78,35 @@ static void refusal(const struct login_answer *a, long status, char *out, size_t
 	json_decref(j);
 }
 
+int login_post(const char *url, const char *ca_file, struct curl_slist *headers, const char *body,
+	       struct login_answer *a, long *status)
+{
+	CURL *e = curl_easy_init();
+	CURLcode cc;
+
+	*status = 0;
+	if (!e)
+		return CURLE_OUT_OF_MEMORY;
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+	if (ca_file)
+		curl_easy_setopt(e, CURLOPT_CAINFO, ca_file);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, 15L);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT, 60L);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, login_answer_collect);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, a);
+	cc = curl_easy_perform(e);
+	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, status);
+	curl_easy_cleanup(e);
+	return cc;
+}
+
 int login_oauth_refresh(struct proxy_login *l, const struct login_tokens *old,
 			struct login_tokens *n)
 {
@@ -85,33 +114,21 @@ int login_oauth_refresh(struct proxy_login *l, const struct login_tokens *old,
 	char *body = grant ? json_dumps(grant, JSON_COMPACT) : NULL, why[256];
 	struct curl_slist *h = NULL;
 	struct login_answer a = {0};
-	CURL *e = curl_easy_init();
 	long status = 0;
 	CURLcode cc;
 	int rc;
 
-	if (!body || !e) {
+	if (!body) {
 		rc = util_err(-ENOMEM, "out of memory");
 		goto out;
 	}
 	h = curl_slist_append(NULL, "Content-Type: application/json");
 	h = h ? curl_slist_append(h, "Accept: application/json") : NULL;
-	curl_easy_setopt(e, CURLOPT_URL, l->token_url);
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
-	if (l->ca_file)
-		curl_easy_setopt(e, CURLOPT_CAINFO, l->ca_file);
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, 15L);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT, 60L);
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, login_answer_collect);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, &a);
-	cc = curl_easy_perform(e);
-	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+	cc = login_post(l->token_url, l->ca_file, h, body, &a, &status);
+	if (cc == CURLE_OUT_OF_MEMORY) {
+		rc = util_err(-ENOMEM, "out of memory");
+		goto out;
+	}
 	if (cc != CURLE_OK) {
 		rc = util_err(-EHOSTUNREACH,
 			      "the %s login in %s could not be refreshed: %s unreachable (%s); "
@@ -138,8 +155,6 @@ out:
 	json_decref(resp);
 	json_decref(grant);
 	curl_slist_free_all(h);
-	if (e)
-		curl_easy_cleanup(e);
 	return rc;
 }
 

@@ -32,7 +32,6 @@ static int post(struct proxy_vertex *v, const char *url, const char *ctype, cons
 {
 	struct curl_slist *h = NULL;
 	struct login_answer a = {0};
-	CURL *e = curl_easy_init();
 	char *hb = ctype ? util_asprintf("Content-Type: %s", ctype) : NULL;
 	char *ab = bearer ? util_asprintf("Authorization: Bearer %s", bearer) : NULL;
 	long status = 0;
@@ -42,30 +41,17 @@ static int post(struct proxy_vertex *v, const char *url, const char *ctype, cons
 	*resp = NULL;
 	if (rc < 0)
 		goto out;
-	if (!e || !hb || (bearer && !ab)) {
+	if (!hb || (bearer && !ab)) {
 		rc = util_err(-ENOMEM, "out of memory");
 		goto out;
 	}
 	h = curl_slist_append(NULL, hb);
 	if (h && ab)
 		h = curl_slist_append(h, ab);
-	curl_easy_setopt(e, CURLOPT_URL, url);
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
-	if (v->ca_file)
-		curl_easy_setopt(e, CURLOPT_CAINFO, v->ca_file);
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, 15L);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT, 60L);
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, login_answer_collect);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, &a);
-	cc = curl_easy_perform(e);
-	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
-	if (cc != CURLE_OK)
+	cc = login_post(url, v->ca_file, h, body, &a, &status);
+	if (cc == CURLE_OUT_OF_MEMORY)
+		rc = util_err(-ENOMEM, "out of memory");
+	else if (cc != CURLE_OK)
 		rc = util_err(-EHOSTUNREACH, "Vertex token from %s: %s unreachable (%s)", v->adc,
 			      url, curl_easy_strerror(cc));
 	else if (status != 200)
@@ -79,8 +65,6 @@ out:
 	proxy_secret_free(&ab);
 	free(hb);
 	curl_slist_free_all(h);
-	if (e)
-		curl_easy_cleanup(e);
 	return rc;
 }
 
