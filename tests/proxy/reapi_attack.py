@@ -203,7 +203,8 @@ def slow_reader(be, limit_mib):
 def main():
     arb.make_repo("w")
     ws = os.path.join(REPO, ".git", "arborinth", "workspaces", "w")
-    shutil.copy(os.path.join(HERE, "reapi_evil.py"), os.path.join(ws, "tmp", "reapi_evil.py"))
+    for f in ("reapi_evil.py", "h2raw.py", "reapi_pb.py"):
+        shutil.copy(os.path.join(HERE, f), os.path.join(ws, "tmp", f))
     portfile = os.path.join(T, "up.port")
     P.start([sys.executable, os.path.join(HERE, "reapi_upstream.py"), LOG, portfile],
             stdout=None, env=dict(os.environ, BIG="64"))

@@ -6,29 +6,21 @@ for what grpcio would never send. Prints one JSON report of what the box saw.
     reapi_evil.py grpc|echo|raw|flood|slow
 """
 import json
+import os
 import socket
 import struct
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from h2raw import (CONT, DATA, EH, ES, GOAWAY, HEADERS, PING, PREFACE, RST, SETTINGS, WINUP,  # noqa: E402
+                   frame, hint, lit)
+from reapi_pb import enc_bytes  # noqa: E402
+
 ADDR = ("127.0.0.1", 8717)
 V2 = "/build.bazel.remote.execution.v2."
 CAP = V2 + "Capabilities/GetCapabilities"
 rep = {}
-
-
-def enc_varint(v):
-    out = bytearray()
-    while True:
-        if v < 0x80:
-            out.append(v)
-            return bytes(out)
-        out.append(v & 0x7F | 0x80)
-        v >>= 7
-
-
-def enc_bytes(f, v):
-    return enc_varint(f << 3 | 2) + enc_varint(len(v)) + v
 
 
 # ---- grpcio ---------------------------------------------------------------------------------
@@ -97,33 +89,6 @@ def echo_attacks():
 
 
 # ---- raw HTTP/2 ----------------------------------------------------------------------------
-
-PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-DATA, HEADERS, RST, SETTINGS, PING, GOAWAY, WINUP, CONT = 0, 1, 3, 4, 6, 7, 8, 9
-ES, EH = 1, 4
-
-
-def frame(t, fl, sid, p=b""):
-    return struct.pack(">I", len(p))[1:] + bytes([t, fl]) + struct.pack(">I", sid) + p
-
-
-def hint(v, bits, first=0):
-    mx = (1 << bits) - 1
-    if v < mx:
-        return bytes([first | v])
-    out = bytearray([first | mx])
-    v -= mx
-    while v >= 128:
-        out.append(v & 127 | 128)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
-def lit(n, v):
-    n, v = n.encode() if isinstance(n, str) else n, v.encode() if isinstance(v, str) else v
-    return b"\x00" + hint(len(n), 7) + n + hint(len(v), 7) + v
-
 
 def block(hs):
     return b"".join(lit(n, v) for n, v in hs)

@@ -15,31 +15,10 @@ import struct
 import sys
 import threading
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from h2raw import CONT, DATA, EH, ES, HEADERS, PUSH, SETTINGS, WINUP, frame, lit  # noqa: E402
+
 MODE, PORTFILE = sys.argv[1], sys.argv[2]
-DATA, HEADERS, SETTINGS, PUSH, PING, GOAWAY, WINUP, CONT = 0, 1, 4, 5, 6, 7, 8, 9
-ES, EH = 1, 4
-
-
-def frame(t, fl, sid, p=b""):
-    return struct.pack(">I", len(p))[1:] + bytes([t, fl]) + struct.pack(">I", sid) + p
-
-
-def hint(v, bits, first=0):
-    mx = (1 << bits) - 1
-    if v < mx:
-        return bytes([first | v])
-    out = bytearray([first | mx])
-    v -= mx
-    while v >= 128:
-        out.append(v & 127 | 128)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
-def lit(n, v, first=0):
-    n, v = n.encode(), v.encode()
-    return bytes([first]) + hint(len(n), 7) + n + hint(len(v), 7) + v
 
 
 def head_frames(sid, block, end=False):
