@@ -96,6 +96,8 @@ struct curl_slist;
 int login_post(const char *url, const char *ca_file, struct curl_slist *headers, const char *body,
 	       struct login_answer *a, long *status);
 
+/* base64url without padding (JWTs), malloc'd; NULL: ENOMEM. */
+char *login_b64url(const void *data, size_t n);
 /* JWTs: the payload's claims (caller decrefs), and an unsigned one carrying claims. */
 json_t *login_jwt_claims(const char *jwt);
 char *login_jwt_make(json_t *claims);

@@ -208,8 +208,9 @@ json_t *login_jwt_claims(const char *jwt)
 	return j;
 }
 
-static char *b64url(const char *in, size_t n)
+char *login_b64url(const void *data, size_t n)
 {
+	const unsigned char *in = data;
 	static const char tab[] =
 	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 	char *out = malloc(n * 4 / 3 + 4), *o = out;
@@ -219,7 +220,7 @@ static char *b64url(const char *in, size_t n)
 	if (!out)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
-		acc = (acc << 8) | (unsigned char)in[i];
+		acc = (acc << 8) | in[i];
 		bits += 8;
 		while (bits >= 6) {
 			bits -= 6;
@@ -236,8 +237,8 @@ char *login_jwt_make(json_t *claims)
 {
 	static const char head[] = "{\"alg\":\"none\",\"typ\":\"JWT\"}";
 	char *payload = json_dumps(claims, JSON_COMPACT | JSON_SORT_KEYS);
-	char *h = b64url(head, strlen(head)),
-	     *c = payload ? b64url(payload, strlen(payload)) : NULL;
+	char *h = login_b64url(head, strlen(head)),
+	     *c = payload ? login_b64url(payload, strlen(payload)) : NULL;
 	char *out = h && c ? util_asprintf("%s.%s.arborinth-placeholder", h, c) : NULL;
 
 	free(payload);

@@ -141,30 +141,6 @@ static int mint_user(struct proxy_vertex *v, json_t *c, char **tok, int64_t *exp
 	return form ? oauth_token(v, url, form, tok, exp_ms) : util_err(-ENOMEM, "out of memory");
 }
 
-static char *b64url(const unsigned char *in, size_t n)
-{
-	static const char tab[] =
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-	char *out = malloc(n * 4 / 3 + 4), *o = out;
-	unsigned acc = 0;
-	int bits = 0;
-
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		acc = (acc << 8) | in[i];
-		bits += 8;
-		while (bits >= 6) {
-			bits -= 6;
-			*o++ = tab[(acc >> bits) & 63];
-		}
-	}
-	if (bits)
-		*o++ = tab[(acc << (6 - bits)) & 63];
-	*o = '\0';
-	return out;
-}
-
 /* RS256 over "head.claims" with the key's PEM; the JWT, malloc'd. */
 static int jwt_sign(const struct proxy_vertex *v, const char *pem, const char *signing, char **out)
 {
@@ -185,7 +161,7 @@ static int jwt_sign(const struct proxy_vertex *v, const char *pem, const char *s
 	    EVP_DigestSign(md, NULL, &sl, (const unsigned char *)signing, strlen(signing)) != 1 ||
 	    !(sig = malloc(sl)) ||
 	    EVP_DigestSign(md, sig, &sl, (const unsigned char *)signing, strlen(signing)) != 1 ||
-	    !(s64 = b64url(sig, sl))) {
+	    !(s64 = login_b64url(sig, sl))) {
 		rc = util_err(-EIO, "%s: cannot sign the service account's JWT", v->adc);
 		goto out;
 	}
@@ -220,8 +196,8 @@ static int mint_sa(struct proxy_vertex *v, json_t *c, char **tok, int64_t *exp_m
 			   "iat", (json_int_t)now, "exp", (json_int_t)(now + 3600));
 	hj = head ? json_dumps(head, JSON_COMPACT) : NULL;
 	cj = claims ? json_dumps(claims, JSON_COMPACT) : NULL;
-	h64 = hj ? b64url((const unsigned char *)hj, strlen(hj)) : NULL;
-	c64 = cj ? b64url((const unsigned char *)cj, strlen(cj)) : NULL;
+	h64 = hj ? login_b64url(hj, strlen(hj)) : NULL;
+	c64 = cj ? login_b64url(cj, strlen(cj)) : NULL;
 	signing = h64 && c64 ? util_asprintf("%s.%s", h64, c64) : NULL;
 	rc = signing ? jwt_sign(v, pem, signing, &jwt) : util_err(-ENOMEM, "out of memory");
 	if (rc == 0) {
