@@ -17,19 +17,11 @@ from concurrent import futures
 
 import grpc
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reapi_pb import varint  # noqa: E402
+
 LOG, PORTFILE = sys.argv[1], sys.argv[2]
 LOCK = threading.Lock()
-
-
-def varint(b, i):
-    v = s = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << s
-        s += 7
-        if not c & 0x80:
-            return v, i
 
 
 def field1s(b):
