@@ -225,13 +225,6 @@ static int helper_entry(void *arg)
 	return 0;
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-#define HELPER_FORK 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define HELPER_FORK 1
-#endif
-#endif
 #define HELPER_STACK (64 * 1024)
 
 /*
@@ -241,7 +234,7 @@ static int helper_entry(void *arg)
  */
 static pid_t helper_start(struct helper_args *a, char **stack)
 {
-#ifdef HELPER_FORK
+#ifdef ARB_ASAN
 	pid_t pid = fork();
 
 	*stack = NULL;

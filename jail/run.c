@@ -317,14 +317,6 @@ static int child_main(void *arg)
 	return JAIL_EXIT_SETUP; /* not reached */
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SPAWN_FORK 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SPAWN_FORK 1
-#endif
-#endif
-
 /*
  * The child that execs bwrap. It shares our memory until then and we wait for its exec
  * (CLONE_VM | CLONE_VFORK, as posix_spawn does): no copy of our page tables, and none of the
@@ -334,7 +326,7 @@ static int child_main(void *arg)
  */
 static pid_t spawn(struct child_args *a)
 {
-#ifdef SPAWN_FORK
+#ifdef ARB_ASAN
 	pid_t pid = fork();
 
 	if (pid == 0)

@@ -101,14 +101,6 @@ static int child(void *arg)
 	_exit(127);
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SPAWN_FORK 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SPAWN_FORK 1
-#endif
-#endif
-
 /*
  * The child that execs the proxy. It shares the launcher's memory until then and the
  * launcher waits for its exec (CLONE_VM | CLONE_VFORK, as posix_spawn and jail/run.c do): no
@@ -124,7 +116,7 @@ static pid_t spawn(struct child_args *c)
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-#ifdef SPAWN_FORK
+#ifdef ARB_ASAN
 	pid = fork();
 	if (pid == 0)
 		_exit(child(c));

@@ -17,6 +17,16 @@
 #define ARB_MUST_CHECK	 __attribute__((warn_unused_result))
 #define ARB_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #define ARB_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+/* ARB_ASAN: built with AddressSanitizer (gcc's __SANITIZE_ADDRESS__, clang's __has_feature).
+ * The spawns that share the caller's memory (clone with CLONE_VM: jail/run.c, jail/budget.c,
+ * proxy/proc.c) fork instead then: the sanitizer does not know the child's stack. */
+#if defined(__SANITIZE_ADDRESS__)
+#define ARB_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ARB_ASAN 1
+#endif
+#endif
 
 /* Thread-local message for the last failure. Returns rc so callers can `return util_err(...)`. */
 int util_err(int rc, const char *fmt, ...) ARB_PRINTF(2, 3);
